@@ -1,0 +1,174 @@
+"""Settings: `config.toml` under HERMES_ACP_HOME, overlaid by the environment.
+
+Every key of the file has an environment twin, `HERMES_ACP_<KEY>` (upper case); the
+providers' own variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) are read as well.
+The environment wins over the file. An unknown key or a bad value raises
+ConfigError naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "custom"]
+ApiMode = Literal["chat_completions", "anthropic_messages", "responses"]
+
+ENV_PREFIX = "HERMES_ACP_"
+
+# The providers' own variables, mapped onto settings keys.
+SDK_ENV = {
+    "OPENAI_API_KEY": "openai_api_key",
+    "OPENAI_BASE_URL": "openai_base_url",
+    "ANTHROPIC_API_KEY": "anthropic_api_key",
+    "ANTHROPIC_BASE_URL": "anthropic_base_url",
+    "OPENROUTER_API_KEY": "openrouter_api_key",
+}
+
+
+class ConfigError(Exception):
+    pass
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+    input: float
+    output: float
+    cached_input: float | None = None
+    cache_write: float | None = None
+
+
+class FallbackEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: ProviderName
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None  # the variable holding this endpoint's key
+    api_mode: ApiMode | None = None
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    home: Path = Field(default_factory=lambda: Path("~/.hermes-acp").expanduser())
+    provider: ProviderName = "openai"
+    model: str = "gpt-4.1"
+    api_mode: ApiMode | None = None
+    base_url: str | None = None  # for "custom" (and an override for any provider)
+    api_key: str | None = None  # for "custom"
+
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    openrouter_api_key: str | None = None
+
+    models: list[str] = Field(default_factory=list)  # offered in the editor's model picker
+    fallback: list[FallbackEntry] = Field(default_factory=list)
+    prices: dict[str, Price] = Field(default_factory=dict)
+    context_windows: dict[str, int] = Field(default_factory=dict)
+    reasoning_effort: Literal["low", "medium", "high"] | None = None
+    max_output_tokens: int | None = Field(default=None, gt=0)
+
+    max_iterations: int = Field(default=90, gt=0)  # model calls per turn
+    subagent_max_iterations: int = Field(default=30, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    retry_base_seconds: float = Field(default=1.0, ge=0)
+    retry_cap_seconds: float = Field(default=30.0, ge=0)
+    stale_stream_seconds: float = Field(default=90.0, gt=0)
+    request_timeout_seconds: float = Field(default=600.0, gt=0)
+
+    compression_threshold: float = Field(default=0.5, gt=0, le=1)
+    compression_keep_last: int = Field(default=20, ge=2)
+    auxiliary_model: str | None = None  # summaries and titles; the session's model when unset
+    model_titles: bool = False  # titles by a model call instead of the first user message
+
+    default_mode: Literal["ask", "accept_edits", "plan", "yolo"] = "ask"
+    command_timeout_seconds: float = Field(default=120.0, gt=0)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "config.toml"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "sessions.db"
+
+    @property
+    def memory_dir(self) -> Path:
+        return self.home / "memory"
+
+
+_LIST_KEYS = {"models"}
+
+
+def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    fields = Settings.model_fields
+    out: dict[str, Any] = {}
+    for env_name, key in SDK_ENV.items():
+        if environ.get(env_name):
+            out[key] = environ[env_name]
+    for env_name, value in environ.items():
+        if not env_name.startswith(ENV_PREFIX) or value == "":
+            continue
+        key = env_name[len(ENV_PREFIX) :].lower()
+        if key not in fields:
+            continue  # other HERMES_ACP_* variables (test hooks, log file) are not settings
+        out[key] = [v.strip() for v in value.split(",") if v.strip()] if key in _LIST_KEYS else value
+    return out
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, *, overrides: Mapping[str, Any] | None = None
+) -> Settings:
+    """Settings from the config file, the environment, then explicit overrides."""
+    environ = os.environ if environ is None else environ
+    home = Path(environ.get(ENV_PREFIX + "HOME") or "~/.hermes-acp").expanduser()
+    values: dict[str, Any] = {}
+    config_path = home / "config.toml"
+    if config_path.is_file():
+        try:
+            values.update(tomllib.loads(config_path.read_text(encoding="utf-8")))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{config_path}: not valid TOML: {exc}") from exc
+        unknown = sorted(set(values) - set(Settings.model_fields))
+        if unknown:
+            raise ConfigError(f"{config_path}: unknown key {', '.join(map(repr, unknown))}")
+    values.update(_env_overrides(environ))
+    values["home"] = home
+    if overrides:
+        values.update(overrides)
+    try:
+        return Settings.model_validate(values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, config_path)) from exc
+
+
+def _describe(exc: ValidationError, config_path: Path) -> str:
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(p) for p in error["loc"])
+        top = str(error["loc"][0]) if error["loc"] else key
+        where = f"{ENV_PREFIX}{top.upper()} or {config_path.name}"
+        problems.append(f"{key}: {error['msg']} (got {error.get('input')!r}; set in {where})")
+    return "invalid settings: " + "; ".join(problems)
+
+
+def write_config(home: Path, values: Mapping[str, Any]) -> Path:
+    """Write config.toml (used by `hermes-acp setup`); validates before writing."""
+    import tomli_w
+
+    Settings.model_validate({**values, "home": home})
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.toml"
+    path.write_text(tomli_w.dumps(dict(values)), encoding="utf-8")
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,144 @@
+"""The conversation model: OpenAI-style roles, provider-neutral content.
+
+Providers translate these to and from their wire shapes. `provider_data` carries
+what a provider must get back verbatim on the next call (Anthropic thinking
+signatures, Responses reasoning items) without the rest of the engine knowing it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(slots=True)
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(slots=True)
+class ImagePart:
+    mime_type: str
+    data: str  # base64, no data: prefix
+    type: Literal["image"] = "image"
+
+
+ContentPart = TextPart | ImagePart
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it
+
+
+@dataclass(slots=True)
+class Message:
+    role: Role
+    content: str | list[ContentPart] = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None  # tool name, on role="tool"
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    provider_data: dict[str, Any] | None = None
+    is_error: bool = False  # a tool result that reports a failure
+
+    @property
+    def text(self) -> str:
+        """The message's plain text, images left out."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content if isinstance(part, TextPart))
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role}
+        if isinstance(self.content, str):
+            data["content"] = self.content
+        else:
+            data["content"] = [_part_to_dict(part) for part in self.content]
+        if self.tool_calls:
+            data["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ]
+        for key in ("tool_call_id", "name", "reasoning", "finish_reason", "provider_data"):
+            value = getattr(self, key)
+            if value is not None:
+                data[key] = value
+        if self.is_error:
+            data["is_error"] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        content = data.get("content", "")
+        if not isinstance(content, str):
+            content = [_part_from_dict(part) for part in content]
+        return cls(
+            role=data["role"],
+            content=content,
+            tool_calls=[ToolCall(**c) for c in data.get("tool_calls", [])],
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            reasoning=data.get("reasoning"),
+            finish_reason=data.get("finish_reason"),
+            provider_data=data.get("provider_data"),
+            is_error=bool(data.get("is_error", False)),
+        )
+
+
+def _part_to_dict(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    return {"type": "image", "mime_type": part.mime_type, "data": part.data}
+
+
+def _part_from_dict(data: dict[str, Any]) -> ContentPart:
+    if data["type"] == "text":
+        return TextPart(data["text"])
+    return ImagePart(mime_type=data["mime_type"], data=data["data"])
+
+
+def user(content: str | list[ContentPart]) -> Message:
+    return Message(role="user", content=content)
+
+
+def repair_alternation(messages: list[Message]) -> list[Message]:
+    """Make a history every provider accepts.
+
+    Drops assistant tool calls that never got a result (a turn cut short by a
+    crash or a cancel) and answers them with a synthetic "interrupted" result
+    instead, so the next request is not rejected for a dangling tool call.
+    """
+    repaired: list[Message] = []
+    pending: dict[str, ToolCall] = {}
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id in pending:
+                pending.pop(message.tool_call_id)
+                repaired.append(message)
+            continue
+        repaired.extend(_interrupted(pending))
+        pending = {}
+        repaired.append(message)
+        if message.role == "assistant":
+            pending = {call.id: call for call in message.tool_calls}
+    repaired.extend(_interrupted(pending))
+    return repaired
+
+
+def _interrupted(pending: dict[str, ToolCall]) -> list[Message]:
+    return [
+        Message(
+            role="tool",
+            content="Interrupted: this tool call did not complete.",
+            tool_call_id=call.id,
+            name=call.name,
+            is_error=True,
+        )
+        for call in pending.values()
+    ]

@@ -1,0 +1,95 @@
+"""The Provider port: one streaming model call, in a provider-neutral shape."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, Protocol
+
+from core.events import TextDelta, ThoughtDelta, Usage
+from core.messages import Message, ToolCall
+
+FinishReason = Literal["stop", "length", "tool_calls", "refusal", "content_filter"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON schema of the arguments object
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_output_tokens: int | None = None
+    reasoning_effort: str | None = None  # "low" | "medium" | "high" where the model supports it
+    tool_choice_none: bool = False  # the grace call: ask for an answer without tools
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """What one model call produced, once its stream ended."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=Usage)
+    provider_data: dict[str, Any] | None = None  # replayed to the same provider next call
+    model: str = ""
+
+
+StreamItem = TextDelta | ThoughtDelta | ModelResponse
+
+
+class ErrorKind(StrEnum):
+    RATE_LIMIT = "rate_limit"  # 429 or "overloaded" (529): back off and retry
+    AUTH = "auth"  # 401/403: fail over, never retry the same endpoint
+    CONTEXT_OVERFLOW = "context_overflow"  # the caller compresses, then retries once
+    TRANSIENT = "transient"  # network errors, 5xx, dropped streams: retry, then fail over
+    STALE = "stale"  # no chunk within the stale timeout: abort and retry
+    BAD_REQUEST = "bad_request"  # 400 that is not an overflow: fail over, no retry
+    FATAL = "fatal"
+
+
+class ProviderError(Exception):
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        provider: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.retry_after = retry_after
+        self.provider = provider
+
+    @property
+    def retryable(self) -> bool:
+        return self.kind in (ErrorKind.RATE_LIMIT, ErrorKind.TRANSIENT, ErrorKind.STALE)
+
+
+class Provider(Protocol):
+    """One endpoint and model. `stream` yields deltas, then exactly one ModelResponse.
+
+    It raises ProviderError (never an SDK exception) and closes the HTTP stream when
+    the consumer stops iterating or is cancelled.
+    """
+
+    name: str  # e.g. "openai", "anthropic", "openrouter"
+    model: str
+    api_mode: str  # "chat_completions" | "anthropic_messages" | "responses"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
+
+    async def list_models(self) -> list[str]: ...
+
+    async def aclose(self) -> None: ...

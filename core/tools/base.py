@@ -1,0 +1,104 @@
+"""What a tool is: a typed argument model, metadata the loop and the editor need, a handler."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from core.events import Event, FileDiff, Location, PlanEntry, ToolKind
+from core.providers.base import ToolSpec
+from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.workspace import RunningCommand
+
+Args = TypeVar("Args", bound=BaseModel)
+
+
+@dataclass(slots=True)
+class ToolLimits:
+    max_read_bytes: int = 2_000_000  # files larger than this are refused with a message
+    default_read_lines: int = 2_000
+    max_line_chars: int = 2_000
+    max_output_chars: int = 30_000  # tool output handed to the model
+    command_timeout: float = 120.0  # seconds, foreground commands
+    max_command_timeout: float = 600.0
+    search_max_results: int = 200
+
+
+@dataclass(slots=True)
+class SessionToolState:
+    """What tools remember across calls within one session."""
+
+    plan: tuple[PlanEntry, ...] = ()
+    processes: dict[str, RunningCommand] = field(default_factory=dict)  # background handles
+    process_commands: dict[str, str] = field(default_factory=dict)
+    next_handle: int = 1
+
+
+@dataclass(slots=True)
+class ToolContext:
+    call_id: str
+    workspace: Workspace
+    state: SessionToolState
+    emit: Callable[[Event], None]  # progress events (command output, plan updates)
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    allow_outside: bool = False  # an approval let this call leave the workspace
+
+
+@dataclass(slots=True)
+class ToolResult:
+    text: str  # what the model reads
+    ok: bool = True
+    diff: FileDiff | None = None
+    raw_output: dict[str, Any] | None = None
+    exit_code: int | None = None
+    signal: str | None = None
+    terminal_id: str | None = None
+
+    @classmethod
+    def error(cls, text: str, **raw: Any) -> ToolResult:
+        return cls(text=text, ok=False, raw_output=raw or None)
+
+
+class Tool(ABC, Generic[Args]):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    args_model: ClassVar[type[BaseModel]]
+    kind: ClassVar[ToolKind]
+    needs_approval: ClassVar[bool] = False  # edits and commands
+    read_only: ClassVar[bool] = True  # offered in plan mode; runs concurrently with other reads
+    interactive: ClassVar[bool] = False  # always runs alone, in order
+
+    def spec(self) -> ToolSpec:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(self.name, self.description, schema)
+
+    def parse(self, arguments: dict[str, Any]) -> Args:
+        return self.args_model.model_validate(arguments)  # type: ignore[return-value]
+
+    @abstractmethod
+    def title(self, args: Args, workspace: Workspace) -> str:
+        """A title that shows the actual command or path."""
+
+    def paths(self, args: Args) -> list[str]:
+        """The paths this call touches, as the model wrote them (scoping, ordering)."""
+        return []
+
+    def locations(self, args: Args, workspace: Workspace) -> list[Location]:
+        out = []
+        for raw in self.paths(args):
+            out.append(Location(str(workspace.scope.absolute(raw)), getattr(args, "offset", None) or None))
+        return out
+
+    def approval_scope(self, args: Args) -> str:
+        """What an "allow always" for this call covers (a command's program and subcommand)."""
+        return self.name
+
+    @abstractmethod
+    async def run(self, args: Args, ctx: ToolContext) -> ToolResult: ...

@@ -143,6 +143,15 @@ class StepFinished:
     finish_reason: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """Always the last event of a turn that was not cancelled."""
+
+    stop_reason: StopReason
+    usage: Usage  # this turn
+    new_messages: tuple[Any, ...] = ()  # core.messages.Message committed this turn
+
+
 Event = (
     TextDelta
     | ThoughtDelta
@@ -156,4 +165,5 @@ Event = (
     | TitleChanged
     | MessageCommitted
     | StepFinished
+    | TurnEnded
 )

@@ -47,6 +47,10 @@ class Message:
     finish_reason: str | None = None
     provider_data: dict[str, Any] | None = None
     is_error: bool = False  # a tool result that reports a failure
+    # What an editor needs to show this message again (session/load): for a tool result
+    # {"title", "kind", "status", "locations", "diff", "raw_input", "raw_output", ...}.
+    # Providers never send it.
+    display: dict[str, Any] | None = None
 
     @property
     def text(self) -> str:
@@ -65,7 +69,7 @@ class Message:
             data["tool_calls"] = [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
             ]
-        for key in ("tool_call_id", "name", "reasoning", "finish_reason", "provider_data"):
+        for key in ("tool_call_id", "name", "reasoning", "finish_reason", "provider_data", "display"):
             value = getattr(self, key)
             if value is not None:
                 data[key] = value
@@ -87,6 +91,7 @@ class Message:
             reasoning=data.get("reasoning"),
             finish_reason=data.get("finish_reason"),
             provider_data=data.get("provider_data"),
+            display=data.get("display"),
             is_error=bool(data.get("is_error", False)),
         )
 

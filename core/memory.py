@@ -1,0 +1,186 @@
+"""Long-term memory: small Markdown files of facts the agent saved for later sessions.
+
+One file per user (`<memory_dir>/user.md`) and one per workspace
+(`<memory_dir>/workspaces/<sha256(root)[:16]>.md`, its first line naming the root).
+A fact is one bullet line. Lines that are not bullets (a header, notes a person wrote
+by hand) are kept as they are and never shown as facts.
+
+Writes replace the file atomically; a lock file serialises the read-modify-write so
+two hermes-acp processes adding at the same moment both keep their facts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory locks; atomic replace still avoids torn files
+    fcntl = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+Scope = Literal["user", "workspace"]
+SCOPES: tuple[Scope, ...] = ("user", "workspace")
+
+MAX_FACT_CHARS = 500
+MAX_FILE_BYTES = 8 * 1024
+_BULLETS = ("- ", "* ")
+
+
+class MemoryFull(ValueError):
+    """Saving would make a memory file larger than its limit."""
+
+
+class MemoryStore:
+    def __init__(self, home_memory_dir: Path, workspace_root: Path) -> None:
+        self.memory_dir = Path(home_memory_dir)
+        self.workspace_root = Path(workspace_root).resolve()
+        digest = hashlib.sha256(str(self.workspace_root).encode("utf-8")).hexdigest()[:16]
+        self._paths: dict[Scope, Path] = {
+            "user": self.memory_dir / "user.md",
+            "workspace": self.memory_dir / "workspaces" / f"{digest}.md",
+        }
+        self._headers: dict[Scope, str] = {
+            "user": "# hermes-acp memory: user",
+            "workspace": f"# hermes-acp memory: workspace {self.workspace_root}",
+        }
+
+    def path(self, scope: Scope) -> Path:
+        return self._paths[_check_scope(scope)]
+
+    def list(self, scope: Scope) -> list[str]:
+        return _facts(self._read_lines(scope))
+
+    def add(self, scope: Scope, fact: str) -> bool:
+        """Save a fact; False when the same fact is already saved.
+
+        Raises ValueError for an empty or too long fact and MemoryFull when the file
+        would pass its size limit; both messages tell the model what to do instead.
+        """
+        fact = normalize_fact(fact)
+        with self._locked(scope):
+            lines = self._read_lines(scope)
+            if fact in _facts(lines):
+                return False
+            if not lines:
+                lines = [self._headers[scope], ""]
+            lines.append(f"- {fact}")
+            text = _join(lines)
+            size = len(text.encode("utf-8"))
+            if size > MAX_FILE_BYTES:
+                raise MemoryFull(
+                    f"The {scope} memory is full: saving this would make it {size} bytes, over the "
+                    f"{MAX_FILE_BYTES}-byte limit. Remove entries that are outdated, or condense several "
+                    "related entries into one (remove them, then add the condensed fact), and try again."
+                )
+            self._write(scope, text)
+            return True
+
+    def remove(self, scope: Scope, text_substring: str) -> int:
+        """Remove every fact containing the text (case-insensitive); how many went."""
+        needle = text_substring.strip().casefold()
+        if not needle:
+            raise ValueError("Say which entries to remove: give part of their text.")
+        with self._locked(scope):
+            lines = self._read_lines(scope)
+            kept = [line for line in lines if not (_is_fact(line) and needle in _fact(line).casefold())]
+            removed = len(lines) - len(kept)
+            if removed:
+                self._write(scope, _join(kept))
+            return removed
+
+    def render(self) -> str:
+        """Both files' facts as Markdown for the system prompt; "" when there are none."""
+        sections = []
+        titles: dict[Scope, str] = {
+            "user": "About the user (all workspaces)",
+            "workspace": f"About this workspace ({self.workspace_root})",
+        }
+        for scope in SCOPES:
+            facts = self.list(scope)
+            if facts:
+                bullets = "\n".join(f"- {fact}" for fact in facts)
+                sections.append(f"### {titles[scope]}\n{bullets}")
+        return "\n\n".join(sections)
+
+    def _read_lines(self, scope: Scope) -> list[str]:
+        try:
+            text = self.path(scope).read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return []
+        return text.splitlines()
+
+    def _write(self, scope: Scope, text: str) -> None:
+        path = self.path(scope)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+
+    @contextlib.contextmanager
+    def _locked(self, scope: Scope) -> Iterator[None]:
+        path = self.path(scope)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fcntl is None:
+            yield
+            return
+        # A separate lock file: the memory file itself is replaced on every write, so a
+        # lock on it would guard an inode nobody else opens any more.
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def normalize_fact(fact: str) -> str:
+    """One line, no bullet of its own, within the length limit."""
+    text = " ".join(fact.split())
+    if text.startswith(_BULLETS):
+        text = text[2:].strip()
+    if not text:
+        raise ValueError("The fact to remember is empty.")
+    if len(text) > MAX_FACT_CHARS:
+        raise ValueError(
+            f"The fact is {len(text)} characters; the limit is {MAX_FACT_CHARS}. "
+            "Condense it to the essential point (or split it into separate facts) and try again."
+        )
+    return text
+
+
+def _check_scope(scope: str) -> Scope:
+    if scope not in SCOPES:
+        raise ValueError(f"Unknown memory scope {scope!r}; use 'user' or 'workspace'.")
+    return scope  # type: ignore[return-value]
+
+
+def _is_fact(line: str) -> bool:
+    return line.startswith(_BULLETS) and bool(line[2:].strip())
+
+
+def _fact(line: str) -> str:
+    return line[2:].strip()
+
+
+def _facts(lines: list[str]) -> list[str]:
+    return [_fact(line) for line in lines if _is_fact(line)]
+
+
+def _join(lines: list[str]) -> str:
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,46 @@
+"""Slash commands: what the editor offers in its `/` menu, and recognising them in a prompt."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+AVAILABLE_COMMANDS: list[dict[str, Any]] = [
+    {"name": "help", "description": "Show what hermes can do and the commands it understands"},
+    {
+        "name": "mode",
+        "description": "Switch how much the agent may do without asking",
+        "input": {"hint": "ask | accept_edits | plan | yolo"},
+    },
+    {
+        "name": "model",
+        "description": "Switch the model for the next turns",
+        "input": {"hint": "model id, e.g. gpt-4.1 or claude-sonnet-4-5"},
+    },
+    {"name": "compact", "description": "Summarise the conversation so far to free context"},
+    {"name": "clear", "description": "Start over with an empty conversation (same session)"},
+    {"name": "tools", "description": "List the tools the agent can use in this mode"},
+    {"name": "context", "description": "Show how much of the context window is in use"},
+    {"name": "cost", "description": "Show tokens used and cost so far in this session"},
+]
+
+COMMAND_NAMES = frozenset(command["name"] for command in AVAILABLE_COMMANDS)
+
+_COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?", re.DOTALL)
+
+
+def parse_command(text: str) -> tuple[str, str] | None:
+    """`("mode", "plan")` for "/mode plan"; None unless the text starts with a known command
+    (so "/etc/hosts is broken" stays a prompt)."""
+    match = _COMMAND.fullmatch(text.strip())
+    if match is None or match.group(1) not in COMMAND_NAMES:
+        return None
+    return match.group(1), (match.group(2) or "").strip()
+
+
+def commands_update(session_id: str) -> dict[str, Any]:
+    """The `available_commands_update` params for a session."""
+    return {
+        "sessionId": session_id,
+        "update": {"sessionUpdate": "available_commands_update", "availableCommands": AVAILABLE_COMMANDS},
+    }

@@ -1,0 +1,142 @@
+"""ACP prompt blocks -> the parts of a user message.
+
+A block that cannot be used (an unreadable file, an image the model cannot see) becomes
+a short note in the text, so the model and the user know; it never fails the prompt.
+Only a block type the protocol does not define here is an error (ValueError).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import html
+import re
+from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
+
+from core.messages import ContentPart, ImagePart, TextPart
+from core.workspace import BinaryFile, FileTooLarge, OutsideWorkspace, Workspace, WorkspaceError
+
+NO_IMAGES = "[An image was attached, but the current model does not accept images; it was left out.]"
+
+_LINES = re.compile(r"^L(\d+)(?:(?::\d+)?[-:]L?(\d+))?")  # #L10, #L10-20, #L10:20 (1-based)
+_TEXT_MIME = re.compile(r"^(text/|application/(json|xml|javascript|x-(sh|python|yaml|toml)))")
+
+
+async def prompt_to_content(
+    blocks: list[dict[str, Any]],
+    workspace: Workspace,
+    *,
+    accepts_images: bool,
+    max_resource_bytes: int = 200_000,
+) -> list[ContentPart]:
+    parts: list[ContentPart] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            raise ValueError(f"a prompt block must be an object, not {type(block).__name__}")
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(TextPart(_required(block, "text")))
+        elif kind == "image":
+            data, mime = _required(block, "data"), _required(block, "mimeType")
+            parts.append(ImagePart(mime_type=mime, data=data) if accepts_images else TextPart(NO_IMAGES))
+        elif kind == "resource_link":
+            parts.append(await _linked(block, workspace, max_resource_bytes))
+        elif kind == "resource":
+            resource = block.get("resource")
+            if not isinstance(resource, dict):
+                raise ValueError("a resource block needs a 'resource' object")
+            parts.append(_embedded(resource, accepts_images=accepts_images, max_bytes=max_resource_bytes))
+        else:
+            raise ValueError(f"unsupported prompt content block type {kind!r}")
+    return parts
+
+
+async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -> TextPart:
+    uri = _required(block, "uri")
+    label = block.get("name") or uri
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return TextPart(f"[Attached link {label}: {uri} (not a file, so not read)]")
+    try:
+        path = workspace.scope.resolve(url2pathname(parsed.path))  # url2pathname unquotes
+        if await asyncio.to_thread(path.is_dir):
+            return TextPart(f"[Attached directory {path}: use the listing and search tools to look inside]")
+        text = await workspace.read_text(path)
+    except OutsideWorkspace as exc:
+        return TextPart(f"[Attached file {uri} was not read: {exc}]")
+    except FileNotFoundError:
+        return TextPart(f"[Attached file {uri} was not read: it does not exist]")
+    except FileTooLarge as exc:
+        return TextPart(f"[Attached file {uri} was not read: {exc}]")
+    except BinaryFile:
+        return TextPart(f"[Attached file {uri} was not read: it is a binary file]")
+    except (WorkspaceError, OSError, UnicodeDecodeError) as exc:
+        return TextPart(f"[Attached file {uri} could not be read: {exc}]")
+    text, lines = _select_lines(text, parsed.fragment)
+    return TextPart(_wrapped(uri, text, max_bytes, lines))
+
+
+def _embedded(resource: dict[str, Any], *, accepts_images: bool, max_bytes: int) -> ContentPart:
+    uri = _required(resource, "uri")
+    mime = resource.get("mimeType") or ""
+    if "text" in resource:
+        return TextPart(_wrapped(uri, _required(resource, "text"), max_bytes))
+    blob = _required(resource, "blob")
+    size = _decoded_size(blob)
+    if mime.startswith("image/"):
+        if accepts_images:
+            return ImagePart(mime_type=mime, data=blob)
+        return TextPart(f"[Attached image {uri} ({mime}, {size:,} bytes): {NO_IMAGES[1:-1]}]")
+    if _TEXT_MIME.match(mime):
+        try:
+            return TextPart(_wrapped(uri, base64.b64decode(blob, validate=True).decode("utf-8"), max_bytes))
+        except (binascii.Error, UnicodeDecodeError):
+            pass
+    return TextPart(f"[Attached {uri}: {mime or 'binary'} data, {size:,} bytes, not readable as text]")
+
+
+def _wrapped(uri: str, text: str, max_bytes: int, lines: str = "") -> str:
+    """`<file uri="...">text</file>`, cut to max_bytes with a line saying so."""
+    encoded = text.encode("utf-8")
+    cut = ""
+    if len(encoded) > max_bytes:
+        text = encoded[:max_bytes].decode("utf-8", errors="ignore")
+        cut = (
+            f"[cut: only the first {max_bytes:,} of {len(encoded):,} bytes are shown;"
+            " read the rest with the read tool]\n"
+        )
+    tag = "file" if uri.startswith("file:") else "resource"
+    attributes = f'uri="{html.escape(uri, quote=True)}"'
+    if lines:
+        attributes += f' lines="{lines}"'
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return f"<{tag} {attributes}>\n{text}{cut}</{tag}>"
+
+
+def _select_lines(text: str, fragment: str) -> tuple[str, str]:
+    """Honour a `#L10-20` fragment (a selection the editor linked to): the lines and
+    "10-20", or the whole text and ""."""
+    match = _LINES.match(fragment)
+    if not match:
+        return text, ""
+    first = int(match.group(1))
+    last = int(match.group(2) or first)
+    if last < first:
+        first, last = last, first
+    lines = text.splitlines(keepends=True)
+    return "".join(lines[max(first - 1, 0) : last]), f"{first}-{last}"
+
+
+def _decoded_size(blob: str) -> int:
+    return len(blob) * 3 // 4 - blob[-2:].count("=")
+
+
+def _required(block: dict[str, Any], key: str) -> str:
+    value = block.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"the {block.get('type', 'resource')!s} block needs a string {key!r}")
+    return value

@@ -1,0 +1,104 @@
+"""Core approval requests -> `session/request_permission`, and the user's answer back.
+
+The approver only asks and translates; remembering "always" answers is the policy's
+job (`core.approval.ApprovalMemory`), which sees the Decision this returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from acp.exceptions import RequestError
+
+from core.approval import ApprovalRequest, Decision
+from hermes_acp.bridge.channel import ClientChannel
+
+log = logging.getLogger(__name__)
+
+_DECISIONS = {
+    "allow_once": Decision.ALLOW_ONCE,
+    "allow_always": Decision.ALLOW_ALWAYS,
+    "reject_once": Decision.REJECT_ONCE,
+    "reject_always": Decision.REJECT_ALWAYS,
+}
+
+
+class AcpApprover:
+    """Asks the editor's user, on the card the tool call already shows."""
+
+    def __init__(self, channel: ClientChannel, session_id: str) -> None:
+        self._channel = channel
+        self._session_id = session_id
+
+    async def decide(self, request: ApprovalRequest) -> Decision:
+        params = permission_params(self._session_id, request)
+        offered = {option["optionId"] for option in params["options"]}
+        try:
+            response = await self._channel.send_request("session/request_permission", params)
+        except (RequestError, ConnectionError) as exc:
+            # CancelledError (session/cancel) is not caught: it ends the turn.
+            log.warning("permission request for %s failed (%s); rejecting", request.call_id, exc)
+            return Decision.REJECT_ONCE
+        outcome = response.get("outcome") if isinstance(response, dict) else None
+        kind = outcome.get("outcome") if isinstance(outcome, dict) else None
+        if kind == "cancelled":
+            return Decision.CANCELLED
+        if kind == "selected":
+            option_id = outcome.get("optionId")
+            if option_id in offered:
+                return _DECISIONS[option_id]
+            log.warning(
+                "client chose option %r for %s, which was not offered (%s); rejecting",
+                option_id,
+                request.call_id,
+                ", ".join(sorted(offered)),
+            )
+            return Decision.REJECT_ONCE
+        log.warning("malformed permission response for %s: %r; rejecting", request.call_id, response)
+        return Decision.REJECT_ONCE
+
+
+def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, Any]:
+    """The `session/request_permission` params for one request."""
+    title = request.title
+    if request.dangerous:
+        title = f"⚠ Dangerous: {request.rule} — {request.title}"
+    subject = _scope_label(request.scope)
+    options = [_option("allow_once", "Allow once")]
+    if not request.dangerous:
+        # A dangerous command is judged every time; "always" would silence the rule.
+        options.append(_option("allow_always", f"Always allow {subject}"))
+    options.append(_option("reject_once", "Reject"))
+    options.append(_option("reject_always", f"Always reject {subject}"))
+    hermes: dict[str, Any] = {"reason": request.reason, "scope": request.scope}
+    if request.rule:
+        hermes["rule"] = request.rule
+    if request.outside_paths:
+        hermes["outsidePaths"] = list(request.outside_paths)
+    return {
+        "sessionId": session_id,
+        "toolCall": {
+            "toolCallId": request.call_id,
+            "title": title,
+            "kind": request.kind,
+            "status": "pending",
+            "rawInput": request.arguments,
+        },
+        "options": options,
+        "_meta": {"hermes": hermes},
+    }
+
+
+def _scope_label(scope: str) -> str:
+    """What an "always" answer covers, for the option's label: "terminal:git status"
+    -> "`git status`", a bare tool name -> "`edit_file`"."""
+    _, _, subject = scope.partition(":")
+    subject = (subject or scope).strip() or scope
+    subject = subject.replace("`", "'")
+    return f"`{subject}`"
+
+
+def _option(option_id: str, name: str) -> dict[str, str]:
+    # The optionId doubles as the kind: one option of each kind at most.
+    return {"optionId": option_id, "name": name, "kind": option_id}

@@ -1,0 +1,317 @@
+"""Anthropic Messages API: prompt caching breakpoints, extended thinking, tool_use blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from core.events import TextDelta, ThoughtDelta, Usage
+from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.models import model_info
+from core.providers.base import (
+    ErrorKind,
+    FinishReason,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    StreamItem,
+)
+from core.providers.errors import END, classify, classify_payload, close_quietly, next_item, open_stream
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+CACHE = {"type": "ephemeral"}
+# Thinking budgets per reasoning effort; the API wants at least 1024 and less than max_tokens.
+THINKING_BUDGET = {"low": 2_048, "medium": 8_192, "high": 24_576}
+MIN_THINKING_BUDGET = 1_024
+
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+
+
+class AnthropicMessagesProvider:
+    api_mode = "anthropic_messages"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        name: str,
+        timeout: float,
+        stale_seconds: float,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.api_key = api_key
+        # The SDK appends "/v1/messages"; accept a base URL written with or without "/v1".
+        base = (base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.timeout = timeout
+        self.stale_seconds = stale_seconds
+        self.extra_headers = dict(extra_headers or {})
+        self._client: Any = None
+
+    async def client(self) -> Any:
+        """The SDK client, made on first use in a thread: importing the SDK and loading the
+        system's certificates is blocking disk work."""
+        if self._client is None:
+            client = await asyncio.to_thread(self._make_client)
+            if self._client is None:  # a concurrent first call may have won
+                self._client = client
+        return self._client
+
+    def _make_client(self) -> Any:
+        if not self.api_key and self.base_url == DEFAULT_BASE_URL:
+            raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
+        import anthropic
+
+        return anthropic.AsyncAnthropic(
+            api_key=self.api_key or "no-key",  # explicit: the SDK then reads no env or profile
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            default_headers=self.extra_headers or None,
+        )
+
+    # -- the call ----------------------------------------------------------------------
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        info = model_info(self.model)
+        max_tokens = request.max_output_tokens or info.default_output_tokens
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "messages": to_wire_messages(request.messages),
+            "stream": True,
+        }
+        if request.system:
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": CACHE}]
+        if request.tools:
+            tools = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in request.tools
+            ]
+            tools[-1] = {**tools[-1], "cache_control": CACHE}
+            params["tools"] = tools
+            if request.tool_choice_none:
+                params["tool_choice"] = {"type": "none"}
+        if request.reasoning_effort and info.reasoning == "thinking":
+            wanted = THINKING_BUDGET.get(request.reasoning_effort, THINKING_BUDGET["medium"])
+            budget = min(wanted, max_tokens - 1)
+            if budget >= MIN_THINKING_BUDGET:
+                params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        sdk_stream = await open_stream(
+            (await self.client()).messages.create(**self.params(request)),
+            stale_seconds=self.stale_seconds,
+            provider=self.name,
+        )
+        iterator = aiter(sdk_stream)
+        blocks: dict[int, dict[str, Any]] = {}
+        usage: dict[str, int] = {}
+        stop_reason: str | None = None
+        finished = False
+        model = self.model
+        try:
+            while (
+                event := await next_item(iterator, stale_seconds=self.stale_seconds, provider=self.name)
+            ) is not END:
+                kind = getattr(event, "type", None)
+                if kind == "message_start":
+                    model = getattr(event.message, "model", None) or model
+                    _merge_usage(usage, event.message.usage)
+                elif kind == "content_block_start":
+                    blocks[event.index] = _start_block(event.content_block)
+                elif kind == "content_block_delta":
+                    item = _apply_delta(
+                        blocks.setdefault(event.index, {"type": "text", "text": ""}), event.delta
+                    )
+                    if item is not None:
+                        yield item
+                elif kind == "message_delta":
+                    stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
+                    _merge_usage(usage, event.usage)
+                elif kind == "message_stop":
+                    finished = True
+                elif kind == "error":
+                    error = getattr(event, "error", None)
+                    raise classify_payload(
+                        getattr(error, "type", None),
+                        str(getattr(error, "message", error)),
+                        provider=self.name,
+                    )
+        finally:
+            await close_quietly(iterator, sdk_stream)
+        if not finished:
+            raise ProviderError(
+                ErrorKind.TRANSIENT, "the stream ended before message_stop", provider=self.name
+            )
+        yield _response(blocks, stop_reason, usage, model)
+
+    async def list_models(self) -> list[str]:
+        try:
+            return [m.id async for m in (await self.client()).models.list()]
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise classify(exc, provider=self.name) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+# -- stream assembly -------------------------------------------------------------------
+
+
+def _start_block(block: Any) -> dict[str, Any]:
+    kind = getattr(block, "type", "text")
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.thinking or "", "signature": block.signature or ""}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "json": ""}
+    if kind == "text":
+        return {"type": "text", "text": block.text or ""}
+    return {"type": kind}  # server tools and other blocks this engine does not use
+
+
+def _apply_delta(block: dict[str, Any], delta: Any) -> TextDelta | ThoughtDelta | None:
+    kind = getattr(delta, "type", None)
+    if kind == "text_delta":
+        block["text"] = block.get("text", "") + delta.text
+        return TextDelta(delta.text) if delta.text else None
+    if kind == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + delta.thinking
+        return ThoughtDelta(delta.thinking) if delta.thinking else None
+    if kind == "signature_delta":
+        block["signature"] = block.get("signature", "") + delta.signature
+    elif kind == "input_json_delta":
+        block["json"] = block.get("json", "") + delta.partial_json
+    return None
+
+
+def _merge_usage(usage: dict[str, int], raw: Any) -> None:
+    for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        value = getattr(raw, key, None)
+        if value is not None:
+            usage[key] = value
+
+
+def _response(
+    blocks: dict[int, dict[str, Any]], stop_reason: str | None, usage: dict[str, int], model: str
+) -> ModelResponse:
+    ordered = [blocks[i] for i in sorted(blocks)]
+    text = "".join(b.get("text", "") for b in ordered if b["type"] == "text")
+    reasoning = "".join(b.get("thinking", "") for b in ordered if b["type"] == "thinking")
+    tool_calls = [ToolCall(b["id"], b["name"], b["json"] or "{}") for b in ordered if b["type"] == "tool_use"]
+    thinking = [
+        {k: v for k, v in b.items() if k in ("type", "thinking", "signature", "data")}
+        for b in ordered
+        if b["type"] in ("thinking", "redacted_thinking")
+    ]
+    finish = _FINISH.get(stop_reason or "end_turn", "stop")
+    if tool_calls and finish == "stop":
+        finish = "tool_calls"
+    cache_read = usage.get("cache_read_input_tokens", 0)
+    cache_write = usage.get("cache_creation_input_tokens", 0)
+    return ModelResponse(
+        text=text,
+        reasoning=reasoning,
+        tool_calls=tool_calls,
+        finish_reason=finish,
+        usage=Usage(
+            input_tokens=usage.get("input_tokens", 0) + cache_read + cache_write,
+            output_tokens=usage.get("output_tokens", 0),
+            cached_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        ),
+        provider_data={"thinking_blocks": thinking} if thinking else None,
+        model=model,
+    )
+
+
+# -- history -> wire -------------------------------------------------------------------
+
+
+def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Anthropic messages: tool results as user `tool_result` blocks, same-role messages
+    merged, empty ones dropped, a cache breakpoint on the last user message."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    for entry in reversed(wire):
+        if entry["role"] == "user":
+            entry["content"][-1] = {**entry["content"][-1], "cache_control": CACHE}
+            break
+    return wire
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        content = _content_blocks(message.content) or [{"type": "text", "text": "(no output)"}]
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": content,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return [block]
+    if message.role == "assistant":
+        blocks: list[dict[str, Any]] = [
+            dict(b) for b in (message.provider_data or {}).get("thinking_blocks", [])
+        ]
+        if message.text:
+            blocks.append({"type": "text", "text": message.text})
+        for call in message.tool_calls:
+            blocks.append(
+                {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+            )
+        return blocks
+    return _content_blocks(message.content)
+
+
+def _content_blocks(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        else:
+            source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
+            blocks.append({"type": "image", "source": source})
+    return blocks
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """Tool-use input must be an object; arguments that were not one are kept as text."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"_raw_arguments": arguments}

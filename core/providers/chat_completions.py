@@ -1,0 +1,318 @@
+"""OpenAI-compatible Chat Completions (OpenAI, OpenRouter, Ollama, vLLM, llama.cpp, ...)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from core.events import TextDelta, ThoughtDelta, Usage
+from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.models import model_info
+from core.providers.base import (
+    ErrorKind,
+    FinishReason,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    StreamItem,
+)
+from core.providers.errors import END, classify, close_quietly, next_item, open_stream
+
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+    "refusal": "refusal",
+}
+
+
+class ThinkTagParser:
+    """Splits streamed content into answer text and `<think>...</think>` reasoning.
+
+    Tags may be split across chunks: a chunk ending in what could be the start of a tag
+    is held back until the next chunk decides it.
+    """
+
+    OPEN = "<think>"
+    CLOSE = "</think>"
+
+    def __init__(self) -> None:
+        self.thinking = False
+        self._pending = ""
+
+    def feed(self, chunk: str) -> list[tuple[bool, str]]:
+        """[(is_thought, text), ...] for what can be decided so far."""
+        buffer = self._pending + chunk
+        self._pending = ""
+        out: list[tuple[bool, str]] = []
+        while buffer:
+            tag = self.CLOSE if self.thinking else self.OPEN
+            at = buffer.find(tag)
+            if at >= 0:
+                if at:
+                    out.append((self.thinking, buffer[:at]))
+                buffer = buffer[at + len(tag) :]
+                self.thinking = not self.thinking
+                continue
+            keep = _partial_suffix(buffer, tag)
+            if len(buffer) > keep:
+                out.append((self.thinking, buffer[: len(buffer) - keep]))
+            self._pending = buffer[len(buffer) - keep :]
+            break
+        return out
+
+    def flush(self) -> list[tuple[bool, str]]:
+        rest, self._pending = self._pending, ""
+        return [(self.thinking, rest)] if rest else []
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    """Length of the longest suffix of `text` that is a proper prefix of `tag`."""
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:size]):
+            return size
+    return 0
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str
+    name: str
+    arguments: str
+
+
+class ChatCompletionsProvider:
+    api_mode = "chat_completions"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        name: str,
+        timeout: float,
+        stale_seconds: float,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.api_key = api_key
+        self.base_url = base_url
+        self.timeout = timeout
+        self.stale_seconds = stale_seconds
+        self.extra_headers = dict(extra_headers or {})
+        self._client: Any = None
+
+    async def client(self) -> Any:
+        """The SDK client, made on first use in a thread: importing the SDK and loading the
+        system's certificates is blocking disk work."""
+        if self._client is None:
+            client = await asyncio.to_thread(self._make_client)
+            if self._client is None:  # a concurrent first call may have won
+                self._client = client
+        return self._client
+
+    def _make_client(self) -> Any:
+        if not self.api_key and not self.base_url:
+            raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key=self.api_key or "no-key",  # local servers need none; the SDK insists
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            default_headers=self.extra_headers or None,
+        )
+
+    # -- the call ----------------------------------------------------------------------
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        info = model_info(self.model)
+        echo_reasoning = info.reasoning == "reasoning_content"
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.extend(_to_wire(m, echo_reasoning) for m in request.messages)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+            if request.tool_choice_none:
+                params["tool_choice"] = "none"
+        if request.max_output_tokens:
+            # OpenAI itself wants the new name (its reasoning models reject the old one);
+            # compatible servers mostly know only the old one.
+            key = "max_completion_tokens" if self._is_openai() else "max_tokens"
+            params[key] = request.max_output_tokens
+        if request.reasoning_effort and info.reasoning == "effort":
+            if self.name == "openrouter":
+                params["extra_body"] = {"reasoning": {"effort": request.reasoning_effort}}
+            else:
+                params["reasoning_effort"] = request.reasoning_effort
+        return params
+
+    def _is_openai(self) -> bool:
+        return self.base_url is None or "api.openai.com" in self.base_url
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        sdk_stream = await open_stream(
+            (await self.client()).chat.completions.create(**self.params(request)),
+            stale_seconds=self.stale_seconds,
+            provider=self.name,
+        )
+        iterator = aiter(sdk_stream)
+        text: list[str] = []
+        thoughts: list[str] = []
+        calls: dict[int, _PartialCall] = {}
+        think = ThinkTagParser()
+        finish: str | None = None
+        usage = Usage()
+        model = self.model
+        try:
+            while (
+                chunk := await next_item(iterator, stale_seconds=self.stale_seconds, provider=self.name)
+            ) is not END:
+                model = getattr(chunk, "model", None) or model
+                if getattr(chunk, "usage", None):
+                    usage = _usage(chunk.usage)
+                for choice in getattr(chunk, "choices", None) or []:
+                    delta = choice.delta
+                    if delta is not None:
+                        for item in _deltas(delta, think):
+                            (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
+                            yield item
+                        for call in getattr(delta, "tool_calls", None) or []:
+                            _merge_call(calls, call)
+                    if choice.finish_reason:
+                        finish = choice.finish_reason
+            for is_thought, piece in think.flush():
+                (thoughts if is_thought else text).append(piece)
+                yield ThoughtDelta(piece) if is_thought else TextDelta(piece)
+        finally:
+            await close_quietly(iterator, sdk_stream)
+        if finish is None:
+            raise ProviderError(
+                ErrorKind.TRANSIENT, "the stream ended before the model finished", provider=self.name
+            )
+        tool_calls = [ToolCall(c.id, c.name, c.arguments) for _, c in sorted(calls.items())]
+        reason = _FINISH.get(finish, "stop")
+        if tool_calls and reason == "stop":
+            reason = "tool_calls"
+        yield ModelResponse(
+            text="".join(text),
+            reasoning="".join(thoughts),
+            tool_calls=tool_calls,
+            finish_reason=reason,
+            usage=usage,
+            model=model,
+        )
+
+    async def list_models(self) -> list[str]:
+        try:
+            return [m.id async for m in (await self.client()).models.list()]
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise classify(exc, provider=self.name) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _deltas(delta: Any, think: ThinkTagParser) -> list[TextDelta | ThoughtDelta]:
+    out: list[TextDelta | ThoughtDelta] = []
+    for field in ("reasoning_content", "reasoning"):
+        value = getattr(delta, field, None)
+        if isinstance(value, str) and value:
+            out.append(ThoughtDelta(value))
+    content = getattr(delta, "content", None)
+    if content:
+        for is_thought, piece in think.feed(content):
+            out.append(ThoughtDelta(piece) if is_thought else TextDelta(piece))
+    return out
+
+
+def _merge_call(calls: dict[int, _PartialCall], delta: Any) -> None:
+    index = delta.index if getattr(delta, "index", None) is not None else len(calls)
+    function = getattr(delta, "function", None)
+    name = getattr(function, "name", None) or ""
+    arguments = getattr(function, "arguments", None) or ""
+    current = calls.get(index)
+    if current is None:
+        call_id = getattr(delta, "id", None) or f"call_{uuid.uuid4().hex[:24]}"
+        calls[index] = _PartialCall(call_id, name, arguments)
+        return
+    if getattr(delta, "id", None) and not current.id:
+        current.id = delta.id
+    if name and not current.name:
+        current.name = name
+    current.arguments += arguments
+
+
+def _usage(raw: Any) -> Usage:
+    prompt = getattr(raw, "prompt_tokens", 0) or 0
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or getattr(raw, "prompt_cache_hit_tokens", 0) or 0
+    written = getattr(details, "cache_write_tokens", None) or 0
+    output_details = getattr(raw, "completion_tokens_details", None)
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=getattr(raw, "completion_tokens", 0) or 0,
+        cached_tokens=cached,
+        cache_write_tokens=written,
+        reasoning_tokens=getattr(output_details, "reasoning_tokens", None) or 0,
+    )
+
+
+def _to_wire(message: Message, echo_reasoning: bool) -> dict[str, Any]:
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id or "", "content": message.text}
+    if message.role == "assistant":
+        wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if message.tool_calls:
+            wire["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in message.tool_calls
+            ]
+            if echo_reasoning and message.reasoning:
+                wire["reasoning_content"] = message.reasoning
+        if wire["content"] is None and not message.tool_calls:
+            wire["content"] = ""
+        return wire
+    return {"role": message.role, "content": _content(message.content)}
+
+
+def _content(content: str | list[TextPart | ImagePart]) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    if all(isinstance(part, TextPart) for part in content):
+        return "".join(part.text for part in content if isinstance(part, TextPart))
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "text", "text": part.text})
+        else:
+            url = f"data:{part.mime_type};base64,{part.data}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts

@@ -1,0 +1,199 @@
+"""Where SDK failures become ProviderErrors, and where every stream is watched for going stale.
+
+Classification works on the shape of an exception (status code, response headers, body,
+class names) rather than on SDK classes, so this module never imports `openai`,
+`anthropic` or their HTTP library.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, TypeVar
+
+from core.providers.base import ErrorKind, ProviderError
+
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+_OVERFLOW = re.compile(
+    r"context[_ ]length[_ ]exceeded|maximum context length|context window|context limit"
+    r"|prompt is too long|too many tokens|input is too long|exceeds? the (?:model'?s? )?(?:maximum )?context"
+    r"|reduce the length of the (?:messages|input|prompt)|model_context_window_exceeded"
+    r"|request too large for model|prompt too long|tokens? (?:limit )?exceed",
+    re.IGNORECASE,
+)
+_OVERFLOW_CODES = {"context_length_exceeded", "model_context_window_exceeded", "request_too_large"}
+_RATE_LIMIT_TYPES = {"rate_limit_error", "rate_limit_exceeded", "overloaded_error", "overloaded"}
+_AUTH_CODES = {"invalid_api_key", "insufficient_quota", "authentication_error", "permission_error"}
+_CONNECTION_CLASSES = {
+    "APIConnectionError",
+    "APITimeoutError",
+    "TransportError",  # httpx: connect/read errors, a peer that closed mid-body
+    "TimeoutException",
+    "StreamError",
+}
+
+
+def is_context_overflow(message: str | None, code: str | None = None) -> bool:
+    if code and code.lower() in _OVERFLOW_CODES:
+        return True
+    return bool(message and _OVERFLOW.search(message))
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait, from `retry-after-ms`, or `retry-after` as seconds or an HTTP date."""
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def classify(exc: BaseException, *, provider: str) -> ProviderError:
+    """Turn whatever a provider SDK raised into a ProviderError."""
+    if isinstance(exc, ProviderError):
+        return exc
+    status = getattr(exc, "status_code", None)
+    response = getattr(exc, "response", None)
+    message, code, err_type = _error_details(exc)
+    if isinstance(status, int) and status >= 400:
+        headers = getattr(response, "headers", None)
+        return _from_status(status, message, code, err_type, provider, parse_retry_after(headers))
+    if code or err_type:  # an error event inside a stream that began with 200
+        return classify_payload(code or err_type, message, provider=provider)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & _CONNECTION_CLASSES or isinstance(exc, (ConnectionError, TimeoutError)):
+        cause = exc.__cause__ or exc.__context__
+        detail = f"{message} ({cause})" if cause is not None and str(cause) not in message else message
+        return ProviderError(ErrorKind.TRANSIENT, f"connection failed: {detail}", provider=provider)
+    if "APIError" in names:  # a stream-level error without a status or code
+        return ProviderError(ErrorKind.TRANSIENT, message, provider=provider)
+    return ProviderError(ErrorKind.FATAL, f"{type(exc).__name__}: {message}", provider=provider)
+
+
+def classify_payload(code: str | None, message: str, *, provider: str) -> ProviderError:
+    """An error reported inside a stream (Responses `response.failed`, an `error` event)."""
+    lowered = (code or "").lower()
+    if is_context_overflow(message, lowered):
+        return ProviderError(ErrorKind.CONTEXT_OVERFLOW, message, provider=provider)
+    if lowered in _RATE_LIMIT_TYPES or "overloaded" in message.lower():
+        return ProviderError(ErrorKind.RATE_LIMIT, message, provider=provider)
+    if lowered in _AUTH_CODES:
+        return ProviderError(ErrorKind.AUTH, message, provider=provider)
+    if lowered in ("invalid_request_error", "invalid_prompt", "not_found_error"):
+        return ProviderError(ErrorKind.BAD_REQUEST, message, provider=provider)
+    return ProviderError(ErrorKind.TRANSIENT, message or "the provider reported an error", provider=provider)
+
+
+def _from_status(
+    status: int,
+    message: str,
+    code: str | None,
+    err_type: str | None,
+    provider: str,
+    retry_after: float | None,
+) -> ProviderError:
+    def error(kind: ErrorKind) -> ProviderError:
+        text = f"HTTP {status}: {message}"
+        return ProviderError(kind, text, status=status, retry_after=retry_after, provider=provider)
+
+    if status == 429:
+        # Quota, not pace: waiting does not help, another endpoint might.
+        return error(ErrorKind.AUTH if code == "insufficient_quota" else ErrorKind.RATE_LIMIT)
+    if status == 529 or err_type == "overloaded_error" or (status == 503 and "overload" in message.lower()):
+        return error(ErrorKind.RATE_LIMIT)
+    if status == 413 or is_context_overflow(message, code):
+        return error(ErrorKind.CONTEXT_OVERFLOW)
+    if status in (401, 403):
+        return error(ErrorKind.AUTH)
+    if status in (408, 409) or status >= 500:
+        return error(ErrorKind.TRANSIENT)
+    return error(ErrorKind.BAD_REQUEST)
+
+
+def _error_details(exc: BaseException) -> tuple[str, str | None, str | None]:
+    """(message, code, type) from an SDK exception and its body, in either API's shape."""
+    body: Any = getattr(exc, "body", None)
+    inner = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(inner, dict):
+        inner = body if isinstance(body, dict) else {}
+    message = inner.get("message") or getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    code = inner.get("code") or getattr(exc, "code", None)
+    err_type = inner.get("type") or None
+    return str(message), (str(code) if code else None), (str(err_type) if err_type else None)
+
+
+END = object()  # what next_item returns when the stream ended
+
+
+async def next_item(iterator: AsyncIterator[T], *, stale_seconds: float, provider: str) -> T | object:
+    """The next item of an SDK stream, or END.
+
+    No item within `stale_seconds` -> ProviderError(STALE); any SDK failure -> its
+    ProviderError. The caller closes the stream either way.
+    """
+    try:
+        async with asyncio.timeout(stale_seconds) as deadline:
+            return await anext(iterator)
+    except StopAsyncIteration:
+        return END
+    except TimeoutError as exc:
+        if deadline.expired():
+            message = f"no data for {stale_seconds:g}s: the stream stalled"
+            raise ProviderError(ErrorKind.STALE, message, provider=provider) from exc
+        raise classify(exc, provider=provider) from exc
+    except ProviderError:
+        raise
+    except Exception as exc:
+        raise classify(exc, provider=provider) from exc
+
+
+async def close_quietly(*closables: Any) -> None:
+    """Close SDK streams and iterators, ignoring errors from already-broken connections."""
+    for closable in closables:
+        close = getattr(closable, "aclose", None) or getattr(closable, "close", None)
+        if close is None:
+            continue
+        try:
+            await close()
+        except Exception:  # closing a dead connection may complain; nothing left to do
+            logger.debug("closing a stream failed", exc_info=True)
+
+
+async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
+    """Await an SDK `create(stream=True)` call (it returns once headers arrived), translating
+    failures and giving up after `stale_seconds` without a response."""
+    try:
+        async with asyncio.timeout(stale_seconds) as deadline:
+            return await call
+    except TimeoutError as exc:
+        if deadline.expired():
+            raise ProviderError(
+                ErrorKind.STALE, f"no response for {stale_seconds:g}s", provider=provider
+            ) from exc
+        raise classify(exc, provider=provider) from exc
+    except ProviderError:
+        raise
+    except Exception as exc:
+        raise classify(exc, provider=provider) from exc

@@ -1,0 +1,176 @@
+"""Retries, backoff and fallback over an ordered chain of providers.
+
+A retryable failure (rate limit, transient, stale stream) retries the same provider with
+full-jitter exponential backoff; when its retries run out, or at once for auth and bad
+request errors, the next provider in the chain takes over and keeps the job for the rest
+of the turn (`reset()` goes back to the primary). A context overflow goes straight back
+to the caller, which compresses and tries again.
+
+Text already streamed to the consumer is not repeated: a retry's deltas that re-produce
+what was already shown are swallowed, and only what is new goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
+
+from core.events import Status, TextDelta, ThoughtDelta
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
+
+logger = logging.getLogger(__name__)
+
+ResilientItem = TextDelta | ThoughtDelta | ModelResponse | Status
+
+
+class _Echo:
+    """What one kind of delta (text or thought) already showed, and how far a retry got."""
+
+    def __init__(self) -> None:
+        self.shown = ""
+        self.produced = ""
+        self.diverged = False
+
+    def restart(self) -> None:
+        self.produced = ""
+        self.diverged = False
+
+    def new_part(self, delta: str) -> str:
+        """The part of `delta` the consumer has not seen yet."""
+        before = self.produced
+        self.produced += delta
+        if self.diverged or len(before) >= len(self.shown):
+            fresh = delta
+        elif self.shown.startswith(self.produced):
+            fresh = ""  # still inside the already-shown prefix
+        elif self.produced.startswith(self.shown):
+            fresh = self.produced[len(self.shown) :]
+        else:
+            self.diverged = True  # the retry says something else: nothing to hide any more
+            fresh = delta
+        self.shown += fresh
+        return fresh
+
+
+class ResilientModel:
+    def __init__(
+        self,
+        chain: list[Provider],
+        *,
+        max_retries: int,
+        base_delay: float,
+        cap_delay: float,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        if not chain:
+            raise ValueError("ResilientModel needs at least one provider")
+        self.chain = list(chain)
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.cap_delay = cap_delay
+        self._sleep = sleep
+        self._rng = rng
+        self.index = 0
+
+    @property
+    def current(self) -> Provider:
+        """The provider that answered last (or will be asked next)."""
+        return self.chain[self.index]
+
+    def reset(self) -> None:
+        """Back to the primary provider (at the start of a turn)."""
+        self.index = 0
+
+    def backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Full jitter: random in [0, base * 2^attempt], capped; a server's retry-after is a
+        floor, but never above the cap."""
+        delay = self._rng() * min(self.cap_delay, self.base_delay * 2**attempt)
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return min(delay, self.cap_delay)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ResilientItem]:
+        text, thought = _Echo(), _Echo()
+        last_error: ProviderError | None = None
+        while self.index < len(self.chain):
+            provider = self.current
+            attempt = 0
+            while True:
+                text.restart()
+                thought.restart()
+                try:
+                    async with aclosing(provider.stream(request)) as items:
+                        async for item in items:
+                            if isinstance(item, TextDelta):
+                                fresh = text.new_part(item.text)
+                                if fresh:
+                                    yield TextDelta(fresh)
+                            elif isinstance(item, ThoughtDelta):
+                                fresh = thought.new_part(item.text)
+                                if fresh:
+                                    yield ThoughtDelta(fresh)
+                            else:
+                                yield item
+                                if isinstance(item, ModelResponse):
+                                    return
+                    raise ProviderError(
+                        ErrorKind.TRANSIENT, "the stream ended without a response", provider=provider.name
+                    )
+                except ProviderError as error:
+                    if error.kind is ErrorKind.CONTEXT_OVERFLOW:
+                        raise
+                    last_error = error
+                    logger.info("%s failed (%s): %s", _label(provider), error.kind, error)
+                    if not error.retryable or attempt >= self.max_retries:
+                        break
+                    delay = self.backoff(attempt, error.retry_after)
+                    attempt += 1
+                    yield Status(
+                        kind="retrying",
+                        message=(
+                            f"{_label(provider)}: {_describe(error)}; retrying in {delay:.1f}s "
+                            f"(attempt {attempt} of {self.max_retries})"
+                        ),
+                        detail={
+                            "attempt": attempt,
+                            "delay": delay,
+                            "error": str(error),
+                            "kind": str(error.kind),
+                        },
+                    )
+                    await self._sleep(delay)
+            if self.index + 1 < len(self.chain):
+                old, new = provider, self.chain[self.index + 1]
+                yield Status(
+                    kind="falling_back",
+                    message=f"{_label(old)} failed ({_describe(last_error)}); falling back to {_label(new)}",
+                    detail={"from": _label(old), "to": _label(new), "error": str(last_error)},
+                )
+            self.index += 1
+        self.index = 0  # every provider failed: a later call starts over from the primary
+        assert last_error is not None
+        raise last_error
+
+    async def list_models(self) -> list[str]:
+        return await self.current.list_models()
+
+    async def aclose(self) -> None:
+        for provider in self.chain:
+            try:
+                await provider.aclose()
+            except Exception:  # closing is best effort; one broken client must not keep others open
+                logger.debug("closing %s failed", _label(provider), exc_info=True)
+
+
+def _label(provider: Provider) -> str:
+    return f"{provider.name}/{provider.model}"
+
+
+def _describe(error: ProviderError | None) -> str:
+    if error is None:
+        return "unknown error"
+    return f"{error.kind}: {error}"

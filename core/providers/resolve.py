@@ -1,0 +1,137 @@
+"""From settings to providers: which API shape, which key, which base URL, which chain.
+
+Importing this module stays cheap: the SDKs load when a provider makes its first call,
+or earlier, off the event loop, through `warm_up_sdks()`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from typing import Any
+from urllib.parse import urlparse
+
+from core.config import ApiMode, Settings
+from core.providers.base import Provider
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/hermes-acp/hermes-acp", "X-Title": "hermes-acp"}
+
+
+def resolve_api_mode(provider: str, base_url: str | None, explicit: str | None) -> ApiMode:
+    """explicit > the provider's name > the base URL's shape > chat_completions."""
+    if explicit in ("chat_completions", "anthropic_messages", "responses"):
+        return explicit
+    if provider == "anthropic":
+        return "anthropic_messages"
+    if provider == "openai-responses":
+        return "responses"
+    if provider in ("openai", "openrouter"):
+        return "chat_completions"
+    if base_url and "anthropic" in base_url.lower():
+        return "anthropic_messages"
+    return "chat_completions"
+
+
+def _key_and_base(settings: Settings, provider: str) -> tuple[str | None, str | None]:
+    if provider in ("openai", "openai-responses"):
+        return settings.openai_api_key, settings.openai_base_url
+    if provider == "anthropic":
+        return settings.anthropic_api_key, settings.anthropic_base_url
+    if provider == "openrouter":
+        return settings.openrouter_api_key, OPENROUTER_BASE_URL
+    return settings.api_key, settings.base_url
+
+
+def build_provider(
+    settings: Settings,
+    *,
+    provider: str | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    api_mode: str | None = None,
+) -> Provider:
+    """A provider for `provider`/`model` (the settings' own when not given).
+
+    The key: `api_key_env`'s variable, else the provider's own key, else `settings.api_key`
+    for the configured provider. The base URL: `base_url`, else `settings.base_url` for the
+    configured provider, else the provider's own.
+    """
+    name = provider or settings.provider
+    primary = name == settings.provider
+    key, default_base = _key_and_base(settings, name)
+    if api_key_env:
+        key = os.environ.get(api_key_env) or None
+    elif key is None and primary:
+        key = settings.api_key
+    url = base_url or (settings.base_url if primary else None) or default_base
+    mode = resolve_api_mode(name, url, api_mode or (settings.api_mode if primary else None))
+    return _provider_class(mode)(
+        model or settings.model,
+        api_key=key,
+        base_url=url,
+        name=name,
+        timeout=settings.request_timeout_seconds,
+        stale_seconds=settings.stale_stream_seconds,
+        extra_headers=OPENROUTER_HEADERS if name == "openrouter" else None,
+    )
+
+
+def _provider_class(mode: ApiMode) -> type[Any]:
+    if mode == "anthropic_messages":
+        from core.providers.anthropic_messages import AnthropicMessagesProvider
+
+        return AnthropicMessagesProvider
+    if mode == "responses":
+        from core.providers.responses import ResponsesProvider
+
+        return ResponsesProvider
+    from core.providers.chat_completions import ChatCompletionsProvider
+
+    return ChatCompletionsProvider
+
+
+def build_chain(settings: Settings, model: str | None = None) -> list[Provider]:
+    """The primary provider (settings' provider with `model` or settings.model), then the
+    configured fallbacks, in order."""
+    chain = [build_provider(settings, model=model or settings.model)]
+    for entry in settings.fallback:
+        chain.append(
+            build_provider(
+                settings,
+                provider=entry.provider,
+                model=entry.model,
+                base_url=entry.base_url,
+                api_key_env=entry.api_key_env,
+                api_mode=entry.api_mode,
+            )
+        )
+    return chain
+
+
+def has_credentials(settings: Settings) -> bool:
+    """Whether the configured provider can be called: it has a key, or it is a custom or
+    local endpoint (Ollama, llama.cpp, vLLM) that needs none."""
+    key, _ = _key_and_base(settings, settings.provider)
+    if key or settings.api_key:
+        return True
+    return bool(settings.base_url and (settings.provider == "custom" or _is_local(settings.base_url)))
+
+
+def _is_local(url: str) -> bool:
+    host = urlparse(url).hostname or ""
+    if host in ("localhost", "host.docker.internal") or host.endswith(".local"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
+
+
+def warm_up_sdks() -> None:
+    """Import both SDKs now (blocking), so the first model call does not pay for it on the
+    event loop. Call it in a thread."""
+    import anthropic  # noqa: F401
+    import openai  # noqa: F401

@@ -1,0 +1,257 @@
+"""OpenAI Responses API, stateless (`store=False`): the whole history goes out every call,
+reasoning items included, so the model keeps its train of thought across tool calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from core.events import TextDelta, ThoughtDelta, Usage
+from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.models import model_info
+from core.providers.base import (
+    ErrorKind,
+    FinishReason,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    StreamItem,
+)
+from core.providers.errors import END, classify, classify_payload, close_quietly, next_item, open_stream
+
+_TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
+_THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+_ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
+
+
+class ResponsesProvider:
+    api_mode = "responses"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        name: str,
+        timeout: float,
+        stale_seconds: float,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.api_key = api_key
+        self.base_url = base_url
+        self.timeout = timeout
+        self.stale_seconds = stale_seconds
+        self.extra_headers = dict(extra_headers or {})
+        self._client: Any = None
+
+    async def client(self) -> Any:
+        """The SDK client, made on first use in a thread: importing the SDK and loading the
+        system's certificates is blocking disk work."""
+        if self._client is None:
+            client = await asyncio.to_thread(self._make_client)
+            if self._client is None:  # a concurrent first call may have won
+                self._client = client
+        return self._client
+
+    def _make_client(self) -> Any:
+        if not self.api_key and not self.base_url:
+            raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
+        import openai
+
+        return openai.AsyncOpenAI(
+            api_key=self.api_key or "no-key",
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+            default_headers=self.extra_headers or None,
+        )
+
+    # -- the call ----------------------------------------------------------------------
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "input": to_input_items(request.messages),
+            "stream": True,
+            "store": False,
+        }
+        if request.system:
+            params["instructions"] = request.system
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                    "strict": False,
+                }
+                for t in request.tools
+            ]
+            if request.tool_choice_none:
+                params["tool_choice"] = "none"
+        if request.max_output_tokens:
+            params["max_output_tokens"] = request.max_output_tokens
+        if model_info(self.model).reasoning == "effort":
+            reasoning: dict[str, Any] = {"summary": "auto"}
+            if request.reasoning_effort:
+                reasoning["effort"] = request.reasoning_effort
+            params["reasoning"] = reasoning
+            # Without server-side storage, reasoning can only be replayed encrypted.
+            params["include"] = ["reasoning.encrypted_content"]
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        sdk_stream = await open_stream(
+            (await self.client()).responses.create(**self.params(request)),
+            stale_seconds=self.stale_seconds,
+            provider=self.name,
+        )
+        iterator = aiter(sdk_stream)
+        text: list[str] = []
+        thoughts: list[str] = []
+        refused = False
+        calls: dict[str, dict[str, str]] = {}  # item id -> {call_id, name, arguments}
+        reasoning_items: list[dict[str, Any]] = []
+        final: Any = None
+        try:
+            while (
+                event := await next_item(iterator, stale_seconds=self.stale_seconds, provider=self.name)
+            ) is not END:
+                kind = getattr(event, "type", "")
+                if kind in _TEXT_EVENTS:
+                    refused = refused or kind == "response.refusal.delta"
+                    if event.delta:
+                        text.append(event.delta)
+                        yield TextDelta(event.delta)
+                elif kind in _THOUGHT_EVENTS:
+                    if event.delta:
+                        thoughts.append(event.delta)
+                        yield ThoughtDelta(event.delta)
+                elif kind == "response.output_item.added" and event.item.type == "function_call":
+                    item = event.item
+                    calls[item.id or item.call_id] = {
+                        "call_id": item.call_id,
+                        "name": item.name,
+                        "arguments": "",
+                    }
+                elif kind == "response.function_call_arguments.delta":
+                    calls.setdefault(event.item_id, {"call_id": event.item_id, "name": "", "arguments": ""})
+                    calls[event.item_id]["arguments"] += event.delta
+                elif kind == "response.output_item.done":
+                    item = event.item
+                    if item.type == "function_call":
+                        calls[item.id or item.call_id] = {
+                            "call_id": item.call_id,
+                            "name": item.name,
+                            "arguments": item.arguments,
+                        }
+                    elif item.type == "reasoning":
+                        reasoning_items.append(item.model_dump(exclude_none=True))
+                elif kind == "error":
+                    raise classify_payload(
+                        getattr(event, "code", None), getattr(event, "message", "") or "", provider=self.name
+                    )
+                elif kind in _ENDINGS:
+                    final = event.response
+                    break
+        finally:
+            await close_quietly(iterator, sdk_stream)
+        if final is None:
+            raise ProviderError(
+                ErrorKind.TRANSIENT, "the stream ended before the response completed", provider=self.name
+            )
+        if final.status == "failed":
+            error = getattr(final, "error", None)
+            message = getattr(error, "message", None) or "the response failed"
+            raise classify_payload(getattr(error, "code", None), message, provider=self.name)
+        tool_calls = [ToolCall(c["call_id"], c["name"], c["arguments"]) for c in calls.values()]
+        yield ModelResponse(
+            text="".join(text),
+            reasoning="".join(thoughts),
+            tool_calls=tool_calls,
+            finish_reason=_finish(final, refused, bool(tool_calls)),
+            usage=_usage(getattr(final, "usage", None)),
+            provider_data={"reasoning_items": reasoning_items} if reasoning_items else None,
+            model=getattr(final, "model", None) or self.model,
+        )
+
+    async def list_models(self) -> list[str]:
+        try:
+            return [m.id async for m in (await self.client()).models.list()]
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise classify(exc, provider=self.name) from exc
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+
+def _finish(final: Any, refused: bool, has_calls: bool) -> FinishReason:
+    if final.status == "incomplete":
+        details = getattr(final, "incomplete_details", None)
+        return "content_filter" if getattr(details, "reason", None) == "content_filter" else "length"
+    if refused:
+        return "refusal"
+    return "tool_calls" if has_calls else "stop"
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    details = getattr(raw, "input_tokens_details", None)
+    output_details = getattr(raw, "output_tokens_details", None)
+    return Usage(
+        input_tokens=raw.input_tokens or 0,
+        output_tokens=raw.output_tokens or 0,
+        cached_tokens=getattr(details, "cached_tokens", None) or 0,
+        cache_write_tokens=getattr(details, "cache_write_tokens", None) or 0,
+        reasoning_tokens=getattr(output_details, "reasoning_tokens", None) or 0,
+    )
+
+
+# -- history -> input items ------------------------------------------------------------
+
+
+def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            output = message.text or "(no output)"
+            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
+        elif message.role == "assistant":
+            items.extend(dict(i) for i in (message.provider_data or {}).get("reasoning_items", []))
+            if message.text:
+                items.append({"role": "assistant", "content": message.text})
+            for call in message.tool_calls:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }
+                )
+        else:
+            items.append({"role": message.role, "content": _content(message.content)})
+    return items
+
+
+def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            parts.append({"type": "input_text", "text": part.text})
+        else:
+            url = f"data:{part.mime_type};base64,{part.data}"
+            parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
+    return parts

@@ -1,0 +1,738 @@
+"""A scripted model provider: a real HTTP server on 127.0.0.1 for the whole test suite.
+
+Each model request (`/chat/completions`, `/responses`, `/messages`, with or without a
+`/v1` prefix) takes the next `Reply` from the script and renders it in that endpoint's
+wire format: Server-Sent Events when the request asked for a stream, plain JSON
+otherwise. `GET /models` lists `fake.models` in the shape of the API that asked.
+
+    with FakeProvider() as fake:
+        fake.script([Reply(text="hello"), Reply.rate_limited(0.05)])
+        ...  # point an SDK at fake.openai_base_url / fake.anthropic_base_url
+        fake.wait_for_requests(2, timeout=5)
+        fake.requests[0].body["messages"]
+
+Streams use `Transfer-Encoding: chunked`; a `drop_after` reply closes the socket
+without the final chunk (the client sees a broken body), or, with `drop_cleanly`,
+ends the HTTP body properly but without the API's own terminator events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
+
+__all__ = ["FakeProvider", "RecordedRequest", "Reply", "ToolCallSpec"]
+
+
+@dataclass(slots=True)
+class ToolCallSpec:
+    name: str
+    arguments: dict[str, Any] | str  # a str is sent verbatim (to test invalid JSON)
+    id: str | None = None
+
+
+@dataclass(slots=True)
+class Reply:
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCallSpec] = field(default_factory=list)
+    # None -> "tool_calls" if tool_calls else "stop"; also "length", "refusal", "content_filter"
+    finish_reason: str | None = None
+    chunk_size: int = 0  # 0 = a few natural pieces; tool arguments always arrive in >= 2 pieces
+    chunk_delay: float = 0.0
+    usage: tuple[int, int, int] = (10, 5, 0)  # input (all, cached included), output, cached input
+    # chat completions only: "reasoning_content" | "reasoning" | "think_tags"
+    reasoning_field: str = "reasoning_content"
+    status: int = 200
+    error_body: dict[str, Any] | None = None  # sent verbatim; None -> the API's own error shape
+    headers: dict[str, str] = field(default_factory=dict)
+    drop_after: int | None = None  # close the connection after this many SSE events
+    stall: float = 0.0  # after headers and the first event, go silent this long
+    delay: float = 0.0  # wait this long before sending headers
+    drop_cleanly: bool = False  # with drop_after: end the HTTP body properly, API terminator missing
+    error_kind: str | None = None  # "rate_limit" | "server" | "auth" | "context_overflow" | "overloaded"
+    error_message: str | None = None
+
+    @classmethod
+    def rate_limited(cls, retry_after: float | None = 0.05) -> Reply:
+        headers = {} if retry_after is None else {"retry-after": f"{retry_after:g}"}
+        return cls(
+            status=429,
+            headers=headers,
+            error_kind="rate_limit",
+            error_message="Rate limit reached for requests. Please try again later.",
+        )
+
+    @classmethod
+    def server_error(cls) -> Reply:
+        return cls(status=500, error_kind="server", error_message="The server had an error.")
+
+    @classmethod
+    def unauthorized(cls) -> Reply:
+        return cls(status=401, error_kind="auth", error_message="Incorrect API key provided: test-key.")
+
+    @classmethod
+    def context_overflow(cls) -> Reply:
+        return cls(status=400, error_kind="context_overflow")
+
+    @classmethod
+    def overloaded(cls) -> Reply:
+        """529 on the Anthropic endpoint, 503 on the others."""
+        return cls(status=503, error_kind="overloaded", error_message="Overloaded")
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]  # names in lower case
+    body: dict[str, Any]
+    time: float  # time.monotonic() when the request arrived
+
+
+_ENDPOINTS = ("/chat/completions", "/responses", "/messages")
+_EXHAUSTED = Reply(status=500, error_body={"error": {"message": "fake provider: script exhausted"}})
+
+
+def _route(path: str) -> str:
+    """ "/v1/chat/completions", "/chat/completions", "/v1/v1/messages" -> the bare endpoint."""
+    path = path.split("?", 1)[0].rstrip("/")
+    while path.startswith("/v1/") or path == "/v1":
+        path = path[3:]
+    return path
+
+
+class FakeProvider:
+    def __init__(self) -> None:
+        self.models: list[str] = []
+        self._queue: list[Reply] = []
+        self._requests: list[RecordedRequest] = []
+        self._disconnects = 0
+        self._changed = threading.Condition()
+        self._closing = threading.Event()
+        self._sockets: set[socket.socket] = set()
+        handler = type("Handler", (_Handler,), {"fake": self})
+        self._server = _Server(("127.0.0.1", 0), handler)
+        self.port: int = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.openai_base_url = self.url  # the openai SDK appends "/chat/completions", ...
+        self.anthropic_base_url = f"http://127.0.0.1:{self.port}"  # it appends "/v1/messages"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.02,), name="fake-provider", daemon=True
+        )
+        self._thread.start()
+
+    # -- scripting ---------------------------------------------------------------------
+
+    def script(self, replies: list[Reply]) -> None:
+        with self._changed:
+            self._queue = list(replies)
+
+    def add(self, reply: Reply) -> None:
+        with self._changed:
+            self._queue.append(reply)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._changed:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """Replies still queued."""
+        with self._changed:
+            return len(self._queue)
+
+    @property
+    def disconnects(self) -> int:
+        """Streams whose client hung up before the reply was complete."""
+        with self._changed:
+            return self._disconnects
+
+    def wait_for_requests(self, n: int, timeout: float = 5.0) -> list[RecordedRequest]:
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._requests) >= n, timeout):
+                raise TimeoutError(f"expected {n} model requests, got {len(self._requests)}")
+            return list(self._requests)
+
+    def wait_for_disconnects(self, n: int, timeout: float = 5.0) -> None:
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._disconnects >= n, timeout):
+                raise TimeoutError(f"expected {n} client disconnects, got {self._disconnects}")
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        if self._closing.is_set():
+            return
+        self._closing.set()  # wakes handlers sleeping in delay/stall/chunk_delay
+        self._server.shutdown()
+        self._server.server_close()
+        with self._changed:
+            sockets = list(self._sockets)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeProvider:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- used by the handler -----------------------------------------------------------
+
+    def _take(self, request: RecordedRequest) -> Reply:
+        with self._changed:
+            self._requests.append(request)
+            reply = self._queue.pop(0) if self._queue else _EXHAUSTED
+            self._changed.notify_all()
+            return reply
+
+    def _note_disconnect(self) -> None:
+        with self._changed:
+            self._disconnects += 1
+            self._changed.notify_all()
+
+    def _track(self, sock: socket.socket, active: bool) -> None:
+        with self._changed:
+            if active:
+                self._sockets.add(sock)
+            else:
+                self._sockets.discard(sock)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep unless the server is closing; False when it is."""
+        if seconds > 0:
+            self._closing.wait(seconds)
+        return not self._closing.is_set()
+
+
+class _Disconnected(Exception):
+    pass
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hung up, or close() cutting a connection: not worth a traceback
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: ClassVar[FakeProvider]
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: stdout/stderr stay clean
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        self.fake._track(self.connection, True)
+
+    def finish(self) -> None:
+        self.fake._track(self.connection, False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def do_GET(self) -> None:
+        if _route(self.path) != "/models":
+            self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
+            return
+        if "anthropic-version" in {k.lower() for k in self.headers}:
+            data = [
+                {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}
+                for m in self.fake.models
+            ]
+            first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+            self._send_json(200, {"data": data, "has_more": False, "first_id": first, "last_id": last})
+        else:
+            data = [
+                {"id": m, "object": "model", "created": 1735689600, "owned_by": "fake"}
+                for m in self.fake.models
+            ]
+            self._send_json(200, {"object": "list", "data": data})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {"_unparsed": raw.decode("utf-8", "replace")}
+        endpoint = _route(self.path)
+        if endpoint not in _ENDPOINTS:
+            self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply = self.fake._take(RecordedRequest(self.path, headers, body, time.monotonic()))
+        if not self.fake._sleep(reply.delay):
+            return
+        try:
+            if reply.status >= 400:
+                self._send_error_reply(endpoint, reply)
+            elif body.get("stream"):
+                self._send_stream(endpoint, reply, body)
+            else:
+                self._send_json(200, _render_json(endpoint, reply, body), reply.headers)
+        except (_Disconnected, ConnectionError, TimeoutError):
+            self.close_connection = True
+            if not self.fake._closing.is_set():
+                self.fake._note_disconnect()
+
+    # -- writing -----------------------------------------------------------------------
+
+    def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_error_reply(self, endpoint: str, reply: Reply) -> None:
+        status = reply.status
+        if reply.error_kind == "overloaded" and endpoint == "/messages":
+            status = 529
+        payload = reply.error_body if reply.error_body is not None else _error_body(endpoint, reply)
+        self._send_json(status, payload, reply.headers)
+
+    def _send_stream(self, endpoint: str, reply: Reply, body: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.flush()
+        events = _render_stream(endpoint, reply, body)
+        for count, event in enumerate(events):
+            if reply.drop_after is not None and count >= reply.drop_after:
+                break
+            if count == 1 and reply.stall and not self.fake._sleep(reply.stall):
+                raise _Disconnected
+            if count > 0 and reply.chunk_delay and not self.fake._sleep(reply.chunk_delay):
+                raise _Disconnected
+            self._write_chunk(event)
+        if reply.drop_after is not None and not reply.drop_cleanly:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)  # no final chunk: a broken body
+            return
+        self._write_chunk(b"")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+
+# -- rendering: helpers ----------------------------------------------------------------
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    if not text:
+        return []
+    if size > 0:
+        return [text[i : i + size] for i in range(0, len(text), size)]
+    return re.findall(r"\s*\S+\s*|\s+", text)  # words, spaces attached
+
+
+def _argument_pieces(arguments: str, size: int) -> list[str]:
+    if size > 0 and len(arguments) > size:
+        return _pieces(arguments, size)
+    if len(arguments) < 2:
+        return [arguments, ""]
+    third = max(1, len(arguments) // 3)
+    return [arguments[:third], arguments[third : 2 * third], arguments[2 * third :]]
+
+
+def _arguments_text(spec: ToolCallSpec) -> str:
+    return spec.arguments if isinstance(spec.arguments, str) else json.dumps(spec.arguments)
+
+
+def _call_id(spec: ToolCallSpec, index: int, prefix: str) -> str:
+    return spec.id or f"{prefix}_{index}_{spec.name}"
+
+
+def _finish(reply: Reply) -> str:
+    return reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+
+
+def _signature(reasoning: str) -> str:
+    return "sig-" + hashlib.sha256(reasoning.encode()).hexdigest()[:16]
+
+
+def _sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def _overflow_message(endpoint: str) -> str:
+    if endpoint == "/messages":
+        return "prompt is too long: 210000 tokens > 200000 maximum"
+    return (
+        "This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 130000 tokens. Please reduce the length of the messages."
+    )
+
+
+def _error_body(endpoint: str, reply: Reply) -> dict[str, Any]:
+    kind = reply.error_kind or "server"
+    message = reply.error_message or (
+        _overflow_message(endpoint) if kind == "context_overflow" else f"fake provider error {reply.status}"
+    )
+    if endpoint == "/messages":
+        anthropic_types = {
+            "rate_limit": "rate_limit_error",
+            "auth": "authentication_error",
+            "context_overflow": "invalid_request_error",
+            "overloaded": "overloaded_error",
+        }
+        return {
+            "type": "error",
+            "error": {"type": anthropic_types.get(kind, "api_error"), "message": message},
+        }
+    openai_types = {
+        "rate_limit": ("requests", "rate_limit_exceeded"),
+        "auth": ("invalid_request_error", "invalid_api_key"),
+        "context_overflow": ("invalid_request_error", "context_length_exceeded"),
+        "overloaded": ("server_error", "overloaded"),
+    }
+    err_type, code = openai_types.get(kind, ("server_error", None))
+    return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
+
+
+def _render_stream(endpoint: str, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    if endpoint == "/chat/completions":
+        return _chat_stream(reply, body)
+    if endpoint == "/messages":
+        return _anthropic_stream(reply, body)
+    return _responses_stream(reply, body)
+
+
+def _render_json(endpoint: str, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    if endpoint == "/chat/completions":
+        return _chat_json(reply, body)
+    if endpoint == "/messages":
+        return _anthropic_json(reply, body)
+    return _responses_object(reply, body, "completed")
+
+
+# -- chat completions ------------------------------------------------------------------
+
+
+def _chat_usage(reply: Reply) -> dict[str, Any]:
+    inp, out, cached = reply.usage
+    return {
+        "prompt_tokens": inp,
+        "completion_tokens": out,
+        "total_tokens": inp + out,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+
+
+def _chat_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1735689600}
+    base["model"] = body.get("model", "fake-model")
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return _sse({**base, "choices": [choice]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    if reply.reasoning_field == "think_tags":
+        content = (f"<think>{reply.reasoning}</think>" if reply.reasoning else "") + reply.text
+        for piece in _pieces(content, reply.chunk_size or 4):  # small pieces split the tags
+            yield chunk({"content": piece})
+    else:
+        for piece in _pieces(reply.reasoning, reply.chunk_size):
+            yield chunk({reply.reasoning_field: piece})
+        for piece in _pieces(reply.text, reply.chunk_size):
+            yield chunk({"content": piece})
+    for index, spec in enumerate(reply.tool_calls):
+        head = {"index": index, "id": _call_id(spec, index, "call"), "type": "function"}
+        yield chunk({"tool_calls": [{**head, "function": {"name": spec.name, "arguments": ""}}]})
+        for piece in _argument_pieces(_arguments_text(spec), reply.chunk_size):
+            yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    yield chunk({}, _finish(reply))
+    if (body.get("stream_options") or {}).get("include_usage"):
+        yield _sse({**base, "choices": [], "usage": _chat_usage(reply)})
+    yield _sse("[DONE]")
+
+
+def _chat_json(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.reasoning:
+        if reply.reasoning_field == "think_tags":
+            message["content"] = f"<think>{reply.reasoning}</think>{reply.text}"
+        else:
+            message[reply.reasoning_field] = reply.reasoning
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": _call_id(spec, i, "call"),
+                "type": "function",
+                "function": {"name": spec.name, "arguments": _arguments_text(spec)},
+            }
+            for i, spec in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1735689600,
+        "model": body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(reply)}],
+        "usage": _chat_usage(reply),
+    }
+
+
+# -- anthropic messages ----------------------------------------------------------------
+
+_ANTHROPIC_STOP = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+    "refusal": "refusal",
+    "content_filter": "refusal",
+}
+
+
+def _anthropic_usage(reply: Reply) -> dict[str, int]:
+    inp, out, cached = reply.usage
+    return {
+        "input_tokens": inp - cached,
+        "output_tokens": out,
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0,
+    }
+
+
+def _anthropic_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        return _sse({"type": name, **data}, name)
+
+    message = {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake-model"),
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {**_anthropic_usage(reply), "output_tokens": 1},
+    }
+    yield event("message_start", {"message": message})
+    index = 0
+    if reply.reasoning:
+        yield event(
+            "content_block_start",
+            {"index": index, "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
+        )
+        for piece in _pieces(reply.reasoning, reply.chunk_size):
+            yield event(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "thinking_delta", "thinking": piece}},
+            )
+        signature = {"type": "signature_delta", "signature": _signature(reply.reasoning)}
+        yield event("content_block_delta", {"index": index, "delta": signature})
+        yield event("content_block_stop", {"index": index})
+        index += 1
+    if reply.text:
+        yield event("content_block_start", {"index": index, "content_block": {"type": "text", "text": ""}})
+        for piece in _pieces(reply.text, reply.chunk_size):
+            yield event(
+                "content_block_delta", {"index": index, "delta": {"type": "text_delta", "text": piece}}
+            )
+        yield event("content_block_stop", {"index": index})
+        index += 1
+    for n, spec in enumerate(reply.tool_calls):
+        block = {"type": "tool_use", "id": _call_id(spec, n, "toolu"), "name": spec.name, "input": {}}
+        yield event("content_block_start", {"index": index, "content_block": block})
+        for piece in _argument_pieces(_arguments_text(spec), reply.chunk_size):
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            yield event("content_block_delta", {"index": index, "delta": delta})
+        yield event("content_block_stop", {"index": index})
+        index += 1
+    stop = _ANTHROPIC_STOP.get(_finish(reply), "end_turn")
+    yield event(
+        "message_delta",
+        {"delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": reply.usage[1]}},
+    )
+    yield event("message_stop", {})
+
+
+def _anthropic_json(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    if reply.reasoning:
+        content.append(
+            {"type": "thinking", "thinking": reply.reasoning, "signature": _signature(reply.reasoning)}
+        )
+    if reply.text:
+        content.append({"type": "text", "text": reply.text})
+    for n, spec in enumerate(reply.tool_calls):
+        try:
+            arguments = json.loads(_arguments_text(spec))
+        except ValueError:
+            arguments = {}
+        content.append(
+            {"type": "tool_use", "id": _call_id(spec, n, "toolu"), "name": spec.name, "input": arguments}
+        )
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "fake-model"),
+        "content": content,
+        "stop_reason": _ANTHROPIC_STOP.get(_finish(reply), "end_turn"),
+        "stop_sequence": None,
+        "usage": _anthropic_usage(reply),
+    }
+
+
+# -- responses -------------------------------------------------------------------------
+
+
+def _responses_output(reply: Reply) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = []
+    if reply.reasoning:
+        output.append(
+            {
+                "id": "rs_fake",
+                "type": "reasoning",
+                "summary": [{"type": "summary_text", "text": reply.reasoning}],
+                "encrypted_content": "enc-" + _signature(reply.reasoning),
+            }
+        )
+    if reply.text:
+        part_type = "refusal" if _finish(reply) == "refusal" else "output_text"
+        part: dict[str, Any] = {
+            "type": part_type,
+            part_type if part_type == "refusal" else "text": reply.text,
+        }
+        if part_type == "output_text":
+            part["annotations"] = []
+        output.append(
+            {
+                "id": "msg_fake",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [part],
+            }
+        )
+    for n, spec in enumerate(reply.tool_calls):
+        output.append(
+            {
+                "id": f"fc_{n}",
+                "type": "function_call",
+                "call_id": _call_id(spec, n, "call"),
+                "name": spec.name,
+                "arguments": _arguments_text(spec),
+                "status": "completed",
+            }
+        )
+    return output
+
+
+def _responses_object(reply: Reply, body: dict[str, Any], status: str) -> dict[str, Any]:
+    inp, out, cached = reply.usage
+    incomplete = None
+    if status == "incomplete":
+        reason = "content_filter" if _finish(reply) == "content_filter" else "max_output_tokens"
+        incomplete = {"reason": reason}
+    return {
+        "id": "resp_fake",
+        "object": "response",
+        "created_at": 1735689600,
+        "model": body.get("model", "fake-model"),
+        "status": status,
+        "incomplete_details": incomplete,
+        "error": None,
+        "output": _responses_output(reply) if status != "in_progress" else [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": inp,
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": inp + out,
+        }
+        if status != "in_progress"
+        else None,
+    }
+
+
+def _responses_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    sequence = iter(range(1_000_000))
+
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        return _sse({"type": name, "sequence_number": next(sequence), **data}, name)
+
+    yield event("response.created", {"response": _responses_object(reply, body, "in_progress")})
+    for index, item in enumerate(_responses_output(reply)):
+        kind = item["type"]
+        if kind == "reasoning":
+            yield event(
+                "response.output_item.added", {"output_index": index, "item": {**item, "summary": []}}
+            )
+            where = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+            yield event(
+                "response.reasoning_summary_part.added",
+                {**where, "part": {"type": "summary_text", "text": ""}},
+            )
+            for piece in _pieces(reply.reasoning, reply.chunk_size):
+                yield event("response.reasoning_summary_text.delta", {**where, "delta": piece})
+            yield event("response.reasoning_summary_text.done", {**where, "text": reply.reasoning})
+            yield event("response.reasoning_summary_part.done", {**where, "part": item["summary"][0]})
+        elif kind == "message":
+            part = item["content"][0]
+            empty = {**part, part["type"] if part["type"] == "refusal" else "text": ""}
+            yield event(
+                "response.output_item.added", {"output_index": index, "item": {**item, "content": []}}
+            )
+            where = {"item_id": item["id"], "output_index": index, "content_index": 0}
+            yield event("response.content_part.added", {**where, "part": empty})
+            delta_name = (
+                "response.refusal.delta" if part["type"] == "refusal" else "response.output_text.delta"
+            )
+            for piece in _pieces(reply.text, reply.chunk_size):
+                extra = {} if part["type"] == "refusal" else {"logprobs": []}
+                yield event(delta_name, {**where, "delta": piece, **extra})
+            if part["type"] == "refusal":
+                yield event("response.refusal.done", {**where, "refusal": reply.text})
+            else:
+                yield event("response.output_text.done", {**where, "text": reply.text, "logprobs": []})
+            yield event("response.content_part.done", {**where, "part": part})
+        else:
+            yield event(
+                "response.output_item.added",
+                {"output_index": index, "item": {**item, "arguments": "", "status": "in_progress"}},
+            )
+            where = {"item_id": item["id"], "output_index": index}
+            for piece in _argument_pieces(item["arguments"], reply.chunk_size):
+                yield event("response.function_call_arguments.delta", {**where, "delta": piece})
+            yield event(
+                "response.function_call_arguments.done",
+                {**where, "arguments": item["arguments"], "name": item["name"]},
+            )
+        yield event("response.output_item.done", {"output_index": index, "item": item})
+    if _finish(reply) in ("length", "content_filter"):
+        yield event("response.incomplete", {"response": _responses_object(reply, body, "incomplete")})
+    else:
+        yield event("response.completed", {"response": _responses_object(reply, body, "completed")})

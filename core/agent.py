@@ -1,36 +1,60 @@
-"""Agent.run_turn(): the loop. (Being written; this file pins the public surface.)"""
+"""Agent.run_turn(): the loop.
+
+One turn: the user's message in, a stream of typed events out, until the model
+answers without tool calls, the iteration budget is spent, or the consuming task
+is cancelled. Tools of one response run concurrently where that is safe; results
+go back to the model in the model's order.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from core.approval import ApprovalMemory, Approver, Mode
+from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Decision, Mode
 from core.config import Settings
-from core.events import Event, StopReason, Usage
-from core.messages import ContentPart, Message
-from core.providers.base import Provider
-from core.tools.base import SessionToolState
+from core.events import (
+    Event,
+    HistoryReplaced,
+    MessageCommitted,
+    Status,
+    StepFinished,
+    StopReason,
+    TextDelta,
+    TitleChanged,
+    TurnEnded,
+    Usage,
+    UsageUpdated,
+)
+from core.memory import MemoryStore
+from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
+from core.tool_runner import ToolRunner, TurnCancelled
+from core.tools.base import SessionToolState, ToolLimits
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
+log = logging.getLogger(__name__)
 
-@dataclass(slots=True)
-class TurnResult:
-    stop_reason: StopReason
-    messages: list[Message] = field(default_factory=list)  # committed this turn
-    usage: Usage = field(default_factory=Usage)
-    text: str = ""  # the final answer's text
+MAX_CONTINUATIONS = 3  # "length" with visible text: ask the model to go on, this many times
+MAX_ARGUMENT_REPAIRS = 3  # invalid tool arguments answered with an error, per turn
+CONTINUE_PROMPT = "Your answer was cut off by the output limit. Continue exactly where it stopped."
+GRACE_PROMPT = (
+    "You have used this turn's budget of model calls. Do not call tools. Say briefly what you "
+    "did, where things stand, and what remains to be done."
+)
+TITLE_LENGTH = 60
+
+TurnResult = TurnEnded  # the last event of a turn is its result
 
 
 class Agent:
-    """One conversation: history, workspace, tools, approvals, model. Not thread-safe;
-    one turn at a time.
-
-    Construct with `Agent(settings=..., workspace=..., approver=...)`; everything else
-    has defaults (providers built from settings, the default tool set, mode from
-    settings, an empty history, a system prompt built for the workspace).
-    """
+    """One conversation: history, workspace, tools, approvals, model. One turn at a time."""
 
     def __init__(
         self,
@@ -38,37 +62,499 @@ class Agent:
         settings: Settings,
         workspace: Workspace,
         approver: Approver,
-        providers: list[Provider] | None = None,  # primary first, then fallbacks
+        providers: list[Provider] | None = None,
         tools: ToolRegistry | None = None,
         mode: Mode | None = None,
         messages: list[Message] | None = None,
         system_prompt: str | None = None,
         approvals: ApprovalMemory | None = None,
         tool_state: SessionToolState | None = None,
+        title: str | None = None,
     ) -> None:
-        raise NotImplementedError
+        self.settings = settings
+        self.workspace = workspace
+        self.approver = approver
+        self.memory = _memory_store(settings, workspace)
+        self.tools = tools if tools is not None else _default_registry(self.memory)
+        self.approvals = approvals if approvals is not None else ApprovalMemory()
+        self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
+        self.messages: list[Message] = list(messages or [])
+        self.tool_state = tool_state if tool_state is not None else SessionToolState()
+        self.limits = ToolLimits(command_timeout=settings.command_timeout_seconds)
+        self.runner = ToolRunner(
+            tools=self.tools,
+            policy=self.policy,
+            approver=approver,
+            workspace=workspace,
+            state=self.tool_state,
+            limits=self.limits,
+        )
+        self.title = title
+        self.reasoning_effort: str | None = settings.reasoning_effort
+        self._model = settings.model
+        self._providers = providers
+        self._resilient: Any = None
+        self.system_prompt = system_prompt if system_prompt is not None else self._build_system_prompt()
+        self.usage_total = Usage()
+        self.cost_usd: float | None = None
+        self.context_tokens = 0
+        self._used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
 
-    # Public state the ACP side reads and sets:
-    #   messages: list[Message]      the history (system prompt not included)
-    #   system_prompt: str           fixed for the session's life
-    #   mode: Mode                   settable between turns
-    #   model: str                   settable between turns (rebuilds the provider chain)
-    #   reasoning_effort: str | None settable
-    #   approvals: ApprovalMemory
-    #   tool_state: SessionToolState (plan, background processes)
-    #   usage_total: Usage; cost_usd: float | None; context_tokens: int; context_window: int
+    # -- settable state -------------------------------------------------------------
 
-    def run_turn(self, content: str | list[ContentPart]) -> AsyncIterator[Event]:
-        """Yield the turn's events; the last is TurnEnded unless the consumer's task is
-        cancelled, in which case CancelledError propagates after the stream closed,
-        commands were killed and pending approvals resolved."""
-        raise NotImplementedError
+    @property
+    def mode(self) -> Mode:
+        return self.policy.mode
+
+    @mode.setter
+    def mode(self, value: Mode) -> None:
+        self.policy.mode = Mode(value)
+
+    @property
+    def model(self) -> str:
+        return self._model
+
+    @model.setter
+    def model(self, value: str) -> None:
+        if value != self._model:
+            self._model = value
+            self._providers = None
+            self._resilient = None
+
+    @property
+    def context_window(self) -> int:
+        from core.models import context_window
+
+        return context_window(self._model, self.settings.context_windows)
+
+    @property
+    def providers(self) -> list[Provider]:
+        if self._providers is None:
+            from core.providers.resolve import build_chain
+
+            self._providers = build_chain(self.settings, self._model)
+        return self._providers
+
+    def _model_stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        if self._resilient is None:
+            from core.providers.resilient import ResilientModel
+
+            self._resilient = ResilientModel(
+                self.providers,
+                max_retries=self.settings.max_retries,
+                base_delay=self.settings.retry_base_seconds,
+                cap_delay=self.settings.retry_cap_seconds,
+            )
+        return self._resilient.stream(request)
+
+    # -- the turn ------------------------------------------------------------------
+
+    async def run_turn(
+        self, content: str | list[ContentPart], *, preamble: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Yield the turn's events; the last is TurnEnded unless the consuming task is
+        cancelled, in which case CancelledError propagates once streams are closed,
+        commands killed and pending approvals withdrawn."""
+        turn_start = len(self.messages)
+        turn_usage = Usage()
+        if self._resilient is not None:
+            self._resilient.reset()  # a fallback carries a turn to its end, not the next one
+        text_parts: list[str] = []
+        user_message = Message(role="user", content=_with_preamble(content, preamble))
+        self.messages.append(user_message)
+        yield MessageCommitted(user_message)
+        if self.title is None:
+            self.title = _title_from(user_message.text if preamble is None else _plain(content))
+            if self.title:
+                yield TitleChanged(self.title)
+
+        repairs = 0
+        iteration = 0
+        stop = StopReason.END_TURN
+        try:
+            while True:
+                if iteration >= self.settings.max_iterations:
+                    async for event in self._grace_call(text_parts):
+                        if isinstance(event, Usage):
+                            turn_usage += event
+                            continue
+                        yield event
+                    stop = StopReason.MAX_TURN_REQUESTS
+                    break
+                iteration += 1
+                async for event in self._maybe_compress():
+                    yield event
+                response: ModelResponse | None = None
+                async for item in self._call_with_continuations():
+                    if isinstance(item, ModelResponse):
+                        response = item
+                    elif isinstance(item, Usage):
+                        turn_usage += item
+                    else:
+                        yield item
+                assert response is not None
+                yield self._usage_event(turn_usage)
+                assistant = self._assistant_message(response)
+                self.messages.append(assistant)
+                yield MessageCommitted(assistant)
+                yield StepFinished(iteration, response.finish_reason)
+                if response.text:
+                    text_parts.append(response.text)
+
+                if not assistant.tool_calls:
+                    stop = self._stop_reason(response)
+                    if stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
+                        yield Status(
+                            "notice",
+                            "The model spent its whole output budget thinking and gave no answer. "
+                            "Raise max_output_tokens or lower the reasoning effort.",
+                        )
+                    break
+
+                calls = self.runner.prepare(assistant.tool_calls)
+                bad = sum(1 for c in calls if c.error and c.tool is not None)
+                repairs += bad
+                if repairs > MAX_ARGUMENT_REPAIRS:
+                    for c in calls:
+                        if c.error and c.tool is not None:
+                            c.error += " The argument-repair budget for this turn is spent; the turn ends."
+                async for event in self.runner.run(calls):
+                    if isinstance(event, MessageCommitted):
+                        self.messages.append(event.message)
+                    yield event
+                if repairs > MAX_ARGUMENT_REPAIRS:
+                    yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
+                    break
+        except TurnCancelled:
+            stop = StopReason.CANCELLED
+        yield TurnEnded(stop, turn_usage, tuple(self.messages[turn_start:]), "".join(text_parts))
+
+    async def _call_with_continuations(self) -> AsyncIterator[Any]:
+        """One model call; when the output limit cut visible text, ask it to go on and join.
+
+        Yields deltas and statuses, each call's Usage, and last the joined ModelResponse.
+        """
+        joined: ModelResponse | None = None
+        extra: list[Message] = []
+        continuations = 0
+        overflow_retried = False
+        while True:
+            response: ModelResponse | None = None
+            streamed_text = False
+            try:
+                async with contextlib.aclosing(self._model_stream(self._request(extra))) as stream:
+                    async for item in stream:
+                        if isinstance(item, ModelResponse):
+                            response = item
+                        else:
+                            streamed_text = streamed_text or isinstance(item, TextDelta)
+                            yield item
+            except ProviderError as exc:
+                if exc.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried and not streamed_text:
+                    overflow_retried = True
+                    async for event in self._maybe_compress(force=True):
+                        yield event
+                    continue
+                raise
+            assert response is not None, "a provider stream ended without a response"
+            self.record_usage(response.usage)
+            yield response.usage
+            joined = response if joined is None else _join(joined, response)
+            if not (
+                response.finish_reason == "length"
+                and response.text
+                and not response.tool_calls
+                and continuations < MAX_CONTINUATIONS
+            ):
+                break
+            continuations += 1
+            yield Status("continuing", "The answer hit the output limit; asking the model to continue.")
+            extra = [
+                Message(role="assistant", content=joined.text),
+                Message(role="user", content=CONTINUE_PROMPT),
+            ]
+        yield joined
+
+    async def _grace_call(self, text_parts: list[str]) -> AsyncIterator[Any]:
+        """The budget is spent: one last call without tools, so the user gets a summary."""
+        request = self._request([Message(role="user", content=GRACE_PROMPT)], grace=True)
+        response: ModelResponse | None = None
+        async with contextlib.aclosing(self._model_stream(request)) as stream:
+            async for item in stream:
+                if isinstance(item, ModelResponse):
+                    response = item
+                else:
+                    yield item
+        if response is None:
+            return
+        self.record_usage(response.usage)
+        yield response.usage
+        assistant = Message(
+            role="assistant",
+            content=response.text,
+            reasoning=response.reasoning or None,
+            finish_reason=response.finish_reason,
+            provider_data=response.provider_data,
+        )
+        self.messages.append(assistant)
+        yield MessageCommitted(assistant)
+        if response.text:
+            text_parts.append(response.text)
+
+    def _request(self, extra: list[Message], *, grace: bool = False) -> ModelRequest:
+        read_only = self.mode is Mode.PLAN
+        return ModelRequest(
+            system=self.system_prompt,
+            messages=repair_alternation(self.messages) + extra,
+            tools=self.tools.specs(read_only=read_only),
+            max_output_tokens=self.settings.max_output_tokens,
+            reasoning_effort=self.reasoning_effort,
+            tool_choice_none=grace,
+        )
+
+    def _assistant_message(self, response: ModelResponse) -> Message:
+        calls = []
+        for call in response.tool_calls:
+            call_id = call.id
+            if not call_id or call_id in self._used_call_ids:
+                # Some local models reuse ids like "call_0"; editors need unique ones.
+                call_id = f"call_{uuid.uuid4().hex[:16]}"
+            self._used_call_ids.add(call_id)
+            calls.append(ToolCall(call_id, call.name, call.arguments))
+        return Message(
+            role="assistant",
+            content=response.text,
+            tool_calls=calls,
+            reasoning=response.reasoning or None,
+            finish_reason=response.finish_reason,
+            provider_data=response.provider_data,
+        )
+
+    @staticmethod
+    def _stop_reason(response: ModelResponse) -> StopReason:
+        if response.finish_reason == "length":
+            return StopReason.MAX_TOKENS
+        if response.finish_reason in ("refusal", "content_filter"):
+            return StopReason.REFUSAL
+        return StopReason.END_TURN
+
+    # -- context ---------------------------------------------------------------------
+
+    def _build_system_prompt(self) -> str:
+        from core.context import build_system_prompt
+
+        return build_system_prompt(
+            cwd=self.workspace.scope.cwd,
+            extra_roots=list(self.workspace.scope.extra_roots),
+            tool_names=self.tools.names(),
+            memory=self.memory,
+        )
+
+    def _estimate_context(self) -> int:
+        from core.context import estimate_messages_tokens
+
+        return estimate_messages_tokens(self.system_prompt, self.messages, self.tools.specs())
+
+    async def _maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
+        from core.context import apply_compression, plan_compression, should_compress, summary_request
+
+        self.context_tokens = self._estimate_context()
+        window = self.context_window
+        threshold = self.settings.compression_threshold
+        if not force and not should_compress(self.context_tokens, window, threshold):
+            return
+        plan = plan_compression(self.messages, keep_last=self.settings.compression_keep_last)
+        if plan is None:
+            return
+        before = self.context_tokens
+        yield Status("compressing", f"Compressing the conversation ({before:,} of {window:,} tokens).")
+        system, summary_messages = summary_request(plan.middle)
+        summary = await self._summarise(system, summary_messages)
+        self.messages = apply_compression(plan, summary)
+        self.context_tokens = self._estimate_context()
+        yield HistoryReplaced(tuple(self.messages))
+        yield Status(
+            "compressed",
+            f"Compressed the conversation from {before:,} to {self.context_tokens:,} tokens.",
+            {"before": before, "after": self.context_tokens},
+        )
+        yield self._usage_event(Usage())
+
+    async def _summarise(self, system: str, messages: list[Message]) -> str:
+        from core.providers.resilient import ResilientModel
+
+        own_chain = bool(self.settings.auxiliary_model)
+        if own_chain:
+            from core.providers.resolve import build_chain
+
+            providers = build_chain(self.settings, self.settings.auxiliary_model)
+        else:
+            providers = self.providers
+        model = ResilientModel(
+            providers,
+            max_retries=self.settings.max_retries,
+            base_delay=self.settings.retry_base_seconds,
+            cap_delay=self.settings.retry_cap_seconds,
+        )
+        response: ModelResponse | None = None
+        try:
+            request = ModelRequest(system=system, messages=messages)
+            async with contextlib.aclosing(model.stream(request)) as stream:
+                async for item in stream:
+                    if isinstance(item, ModelResponse):
+                        response = item
+        finally:
+            if own_chain:
+                await model.aclose()
+        if response is None or not response.text.strip():
+            raise ProviderError(ErrorKind.FATAL, "the summariser returned no text")
+        self.record_usage(response.usage)
+        return response.text.strip()
 
     async def compact(self) -> AsyncIterator[Event]:
         """Force a compression now (/compact)."""
-        raise NotImplementedError
-        yield  # pragma: no cover
+        async for event in self._maybe_compress(force=True):
+            yield event
+
+    def _usage_event(self, turn_usage: Usage) -> UsageUpdated:
+        return UsageUpdated(
+            turn=turn_usage,
+            total=self.usage_total,
+            context_tokens=self.context_tokens,
+            context_window=self.context_window,
+            cost_usd=self.cost_usd,
+        )
+
+    def record_usage(self, usage: Usage) -> None:
+        from core.models import cost_usd, normalise
+
+        self.usage_total += usage
+        prices = self.settings.prices
+        price = prices.get(self._model) or prices.get(normalise(self._model))
+        if price is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost_usd(usage, price)
+        self.context_tokens = usage.input_tokens + usage.output_tokens
 
     async def aclose(self) -> None:
-        """Kill background processes, close provider clients."""
-        raise NotImplementedError
+        """Kill background processes and close provider clients."""
+        for handle, process in list(self.tool_state.processes.items()):
+            with contextlib.suppress(Exception):
+                await process.release()
+            self.tool_state.processes.pop(handle, None)
+        for provider in self._providers or []:
+            with contextlib.suppress(Exception):
+                await provider.aclose()
+
+
+def _join(first: ModelResponse, second: ModelResponse) -> ModelResponse:
+    return ModelResponse(
+        text=first.text + second.text,
+        reasoning=first.reasoning + second.reasoning,
+        tool_calls=first.tool_calls + second.tool_calls,
+        finish_reason=second.finish_reason,
+        usage=first.usage + second.usage,
+        provider_data=second.provider_data or first.provider_data,
+        model=second.model or first.model,
+    )
+
+
+def _with_preamble(content: str | list[ContentPart], preamble: str | None) -> str | list[ContentPart]:
+    if not preamble:
+        return content
+    if isinstance(content, str):
+        return f"{preamble}\n\n{content}"
+    return [TextPart(preamble), *content]
+
+
+def _plain(content: str | list[ContentPart]) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(part.text for part in content if isinstance(part, TextPart))
+
+
+def _title_from(text: str) -> str | None:
+    line = " ".join(text.split())
+    if not line:
+        return None
+    if len(line) <= TITLE_LENGTH:
+        return line
+    cut = line[:TITLE_LENGTH].rsplit(" ", 1)[0] or line[:TITLE_LENGTH]
+    return cut.rstrip(",.;:") + "…"
+
+
+def _memory_store(settings: Settings, workspace: Workspace) -> MemoryStore:
+    from core.memory import MemoryStore
+
+    return MemoryStore(settings.memory_dir, workspace.scope.cwd)
+
+
+def _default_registry(memory: MemoryStore) -> ToolRegistry:
+    from core.tools import default_tools
+    from core.tools.memory import MemoryTool
+
+    return ToolRegistry([*default_tools(), MemoryTool(memory)])
+
+
+# -- library entry points ------------------------------------------------------------
+
+
+async def run_turn(
+    prompt: str | list[ContentPart],
+    *,
+    settings: Settings | None = None,
+    cwd: str | Path = ".",
+    approver: Approver | None = None,
+    **agent_options: Any,
+) -> AsyncIterator[Event]:
+    """One turn with a fresh agent on a local workspace; yields events, ending with TurnEnded."""
+    agent = _local_agent(settings, cwd, approver, **agent_options)
+    try:
+        async for event in agent.run_turn(prompt):
+            yield event
+    finally:
+        await agent.aclose()
+
+
+def chat(
+    prompt: str,
+    *,
+    settings: Settings | None = None,
+    cwd: str | Path = ".",
+    approver: Approver | None = None,
+    **agent_options: Any,
+) -> str:
+    """Blocking: run one turn and return the answer's text."""
+
+    async def main() -> str:
+        async for event in run_turn(prompt, settings=settings, cwd=cwd, approver=approver, **agent_options):
+            if isinstance(event, TurnEnded):
+                return event.text
+        return ""
+
+    return asyncio.run(main())
+
+
+def _local_agent(
+    settings: Settings | None, cwd: str | Path, approver: Approver | None, **agent_options: Any
+) -> Agent:
+    from core.config import load_settings
+    from core.workspace import LocalWorkspace, WorkspaceScope
+
+    settings = settings or load_settings()
+    workspace = LocalWorkspace(WorkspaceScope(Path(cwd).resolve()))
+    return Agent(
+        settings=settings,
+        workspace=workspace,
+        approver=approver or StaticApprover(Decision.REJECT_ONCE),
+        **agent_options,
+    )
+
+
+class StaticApprover:
+    """Answers every approval request the same way (library use, scripts, tests)."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+
+    async def decide(self, request: Any) -> Decision:
+        return self.decision

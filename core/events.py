@@ -138,6 +138,13 @@ class MessageCommitted:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryReplaced:
+    """Compression rewrote the history; this is the whole new history (the store replaces its copy)."""
+
+    messages: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StepFinished:
     iteration: int
     finish_reason: str | None
@@ -150,6 +157,7 @@ class TurnEnded:
     stop_reason: StopReason
     usage: Usage  # this turn
     new_messages: tuple[Any, ...] = ()  # core.messages.Message committed this turn
+    text: str = ""  # the answer's text, all model calls of the turn joined
 
 
 Event = (
@@ -164,6 +172,7 @@ Event = (
     | Status
     | TitleChanged
     | MessageCommitted
+    | HistoryReplaced
     | StepFinished
     | TurnEnded
 )

@@ -1,0 +1,354 @@
+"""The tool calls of one model response: parse and repair, approve, run, report.
+
+Reads and searches run concurrently; edits join them when their paths differ;
+calls to the same path and interactive tools (commands) keep the model's order.
+Results go back in the model's order whatever order they finished in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from core.approval import ApprovalPolicy, Approver, Decision
+from core.events import (
+    Event,
+    FileDiff,
+    MessageCommitted,
+    ToolCallFinished,
+    ToolCallRunning,
+    ToolCallStarted,
+)
+from core.messages import Message, ToolCall
+from core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
+from core.tools.registry import ToolRegistry
+from core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class TurnCancelled(Exception):
+    """The user chose "cancel" on a permission request; the turn ends cancelled."""
+
+
+@dataclass(slots=True)
+class PreparedCall:
+    """One tool call of a model response, from parse to result."""
+
+    call: ToolCall
+    tool: Tool | None = None
+    args: BaseModel | None = None
+    raw_args: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None  # set when the call cannot run (unknown tool, bad arguments)
+    duplicate_of: PreparedCall | None = None
+    started: ToolCallStarted | None = None
+    result: ToolResult | None = None
+    allow_outside: bool = False
+
+    @property
+    def paths(self) -> set[str]:
+        if self.tool is None or self.args is None:
+            return set()
+        return set(self.tool.paths(self.args))
+
+    @property
+    def writes(self) -> bool:
+        return self.tool is not None and not self.tool.read_only
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        *,
+        tools: ToolRegistry,
+        policy: ApprovalPolicy,
+        approver: Approver,
+        workspace: Workspace,
+        state: SessionToolState,
+        limits: ToolLimits,
+    ) -> None:
+        self.tools = tools
+        self.policy = policy
+        self.approver = approver
+        self.workspace = workspace
+        self.tool_state = state
+        self.limits = limits
+
+    def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
+        prepared: list[PreparedCall] = []
+        seen: dict[tuple[str, str], PreparedCall] = {}
+        for call in tool_calls:
+            item = PreparedCall(call)
+            prepared.append(item)
+            key = (call.name, _canonical_json(call.arguments))
+            if key in seen:
+                item.duplicate_of = seen[key]
+                item.tool = seen[key].tool
+                item.raw_args = seen[key].raw_args
+                continue
+            seen[key] = item
+            tool = self.tools.get(call.name) or self.tools.closest(call.name)
+            if tool is None:
+                item.error = (
+                    f"Unknown tool {call.name!r}. Available tools: {', '.join(sorted(self.tools.names()))}."
+                )
+                continue
+            item.tool = tool
+            try:
+                parsed = json.loads(call.arguments) if call.arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                item.error = (
+                    f"The arguments for {tool.name} are not valid JSON ({exc.msg} at line {exc.lineno} "
+                    f"column {exc.colno}). Send a JSON object matching the tool's schema."
+                )
+                continue
+            if not isinstance(parsed, dict):
+                kind = type(parsed).__name__
+                item.error = f"The arguments for {tool.name} must be a JSON object, not {kind}."
+                continue
+            item.raw_args = parsed
+            try:
+                item.args = tool.parse(parsed)
+            except ValidationError as exc:
+                item.error = f"Invalid arguments for {tool.name}: {_describe_validation(exc)}"
+        return prepared
+
+    async def run(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
+        """Run one response's calls; yields their events and a MessageCommitted per result.
+
+        Raises TurnCancelled (after every call got a result) when the user chose cancel.
+        """
+        for item in calls:
+            item.started = self._started_event(item)
+            yield item.started
+        cancelled = False
+        for wave in _waves(calls):
+            runnable: list[PreparedCall] = []
+            for item in wave:
+                if cancelled:
+                    item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
+                    continue
+                if item.duplicate_of is not None or item.error is not None:
+                    continue
+                try:
+                    allowed = await self._approve(item)
+                except TurnCancelled:
+                    cancelled = True
+                    item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
+                    continue
+                if allowed:
+                    runnable.append(item)
+            if cancelled:
+                for item in runnable:
+                    item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
+                runnable = []
+            async for event in self._execute(runnable):
+                yield event
+            for item in wave:
+                if item.duplicate_of is not None:
+                    item.result = item.duplicate_of.result
+                elif item.error is not None:
+                    item.result = ToolResult.error(item.error)
+                assert item.result is not None
+                async for event in self._finish(item):
+                    yield event
+        if cancelled:
+            raise TurnCancelled
+
+    def _started_event(self, item: PreparedCall) -> ToolCallStarted:
+        tool = item.tool
+        title = item.call.name
+        kind = "other"
+        locations: tuple = ()
+        if tool is not None:
+            kind = tool.kind
+            title = tool.name
+            if item.args is not None:
+                with contextlib.suppress(Exception):
+                    title = tool.title(item.args, self.workspace)
+                with contextlib.suppress(Exception):
+                    locations = tuple(tool.locations(item.args, self.workspace))
+        return ToolCallStarted(item.call.id, item.call.name, title, kind, item.raw_args, locations)
+
+    async def _approve(self, item: PreparedCall) -> bool:
+        assert item.tool is not None and item.args is not None and item.started is not None
+        verdict = self.policy.check(item.tool, item.args, self.workspace, call_id=item.call.id)
+        item.allow_outside = verdict.allow_outside
+        if verdict.action == "run":
+            return True
+        if verdict.action == "reject":
+            item.result = ToolResult.error(verdict.reason)
+            return False
+        assert verdict.request is not None
+        decision = await self.approver.decide(verdict.request)
+        self.policy.record(verdict.request, decision)
+        if decision is Decision.CANCELLED:
+            raise TurnCancelled
+        if decision.allowed:
+            return True
+        remembered = ""
+        if decision is Decision.REJECT_ALWAYS:
+            remembered = " (and any like it for the rest of this session)"
+        item.result = ToolResult.error(
+            f"The user rejected this call{remembered}. Do not retry it as is; ask or take another approach."
+        )
+        return False
+
+    async def _execute(self, items: list[PreparedCall]) -> AsyncIterator[Event]:
+        """Run the calls concurrently, yielding their events as they happen."""
+        if not items:
+            return
+        queue: asyncio.Queue[Event | PreparedCall] = asyncio.Queue()
+
+        async def run(item: PreparedCall) -> None:
+            assert item.tool is not None and item.args is not None
+            ctx = ToolContext(
+                call_id=item.call.id,
+                workspace=self.workspace,
+                state=self.tool_state,
+                emit=queue.put_nowait,
+                limits=self.limits,
+                allow_outside=item.allow_outside,
+            )
+            try:
+                item.result = await item.tool.run(item.args, ctx)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a tool must not break the loop
+                log.exception("tool %s failed", item.tool.name)
+                item.result = ToolResult.error(f"{item.tool.name} failed: {type(exc).__name__}: {exc}")
+            finally:
+                queue.put_nowait(item)
+
+        for item in items:
+            queue.put_nowait(ToolCallRunning(item.call.id))
+        tasks = [asyncio.create_task(run(item)) for item in items]
+        try:
+            remaining = len(tasks)
+            while remaining:
+                event = await queue.get()
+                if isinstance(event, PreparedCall):
+                    remaining -= 1
+                else:
+                    yield event
+            while not queue.empty():
+                event = queue.get_nowait()
+                if not isinstance(event, PreparedCall):
+                    yield event
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _finish(self, item: PreparedCall) -> AsyncIterator[Event]:
+        result = item.result
+        assert result is not None and item.started is not None
+        finished = ToolCallFinished(
+            call_id=item.call.id,
+            status="completed" if result.ok else "failed",
+            result=_cap(result.text, self.limits.max_output_chars),
+            diff=result.diff,
+            raw_output=result.raw_output,
+            exit_code=result.exit_code,
+            signal=result.signal,
+            terminal_id=result.terminal_id,
+        )
+        yield finished
+        message = Message(
+            role="tool",
+            content=finished.result,
+            tool_call_id=item.call.id,
+            name=item.tool.name if item.tool else item.call.name,
+            is_error=not result.ok,
+            display=tool_display(item.started, finished),
+        )
+        yield MessageCommitted(message)
+
+
+def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[str, Any]:
+    """What an editor needs to show a finished tool call again (stored on the tool message)."""
+    display: dict[str, Any] = {
+        "title": started.title,
+        "kind": started.kind,
+        "tool": started.tool,
+        "raw_input": started.arguments,
+        "locations": [[loc.path, loc.line] for loc in started.locations],
+        "status": finished.status,
+        "raw_output": finished.raw_output,
+    }
+    if finished.diff is not None:
+        display["diff"] = {
+            "path": finished.diff.path,
+            "old_text": finished.diff.old_text,
+            "new_text": finished.diff.new_text,
+        }
+    if finished.exit_code is not None or finished.signal is not None:
+        display["exit_code"] = finished.exit_code
+        display["signal"] = finished.signal
+    return display
+
+
+def diff_from_display(display: dict[str, Any]) -> FileDiff | None:
+    diff = display.get("diff")
+    if not diff:
+        return None
+    return FileDiff(diff["path"], diff.get("old_text"), diff["new_text"])
+
+
+def _waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
+    """Split one response's calls into groups that may run at the same time.
+
+    Reads and searches run together; edits join when their paths differ; calls to
+    the same path and interactive tools (commands) keep the model's order.
+    """
+    waves: list[list[PreparedCall]] = []
+    current: list[PreparedCall] = []
+    for item in calls:
+        if current and _conflicts(item, current):
+            waves.append(current)
+            current = []
+        current.append(item)
+    if current:
+        waves.append(current)
+    return waves
+
+
+def _conflicts(item: PreparedCall, wave: list[PreparedCall]) -> bool:
+    if item.tool is not None and item.tool.interactive:
+        return True
+    for other in wave:
+        if other.tool is not None and other.tool.interactive:
+            return True
+        if (item.writes or other.writes) and item.paths & other.paths:
+            return True
+        if item.writes and other.writes and not (item.paths and other.paths):
+            return True  # an edit whose paths are unknown cannot be proven independent
+    return False
+
+
+def _canonical_json(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), sort_keys=True)
+    except (json.JSONDecodeError, TypeError):
+        return arguments
+
+
+def _describe_validation(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(arguments)"
+        problems.append(f"{where}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: limit // 2] + f"\n… [{len(text) - limit:,} characters cut] …\n" + text[-limit // 2 :]

@@ -1,0 +1,90 @@
+"""session_search: full-text search over this workspace's earlier sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import datetime
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from core.events import ToolKind
+from core.store import SearchHit, SessionStore
+from core.tools.base import Tool, ToolContext, ToolResult
+from core.workspace import Workspace
+
+
+class SessionSearchArgs(BaseModel):
+    query: str = Field(description="Words to look for; a trailing * matches any word starting so.")
+    limit: int = Field(default=10, ge=1, le=50, description="At most this many matches.")
+
+
+class SessionSearchTool(Tool[SessionSearchArgs]):
+    name: ClassVar[str] = "session_search"
+    description: ClassVar[str] = (
+        "Search the conversations of earlier sessions in this workspace (messages, tool calls and "
+        "their results) for words, to recall decisions, fixes or context discussed before. "
+        "Returns the matching messages with their session's title and date."
+    )
+    args_model: ClassVar[type[BaseModel]] = SessionSearchArgs
+    kind: ClassVar[ToolKind] = "search"
+    read_only: ClassVar[bool] = True
+
+    def __init__(self, store: SessionStore, session_id: str, cwd: str) -> None:
+        self._store = store
+        self._session_id = session_id
+        self._cwd = cwd
+
+    def title(self, args: SessionSearchArgs, workspace: Workspace) -> str:
+        return f'Search past sessions: "{args.query}"'
+
+    async def run(self, args: SessionSearchArgs, ctx: ToolContext) -> ToolResult:
+        if not args.query.strip():
+            return ToolResult.error("The query is empty; give the words to search for.")
+        try:
+            hits = await asyncio.to_thread(
+                self._store.search,
+                args.query,
+                cwd=self._cwd,
+                limit=args.limit,
+                exclude_session=self._session_id,
+            )
+        except sqlite3.Error as exc:
+            return ToolResult.error(f"The session store could not be searched: {exc}")
+        if not hits:
+            return ToolResult(
+                text=f'No earlier session in this workspace mentions "{args.query}".',
+                raw_output={"hits": []},
+            )
+        lines = [f'{len(hits)} match(es) for "{args.query}" in earlier sessions of this workspace:']
+        for number, hit in enumerate(hits, start=1):
+            lines.append(_describe(number, hit))
+        return ToolResult(
+            text="\n".join(lines),
+            raw_output={"hits": [_hit_data(hit) for hit in hits]},
+        )
+
+
+def _date(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def _describe(number: int, hit: SearchHit) -> str:
+    title = hit.title or "(untitled)"
+    snippet = " ".join(hit.snippet.split())  # one line per hit, however the message was laid out
+    return (
+        f'{number}. "{title}" ({_date(hit.updated_at)}, session {hit.session_id}), '
+        f"{hit.role} message #{hit.seq}:\n   {snippet}"
+    )
+
+
+def _hit_data(hit: SearchHit) -> dict[str, object]:
+    return {
+        "session_id": hit.session_id,
+        "title": hit.title,
+        "date": _date(hit.updated_at),
+        "seq": hit.seq,
+        "role": hit.role,
+        "snippet": hit.snippet,
+    }

@@ -222,9 +222,10 @@ async def test_terminal_create_wait_output_release(setup):
     assert pair.methods.count("terminal/output") == 1
 
 
-async def test_truncated_flag_comes_from_the_editor(setup):
+@pytest.mark.parametrize("width", [150, 250, 5000])  # 250 and up: one burst past twice the limit
+async def test_truncated_flag_comes_from_the_editor(setup, width):
     pair, _, root = setup
-    command = await workspace(pair, root).start_command("printf '%0150d' 7", output_limit=100)
+    command = await workspace(pair, root).start_command(f"printf '%0{width}d' 7", output_limit=100)
     await command.wait()
     output, truncated = await command.output()
     assert truncated is True and output == "0" * 99 + "7"

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, scope_key
+from core.command_rules import command_scope
 from core.events import Event, ToolCallProgress
 from core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
-from core.tools.terminal import ProcessTool, TerminalTool, command_scope
+from core.tools.terminal import ProcessTool, TerminalTool
 from core.workspace import LocalWorkspace, WorkspaceScope
 
 
@@ -197,19 +199,21 @@ def test_title_shows_the_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("command", "scope"),
+    ("command", "key"),
     [
         ("git status", "terminal:git status"),
         ("git status --short", "terminal:git status"),
+        ("git push origin main", "terminal:git push"),
         ("npm run test -- --watch", "terminal:npm run"),
         ("pytest -q tests/", "terminal:pytest"),
-        ("cd web && make build", "terminal:make build"),
-        ("FOO=1 env BAR=2 cargo test", "terminal:cargo test"),
-        ("/usr/bin/ls -la", "terminal:ls"),
+        ("cd web && make build", "terminal:make"),
+        ("/usr/bin/ls -la", "terminal:/usr/bin/ls"),
         ("python -m pytest -x", "terminal:python -m pytest"),
         ("python3 scripts/gen.py --all", "terminal:python3 scripts/gen.py"),
-        ("git add . && git commit -m wip", "terminal:git add; git commit"),
-        ("make 2>&1 | tail -5", "terminal:make; tail"),
+        # what an "always" could stretch beyond what was seen is keyed by the whole command
+        ("FOO=1 env BAR=2 cargo test", "terminal:FOO=1 env BAR=2 cargo test"),
+        ("git add . && git commit -m wip", "terminal:git add . && git commit -m wip"),
+        ("make 2>&1 | tail -5", "terminal:make 2>&1 | tail -5"),
         ("sudo apt install foo", "terminal:sudo apt install foo"),
         ("cd /tmp && sudo  rm -rf x", "terminal:cd /tmp && sudo rm -rf x"),
         ("python -c 'import os'", "terminal:python -c 'import os'"),
@@ -217,6 +221,25 @@ def test_title_shows_the_command(tmp_path: Path) -> None:
         ("echo 'unterminated", "terminal:echo 'unterminated"),
     ],
 )
-def test_approval_scope(command: str, scope: str) -> None:
-    assert command_scope(command) == scope
-    assert TerminalTool().approval_scope(TerminalTool().parse({"command": command})) == scope
+def test_always_is_remembered_per_program_and_subcommand(command: str, key: str) -> None:
+    tool = TerminalTool()
+    args = tool.parse({"command": command})
+    assert tool.approval_scope(args) == command_scope(command)  # the one rule, in command_rules
+    assert scope_key(tool, args) == key
+
+
+def test_always_for_git_status_does_not_cover_git_push(tmp_path: Path) -> None:
+    tool = TerminalTool()
+    workspace = LocalWorkspace(WorkspaceScope(tmp_path))
+    policy = ApprovalPolicy(Mode.ASK, ApprovalMemory())
+
+    def action(command: str) -> str:
+        return policy.check(tool, tool.parse({"command": command}), workspace, call_id="c").action
+
+    first = policy.check(tool, tool.parse({"command": "git status"}), workspace, call_id="c")
+    assert first.request is not None
+    policy.record(first.request, Decision.ALLOW_ALWAYS)
+    assert policy.memory.allowed == {"terminal:git status"}
+    assert action("git status --short") == "run"
+    assert action("git push origin main") == "ask"
+    assert action("git status && git push origin main") == "ask"

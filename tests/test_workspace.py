@@ -169,6 +169,24 @@ async def test_output_cap_keeps_the_tail(tmp_path: Path) -> None:
     assert text.endswith("19999\n20000\n")
 
 
+@pytest.mark.parametrize(
+    ("command", "everything"),
+    [
+        ("printf '%0100d' 7", "0" * 99 + "7"),  # exactly the limit: nothing cut
+        ("printf '%0101d' 7", "0" * 100 + "7"),
+        ("printf '%0250d' 7", "0" * 249 + "7"),  # one burst past twice the limit
+        ("seq 1 2000", "".join(f"{n}\n" for n in range(1, 2001))),
+    ],
+)
+async def test_output_reports_whether_it_was_cut(ws: LocalWorkspace, command: str, everything: str) -> None:
+    run = await ws.start_command(command, output_limit=100)
+    await run.wait()
+    text, truncated = await run.output()
+    await run.release()
+    assert text == everything[-100:]
+    assert truncated is (len(everything) > 100)
+
+
 async def test_kill_reaches_the_whole_process_group(ws: LocalWorkspace) -> None:
     run = await ws.start_command("sleep 60 & echo $!; wait")
     child = int(await anext(run.stream()))

@@ -3,90 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import shlex
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from core.command_rules import command_scope
 from core.events import ToolCallProgress, ToolKind
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
 _TITLE_CHARS = 120
-
-_SEPARATORS = {"&&", "||", ";", "|", "&", "|&", ";;", "(", ")"}
-_NO_SCOPE = {"cd", "pushd", "popd", "export", "set", "true", ":"}  # harmless on their own
-_WRAPPERS = {"env", "time", "nohup", "command", "nice", "exec"}
-_ELEVATING = {"sudo", "su", "doas", "pkexec", "runas"}
-_INTERPRETER = re.compile(r"(python|python\d[\d.]*|node|bash|sh|zsh|fish|ruby|perl|php|lua)")
-_SUBCOMMAND = re.compile(r"[A-Za-z][\w:-]*")
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*")
-
-
-def command_scope(command: str) -> str:
-    """What "always allow" covers for a command: the program and its subcommand for each
-    command in a chain (`cd x && make test` -> `terminal:make test`). Commands that hide what
-    they run (substitution, -c code) or raise privileges get the whole command as their scope,
-    so an "always" never reaches further than that exact command."""
-    whole = "terminal:" + " ".join(command.split())
-    if any(marker in command for marker in ("$(", "`", "<(", ">(")):
-        return whole
-    try:
-        lexer = shlex.shlex(command.replace("\n", " ; "), posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-    except ValueError:
-        return whole
-    scopes: list[str] = []
-    segment: list[str] = []
-    for token in [*tokens, ";"]:
-        if token not in _SEPARATORS:
-            segment.append(token)
-            continue
-        scope = _segment_scope(segment)
-        segment = []
-        if scope is None:
-            return whole
-        if scope and scope not in scopes:
-            scopes.append(scope)
-    return "terminal:" + "; ".join(scopes) if scopes else whole
-
-
-def _segment_scope(tokens: list[str]) -> str | None:
-    """An empty string when the segment needs no scope; None when only the whole command will do."""
-    words: list[str] = []
-    skip_next = False
-    for token in tokens:
-        if skip_next:
-            skip_next = False
-        elif set(token) <= set("<>&"):  # a redirection; its target is not an argument
-            skip_next = True
-        else:
-            words.append(token)
-    while words and (_ASSIGNMENT.fullmatch(words[0]) or words[0] in _WRAPPERS):
-        words = words[1:]
-    if not words:
-        return ""
-    program = os.path.basename(words[0])
-    args = words[1:]
-    if program in _ELEVATING:
-        return None
-    if program in _NO_SCOPE:
-        return ""
-    if _INTERPRETER.fullmatch(program):
-        if not args:
-            return program
-        if args[0] == "-m" and len(args) > 1:
-            return f"{program} -m {args[1]}"
-        if args[0].startswith("-"):  # -c / -e code: only this exact command
-            return None
-        return f"{program} {args[0]}"
-    if args and _SUBCOMMAND.fullmatch(args[0]):
-        return f"{program} {args[0]}"
-    return program
 
 
 async def _relay_output(run: RunningCommand, ctx: ToolContext) -> None:
@@ -152,6 +79,7 @@ class TerminalTool(Tool[TerminalArgs]):
         return f"Run in background: {command}" if args.background else f"Run: {command}"
 
     def approval_scope(self, args: TerminalArgs) -> str:
+        # The program and subcommand (`git status`); the policy keys it as `terminal:git status`.
         return command_scope(args.command)
 
     async def run(self, args: TerminalArgs, ctx: ToolContext) -> ToolResult:

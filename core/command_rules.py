@@ -1,0 +1,553 @@
+"""Dangerous-command rules, and what an "allow always" for a command covers.
+
+Each rule is a description the user sees and a test on one invocation. `dangerous_rule`
+applies them to every program a command may run: each part of a chain or pipeline,
+subshells, substitutions, wrapped commands (`sudo`, `env`, `xargs`, `nohup`, …) and code
+handed to a shell (`bash -c`, `eval`, here-documents). A few rules look at more than one
+program (a download piped into a shell) or at redirections, and are applied there.
+
+`command_scope` is the other question asked of a command: how far an "always" answer for
+it may reach.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from core.shell import (
+    ASSIGNMENT,
+    CODE_OPTIONS,
+    EXEC_ACTIONS,
+    INTERPRETER_CODE_FLAGS,
+    KEYWORDS,
+    MAX_NESTING,
+    WRAPPERS,
+    Invocation,
+    Pipeline,
+    Redirect,
+    Script,
+    ShellSyntaxError,
+    SimpleCommand,
+    Subshell,
+    Word,
+    after_options,
+    all_invocations,
+    interpreter_family,
+    parse_command,
+    parse_or_empty,
+    reads_code_from_stdin,
+    unwrap,
+)
+
+# --------------------------------------------------------------------------------------
+# Dangerous-command rules
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+_SYSTEM_DIRS = _names(
+    "/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run /sbin "
+    "/snap /srv /sys /tmp /usr /var /System /Library /Applications /Users /Volumes /private"
+)
+_HOMES = re.compile(r"~[\w.-]*|\$HOME|\$\{HOME\}|/(home|Users)/[^/]+")
+_EMPTY_VAR_SLASH = re.compile(r"\$\{?\w+\}?/\*?")  # `$DIR/` is `/` when DIR is empty
+_DISK_DEVICE = re.compile(r"/dev/([shv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|mapper/)")
+_SYSTEM_FILE = re.compile(r"/(etc|boot|usr|bin|sbin|lib|lib64|sys|proc/sys|System)(/|$)")
+_HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh"})
+_ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
+_FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1[^}]*\}")
+_RISKY_WORDS = re.compile(
+    r"\b(rm|sudo|doas|su|pkexec|mkfs\S*|fdisk|parted|wipefs|dd|chmod|chown|curl|wget|git|shutdown|"
+    r"reboot|halt|poweroff|kill|killall|pkill|find|eval|tee)\b|/dev/|/etc/|:\(\)"
+)
+
+FORK_BOMB = "fork bomb"
+DOWNLOAD_RUN = "runs a downloaded script (curl … | sh)"
+DISK_WRITE = "writes to a disk device (> /dev/sd…)"
+SYSTEM_WRITE = "writes to a system path (/etc, /boot, /usr, …)"
+UNPARSEABLE = "could not parse the command"
+TOO_DEEP = "command nested too deeply to check"
+
+
+def _normal_path(raw: str) -> str:
+    """`/usr/` -> `/usr`, `/*` -> `/`, `~/` -> `~`, `./*` -> `.`, `src/..` -> `.`."""
+    if not raw:
+        return raw
+    path = re.sub(r"^/+", "/", raw)
+    while True:
+        path = posixpath.normpath(path)
+        if path.endswith(("/*", "/.*")):
+            path = path[: path.rindex("/")] or "/"
+            continue
+        return path
+
+
+def _broad_system_path(raw: str) -> bool:
+    """The root, a home directory or a top-level system directory."""
+    path = _normal_path(raw)
+    return path == "/" or path in _SYSTEM_DIRS or bool(_HOMES.fullmatch(path))
+
+
+def _broad_path(raw: str) -> bool:
+    """A broad system path, or the whole working directory or its parents."""
+    if _broad_system_path(raw) or _EMPTY_VAR_SLASH.fullmatch(raw):
+        return True
+    path = _normal_path(raw)
+    return path in (".", "*", ".*") or bool(re.fullmatch(r"\.\.(/\.\.)*", path))
+
+
+def _short_flags(text: str) -> str:
+    """The letters of a short-option cluster (`-rf` -> `rf`), or "" for anything else."""
+    return text[1:] if text.startswith("-") and not text.startswith("--") and len(text) > 1 else ""
+
+
+def _split_options(args: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Options and operands; everything after `--` is an operand."""
+    options: list[str] = []
+    operands: list[str] = []
+    args = list(args)
+    for i, text in enumerate(args):
+        if text == "--":
+            operands.extend(args[i + 1 :])
+            break
+        (options if text.startswith("-") and text != "-" else operands).append(text)
+    return options, operands
+
+
+def _rm_broad(inv: Invocation) -> bool:
+    if inv.program != "rm":
+        return False
+    options, operands = _split_options(inv.args)
+    recursive = any(o == "--recursive" or set(_short_flags(o)) & {"r", "R"} for o in options)
+    return recursive and any(_broad_path(p) for p in operands)
+
+
+def _rm_no_preserve_root(inv: Invocation) -> bool:
+    return inv.program == "rm" and "--no-preserve-root" in inv.args
+
+
+def _makes_filesystem(inv: Invocation) -> bool:
+    return inv.program.startswith("mkfs") or inv.program in ("mke2fs", "mkswap", "newfs")
+
+
+def _partitions(inv: Invocation) -> bool:
+    return inv.program in ("fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted")
+
+
+def _wipes(inv: Invocation) -> bool:
+    return inv.program in ("wipefs", "shred") and any(a.startswith("/dev/") for a in inv.args)
+
+
+def _device(path: str) -> bool:
+    return path.startswith("/dev/") and path not in _HARMLESS_DEVICES and not path.startswith("/dev/fd/")
+
+
+def _dd_to_device(inv: Invocation) -> bool:
+    return inv.program == "dd" and any(a.startswith("of=") and _device(a[3:]) for a in inv.args)
+
+
+def _tee_targets(inv: Invocation) -> list[str]:
+    return _split_options(inv.args)[1] if inv.program == "tee" else []
+
+
+def _tee_to_disk(inv: Invocation) -> bool:
+    return any(_DISK_DEVICE.match(t) for t in _tee_targets(inv))
+
+
+def _tee_to_system(inv: Invocation) -> bool:
+    return any(_SYSTEM_FILE.match(t) for t in _tee_targets(inv))
+
+
+def _world_writable(mode: str) -> bool:
+    for part in mode.split(","):
+        if re.fullmatch(r"0*[0-7]{3,4}", part) and int(part[-1]) & 2:
+            return True
+        if re.fullmatch(r"[ugoa]*[ao][ugoa]*[+=][rwxXst]*w[rwxXst]*", part):
+            return True
+    return False
+
+
+def _ownership_recursive(inv: Invocation) -> tuple[bool, list[str]]:
+    """Whether a chmod/chown/chgrp is recursive, and its operands."""
+    recursive = False
+    operands: list[str] = []
+    for text in inv.args:
+        flags = _short_flags(text)
+        if text == "--recursive" or (flags and re.fullmatch(r"[RcfvHLP]+", flags) and "R" in flags):
+            recursive = True
+        elif not (text.startswith("--") or (flags and re.fullmatch(r"[RcfvHLP]+", flags))):
+            operands.append(text)  # chmod modes like -w are operands, not options
+    return recursive, operands
+
+
+def _chmod_dangerous(inv: Invocation) -> bool:
+    if inv.program != "chmod":
+        return False
+    recursive, operands = _ownership_recursive(inv)
+    if not operands:
+        return False
+    mode, targets = operands[0], operands[1:]
+    open_to_all = _world_writable(mode)
+    return (recursive and open_to_all) or (
+        (recursive or open_to_all) and any(_broad_system_path(t) for t in targets)
+    )
+
+
+def _chown_dangerous(inv: Invocation) -> bool:
+    if inv.program not in ("chown", "chgrp"):
+        return False
+    recursive, operands = _ownership_recursive(inv)
+    return recursive and any(_broad_system_path(t) for t in operands[1:])
+
+
+def _downloads(word: Word) -> bool:
+    """Whether the word's substitutions fetch something from the network."""
+    return any(
+        inv.program in _DOWNLOADERS for sub in word.subs for inv in all_invocations(parse_or_empty(sub))
+    )
+
+
+def _runs_download(inv: Invocation) -> bool:
+    """`bash <(curl …)`, `sh -c "$(curl …)"`, `eval "$(wget -O- …)"`, `$(curl …)`."""
+    if _downloads(inv.words[0]):
+        return True
+    runs_code = interpreter_family(inv.program) is not None or inv.program in ("eval", "source", ".")
+    return runs_code and any(_downloads(w) for w in inv.words[1:])
+
+
+def _subcommand_at(program: str, args: Sequence[str]) -> int:
+    """Where the subcommand is: past the leading options (and the values of git's `-C dir`)."""
+    value_options = _GIT_VALUE_OPTIONS if program == "git" else frozenset()
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in value_options else 1
+    return i
+
+
+def _git_subcommand(inv: Invocation) -> tuple[str, list[str]]:
+    if inv.program != "git":
+        return "", []
+    args = list(inv.args)
+    i = _subcommand_at("git", args)
+    return (args[i], args[i + 1 :]) if i < len(args) else ("", [])
+
+
+def _git_force_push(inv: Invocation) -> bool:
+    sub, rest = _git_subcommand(inv)
+    if sub != "push":
+        return False
+    options, operands = _split_options(rest)
+    forced = any(
+        o in ("--force", "--mirror")
+        or o.startswith("--force-with-lease")
+        or ("f" in _short_flags(o) and not o.startswith("-o"))
+        for o in options
+    )
+    return forced or any(ref.startswith("+") for ref in operands[1:])
+
+
+def _git_reset_hard(inv: Invocation) -> bool:
+    sub, rest = _git_subcommand(inv)
+    return sub == "reset" and "--hard" in rest
+
+
+def _git_clean_dirs(inv: Invocation) -> bool:
+    sub, rest = _git_subcommand(inv)
+    if sub != "clean":
+        return False
+    letters = set("".join(_short_flags(o) for o in rest))
+    letters |= {"f" for o in rest if o == "--force"} | {"n" for o in rest if o == "--dry-run"}
+    return "f" in letters and "n" not in letters and bool(letters & {"d", "x", "X"})
+
+
+def _elevates(inv: Invocation) -> bool:
+    return inv.program in _ELEVATORS
+
+
+def _powers_off(inv: Invocation) -> bool:
+    if inv.program in ("shutdown", "reboot", "halt", "poweroff"):
+        return True
+    first = _split_options(inv.args)[1][:1]
+    if inv.program == "systemctl":
+        return first in (["poweroff"], ["reboot"], ["halt"], ["kexec"])
+    return inv.program in ("init", "telinit") and first in (["0"], ["6"])
+
+
+def _kills_everything(inv: Invocation) -> bool:
+    if inv.program != "kill":
+        return False
+    args = list(inv.args)
+    if args and args[0] in ("-l", "-L", "--list"):
+        return False
+    if args and args[0] in ("-s", "-n", "--signal"):
+        args = args[2:]
+    elif args and args[0].startswith("-") and args[0] != "--":
+        args = args[1:]  # the first dash word is the signal: `kill -9 -1`
+    if args[:1] == ["--"]:
+        args = args[1:]
+    return "-1" in args
+
+
+def _kills_by_name(inv: Invocation) -> bool:
+    return inv.program in ("killall", "pkill")
+
+
+def _find_deletes_broadly(inv: Invocation) -> bool:
+    if inv.program != "find":
+        return False
+    args = list(inv.args)
+    i = 0
+    while i < len(args) and (args[i] in ("-H", "-L", "-P", "-D") or re.fullmatch(r"-O\d", args[i])):
+        i += 2 if args[i] == "-D" else 1
+    starts = []
+    while i < len(args) and not args[i].startswith(("-", "(", "!", ")")):
+        starts.append(args[i])
+        i += 1
+    removers = ("rm", "shred", "unlink")
+    deletes = "-delete" in args or any(
+        a in EXEC_ACTIONS and j + 1 < len(args) and args[j + 1].rsplit("/", 1)[-1] in removers
+        for j, a in enumerate(args)
+    )
+    return deletes and any(_broad_system_path(s) for s in starts)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    description: str  # shown to the user: what the command would do
+    matches: Callable[[Invocation], bool]
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("recursive delete of a broad path (rm -rf /)", _rm_broad),
+    Rule("rm --no-preserve-root", _rm_no_preserve_root),
+    Rule("formats a filesystem (mkfs)", _makes_filesystem),
+    Rule("partitions a disk (fdisk, parted)", _partitions),
+    Rule("wipes a disk (wipefs)", _wipes),
+    Rule("writes to a device (dd of=/dev/…)", _dd_to_device),
+    Rule(DISK_WRITE, _tee_to_disk),
+    Rule(SYSTEM_WRITE, _tee_to_system),
+    Rule("recursive or world-writable chmod (chmod -R 777, chmod 777 /)", _chmod_dangerous),
+    Rule("recursive chown of a broad path (chown -R … /)", _chown_dangerous),
+    Rule(DOWNLOAD_RUN, _runs_download),
+    Rule("force push (git push --force)", _git_force_push),
+    Rule("discards uncommitted changes (git reset --hard)", _git_reset_hard),
+    Rule("deletes untracked files and directories (git clean -fd)", _git_clean_dirs),
+    Rule("runs as another user (sudo, doas, su)", _elevates),
+    Rule("shuts down or reboots the machine", _powers_off),
+    Rule("kills every process (kill -9 -1)", _kills_everything),
+    Rule("kills processes by name (killall, pkill)", _kills_by_name),
+    Rule("deletes files across a broad path (find / -delete)", _find_deletes_broadly),
+)
+
+
+def dangerous_rule(command: str) -> str | None:
+    """The description of the first dangerous-command rule the command hits, or None.
+
+    A command that cannot be parsed (an unclosed quote or parenthesis) cannot be checked
+    part by part. It counts as dangerous ("could not parse the command") when it mentions
+    anything a rule cares about (`rm`, `sudo`, `curl`, `/dev/`, …), so it asks even in
+    yolo mode; otherwise it is an ordinary command (the shell will reject it anyway).
+    """
+    return _check_source(command, 0)
+
+
+def _check_source(source: str, depth: int) -> str | None:
+    if depth > MAX_NESTING:
+        return TOO_DEEP
+    if _FORK_BOMB.search(source):  # a function that pipes itself into itself, in the background
+        return FORK_BOMB
+    try:
+        script = parse_command(source)
+    except ShellSyntaxError:
+        return UNPARSEABLE if _RISKY_WORDS.search(source) else None
+    return _check_script(script, depth)
+
+
+def _check_script(script: Script, depth: int) -> str | None:
+    for pipeline in script:
+        for element in pipeline:
+            if isinstance(element, Subshell):
+                hit = _check_script(element.body, depth + 1)
+            else:
+                hit = _check_command(element, depth)
+            if hit:
+                return hit
+        if hit := _check_pipe(pipeline, depth):
+            return hit
+    return None
+
+
+def _check_command(command: SimpleCommand, depth: int) -> str | None:
+    for sub in command.substitutions():
+        if hit := _check_source(sub, depth + 1):
+            return hit
+    for redirect in command.redirects:
+        if redirect.writes:
+            if _DISK_DEVICE.match(redirect.target.text):
+                return DISK_WRITE
+            if _SYSTEM_FILE.match(redirect.target.text):
+                return SYSTEM_WRITE
+    invocations, nested = unwrap(command.words)
+    for invocation in invocations:
+        for rule in RULES:
+            if rule.matches(invocation):
+                return rule.description
+    for item in nested:
+        if isinstance(item, str):
+            hit = _check_source(item, depth + 1)
+        else:
+            hit = _check_command(SimpleCommand(list(item)), depth + 1)
+        if hit:
+            return hit
+    if invocations and interpreter_family(invocations[-1].program) == "shell":
+        for redirect in command.redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
+            code = redirect.target.text if redirect.op == "<<<" else redirect.body
+            if code and (hit := _check_source(code, depth + 1)):
+                return hit
+    return None
+
+
+def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
+    """`curl … | sh`, and `echo "rm -rf /" | sh` (the echoed text is the code)."""
+    downloaded = False
+    echoed: str | None = None
+    for element in pipeline:
+        if isinstance(element, Subshell):
+            invocations = list(all_invocations(element.body))
+            last = None
+        else:
+            invocations = unwrap(element.words)[0]
+            last = invocations[-1] if invocations else None
+        if last is not None and reads_code_from_stdin(last):
+            if downloaded:
+                return DOWNLOAD_RUN
+            shell = interpreter_family(last.program) == "shell"
+            if echoed and shell and (hit := _check_source(echoed, depth + 1)):
+                return hit
+        downloaded = downloaded or any(inv.program in _DOWNLOADERS for inv in invocations)
+        echoed = None
+        if last is not None and last.program in ("echo", "printf"):
+            echoed = " ".join(_split_options(last.args)[1])
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# What "allow always" covers for a command
+
+# Programs whose first operand is a subcommand: `git status` -> "git status".
+_SUBCOMMAND_PROGRAMS = _names(
+    "git npm pnpm yarn bun npx pnpx bunx cargo go docker podman kubectl helm pip pip3 uv uvx pipx "
+    "poetry pdm hatch conda mamba brew apt apt-get dnf yum pacman systemctl gh dotnet rustup "
+    "terraform nix deno bundle gem mix composer rake"
+)
+# Subcommands that run another program named next: `uv run pytest` -> "uv run pytest".
+_RUNNER_SUBCOMMANDS = frozenset(
+    {
+        ("uv", "run"),
+        ("poetry", "run"),
+        ("pipenv", "run"),
+        ("pdm", "run"),
+        ("hatch", "run"),
+        ("conda", "run"),
+        ("bundle", "exec"),
+        ("pnpm", "exec"),
+        ("pnpm", "dlx"),
+        ("yarn", "dlx"),
+        ("pipx", "run"),
+    }
+)
+_DIRECTORY_ONLY = frozenset({"cd", "pushd", "popd"})
+
+
+def _normalised(command: str) -> str:
+    lines = (" ".join(line.split()) for line in command.strip().splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def _program_scope(invocation: Invocation) -> str | None:
+    """The scope of one program run, or None when only the exact command will do."""
+    program = invocation.words[0].text
+    name = invocation.program
+    args = list(invocation.args)
+    family = interpreter_family(name)
+    if family is not None:
+        code_flags = INTERPRETER_CODE_FLAGS[family]
+        for i, text in enumerate(args):
+            if family == "python" and text == "-m" and i + 1 < len(args):
+                return f"{program} -m {args[i + 1]}"
+            if set(_short_flags(text)) & set(code_flags) or text in CODE_OPTIONS:
+                return None  # inline code: every run is different
+            if not text.startswith("-"):
+                return f"{program} {text}"  # a script file
+        return None  # code from stdin
+    if name not in _SUBCOMMAND_PROGRAMS:
+        return program
+    i = _subcommand_at(name, args)
+    if i >= len(args):
+        return program
+    subcommand = args[i]
+    if (name, subcommand) in _RUNNER_SUBCOMMANDS:
+        following = after_options([Word(a) for a in args[i + 1 :]], frozenset())
+        return f"{program} {subcommand} {following[0].text}" if following else f"{program} {subcommand}"
+    return f"{program} {subcommand}"
+
+
+def _writes_file(redirect: Redirect) -> bool:
+    """Output into a file (not /dev/null, not `2>&1`)."""
+    if not redirect.writes:
+        return False
+    target = redirect.target.text
+    return not (target in _HARMLESS_DEVICES or (redirect.op == ">&" and target.isdigit()))
+
+
+def command_scope(command: str) -> str:
+    """What an "always" answer for a command covers: its program and subcommand.
+
+    `git status -s` -> "git status", `npm run test` -> "npm run", `python -m pytest -x` ->
+    "python -m pytest", `ls -la` -> "ls", `cd src && make` -> "make" (directory changes are
+    left out). Anything an "always" could not safely stretch to cover gets the whole
+    normalised command as its scope, so it only ever covers what was seen: compound
+    commands with more than one program, substitutions, wrappers (`sudo`, `env`, `xargs`,
+    …), leading `VAR=value`, inline code (`python -c`, `bash -c`), redirection into a
+    file, subshells and commands that cannot be parsed.
+    """
+    whole = _normalised(command)
+    try:
+        script = parse_command(command)
+    except ShellSyntaxError:
+        return whole
+    scopes: set[str] = set()
+    moved = False
+    for pipeline in script:
+        for element in pipeline:
+            if isinstance(element, Subshell):
+                return whole
+            words = [w for w in element.words if w.text not in KEYWORDS]
+            if any(True for _ in element.substitutions()) or any(_writes_file(r) for r in element.redirects):
+                return whole
+            if not words:
+                continue
+            invocation = Invocation(tuple(words))
+            if ASSIGNMENT.match(words[0].text) or invocation.program in WRAPPERS:
+                return whole
+            if invocation.program in _DIRECTORY_ONLY:
+                moved = True
+                continue
+            if unwrap(words)[1] or invocation.program in _ELEVATORS:  # also `eval`: its code is nested
+                return whole
+            scope = _program_scope(invocation)
+            if scope is None:
+                return whole
+            scopes.add(scope)
+    if len(scopes) == 1:
+        return scopes.pop()
+    if not scopes and moved:
+        return "cd"
+    return whole

@@ -18,7 +18,15 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import END, classify, classify_payload, close_quietly, next_item, open_stream
+from core.providers.errors import (
+    END,
+    classify,
+    classify_payload,
+    close_quietly,
+    next_item,
+    open_stream,
+    untransformed,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}
@@ -115,7 +123,11 @@ class AnthropicMessagesProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         sdk_stream = await open_stream(
-            (await self.client()).messages.create(**self.params(request)),
+            (await self.client()).messages.create(
+                **untransformed(
+                    self.params(request), bulky=("messages", "tools", "system"), placeholders={"messages": []}
+                )
+            ),
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )

@@ -19,7 +19,7 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import END, classify, close_quietly, next_item, open_stream
+from core.providers.errors import END, classify, close_quietly, next_item, open_stream, untransformed
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -175,7 +175,11 @@ class ChatCompletionsProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         sdk_stream = await open_stream(
-            (await self.client()).chat.completions.create(**self.params(request)),
+            (await self.client()).chat.completions.create(
+                **untransformed(
+                    self.params(request), bulky=("messages", "tools"), placeholders={"messages": []}
+                )
+            ),
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )

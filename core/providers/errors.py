@@ -197,3 +197,27 @@ async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
         raise
     except Exception as exc:
         raise classify(exc, provider=provider) from exc
+
+
+def untransformed(
+    params: dict[str, Any], *, bulky: tuple[str, ...], placeholders: dict[str, Any]
+) -> dict[str, Any]:
+    """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
+    `extra_body`.
+
+    The SDKs walk every request parameter against their TypedDicts before sending
+    (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
+    for JSON we built in wire shape already. `extra_body` (public API) is merged into
+    the body after that walk, so those parts go out as they are; `placeholders` stand
+    in for required parameters meanwhile.
+    """
+    out = dict(params)
+    extra = dict(out.pop("extra_body", None) or {})
+    for key in bulky:
+        if key in out:
+            extra[key] = out.pop(key)
+            if key in placeholders:
+                out[key] = placeholders[key]
+    if extra:
+        out["extra_body"] = extra
+    return out

@@ -18,7 +18,15 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import END, classify, classify_payload, close_quietly, next_item, open_stream
+from core.providers.errors import (
+    END,
+    classify,
+    classify_payload,
+    close_quietly,
+    next_item,
+    open_stream,
+    untransformed,
+)
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
@@ -107,7 +115,11 @@ class ResponsesProvider:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         sdk_stream = await open_stream(
-            (await self.client()).responses.create(**self.params(request)),
+            (await self.client()).responses.create(
+                **untransformed(
+                    self.params(request), bulky=("input", "tools", "instructions"), placeholders={}
+                )
+            ),
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )

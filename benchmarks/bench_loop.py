@@ -18,12 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.fake_process import FakeProviderProcess
 from core.agent import Agent, StaticApprover
 from core.approval import Decision
 from core.providers.errors import untransformed
 from core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for
-from benchmarks.fake_process import FakeProviderProcess
 from tests.support.fake_provider import Reply, ToolCallSpec
 
 ROUND_TRIPS = 40

@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Decision, Mode
 from core.config import Settings
@@ -38,6 +38,9 @@ from core.tool_runner import ToolRunner, TurnCancelled
 from core.tools.base import SessionToolState, ToolLimits
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
+
+if TYPE_CHECKING:
+    from core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,7 @@ class Agent:
         approvals: ApprovalMemory | None = None,
         tool_state: SessionToolState | None = None,
         title: str | None = None,
+        watcher: WorkspaceWatcher | None = None,
     ) -> None:
         self.settings = settings
         self.workspace = workspace
@@ -90,6 +94,7 @@ class Agent:
             limits=self.limits,
         )
         self.title = title
+        self.watcher = watcher  # files the user changed between turns, for the next message
         self.reasoning_effort: str | None = settings.reasoning_effort
         self._model = settings.model
         self._providers = providers
@@ -155,6 +160,12 @@ class Agent:
         """Yield the turn's events; the last is TurnEnded unless the consuming task is
         cancelled, in which case CancelledError propagates once streams are closed,
         commands killed and pending approvals withdrawn."""
+        if self.watcher is not None:
+            from core.context import turn_preamble
+
+            await self.watcher.start()  # idempotent; the first turn pays the directory walk
+            changed = turn_preamble(self.watcher.drain(), None)
+            preamble = "\n\n".join(p for p in (changed, preamble) if p) or None
         turn_start = len(self.messages)
         turn_usage = Usage()
         if self._resilient is not None:
@@ -172,6 +183,8 @@ class Agent:
         iteration = 0
         stop = StopReason.END_TURN
         try:
+            if self.watcher is not None:
+                self.watcher.turn_started()  # from here on, changes are the agent's own work
             while True:
                 if iteration >= self.settings.max_iterations:
                     async for event in self._grace_call(text_parts):
@@ -227,6 +240,9 @@ class Agent:
                     break
         except TurnCancelled:
             stop = StopReason.CANCELLED
+        finally:
+            if self.watcher is not None:
+                self.watcher.turn_finished()
         yield TurnEnded(stop, turn_usage, tuple(self.messages[turn_start:]), "".join(text_parts))
 
     async def _call_with_continuations(self) -> AsyncIterator[Any]:
@@ -436,7 +452,9 @@ class Agent:
         self.context_tokens = usage.input_tokens + usage.output_tokens
 
     async def aclose(self) -> None:
-        """Kill background processes and close provider clients."""
+        """Kill background processes, stop the watcher, close provider clients."""
+        if self.watcher is not None:
+            await self.watcher.aclose()
         for handle, process in list(self.tool_state.processes.items()):
             with contextlib.suppress(Exception):
                 await process.release()

@@ -451,3 +451,29 @@ async def test_history_with_a_dangling_tool_call_is_repaired_before_sending(fake
     events = await collect(make_agent(fake, workdir, messages=dangling).run_turn("again"))
     assert ended(events).text == "recovered"
     assert "Interrupted" in body_text(fake, 0)
+
+
+async def test_files_the_user_changed_between_turns_reach_the_next_message(fake, workdir):
+    from core.watch import WorkspaceWatcher
+
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "agent.txt", "content": "mine"})]),
+            Reply(text="wrote it"),
+            Reply(text="I see your edit"),
+        ]
+    )
+    watcher = WorkspaceWatcher([workdir], debounce_ms=10, grace_ms=100)
+    agent = make_agent(fake, workdir, settings={"default_mode": "yolo"}, watcher=watcher)
+    await collect(agent.run_turn("write a file"))
+    await asyncio.sleep(0.3)  # past the grace window: what follows is the user's
+    (workdir / "notes.txt").write_text("edited by the user\n")
+    for _ in range(100):
+        if watcher.pending:
+            break
+        await asyncio.sleep(0.02)
+    await collect(agent.run_turn("look again"))
+    last_user = agent.messages[-2]
+    assert last_user.role == "user"
+    assert "notes.txt" in last_user.text
+    assert "agent.txt" not in last_user.text  # the agent's own write is not reported

@@ -1,0 +1,342 @@
+"""WorkspaceWatcher: which files the user changed between turns, on real directories."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+import core.watch
+from core.context import turn_preamble
+from core.watch import WorkspaceWatcher
+
+DEADLINE = 3.0
+CLOCK_TICK = 0.03  # file timestamps lag the wall clock by up to a kernel tick
+
+
+def write(path: Path, text: str = "x") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+async def until(condition: Callable[[], bool], deadline: float = DEADLINE) -> None:
+    end = time.monotonic() + deadline
+    while not condition():
+        assert time.monotonic() < end, "timed out waiting for the watcher"
+        await asyncio.sleep(0.01)
+
+
+async def drain_settled(watcher: WorkspaceWatcher, paths: int) -> list[str]:
+    """One drain, once the watcher holds `paths` changed paths (directories count) and
+    any late event of the same writes has had time to land."""
+    await until(lambda: watcher.pending >= paths)
+    await asyncio.sleep(0.1)
+    return watcher.drain()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    write(root / "src" / "edit_me.py", "old")
+    write(root / "src" / "remove_me.py", "old")
+    write(root / "README.md", "hello")
+    return root
+
+
+@pytest.fixture
+async def watcher(workspace: Path) -> AsyncIterator[WorkspaceWatcher]:
+    w = WorkspaceWatcher([workspace], debounce_ms=10, grace_ms=300)
+    await w.start()
+    assert w.watching
+    yield w
+    await w.aclose()
+
+
+async def test_user_changes_between_turns_are_reported_once(
+    watcher: WorkspaceWatcher, workspace: Path
+) -> None:
+    watcher.turn_started()
+    watcher.turn_finished()
+    await asyncio.sleep(CLOCK_TICK)
+    write(workspace / "src" / "edit_me.py", "new")
+    write(workspace / "src" / "pkg" / "created.py")  # in a directory that did not exist
+    (workspace / "src" / "remove_me.py").unlink()
+    write(workspace / "zz_marker.txt")
+
+    changed = await drain_settled(watcher, 5)  # with the new directory src/pkg
+
+    assert changed == ["src/edit_me.py", "src/pkg/created.py", "src/remove_me.py (deleted)", "zz_marker.txt"]
+    await asyncio.sleep(0.1)
+    assert watcher.drain() == []
+    preamble = turn_preamble(changed, None)
+    assert preamble is not None and "- src/remove_me.py (deleted)" in preamble
+
+
+async def test_agent_changes_during_a_turn_are_not_reported(
+    watcher: WorkspaceWatcher, workspace: Path
+) -> None:
+    watcher.turn_started()
+    await asyncio.sleep(CLOCK_TICK)
+    write(workspace / "src" / "edit_me.py", "agent edit")
+    write(workspace / "generated" / "out.txt")
+    (workspace / "src" / "remove_me.py").unlink()
+    await asyncio.sleep(0.15)  # the events arrive while the turn still runs
+    watcher.turn_finished()
+    await asyncio.sleep(CLOCK_TICK)
+    write(workspace / "zz_marker.txt")
+
+    assert await drain_settled(watcher, 1) == ["zz_marker.txt"]
+
+
+async def test_events_landing_just_after_the_turn_are_still_the_agents(workspace: Path) -> None:
+    # A long debounce makes sure the agent's last writes are reported after turn_finished.
+    watcher = WorkspaceWatcher([workspace], debounce_ms=150, grace_ms=300)
+    await watcher.start()
+    try:
+        watcher.turn_started()
+        await asyncio.sleep(CLOCK_TICK)
+        write(workspace / "src" / "edit_me.py", "agent's last command")
+        (workspace / "src" / "remove_me.py").unlink()
+        watcher.turn_finished()
+        await asyncio.sleep(CLOCK_TICK)
+        # ...while the user's save right after the turn still counts.
+        write(workspace / "README.md", "user edit")
+
+        assert await drain_settled(watcher, 1) == ["README.md"]
+    finally:
+        await watcher.aclose()
+
+
+async def test_a_save_just_before_the_turn_started_is_not_lost(workspace: Path) -> None:
+    watcher = WorkspaceWatcher([workspace], debounce_ms=150, grace_ms=300)
+    await watcher.start()
+    try:
+        write(workspace / "README.md", "saved as the prompt was sent")
+        await asyncio.sleep(CLOCK_TICK)
+        assert watcher.drain() == []  # its event has not arrived yet
+        watcher.turn_started()
+        await until(lambda: watcher.pending == 1)
+        watcher.turn_finished()
+
+        assert watcher.drain() == ["README.md"]
+    finally:
+        await watcher.aclose()
+
+
+async def test_ignored_directories_and_editor_droppings_are_not_reported(
+    watcher: WorkspaceWatcher, workspace: Path
+) -> None:
+    write(workspace / "node_modules" / "left-pad" / "index.js")
+    write(workspace / ".git" / "HEAD", "ref: refs/heads/main")
+    write(workspace / "src" / "__pycache__" / "edit_me.cpython-311.pyc")
+    write(workspace / "build" / "lib" / "out.py")
+    write(workspace / "src" / ".edit_me.py.swp")
+    write(workspace / "src" / "edit_me.py~")
+    write(workspace / ".vscode" / "settings.json", "{}")  # the user's settings do count
+    write(workspace / "zz_marker.txt")
+
+    changed = await drain_settled(watcher, 3)  # with the new directory .vscode
+
+    assert changed == [".vscode/settings.json", "zz_marker.txt"]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    write(root / ".gitignore", "*.log\nout/\ncoverage/\n")
+    write(root / "coverage" / "old.txt")  # ignored before the watch starts: not even watched
+    return root
+
+
+async def test_gitignored_files_are_not_reported(repo: Path) -> None:
+    root = repo
+    watcher = WorkspaceWatcher([root], debounce_ms=10)
+    await watcher.start()
+    try:
+        write(root / "app.log")
+        write(root / "out" / "bundle.js")  # a new ignored directory
+        write(root / "coverage" / "index.html")
+        write(root / "main.py")
+
+        assert await drain_settled(watcher, 1) == ["main.py"]
+    finally:
+        await watcher.aclose()
+
+
+async def test_a_folder_the_repository_ignores_is_still_watched_when_opened(repo: Path) -> None:
+    root = repo / "coverage"
+    watcher = WorkspaceWatcher([root], debounce_ms=10)
+    await watcher.start()
+    try:
+        write(root / "index.html")
+        assert await drain_settled(watcher, 1) == ["index.html"]
+    finally:
+        await watcher.aclose()
+
+
+async def test_ignored_directories_hold_no_kernel_watch(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The inotify budget is per user and the editor needs it too (macOS and Windows
+    # watch recursively instead; the directory choice is the same code there).
+    monkeypatch.setattr(core.watch, "_RECURSIVE_IS_CHEAP", False)
+    for i in range(20):
+        (repo / "node_modules" / f"pkg{i}" / "lib").mkdir(parents=True)
+        (repo / "coverage" / f"run{i}").mkdir(parents=True)  # ignored by .gitignore
+    (repo / "src" / "app").mkdir(parents=True)
+    watcher = WorkspaceWatcher([repo], debounce_ms=10)
+    await watcher.start()
+    try:
+        # The root, src, src/app; not .git, node_modules or coverage.
+        assert watcher.watched_directories == 3
+        write(repo / "src" / "app" / "main.py")
+        assert await drain_settled(watcher, 1) == ["src/app/main.py"]
+    finally:
+        await watcher.aclose()
+    assert watcher.watched_directories == 0
+
+
+async def test_a_workspace_inside_a_directory_named_like_an_ignored_one(tmp_path: Path) -> None:
+    root = tmp_path / "build" / "project"
+    root.mkdir(parents=True)
+    watcher = WorkspaceWatcher([root], debounce_ms=10)
+    await watcher.start()
+    try:
+        write(root / "main.py")
+        assert await drain_settled(watcher, 1) == ["main.py"]
+    finally:
+        await watcher.aclose()
+
+
+async def test_renames_and_files_that_came_and_went(watcher: WorkspaceWatcher, workspace: Path) -> None:
+    (workspace / "src" / "edit_me.py").rename(workspace / "src" / "renamed.py")
+    write(workspace / "scratch.tmp")
+    (workspace / "scratch.tmp").unlink()
+    write(workspace / "zz_marker.txt")
+
+    changed = await drain_settled(watcher, 4)
+
+    assert changed == ["src/edit_me.py (deleted)", "src/renamed.py", "zz_marker.txt"]
+
+    shutil.rmtree(workspace / "src")  # one line for the directory, not one per file
+    write(workspace / "zz_marker2.txt")
+
+    changed = await drain_settled(watcher, 4)  # src, its two files, the marker
+
+    assert changed == ["src/ (deleted)", "zz_marker2.txt"]
+
+
+async def test_paths_outside_the_first_root_are_absolute(tmp_path: Path, workspace: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    watcher = WorkspaceWatcher([workspace, other], debounce_ms=10)
+    await watcher.start()
+    try:
+        write(other / "lib.py")
+        write(workspace / "zz_marker.txt")
+        changed = await drain_settled(watcher, 2)
+        assert changed == sorted([str((other / "lib.py").resolve()), "zz_marker.txt"])
+    finally:
+        await watcher.aclose()
+
+
+async def test_a_long_list_is_capped_with_a_count(workspace: Path) -> None:
+    watcher = WorkspaceWatcher([workspace], debounce_ms=10, max_entries=5)
+    await watcher.start()
+    try:
+        for i in range(30):
+            write(workspace / "many" / f"f{i:02}.txt")
+        await until(lambda: watcher.pending >= 31)  # 30 files and their directory
+
+        changed = watcher.drain()
+
+        assert changed == [
+            "many/f00.txt",
+            "many/f01.txt",
+            "many/f02.txt",
+            "many/f03.txt",
+            "… and 26 more",
+        ]
+        assert watcher.drain() == []
+    finally:
+        await watcher.aclose()
+
+
+async def test_aclose_stops_promptly_and_twice_is_fine(watcher: WorkspaceWatcher, workspace: Path) -> None:
+    started = time.monotonic()
+    await watcher.aclose()
+    assert time.monotonic() - started < 1.0
+    assert not watcher.watching
+    await watcher.aclose()
+
+    write(workspace / "after_close.txt")
+    await asyncio.sleep(0.1)
+    assert watcher.drain() == []
+
+
+async def test_a_missing_root_is_logged_not_raised(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="core.watch")
+    watcher = WorkspaceWatcher([tmp_path / "does-not-exist"], debounce_ms=10)
+
+    await watcher.start()
+    watcher.turn_started()
+    watcher.turn_finished()
+
+    assert not watcher.watching
+    assert watcher.drain() == []
+    assert "does-not-exist" in caplog.text
+    await watcher.aclose()
+
+
+async def test_a_missing_root_next_to_a_real_one_still_watches_the_real_one(
+    tmp_path: Path, workspace: Path
+) -> None:
+    watcher = WorkspaceWatcher([workspace, tmp_path / "gone"], debounce_ms=10)
+    await watcher.start()
+    try:
+        write(workspace / "main.py")
+        assert await drain_settled(watcher, 1) == ["main.py"]
+    finally:
+        await watcher.aclose()
+
+
+async def test_a_tree_too_large_to_watch_degrades_to_nothing(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # macOS and Windows watch the roots recursively and have no directory budget.
+    monkeypatch.setattr(core.watch, "_RECURSIVE_IS_CHEAP", False)
+    monkeypatch.setattr(core.watch, "MAX_WATCHED_DIRS", 3)
+    for i in range(5):
+        (workspace / f"d{i}").mkdir()
+    caplog.set_level(logging.WARNING, logger="core.watch")
+    watcher = WorkspaceWatcher([workspace], debounce_ms=10)
+
+    await watcher.start()
+
+    assert not watcher.watching
+    assert "directories to watch" in caplog.text
+    write(workspace / "main.py")
+    await asyncio.sleep(0.1)
+    assert watcher.drain() == []
+    await watcher.aclose()
+
+
+def test_no_stdout(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    async def main() -> None:
+        w = WorkspaceWatcher([tmp_path, tmp_path / "missing"], debounce_ms=10)
+        await w.start()
+        write(tmp_path / "a.txt")
+        await asyncio.sleep(0.05)
+        w.drain()
+        await w.aclose()
+
+    asyncio.run(main())
+    assert capfd.readouterr().out == ""
+    assert os.listdir(tmp_path) == ["a.txt"]  # the watcher writes nothing into the workspace

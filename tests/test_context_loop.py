@@ -1,0 +1,125 @@
+"""Context management in real turns: cache-stable requests and compression at the threshold."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from core.context import SUMMARY_PREFIX
+from core.events import HistoryReplaced, Status, UsageUpdated
+from core.messages import Message, ToolCall
+from tests.support.agents import close_open_agents, collect, ended, make_agent, of_type
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+
+
+@pytest.fixture
+def fake():
+    with FakeProvider() as server:
+        yield server
+
+
+@pytest.fixture(autouse=True)
+async def close_agents():
+    yield
+    await close_open_agents()
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "app.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
+    (root / "AGENTS.md").write_text("Run the tests with pytest.\n")
+    return root
+
+
+def _without_cache_markers(value):
+    if isinstance(value, dict):
+        return {k: _without_cache_markers(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_markers(v) for v in value]
+    return value
+
+
+def turn_script(i: int) -> list[Reply]:
+    tools = [
+        ToolCallSpec("read_file", {"path": "app.py", "offset": 1 + i, "limit": 3}),
+        ToolCallSpec("search", {"pattern": f"line_{i}"}),
+    ]
+    return [Reply(tool_calls=tools[: 1 + i % 2]), Reply(text=f"answer {i}")]
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "openai-responses"])
+async def test_twenty_turns_each_request_extends_the_last_byte_for_byte(fake, workdir, provider):
+    """The providers' prompt caches key on a stable prefix: the system prompt, the tools
+    and every earlier message must go out identical, turn after turn."""
+    fake.script([reply for i in range(20) for reply in turn_script(i)])
+    agent = make_agent(fake, workdir, provider)
+    for i in range(20):
+        assert ended(await collect(agent.run_turn(f"question {i}"))).text == f"answer {i}"
+    history_key = {"openai": "messages", "anthropic": "messages", "openai-responses": "input"}[provider]
+    # Anthropic's breakpoint marker moves to the newest user message on every request;
+    # markers are not part of the cached prefix, so they are left out of the comparison.
+    bodies = [_without_cache_markers(r.body) for r in fake.requests]
+    assert len(bodies) == 40
+    for earlier, later in itertools.pairwise(bodies):
+        assert later[history_key][: len(earlier[history_key])] == earlier[history_key]
+        for key in ("tools", "system", "instructions"):
+            assert later.get(key) == earlier.get(key)
+    assert "Run the tests with pytest." in str(
+        bodies[0].get("system") or bodies[0].get("instructions") or ""
+    ) + str(bodies[0].get("messages", [{}])[0])
+
+
+def _tool_history(turns: int) -> list[Message]:
+    history: list[Message] = []
+    for i in range(turns):
+        call = ToolCall(f"call_h{i}", "read_file", json.dumps({"path": "app.py", "offset": i + 1}))
+        history += [
+            Message(role="user", content=f"question {i}"),
+            Message(role="assistant", content="", tool_calls=[call]),
+            Message(role="tool", content=f"line_{i} = {i}\n" * 20, tool_call_id=call.id, name="read_file"),
+            Message(role="assistant", content=f"answer {i}"),
+        ]
+    return history
+
+
+async def test_compression_triggers_at_the_threshold_and_keeps_tool_pairs(fake, workdir):
+    history = _tool_history(10)
+    probe = make_agent(fake, workdir, messages=history)
+    size = probe._estimate_context()
+    # The threshold (half the window) sits just above the history plus the next user
+    # message: the turn's first call goes out as is, the tool result then tips it over.
+    window = 2 * (size + 25)
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("read_file", {"path": "app.py"})]),
+            Reply(text="SUMMARY: read app.py ten times."),
+            Reply(text="done"),
+        ]
+    )
+    agent = make_agent(
+        fake,
+        workdir,
+        messages=history,
+        settings={"context_windows": {"gpt-4.1": window}, "compression_keep_last": 6},
+    )
+    events = await collect(agent.run_turn("and now?"))
+    assert ended(events).text == "done"
+    assert of_type(events, HistoryReplaced), "the context passed the threshold but nothing was compressed"
+    assert "question 3" in str(fake.requests[0].body)  # the first call went out whole
+    assert "question 3" in str(fake.requests[1].body)  # the middle went to the summariser
+    after = str(fake.requests[2].body)
+    assert "SUMMARY: read app.py ten times." in after and "question 3" not in after
+    assert any(isinstance(e, Status) and e.kind == "compressed" for e in events)
+    assert of_type(events, UsageUpdated)[-1].context_tokens < window // 2
+    kept = agent.messages
+    assert kept[0].text == "question 0"  # the first exchange stays
+    assert any(SUMMARY_PREFIX in m.text for m in kept)
+    for index, message in enumerate(kept):  # every result still follows its call
+        if message.role == "tool":
+            asking = next(m for m in reversed(kept[:index]) if m.role == "assistant")
+            assert message.tool_call_id in {c.id for c in asking.tool_calls}

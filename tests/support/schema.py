@@ -18,11 +18,13 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schema" / "schema.json"
+UNSTABLE_SCHEMA_PATH = SCHEMA_PATH.with_name("schema.unstable.json")
 
 
 @functools.cache
-def _definitions() -> dict[str, Any]:
-    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+def _definitions(unstable: bool = False) -> dict[str, Any]:
+    path = UNSTABLE_SCHEMA_PATH if unstable else SCHEMA_PATH
+    schema = json.loads(path.read_text(encoding="utf-8"))
     return _closed(schema["$defs"])
 
 
@@ -124,8 +126,8 @@ def _dispatch_tagged_unions(node: Any) -> None:
 
 
 @functools.cache
-def _validator(def_name: str) -> Draft202012Validator:
-    defs = _definitions()
+def _validator(def_name: str, unstable: bool = False) -> Draft202012Validator:
+    defs = _definitions(unstable)
     if def_name not in defs:
         raise KeyError(f"the ACP schema has no definition {def_name!r}")
     return Draft202012Validator({"$ref": f"#/$defs/{def_name}", "$defs": defs})
@@ -149,10 +151,11 @@ def _innermost(error: ValidationError) -> ValidationError:
     return error
 
 
-def validate(def_name: str, instance: dict[str, Any]) -> None:
+def validate(def_name: str, instance: dict[str, Any], *, unstable: bool = False) -> None:
     """Raise AssertionError (with the JSON path of the violation) unless `instance` is a
-    valid `def_name` of the ACP schema."""
-    errors = [_innermost(e) for e in _validator(def_name).iter_errors(instance)]
+    valid `def_name` of the ACP schema (`unstable`: of the draft schema, for what only the
+    drafts define, such as session/fork)."""
+    errors = [_innermost(e) for e in _validator(def_name, unstable).iter_errors(instance)]
     if not errors:
         return
     # A broken nested value also leaves its parent's keys "unevaluated"; the nested

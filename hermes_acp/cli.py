@@ -1,0 +1,275 @@
+"""`hermes-acp`: the ACP server on stdio (the default), `--check`, `--version`, `setup`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from hermes_acp import __version__
+
+DEFAULT_MODELS = {
+    "openai": "gpt-4.1",
+    "anthropic": "claude-sonnet-4-5",
+    "openrouter": "anthropic/claude-sonnet-4.5",
+}
+KEY_FIELDS = {
+    "openai": "openai_api_key",
+    "anthropic": "anthropic_api_key",
+    "openrouter": "openrouter_api_key",
+    "custom": "api_key",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.version:
+        print(f"hermes-acp {__version__}")
+        return 0
+    if args.command == "setup":
+        return run_setup(sys.stdin, sys.stderr)
+    if args.check:
+        return run_check(sys.stdout)
+    return run_stdio(args.log_level, args.log_file, args.trace)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-acp",
+        description="A coding agent for editors, speaking the Agent Client Protocol on stdin/stdout.",
+    )
+    parser.add_argument("--stdio", action="store_true", help="serve ACP on stdin/stdout (the default)")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="check the configuration, credentials and endpoint, then exit (0 when all is well)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=None,
+        help="log level on stderr (default: HERMES_ACP_LOG_LEVEL or info)",
+    )
+    parser.add_argument("--log-file", default=None, help="also write the log to this file")
+    parser.add_argument(
+        "--trace", default=None, metavar="FILE", help="write every wire message to FILE (JSON lines)"
+    )
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
+    return parser
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) -> int:
+    """Serve ACP until stdin closes. Stdout is reserved for the protocol: the real fd 1 is
+    kept for the writer and fd 1 itself now points at stderr, so a stray print from any
+    library lands in the log instead of corrupting the stream. Stdin likewise: commands
+    we start must never eat protocol input."""
+    protocol_in = os.dup(0)
+    protocol_out = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+
+    from hermes_acp.logs import TraceWriter, setup_logging
+
+    setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
+    tracer = TraceWriter(trace) if trace else None
+    try:
+        asyncio.run(_serve(protocol_in, protocol_out, tracer))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if tracer is not None:
+            tracer.close()
+    # Everything is flushed and closed by now; tearing down the interpreter's modules
+    # would only make the editor wait most of a second longer for the exit.
+    import logging
+
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
+    from hermes_acp.server import AcpServer
+    from hermes_acp.transport import open_fd_transport
+
+    transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
+    await AcpServer(transport).serve()
+
+
+# -- hermes-acp setup ------------------------------------------------------------------------------
+
+
+def run_setup(stdin: TextIO, out: TextIO) -> int:
+    """Ask for provider, key and model on the terminal; write config.toml."""
+    from core.config import ConfigError, write_config
+
+    home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
+    values = _existing_config(home / "config.toml", out)
+    out.write(f"hermes-acp setup — writes {home / 'config.toml'}\n\n")
+    try:
+        providers = ["openai", "anthropic", "openrouter", "custom"]
+        provider = _choose(stdin, out, "Provider", providers, values.get("provider", "openai"))
+        values["provider"] = provider
+        if provider == "custom":
+            label = "Base URL of the OpenAI-compatible endpoint"
+            values["base_url"] = _ask(stdin, out, label, values.get("base_url"))
+        key_field = KEY_FIELDS[provider]
+        keep = " (leave empty to keep the current one)" if values.get(key_field) else ""
+        key = _ask_secret(stdin, out, f"API key{keep}")
+        if key:
+            values[key_field] = key
+        elif not values.get(key_field) and provider != "custom":
+            out.write("No API key given; set it later in the environment or run setup again.\n")
+        values["model"] = _ask(
+            stdin, out, "Model", values.get("model") if values.get("provider") == provider else None
+        ) or DEFAULT_MODELS.get(provider, "")
+    except EOFError:
+        out.write("\nSetup aborted: input ended before all answers were given.\n")
+        return 1
+    values = {k: v for k, v in values.items() if v not in (None, "")}
+    try:
+        path = write_config(home, values)
+    except (ConfigError, ValueError) as exc:
+        out.write(f"Not written: {exc}\n")
+        return 1
+    out.write(f"\nWrote {path}. Check it with `hermes-acp --check`.\n")
+    return 0
+
+
+def _existing_config(path: Path, out: TextIO) -> dict[str, Any]:
+    import tomllib
+
+    if not path.is_file():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        out.write(f"(ignoring the unreadable existing {path}: {exc})\n")
+        return {}
+
+
+def _read_line(stdin: TextIO) -> str:
+    line = stdin.readline()
+    if not line:
+        raise EOFError
+    return line.strip()
+
+
+def _ask(stdin: TextIO, out: TextIO, label: str, default: str | None) -> str:
+    out.write(f"{label}{f' [{default}]' if default else ''}: ")
+    out.flush()
+    return _read_line(stdin) or (default or "")
+
+
+def _choose(stdin: TextIO, out: TextIO, label: str, choices: list[str], default: str) -> str:
+    while True:
+        answer = _ask(stdin, out, f"{label} ({' / '.join(choices)})", default)
+        if answer in choices:
+            return answer
+        out.write(f"Please answer one of: {', '.join(choices)}\n")
+
+
+def _ask_secret(stdin: TextIO, out: TextIO, label: str) -> str:
+    if stdin.isatty():
+        import getpass
+
+        return getpass.getpass(f"{label}: ", stream=out).strip()
+    out.write(f"{label}: ")
+    out.flush()
+    return _read_line(stdin)
+
+
+# -- hermes-acp --check ----------------------------------------------------------------------------
+
+
+def run_check(out: TextIO) -> int:
+    """A readable report: config, credentials, endpoint, a one-token request. 0 when all pass."""
+    return asyncio.run(_check(out))
+
+
+async def _check(out: TextIO) -> int:
+    from core.config import ConfigError, load_settings
+
+    def line(ok: bool | None, label: str, detail: str) -> None:
+        mark = {True: "ok  ", False: "FAIL", None: "--  "}[ok]
+        out.write(f"[{mark}] {label}: {detail}\n")
+        out.flush()
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        line(False, "configuration", str(exc))
+        return 1
+    config = settings.config_path
+    if config.is_file():
+        line(True, "config file", str(config))
+    else:
+        line(None, "config file", f"{config} not found; using the environment")
+    from core.providers.resolve import build_chain, has_credentials
+
+    line(True, "provider", f"{settings.provider}, model {settings.model}")
+    if not has_credentials(settings):
+        line(False, "credentials", "no API key: run `hermes-acp setup`, or set OPENAI_API_KEY etc.")
+        return 1
+    line(True, "credentials", "present")
+    try:
+        provider = build_chain(settings)[0]
+    except Exception as exc:
+        line(False, "provider", f"cannot be built: {exc}")
+        return 1
+    try:
+        return await _probe(provider, line)
+    finally:
+        with contextlib.suppress(Exception):
+            await provider.aclose()
+
+
+async def _probe(provider: Any, line: Any) -> int:
+    import time
+
+    from core.messages import Message
+    from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+
+    try:
+        models = await asyncio.wait_for(provider.list_models(), 20)
+        line(True, "endpoint", f"reachable ({len(models)} models listed)")
+    except ProviderError as exc:
+        if exc.kind in (ErrorKind.TRANSIENT, ErrorKind.STALE):
+            line(False, "endpoint", f"unreachable: {exc}")
+            return 1
+        if exc.kind is ErrorKind.AUTH:
+            line(False, "endpoint", f"the API key was rejected: {exc}")
+            return 1
+        line(True, "endpoint", f"reachable (no model list: {exc})")
+    except Exception as exc:
+        line(False, "endpoint", f"unreachable: {exc}")
+        return 1
+    request = ModelRequest(
+        system="You are a connectivity check.",
+        messages=[Message(role="user", content="Reply with the single word OK.")],
+        max_output_tokens=1,
+    )
+    started = time.monotonic()
+    try:
+        response = None
+        async for item in provider.stream(request):
+            if isinstance(item, ModelResponse):
+                response = item
+    except ProviderError as exc:
+        line(False, "model", f"{provider.model} failed: {exc}")
+        return 1
+    answer = (response.text if response else "").strip() or "(no text)"
+    line(True, "model", f"{provider.model} answered in {time.monotonic() - started:.2f} s: {answer!r}")
+    return 0

@@ -1,0 +1,370 @@
+"""The ACP method table: what a client may call, and where each call goes.
+
+`AcpServer.requests` and `AcpServer.notifications` are the table of contents:
+method name -> (params model, handler). Params are validated with the SDK's schema
+models; a bad field is a -32602 that names it. Sessions live in the SessionManager.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from acp import schema
+from acp.connection import Connection
+from acp.exceptions import RequestError
+from pydantic import BaseModel, ValidationError
+
+from hermes_acp import __version__
+from hermes_acp.session.manager import (
+    AUTH_REQUIRED,
+    INVALID_PARAMS,
+    ClientProfile,
+    SessionManager,
+    auth_help,
+)
+from hermes_acp.transport import LineTransport
+
+log = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = 1
+METHOD_NOT_FOUND = -32601
+ENV_AUTH = "env"
+SETUP_AUTH = "setup"
+
+Params = dict[str, Any]
+Handler = Callable[[Any, Params], Awaitable[Any]]
+ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
+
+# What the first session/new imports; loaded by the warm-up thread after initialize.
+WARM_MODULES = (
+    "core.agent",
+    "core.store",
+    "hermes_acp.bridge.commands",
+    "hermes_acp.bridge.content",
+    "hermes_acp.bridge.events",
+    "hermes_acp.bridge.permissions",
+    "hermes_acp.bridge.workspace",
+)
+
+
+def _initialize_model(params: Params) -> type[BaseModel]:
+    """The SDK's model turns any protocolVersion into an int; the spec says it is one."""
+    version = params.get("protocolVersion")
+    if isinstance(version, bool) or not isinstance(version, int):
+        message = f"must be an integer (this agent speaks {PROTOCOL_VERSION})"
+        raise RequestError(
+            INVALID_PARAMS,
+            f"Invalid params: protocolVersion: {message}",
+            {"errors": [{"field": "protocolVersion", "message": message}], "fields": ["protocolVersion"]},
+        )
+    return schema.InitializeRequest
+
+
+def _config_option_model(params: Params) -> type[BaseModel]:
+    if params.get("type") == "boolean":
+        return schema.SetSessionConfigOptionBooleanRequest
+    return schema.SetSessionConfigOptionSelectRequest
+
+
+class AcpServer:
+    def __init__(self, transport: LineTransport, *, environ: dict[str, str] | None = None) -> None:
+        self.transport = transport
+        self.connection = Connection(self.dispatch, transport, listening=False)
+        self.client = ClientProfile()
+        self.warmup = Warmup()
+        self.sessions = SessionManager(
+            self.connection,
+            after_response=transport.after_response,
+            client=self.client,
+            environ=environ,
+            sdks_ready=self.warmup.sdks_ready,
+        )
+        self.requests: dict[str, tuple[ParamsModel, Handler]] = {
+            "initialize": (_initialize_model, self.initialize),
+            "authenticate": (schema.AuthenticateRequest, self.authenticate),
+            "session/new": (schema.NewSessionRequest, self.new_session),
+            "session/set_mode": (schema.SetSessionModeRequest, self.set_mode),
+            "session/set_config_option": (_config_option_model, self.set_config_option),
+            "session/prompt": (schema.PromptRequest, self.prompt),
+            "session/load": (schema.LoadSessionRequest, self.load_session),
+            "session/resume": (schema.ResumeSessionRequest, self.resume_session),
+            "session/fork": (schema.ForkSessionRequest, self.fork_session),
+            "session/list": (schema.ListSessionsRequest, self.list_sessions),
+            "session/close": (schema.CloseSessionRequest, self.close_session),
+            "session/delete": (schema.DeleteSessionRequest, self.delete_session),
+        }
+        self.notifications: dict[str, tuple[ParamsModel, Handler]] = {
+            "session/cancel": (schema.CancelNotification, self.cancel),
+        }
+
+    async def serve(self) -> None:
+        """Answer requests until the input ends; then cancel turns and flush state."""
+        try:
+            await self.connection.main_loop()
+        finally:
+            log.info("input closed; shutting down")
+            await self.sessions.shutdown()
+            await self.connection.close()
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    async def dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
+        table = self.notifications if is_notification else self.requests
+        entry = table.get(method)
+        if entry is None:
+            if is_notification:
+                log.debug("ignoring unknown notification %s", method)
+                return None
+            raise RequestError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
+        model, handler = entry
+        try:
+            request, raw = parse_params(model, params)
+        except RequestError:
+            if is_notification:
+                log.warning("ignoring %s with invalid params: %r", method, params)
+                return None
+            raise
+        return await handler(request, raw)
+
+    # -- handlers -----------------------------------------------------------------------
+
+    async def initialize(self, request: schema.InitializeRequest, raw: Params) -> Params:
+        caps = request.client_capabilities or schema.ClientCapabilities()
+        fs = caps.fs
+        meta = caps.field_meta or {}
+        profile = ClientProfile(
+            read_file=bool(fs and fs.read_text_file),
+            write_file=bool(fs and fs.write_text_file),
+            terminal=bool(caps.terminal),
+            terminal_auth=bool(caps.auth and caps.auth.terminal),
+            terminal_meta=meta.get("terminal_output") is True,
+        )
+        # One object shared with the manager: sessions made later see these capabilities.
+        for name in profile.__slots__:
+            setattr(self.client, name, getattr(profile, name))
+        client = request.client_info.name if request.client_info else "an unnamed client"
+        log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, profile)
+        self.transport.after_response(self.warmup.start)
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+                # fork is in the unstable schema only; clients that do not know it ignore it
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "delete": {},
+                    "fork": {},
+                    "additionalDirectories": {},
+                },
+            },
+            "authMethods": self.auth_methods(),
+            "agentInfo": {"name": "hermes-acp", "title": "Hermes", "version": __version__},
+        }
+
+    def auth_methods(self) -> list[Params]:
+        methods: list[Params] = [
+            {
+                "id": ENV_AUTH,
+                "name": "API key from environment or config file",
+                "description": (
+                    "Reads OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY (or HERMES_ACP_API_KEY "
+                    "with HERMES_ACP_BASE_URL) from the environment, or the keys in "
+                    "~/.hermes-acp/config.toml (HERMES_ACP_HOME) written by `hermes-acp setup`."
+                ),
+            }
+        ]
+        if self.client.terminal_auth:
+            methods.append(
+                {
+                    "type": "terminal",
+                    "id": SETUP_AUTH,
+                    "name": "Set up hermes-acp in a terminal",
+                    "description": "Choose a provider, enter an API key and a model; writes config.toml.",
+                    "args": ["setup"],
+                }
+            )
+        return methods
+
+    async def authenticate(self, request: schema.AuthenticateRequest, raw: Params) -> Params:
+        valid = [method["id"] for method in self.auth_methods()]
+        if request.method_id not in valid:
+            raise RequestError(
+                INVALID_PARAMS,
+                f"unknown methodId {request.method_id!r}; valid: {', '.join(map(repr, valid))}",
+                {"field": "methodId", "valid": valid},
+            )
+        settings = await asyncio.to_thread(self.sessions.load_settings)
+        from core.providers.resolve import has_credentials
+
+        if not has_credentials(settings):
+            raise RequestError(AUTH_REQUIRED, auth_help(settings))
+        return {}
+
+    async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
+        await self.warmup.modules_ready()
+        return await self.sessions.new_session(
+            request.cwd, list(request.additional_directories or []), list(request.mcp_servers or [])
+        )
+
+    async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
+        return await self.sessions.set_mode(request.session_id, request.mode_id)
+
+    async def set_config_option(self, request: Any, raw: Params) -> Params:
+        return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
+
+    async def prompt(self, request: schema.PromptRequest, raw: Params) -> Params:
+        return await self.sessions.prompt(request.session_id, list(raw["prompt"]))
+
+    async def load_session(self, request: schema.LoadSessionRequest, raw: Params) -> Params:
+        await self.warmup.modules_ready()
+        return await self.sessions.load_session(
+            request.session_id,
+            request.cwd,
+            list(request.additional_directories or []),
+            list(request.mcp_servers or []),
+            replay=True,
+        )
+
+    async def resume_session(self, request: schema.ResumeSessionRequest, raw: Params) -> Params:
+        await self.warmup.modules_ready()
+        return await self.sessions.load_session(
+            request.session_id,
+            request.cwd,
+            list(request.additional_directories or []),
+            list(request.mcp_servers or []),
+            replay=False,
+        )
+
+    async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
+        await self.warmup.modules_ready()
+        return await self.sessions.fork_session(
+            request.session_id,
+            request.cwd,
+            list(request.additional_directories or []),
+            list(request.mcp_servers or []),
+        )
+
+    async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
+        await self.warmup.modules_ready()
+        return await self.sessions.list_sessions(request.cwd, request.cursor)
+
+    async def close_session(self, request: schema.CloseSessionRequest, raw: Params) -> Params:
+        return await self.sessions.close_session(request.session_id)
+
+    async def delete_session(self, request: schema.DeleteSessionRequest, raw: Params) -> Params:
+        await self.warmup.modules_ready()
+        return await self.sessions.delete_session(request.session_id)
+
+    async def cancel(self, request: schema.CancelNotification, raw: Params) -> None:
+        self.sessions.cancel(request.session_id)
+
+
+def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:
+    """The validated request and its raw params; RequestError -32602 naming bad fields."""
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise RequestError(INVALID_PARAMS, "Invalid params: params must be an object", {"field": "params"})
+    cls = model if isinstance(model, type) else model(params)
+    try:
+        return cls.model_validate(params), params
+    except ValidationError as exc:
+        raise invalid_params(exc) from None
+
+
+def invalid_params(exc: ValidationError) -> RequestError:
+    errors = []
+    for error in exc.errors(include_url=False, include_context=False, include_input=False):
+        errors.append({"field": _dotted(error["loc"]) or "params", "message": error["msg"]})
+    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+    return RequestError(
+        INVALID_PARAMS,
+        f"Invalid params: {summary}",
+        {"errors": errors, "fields": list(dict.fromkeys(e["field"] for e in errors))},
+    )
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+class Warmup:
+    """Imports what the first session and the first prompt need, in a thread, right
+    after the initialize response is out: neither start-up nor the first prompt pays.
+
+    Session creation waits for the module imports and a prompt for the SDK imports,
+    so the main thread never imports a module the warm-up thread is half-way through.
+    """
+
+    def __init__(self) -> None:
+        self._started = False
+        self._modules = asyncio.Event()
+        self._sdks = asyncio.Event()
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=self._run, args=(loop,), name="hermes-acp-warmup", daemon=True).start()
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            for module in WARM_MODULES:
+                importlib.import_module(module)
+        except Exception:
+            log.exception("warm-up import failed")
+        finally:
+            _call_soon(loop, self._modules.set)
+        try:
+            _import_provider_sdk()
+        except Exception:
+            log.exception("warm-up of the provider SDK failed")
+        finally:
+            _call_soon(loop, self._sdks.set)
+
+    async def modules_ready(self) -> None:
+        self.start()
+        await self._modules.wait()
+
+    async def sdks_ready(self) -> None:
+        """Returns once the provider SDK is imported, without ever importing it on the loop."""
+        self.start()
+        await self._sdks.wait()
+
+
+def _import_provider_sdk() -> None:
+    """Import the SDK the configured provider uses (openai or anthropic: 1-3 s each), or
+    both when the settings cannot tell. A fallback of the other kind imports its own later."""
+    from core.config import load_settings
+    from core.providers.resolve import resolve_api_mode, warm_up_sdks
+
+    try:
+        settings = load_settings()
+    except Exception:
+        warm_up_sdks()
+        return
+    mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
+    importlib.import_module("anthropic" if mode == "anthropic_messages" else "openai")
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:
+    # RuntimeError: the loop is gone, the server is shutting down
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback)

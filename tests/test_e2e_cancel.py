@@ -1,0 +1,203 @@
+"""session/cancel in every phase of a turn; the prompt answers "cancelled" and nothing stays stuck."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from tests.support.acp_harness import (
+    PLAIN_CAPABILITIES,
+    ZED_CAPABILITIES,
+    AcpClient,
+    ServerProcess,
+    server_env,
+    spawn_server,
+)
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(
+    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("home")
+    # long backoffs allowed, so a cancel during one is what ends it
+    env = server_env(home, fake, HERMES_ACP_RETRY_CAP_SECONDS="60", HERMES_ACP_MAX_RETRIES="3")
+    async with spawn_server(env) as process:
+        process.sdk_client(ZED_CAPABILITIES)
+        yield process
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
+    assert server.client is not None
+    client = server.client
+    client.capabilities = ZED_CAPABILITIES
+    client.permission = "allow_once"
+    await client.initialize()
+    yield client
+    server.assert_clean()
+    fake.script([])
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(client: AcpClient, tmp_path: Path) -> str:
+    project = tmp_path / "project"
+    project.mkdir()
+    return (await client.new_session(project))["sessionId"]
+
+
+async def cancel_and_check(client: AcpClient, session: str, prompt: asyncio.Task[dict[str, Any]]) -> None:
+    await client.cancel(session)
+    assert await asyncio.wait_for(prompt, 5) == {"stopReason": "cancelled"}
+
+
+async def next_prompt_works(client: AcpClient, fake: FakeProvider, session: str) -> None:
+    fake.script([Reply(text="fresh answer")])
+    before = len(client.session_updates(session, "agent_message_chunk"))
+    assert await client.prompt(session, "are you still there?") == {"stopReason": "end_turn"}
+    later = client.session_updates(session, "agent_message_chunk")[before:]
+    assert "".join(u["content"]["text"] for u in later) == "fresh answer"
+
+
+def open_tool_calls(client: AcpClient, session: str) -> set[str]:
+    final: dict[str, str] = {}
+    for update in client.session_updates(session):
+        if update["sessionUpdate"] in ("tool_call", "tool_call_update") and update.get("status"):
+            final[update["toolCallId"]] = update["status"]
+    return {call for call, status in final.items() if status not in ("completed", "failed")}
+
+
+async def test_cancel_during_streaming(client: AcpClient, fake: FakeProvider, session: str) -> None:
+    fake.script([Reply(text="word " * 400, chunk_size=5, chunk_delay=0.01)])
+    disconnects = fake.disconnects
+    prompt = client.start_prompt(session, "write an essay")
+    await client.wait_for(lambda: client.session_updates(session, "agent_message_chunk"))
+    await cancel_and_check(client, session, prompt)
+    fake.wait_for_disconnects(disconnects + 1, timeout=5)  # the model stream was closed
+    await next_prompt_works(client, fake, session)
+
+
+async def test_cancel_during_a_permission_request(
+    client: AcpClient, fake: FakeProvider, session: str, tmp_path: Path
+) -> None:
+    never = asyncio.Event()
+
+    async def undecided(params: dict[str, Any]) -> dict[str, Any]:
+        await never.wait()
+        return {"outcome": {"outcome": "cancelled"}}
+
+    client.permission = undecided
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("write_file", {"path": "x.txt", "content": "x"}, id="call_perm")])]
+    )
+    prompt = client.start_prompt(session, "write x")
+    await client.wait_for(
+        lambda: (
+            client.permission_requests
+            and client.permission_requests[-1]["toolCall"]["toolCallId"] == "call_perm"
+        )
+    )
+    await cancel_and_check(client, session, prompt)
+    never.set()
+    assert not (tmp_path / "project" / "x.txt").exists()
+    assert client.tool_updates("call_perm")[-1]["status"] == "failed"
+    assert not open_tool_calls(client, session)
+    client.permission = "allow_once"
+    await next_prompt_works(client, fake, session)
+
+
+async def test_cancel_during_a_retry_backoff(client: AcpClient, fake: FakeProvider, session: str) -> None:
+    fake.script([Reply.rate_limited(retry_after=30)])
+    before = len(fake.requests)
+    prompt = client.start_prompt(session, "hello")
+    await asyncio.to_thread(fake.wait_for_requests, before + 1, 5)
+    await asyncio.sleep(0.05)  # into the backoff
+    started = asyncio.get_running_loop().time()
+    await cancel_and_check(client, session, prompt)
+    assert asyncio.get_running_loop().time() - started < 5  # not after the 30 s backoff
+    assert len(fake.requests) == before + 1  # no retry after the cancel
+    await next_prompt_works(client, fake, session)
+
+
+@pytest.mark.parametrize("where", ["local", "editor"])
+async def test_cancel_during_a_running_command_kills_it(
+    client: AcpClient, fake: FakeProvider, tmp_path: Path, where: str
+) -> None:
+    if where == "local":
+        client.capabilities = PLAIN_CAPABILITIES | {"terminal": False}
+        await client.initialize()
+    project = tmp_path / "project"
+    project.mkdir()
+    session = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
+    pid_file = project / "pid"
+    command = f"echo $$ > {pid_file}; exec sleep 30"
+    fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="call_sleep")])])
+    prompt = client.start_prompt(session, "sleep")
+    await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    pid = int(pid_file.read_text())
+    await cancel_and_check(client, session, prompt)
+    await wait_gone(pid)
+    assert client.tool_updates("call_sleep")[-1]["status"] == "failed"
+    if where == "editor":
+        released = [p["terminalId"] for m, p in client.calls if m == "terminal/release"]
+        assert set(client.terminals) <= set(released)
+    await next_prompt_works(client, fake, session)
+
+
+async def wait_gone(pid: int) -> None:
+    for _ in range(100):
+        if not alive(pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"process {pid} still runs after the cancel")
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")  # a zombie is dead
+
+
+async def test_cancel_before_the_first_model_call(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, session: str
+) -> None:
+    fake.script([Reply(text="should never be asked for")])
+    before = len(fake.requests)
+    prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "quick"}]}
+    await server.send_together(
+        {"jsonrpc": "2.0", "id": "early", "method": "session/prompt", "params": prompt},
+        {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}},
+    )
+    reply = await server.response_to("early")
+    assert reply["result"] == {"stopReason": "cancelled"}
+    await asyncio.sleep(0.1)
+    assert len(fake.requests) == before
+    assert not client.session_updates(session, "agent_message_chunk")
+    fake.script([])
+    await next_prompt_works(client, fake, session)
+
+
+async def test_cancel_while_idle_does_nothing(client: AcpClient, fake: FakeProvider, session: str) -> None:
+    await client.cancel(session)
+    await client.cancel(session)
+    await asyncio.sleep(0.05)
+    await next_prompt_works(client, fake, session)

@@ -1,0 +1,171 @@
+"""Errors, malformed input, closed stdin and stdout purity, over raw pipes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from tests.support.acp_harness import ServerProcess, connected, server_env, spawn_server
+from tests.support.fake_provider import FakeProvider, Reply
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(
+    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("home")
+    async with spawn_server(server_env(home, fake)) as process:
+        reply = await process.request("init", "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert reply["result"]["protocolVersion"] == 1
+        yield process
+
+
+@pytest.fixture
+def raw(server: ServerProcess) -> Iterator[ServerProcess]:
+    yield server
+    server.assert_clean()
+
+
+async def still_serving(server: ServerProcess, tag: str) -> None:
+    reply = await server.request(f"alive-{tag}", "initialize", {"protocolVersion": 1})
+    assert reply["result"]["protocolVersion"] == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"', -32700),
+        (b"\xc3\x28\xa0\xa1 not utf-8", -32700),
+        (b"12345", -32600),
+        (b'"a string"', -32600),
+        (b'[{"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {"protocolVersion": 1}}]', -32600),
+        (b"[]", -32600),
+    ],
+)
+async def test_malformed_lines_are_answered_and_serving_goes_on(
+    raw: ServerProcess, line: bytes, code: int
+) -> None:
+    await raw.send_line(line)
+    reply = await raw.next_message()
+    assert reply["id"] is None
+    assert reply["error"]["code"] == code
+    await still_serving(raw, str(code))
+
+
+async def test_an_object_that_is_not_a_message_echoes_its_id(raw: ServerProcess) -> None:
+    for line, echoed in (
+        (b'{"jsonrpc": "2.0", "id": 41}', 41),
+        (b'{"jsonrpc": "2.0", "id": "x", "method": 12}', "x"),
+        (b'{"id": 42, "method": "initialize"}', 42),
+    ):
+        await raw.send_line(line)
+        reply = await raw.next_message()
+        assert reply["id"] == echoed
+        assert reply["error"]["code"] == -32600
+    await still_serving(raw, "echo")
+
+
+async def test_unknown_methods_are_32601(raw: ServerProcess) -> None:
+    for method in ("session/teleport", "_hermes/unknown", "_zed/something", "fs/read_text_file"):
+        reply = await raw.request(f"m-{method}", method, {})
+        assert reply["error"]["code"] == -32601, method
+        assert method in reply["error"]["message"]
+
+
+async def test_unknown_notifications_are_ignored(raw: ServerProcess) -> None:
+    for method in ("session/teleported", "_hermes/hint", "$/cancel_request"):
+        await raw.send({"jsonrpc": "2.0", "method": method, "params": {"x": 1}})
+    # a cancel for a session nobody knows is harmless too
+    await raw.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "nope"}})
+    await raw.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"bogus": True}})
+    await raw.send(
+        {"jsonrpc": "2.0", "id": "after-notes", "method": "initialize", "params": {"protocolVersion": 1}}
+    )
+    reply = await raw.next_message()  # nothing answered the notifications
+    assert reply["id"] == "after-notes"
+    assert reply["result"]["protocolVersion"] == 1
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "fields"),
+    [
+        ("session/new", {"cwd": 5, "mcpServers": []}, ["cwd"]),
+        ("session/new", {"mcpServers": []}, ["cwd"]),
+        ("session/new", {"cwd": "/tmp"}, ["mcpServers"]),
+        ("session/prompt", {"prompt": [{"type": "text", "text": "hi"}]}, ["sessionId"]),
+        ("session/prompt", {"sessionId": "s", "prompt": [{"type": "text"}]}, ["prompt[0].text.text"]),
+        ("session/prompt", {"sessionId": "s", "prompt": [{"type": "video", "uri": "x"}]}, ["prompt[0]"]),
+        ("session/set_mode", {"sessionId": "s"}, ["modeId"]),
+        ("authenticate", {}, ["methodId"]),
+        ("session/new", ["/tmp", []], ["params"]),
+    ],
+)
+async def test_invalid_params_name_the_field(
+    raw: ServerProcess, method: str, params: object, fields: list[str]
+) -> None:
+    reply = await raw.request(f"p-{method}-{json.dumps(params)}", method, params)
+    error = reply["error"]
+    assert error["code"] == -32602
+    assert error["data"].get("fields", [error["data"].get("field")]) == fields
+    for field in fields:
+        assert field in error["message"]
+    json.dumps(error["data"])  # plain JSON, no pydantic objects
+
+
+async def test_stdin_closed_mid_turn_cancels_it_stores_it_and_exits_0(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    fake.script([Reply(text="a long answer " * 50, chunk_size=5, chunk_delay=0.05)])
+    env = server_env(tmp_path, fake)
+    async with connected(env) as (process, client):
+        sid = (await client.new_session(project))["sessionId"]
+        prompt = client.start_prompt(sid, "tell me a long story")
+        await client.wait_for(lambda: client.session_updates(sid, "agent_message_chunk"))
+        await process.close_stdin()
+        code = await process.wait(within=5)
+        prompt.cancel()
+        assert code == 0
+    db = sqlite3.connect(Path(env["HERMES_ACP_HOME"]) / "sessions.db")
+    rows = db.execute("SELECT role, content FROM messages WHERE session_id = ?", (sid,)).fetchall()
+    assert rows and rows[0][0] == "user" and "long story" in rows[0][1]
+
+
+async def test_stray_prints_land_on_stderr(fake: FakeProvider, tmp_path: Path) -> None:
+    """Whatever a library prints (print() or a raw write to fd 1) must not reach the
+    protocol stream: every stdout line is checked to be JSON-RPC by the harness."""
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os, sys, threading\n"
+        "def stray():\n"
+        "    print('stray print from a library')\n"
+        "    os.write(1, b'stray raw write to fd 1\\n')\n"
+        "    sys.stdout.flush()\n"
+        "threading.Timer(0.2, stray).start()\n"
+    )
+    env = server_env(tmp_path, fake, PYTHONPATH=str(hooks))
+    async with spawn_server(env) as process:
+        await process.request("i", "initialize", {"protocolVersion": 1})
+        await asyncio.sleep(0.4)
+        await process.request("i2", "initialize", {"protocolVersion": 1})
+        await process.close_stdin()
+        assert await process.wait() == 0
+        await asyncio.sleep(0.1)
+        assert "stray print from a library" in process.stderr
+        assert "stray raw write to fd 1" in process.stderr

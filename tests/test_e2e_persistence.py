@@ -1,0 +1,306 @@
+"""Sessions that outlive the process: load (with replay), resume, list, fork, close, delete."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from acp.exceptions import RequestError
+
+from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeProvider]:
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="module")
+def env(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return server_env(tmp_path_factory.mktemp("home"), fake, HERMES_ACP_MODELS="configured-two")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(env: dict[str, str]) -> AsyncIterator[ServerProcess]:
+    async with spawn_server(env) as process:
+        client = process.sdk_client()
+        await client.initialize()
+        yield process
+
+
+@pytest.fixture
+def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
+    assert server.client is not None
+    server.client.permission = "allow_once"
+    yield server.client
+    server.assert_clean()
+    fake.script([])
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def load_params(session_id: str, cwd: Path) -> dict[str, Any]:
+    return {"sessionId": session_id, "cwd": str(cwd), "mcpServers": []}
+
+
+async def a_conversation(client: AcpClient, fake: FakeProvider, project: Path) -> str:
+    """A session with text, a thought, a plan and an edit in its history."""
+    sid = (await client.new_session(project))["sessionId"]
+    todo = {"action": "write", "items": [{"content": "Create notes", "status": "completed"}]}
+    fake.script(
+        [
+            Reply(reasoning="Planning first.", tool_calls=[ToolCallSpec("todo", todo, id="call_todo")]),
+            Reply(
+                tool_calls=[
+                    ToolCallSpec("write_file", {"path": "notes.md", "content": "# Notes\n"}, id="call_w")
+                ]
+            ),
+            Reply(text="Created notes.md for you."),
+        ]
+    )
+    assert await client.prompt(sid, "Please create notes") == {"stopReason": "end_turn"}
+    return sid
+
+
+def session_updates_before_response(
+    server: ServerProcess, session_id: str, start: int
+) -> tuple[list[dict], int]:
+    """The updates for `session_id` written after index `start`, and where the next response is."""
+    messages = server.received[start:]
+    response_at = next(
+        i for i, m in enumerate(messages) if "method" not in m and ("result" in m or "error" in m)
+    )
+    updates = [
+        m["params"]["update"]
+        for m in messages[:response_at]
+        if m.get("method") == "session/update" and m["params"]["sessionId"] == session_id
+    ]
+    return updates, response_at
+
+
+async def test_load_replays_the_whole_conversation_before_answering(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = await a_conversation(client, fake, project)
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
+    await client.request(
+        "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "configured-two"}
+    )
+    start = len(server.received)
+    result = await client.request("session/load", load_params(sid, project))
+    updates, _ = session_updates_before_response(server, sid, start)
+    kinds = [u["sessionUpdate"] for u in updates]
+    assert kinds[0] == "user_message_chunk"
+    assert updates[0]["content"]["text"] == "Please create notes"
+    assert "agent_thought_chunk" in kinds
+    text = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
+    assert text == "Created notes.md for you."
+    write = [u for u in updates if u.get("toolCallId") == "call_w"]
+    assert write[0]["sessionUpdate"] == "tool_call"
+    assert write[-1]["status"] == "completed"
+    diff = next(c for c in write[-1]["content"] if c["type"] == "diff")
+    assert diff["newText"] == "# Notes\n" and diff["oldText"] is None
+    plan = [u for u in updates if u["sessionUpdate"] == "plan"][-1]
+    assert plan["entries"] == [{"content": "Create notes", "priority": "medium", "status": "completed"}]
+    assert "usage_update" in kinds and "available_commands_update" in kinds
+    # mode and model came back with it
+    assert result["modes"]["currentModeId"] == "accept_edits"
+    model = next(o for o in result["configOptions"] if o["id"] == "model")
+    assert model["currentValue"] == "configured-two"
+
+
+async def test_a_loaded_session_continues_the_conversation(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = await a_conversation(client, fake, project)
+    await client.request("session/load", load_params(sid, project))
+    fake.script([Reply(text="Yes, notes.md exists.")])
+    before = len(fake.requests)
+    assert await client.prompt(sid, "Did you create it?") == {"stopReason": "end_turn"}
+    history = str(fake.requests[before].body["messages"])
+    assert "Please create notes" in history and "Created notes.md for you." in history
+
+
+async def test_resume_restores_without_replay(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = await a_conversation(client, fake, project)
+    start = len(server.received)
+    result = await client.request("session/resume", load_params(sid, project))
+    updates, _ = session_updates_before_response(server, sid, start)
+    assert updates == []
+    assert result["modes"]["currentModeId"] == "ask"
+    await client.wait_for(
+        lambda: [
+            m
+            for m in server.received[start:]
+            if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "available_commands_update"
+            and m["params"]["sessionId"] == sid
+        ]
+    )
+    fake.script([Reply(text="Still with you.")])
+    before = len(fake.requests)
+    assert await client.prompt(sid, "Continue") == {"stopReason": "end_turn"}
+    assert "Please create notes" in str(fake.requests[before].body["messages"])
+
+
+async def test_unknown_ids_are_32002(client: AcpClient, project: Path) -> None:
+    for method, params in (
+        ("session/load", load_params("nope", project)),
+        ("session/resume", load_params("nope", project)),
+        ("session/fork", load_params("nope", project)),
+        ("session/close", {"sessionId": "nope"}),
+        ("session/delete", {"sessionId": "nope"}),
+    ):
+        with pytest.raises(RequestError) as caught:
+            await client.request(method, params)
+        assert caught.value.code == -32002, method
+
+
+async def test_list_is_newest_first_filtered_and_paged(
+    client: AcpClient, fake: FakeProvider, tmp_path: Path
+) -> None:
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    empty = (await client.new_session(here))["sessionId"]  # no messages: not listed
+    made = []
+    for i in range(55):
+        sid = (await client.new_session(here))["sessionId"]
+        fake.script([Reply(text="ok")])
+        await client.prompt(sid, f"task number {i}")
+        made.append(sid)
+    other = (await client.new_session(there))["sessionId"]
+    fake.script([Reply(text="ok")])
+    await client.prompt(other, "elsewhere")
+
+    first = await client.request("session/list", {"cwd": str(here)})
+    assert len(first["sessions"]) == 50 and first["nextCursor"]
+    newest = first["sessions"][0]
+    assert newest["sessionId"] == made[-1]
+    assert newest["title"] == "task number 54"
+    assert newest["cwd"] == str(here) and newest["updatedAt"].endswith("Z")
+    # a session created between pages does not disturb the next page
+    late = (await client.new_session(here))["sessionId"]
+    fake.script([Reply(text="ok")])
+    await client.prompt(late, "late arrival")
+    second = await client.request("session/list", {"cwd": str(here), "cursor": first["nextCursor"]})
+    assert "nextCursor" not in second
+    listed = [s["sessionId"] for s in first["sessions"] + second["sessions"]]
+    assert listed == list(reversed(made))
+    assert empty not in listed and other not in listed
+
+    everywhere = await client.request("session/list", {})
+    assert everywhere["sessions"][0]["sessionId"] == late
+    with pytest.raises(RequestError) as caught:
+        await client.request("session/list", {"cursor": "not-a-cursor"})
+    assert caught.value.code == -32602
+
+
+async def test_fork_copies_the_history(client: AcpClient, fake: FakeProvider, project: Path) -> None:
+    sid = await a_conversation(client, fake, project)
+    forked = await client.request("session/fork", load_params(sid, project))
+    fork_id = forked["sessionId"]
+    assert fork_id != sid and forked["modes"]["currentModeId"] == "ask"
+    fake.script([Reply(text="forked reply"), Reply(text="original reply")])
+    before = len(fake.requests)
+    await client.prompt(fork_id, "only in the fork")
+    await client.prompt(sid, "only in the original")
+    fork_history, original_history = (str(r.body["messages"]) for r in fake.requests[before : before + 2])
+    assert "Please create notes" in fork_history and "Please create notes" in original_history
+    assert "only in the fork" not in original_history
+
+
+async def test_close_cancels_the_turn_and_keeps_the_history(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="slow " * 300, chunk_size=5, chunk_delay=0.01)])
+    prompt = client.start_prompt(sid, "keep this question")
+    await client.wait_for(lambda: client.session_updates(sid, "agent_message_chunk"))
+    assert await client.request("session/close", {"sessionId": sid}) == {}
+    assert (await asyncio.wait_for(prompt, 5)) == {"stopReason": "cancelled"}
+    with pytest.raises(RequestError) as caught:
+        await client.prompt(sid, "are you there?")
+    assert caught.value.code == -32002
+    await client.request("session/load", load_params(sid, project))
+    assert "keep this question" in client.text(sid, "user_message_chunk")
+
+
+async def test_delete_removes_it(client: AcpClient, fake: FakeProvider, project: Path) -> None:
+    sid = await a_conversation(client, fake, project)
+    assert await client.request("session/delete", {"sessionId": sid}) == {}
+    listed = await client.request("session/list", {"cwd": str(project)})
+    assert sid not in [s["sessionId"] for s in listed["sessions"]]
+    with pytest.raises(RequestError) as caught:
+        await client.request("session/load", load_params(sid, project))
+    assert caught.value.code == -32002
+
+
+async def test_mode_model_and_approvals_survive_a_restart(
+    env: dict[str, str], fake: FakeProvider, project: Path
+) -> None:
+    async with connected(env, permission="allow_always") as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        await client.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
+        await client.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "configured-two"}
+        )
+        command = ToolCallSpec("terminal", {"command": "echo first"})
+        fake.script([Reply(tool_calls=[command]), Reply(text="ran it")])
+        await client.prompt(sid, "run echo")
+        assert len(client.permission_requests) == 1
+    async with connected(env, permission="reject_once") as (_, client):
+        result = await client.request("session/resume", load_params(sid, project))
+        assert result["modes"]["currentModeId"] == "accept_edits"
+        assert (
+            next(o for o in result["configOptions"] if o["id"] == "model")["currentValue"] == "configured-two"
+        )
+        fake.script(
+            [Reply(tool_calls=[ToolCallSpec("terminal", {"command": "echo second"})]), Reply(text="again")]
+        )
+        before = len(fake.requests)
+        await client.prompt(sid, "run echo again")
+        assert client.permission_requests == []  # "always" was remembered
+        assert fake.requests[before].body["model"] == "configured-two"
+        assert "second" in str(fake.requests[-1].body["messages"][-1])
+
+
+async def test_a_killed_server_loses_at_most_the_message_in_flight(
+    env: dict[str, str], fake: FakeProvider, project: Path
+) -> None:
+    async with spawn_server(env, check_exit=False) as process:
+        client = process.sdk_client()
+        await client.initialize()
+        sid = (await client.new_session(project))["sessionId"]
+        fake.script([Reply(text="first answer")])
+        await client.prompt(sid, "first question")
+        fake.script([Reply(text="never finished " * 200, chunk_size=5, chunk_delay=0.01)])
+        client.start_prompt(sid, "second question")
+        await client.wait_for(lambda: "never finished" in client.text(sid))
+        os.kill(process.pid, signal.SIGKILL)
+        await process.wait()
+        await client.aclose()
+    async with connected(env) as (_, client):
+        await client.request("session/load", load_params(sid, project))
+        replayed_user = client.text(sid, "user_message_chunk")
+        assert "first question" in replayed_user and "second question" in replayed_user
+        assert "first answer" in client.text(sid)
+        fake.script([Reply(text="picking up again")])
+        assert await client.prompt(sid, "where were we?") == {"stopReason": "end_turn"}

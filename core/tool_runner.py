@@ -20,7 +20,6 @@ from pydantic import BaseModel, ValidationError
 from core.approval import ApprovalPolicy, Approver, Decision
 from core.events import (
     Event,
-    FileDiff,
     MessageCommitted,
     ToolCallFinished,
     ToolCallRunning,
@@ -32,6 +31,8 @@ from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+MAX_STORED_DIFF_CHARS = 1_000_000  # larger diffs are not kept for session/load replays
 
 
 class TurnCancelled(Exception):
@@ -283,23 +284,16 @@ def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[s
         "status": finished.status,
         "raw_output": finished.raw_output,
     }
-    if finished.diff is not None:
-        display["diff"] = {
-            "path": finished.diff.path,
-            "old_text": finished.diff.old_text,
-            "new_text": finished.diff.new_text,
-        }
+    diff = finished.diff
+    if diff is not None:
+        if len(diff.old_text or "") + len(diff.new_text) <= MAX_STORED_DIFF_CHARS:
+            display["diff"] = {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
+        else:
+            display["diff_omitted"] = diff.path  # a replay shows the path, not megabytes of text
     if finished.exit_code is not None or finished.signal is not None:
         display["exit_code"] = finished.exit_code
         display["signal"] = finished.signal
     return display
-
-
-def diff_from_display(display: dict[str, Any]) -> FileDiff | None:
-    diff = display.get("diff")
-    if not diff:
-        return None
-    return FileDiff(diff["path"], diff.get("old_text"), diff["new_text"])
 
 
 def _waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:

@@ -28,8 +28,9 @@ from core.events import (
     UsageUpdated,
 )
 from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.tool_runner import tool_display
 from hermes_acp.bridge.channel import send_updates
-from hermes_acp.bridge.events import EventTranslator, display_for, plan_update
+from hermes_acp.bridge.events import EventTranslator, plan_update
 from tests.support.bridge_pair import BridgePair, open_pair
 from tests.support.schema import validate
 
@@ -399,7 +400,7 @@ async def test_replay_of_a_stored_conversation(pair):
             content="Created hello.py",
             tool_call_id="call-7",
             name="write_file",
-            display=display_for(started, finished),
+            display=tool_display(started, finished),
         ),
         Message(
             role="assistant", content="Done.", tool_calls=[ToolCall("call-8", "run", '{"command": "ls"}')]
@@ -449,7 +450,7 @@ async def test_replay_of_a_tool_message_without_display_still_reaches_a_final_st
 def test_display_for_is_json_and_records_commands():
     started = ToolCallStarted("c", "run", "`ls`", "execute", {"command": "ls"}, (Location("/a", 3),))
     finished = ToolCallFinished("c", "failed", "boom", exit_code=None, signal="SIGKILL")
-    display = display_for(started, finished)
+    display = tool_display(started, finished)
     assert json.loads(json.dumps(display)) == display
     assert display["signal"] == "SIGKILL" and display["status"] == "failed"
     assert display["locations"] == [["/a", 3]]
@@ -469,3 +470,10 @@ def test_a_huge_output_flood_is_paced_by_the_clock_once_the_card_is_full():
     shown = text_of(params["update"])
     assert shown.startswith("```\n[… earlier output cut]\n") and shown.endswith("tail\n```")
     assert len(shown) < 70_000
+
+
+def test_a_huge_diff_is_not_stored_for_replay_but_its_path_is():
+    started = ToolCallStarted("c", "write_file", "Write big.txt", "edit", {"path": "big.txt"})
+    huge = FileDiff("/w/big.txt", None, "x" * 2_000_000)
+    display = tool_display(started, ToolCallFinished("c", "completed", "wrote", diff=huge))
+    assert "diff" not in display and display["diff_omitted"] == "/w/big.txt"

@@ -36,7 +36,6 @@ from core.messages import ContentPart, ImagePart, Message
 COALESCE_SECONDS = 0.05  # at most ~20 card refreshes a second for locally streamed output
 COALESCE_CHARS = 4096  # ...unless this much arrived since the last one
 MAX_SHOWN_CHARS = 64_000  # a tool card shows at most this much text (the tail of command output)
-MAX_STORED_DIFF_CHARS = 1_000_000  # larger diffs are not kept on the message for replay
 INTERRUPTED = "Interrupted: this tool call did not complete."
 
 _FENCED_KINDS = frozenset({"read", "search", "execute"})
@@ -440,32 +439,6 @@ def plan_update(entries: Iterable[PlanEntry]) -> dict[str, Any]:
             for entry in entries
         ],
     }
-
-
-def display_for(started: ToolCallStarted, finished: ToolCallFinished) -> dict[str, Any]:
-    """What to store on a tool message so `session/load` can show its card again.
-
-    JSON-serialisable; the same keys `core.agent.tool_display` writes, so either works.
-    """
-    display: dict[str, Any] = {
-        "title": started.title,
-        "kind": started.kind,
-        "tool": started.tool,
-        "raw_input": started.arguments,
-        "locations": [[loc.path, loc.line] for loc in started.locations],
-        "status": finished.status,
-        "raw_output": finished.raw_output,
-    }
-    diff = finished.diff
-    if diff is not None:
-        if len(diff.old_text or "") + len(diff.new_text) <= MAX_STORED_DIFF_CHARS:
-            display["diff"] = {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
-        else:
-            display["diff_omitted"] = diff.path
-    if finished.exit_code is not None or finished.signal is not None:
-        display["exit_code"] = finished.exit_code
-        display["signal"] = finished.signal
-    return display
 
 
 def _replayed_result(message: Message) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from core.events import (
 from core.memory import MemoryStore
 from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
-from core.tool_runner import ToolRunner, TurnCancelled
+from core.tool_runner import ToolRunner, TurnCancelled, call_cards
 from core.tools.base import SessionToolState, ToolLimits
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
@@ -208,6 +208,9 @@ class Agent:
                 assert response is not None
                 yield self._usage_event(turn_usage)
                 assistant = self._assistant_message(response)
+                calls = self.runner.prepare(assistant.tool_calls)
+                if calls:
+                    assistant.display = call_cards(calls)
                 self.messages.append(assistant)
                 yield MessageCommitted(assistant)
                 yield StepFinished(iteration, response.finish_reason)
@@ -224,7 +227,6 @@ class Agent:
                         )
                     break
 
-                calls = self.runner.prepare(assistant.tool_calls)
                 bad = sum(1 for c in calls if c.error and c.tool is not None)
                 repairs += bad
                 if repairs > MAX_ARGUMENT_REPAIRS:

@@ -119,6 +119,8 @@ class ToolRunner:
                 item.args = tool.parse(parsed)
             except ValidationError as exc:
                 item.error = f"Invalid arguments for {tool.name}: {_describe_validation(exc)}"
+        for item in prepared:
+            item.started = self._started_event(item)
         return prepared
 
     async def run(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
@@ -127,7 +129,7 @@ class ToolRunner:
         Raises TurnCancelled (after every call got a result) when the user chose cancel.
         """
         for item in calls:
-            item.started = self._started_event(item)
+            assert item.started is not None
             yield item.started
         cancelled = False
         for wave in _waves(calls):
@@ -271,6 +273,22 @@ class ToolRunner:
             display=tool_display(item.started, finished),
         )
         yield MessageCommitted(message)
+
+
+def call_cards(calls: list[PreparedCall]) -> dict[str, Any]:
+    """The cards of a response's tool calls, stored on the assistant message, so a replay
+    shows the real command or path even for a call a crash cut off before its result."""
+    cards = {}
+    for item in calls:
+        started = item.started
+        assert started is not None
+        cards[started.call_id] = {
+            "title": started.title,
+            "kind": started.kind,
+            "tool": started.tool,
+            "locations": [[loc.path, loc.line] for loc in started.locations],
+        }
+    return {"tool_calls": cards}
 
 
 def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[str, Any]:

@@ -404,8 +404,11 @@ class EventTranslator:
             updates.extend(
                 self._wrap(_chunk("agent_message_chunk", block)) for block in _blocks(message.content)
             )
+            cards = (message.display or {}).get("tool_calls") or {}
             for call in message.tool_calls:
-                display = self._replay_displays.get(call.id) or {}
+                # The result's display is complete; the assistant's own card stands in
+                # for a call that a crash or cancel cut off before its result.
+                display = self._replay_displays.get(call.id) or cards.get(call.id) or {}
                 self._closed.discard(call.id)
                 self._open[call.id] = _OpenCall(kind=_kind(display))
                 update = {

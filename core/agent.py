@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,7 @@ from core.memory import MemoryStore
 from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
 from core.tool_runner import ToolRunner, TurnCancelled, call_cards
-from core.tools.base import SessionToolState, ToolLimits
+from core.tools.base import SessionToolState, Tool, ToolLimits
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
@@ -67,6 +67,7 @@ class Agent:
         approver: Approver,
         providers: list[Provider] | None = None,
         tools: ToolRegistry | None = None,
+        extra_tools: Sequence[Tool] = (),
         mode: Mode | None = None,
         messages: list[Message] | None = None,
         system_prompt: str | None = None,
@@ -79,7 +80,11 @@ class Agent:
         self.workspace = workspace
         self.approver = approver
         self.memory = _memory_store(settings, workspace)
+        # The built-in tools and memory unless a registry is given; then the embedder's own
+        # (past-session search, MCP servers). Fixed for the session: prompt caches key on it.
         self.tools = tools if tools is not None else _default_registry(self.memory)
+        for tool in extra_tools:
+            self.tools.register(tool)
         self.approvals = approvals if approvals is not None else ApprovalMemory()
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
         self.messages: list[Message] = list(messages or [])

@@ -21,13 +21,9 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
-from hermes_acp.session.manager import (
-    AUTH_REQUIRED,
-    INVALID_PARAMS,
-    ClientProfile,
-    SessionManager,
-    auth_help,
-)
+from hermes_acp.session.errors import AUTH_REQUIRED, INVALID_PARAMS, auth_help
+from hermes_acp.session.manager import SessionManager
+from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport
 
 log = logging.getLogger(__name__)
@@ -45,6 +41,8 @@ ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
 WARM_MODULES = (
     "core.agent",
     "core.store",
+    "core.tools.session_search",
+    "core.watch",
     "hermes_acp.bridge.commands",
     "hermes_acp.bridge.content",
     "hermes_acp.bridge.events",
@@ -156,7 +154,7 @@ class AcpServer:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": True},
                 # fork is in the unstable schema only; clients that do not know it ignore it
                 "sessionCapabilities": {
                     "list": {},

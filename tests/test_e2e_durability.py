@@ -64,7 +64,8 @@ async def test_two_server_processes_on_one_store_lose_nothing(
         assert sorted(listed) == sorted(ids[0] + ids[1])
         for server, session_ids in ((1, ids[0]), (2, ids[1])):
             for index, sid in enumerate(session_ids):
-                await reader.request("session/load", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
+                params = {"sessionId": sid, "cwd": str(project), "mcpServers": []}
+                await reader.request("session/load", params)
                 said = reader.text(sid, "user_message_chunk")
                 for turn in range(PROMPTS_PER_SESSION):
                     assert f"server {server} session {index} prompt {turn}" in said

@@ -64,7 +64,7 @@ async def test_zed_initialize_payload(server: ServerProcess) -> None:
     assert result["agentInfo"] == {"name": "hermes-acp", "title": "Hermes", "version": __version__}
     caps = result["agentCapabilities"]
     assert caps["promptCapabilities"] == {"image": True, "audio": False, "embeddedContext": True}
-    assert caps["mcpCapabilities"] == {"http": False, "sse": False}
+    assert caps["mcpCapabilities"] == {"http": True, "sse": True}
     methods = {method["id"]: method for method in result["authMethods"]}
     assert set(methods) == {"env", "setup"}
     assert "type" not in methods["env"]  # the agent method: the client calls authenticate

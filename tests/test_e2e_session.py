@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -146,24 +147,44 @@ async def test_additional_directories_are_checked_like_cwd(client: AcpClient, pr
     assert session["sessionId"]
 
 
-async def test_mcp_servers_are_accepted_and_skipped(client: AcpClient, project: Path) -> None:
-    """Zed sends the user's MCP servers, HTTP ones included, even unadvertised."""
+async def test_mcp_servers_that_cannot_be_used_are_reported_and_the_session_works(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    """Zed sends the user's MCP servers; one that cannot start or be reached is left out
+    and named once in the conversation, a kind we do not speak is only logged."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed_port = sock.getsockname()[1]
     servers = [
         {
             "name": "files",
-            "command": "/usr/bin/mcp-files",
+            "command": "/nonexistent/mcp-files",
             "args": ["--root", "/"],
             "env": [{"name": "A", "value": "1"}],
         },
         {
             "type": "http",
             "name": "remote",
-            "url": "https://example.invalid/mcp",
+            "url": f"http://127.0.0.1:{closed_port}/mcp",
             "headers": [{"name": "X", "value": "y"}],
         },
+        {"type": "acp", "name": "bridge", "serverId": "in-editor"},
     ]
     session = await client.request("session/new", {"cwd": str(project), "mcpServers": servers})
-    assert session["sessionId"]
+    sid = session["sessionId"]
+    note = await client.wait_for(lambda: client.text(sid))
+    assert note.startswith("**Some MCP servers are not available in this session:**")
+    assert "MCP server 'files': cannot start it" in note
+    assert "MCP server 'remote'" in note
+    assert "bridge" not in note
+    assert await client.wait_for(
+        lambda: "MCP server 'bridge': transport 'acp' is not supported" in server.stderr
+    )
+
+    fake.script([Reply(text="Still here.")])
+    assert (await client.prompt(sid, "hello"))["stopReason"] == "end_turn"
+    assert client.text(sid).endswith("Still here.")
+    assert client.text(sid).count("MCP server 'files'") == 1
 
 
 async def test_set_mode_round_trip(client: AcpClient, project: Path) -> None:

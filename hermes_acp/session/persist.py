@@ -1,4 +1,5 @@
-"""Writes one session's history and record to the store, in order, off the event loop.
+"""The session store, opened once per connection on first use, and the writes of one
+session's history and record to it, in order, off the event loop.
 
 A turn must not wait for SQLite between two streamed chunks, so each write is queued
 and a single worker runs the queue in a thread, oldest first, several writes per
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +21,30 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Write = Callable[["SessionStore"], Any]
+
+
+class SharedStore:
+    """The SQLite store every session of the connection uses, opened in a thread the
+    first time anything needs it (the path is asked for only then)."""
+
+    def __init__(self, path: Callable[[], Path]) -> None:
+        self._path = path
+        self._store: SessionStore | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> SessionStore:
+        if self._store is None:
+            async with self._lock:
+                if self._store is None:
+                    from core.store import SessionStore
+
+                    self._store = await asyncio.to_thread(SessionStore, self._path())
+        return self._store
+
+    async def close(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            await asyncio.to_thread(store.close)
 
 
 class Persister:

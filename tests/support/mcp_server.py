@@ -1,7 +1,9 @@
 """A tiny MCP server for the MCP connection tests, built on the SDK's MCPServer (ex FastMCP).
 
-Run as a script it serves stdio. `http_servers()` serves the same tools over streamable
-HTTP and SSE on 127.0.0.1 from a background thread of the test process.
+Run as a script it serves stdio (and first writes its pid to the file named by
+HERMES_MCP_PID_FILE, when set, so a test can tell whether it still runs).
+`http_servers()` serves the same tools over streamable HTTP and SSE on 127.0.0.1 from a
+background thread of the test process.
 """
 
 from __future__ import annotations
@@ -124,4 +126,8 @@ def http_servers() -> Iterator[HttpEndpoints]:
 
 
 if __name__ == "__main__":
+    pid_file = os.environ.get("HERMES_MCP_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as out:
+            out.write(str(os.getpid()))
     build_server().run("stdio")

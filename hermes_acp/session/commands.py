@@ -1,0 +1,75 @@
+"""Running a slash command typed as a prompt: the change it makes and the answer it gives.
+
+The texts are in `slash`; parsing and the commands menu are in `bridge.commands`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from hermes_acp.session import slash
+from hermes_acp.session.options import MODE_IDS
+from hermes_acp.session.records import replace_history
+from hermes_acp.session.updates import say
+
+if TYPE_CHECKING:
+    from hermes_acp.bridge.channel import ClientChannel
+    from hermes_acp.session.controls import SessionControls
+    from hermes_acp.session.state import Session
+
+# Sends a stream of agent events to the client and the store (the turn's own path).
+StreamEvents = Callable[["Session", AsyncIterator[Any]], Awaitable[str]]
+
+
+class SlashCommands:
+    def __init__(self, channel: ClientChannel, controls: SessionControls) -> None:
+        self.channel = channel
+        self.controls = controls
+
+    async def run(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
+        """Run one command; the turn's stop reason."""
+        agent = session.agent
+        controls = self.controls
+        if name == "help":
+            await self._say(session, slash.help_text(agent.mode.value, session.model))
+        elif name == "mode":
+            new_mode = argument if argument in MODE_IDS else None
+            if new_mode is not None:
+                controls.apply_mode(session, new_mode)
+                await controls.notify_mode(session)
+                await controls.notify_config(session)
+            await self._say(session, slash.mode_text(new_mode, agent.mode.value, argument))
+        elif name == "model":
+            new_model = argument.split()[0] if argument else None
+            if new_model is not None:
+                if new_model not in controls.options(session).offered_models():
+                    session.extra_models.append(new_model)
+                controls.apply_model(session, new_model)
+                await controls.notify_config(session)
+            offered = controls.options(session).offered_models()
+            await self._say(session, slash.model_text(new_model, session.model, offered))
+        elif name == "tools":
+            await self._say(session, slash.tools_text(agent.tools, read_only=agent.mode.value == "plan"))
+        elif name == "context":
+            await self._say(
+                session, slash.context_text(agent.context_tokens, agent.context_window, len(agent.messages))
+            )
+        elif name == "cost":
+            await self._say(session, slash.cost_text(agent.usage_total, agent.cost_usd))
+        elif name == "clear":
+            agent.messages = []
+            agent.context_tokens = 0
+            replace_history(session, [])
+            await self._say(session, slash.CLEARED)
+        elif name == "compact":
+            before = list(agent.messages)
+            if before:
+                await stream(session, agent.compact())
+            await self._say(
+                session, slash.compact_text(len(before), len(agent.messages), agent.messages != before)
+            )
+        return "end_turn"
+
+    async def _say(self, session: Session, text: str) -> None:
+        await say(self.channel, session.id, text)

@@ -1,0 +1,33 @@
+"""The JSON-RPC errors the session layer answers with, and their messages."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from acp.exceptions import RequestError
+
+if TYPE_CHECKING:
+    from core.config import Settings
+
+AUTH_REQUIRED = -32000
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SESSION_NOT_FOUND = -32002
+ALREADY_RUNNING = "a prompt is already running in this session; cancel it first"
+
+
+def protocol_error(code: int, message: str, data: Any = None) -> RequestError:
+    return RequestError(code, message, data)
+
+
+def not_found(session_id: str) -> RequestError:
+    return protocol_error(SESSION_NOT_FOUND, f"unknown session {session_id!r}", {"sessionId": session_id})
+
+
+def auth_help(settings: Settings) -> str:
+    return (
+        "No API key configured for hermes-acp. Run `hermes-acp setup` in a terminal, or set "
+        "OPENAI_API_KEY (or ANTHROPIC_API_KEY / OPENROUTER_API_KEY, or HERMES_ACP_API_KEY with "
+        f"HERMES_ACP_BASE_URL for another endpoint) in the environment or in {settings.config_path}."
+    )

@@ -1,0 +1,149 @@
+"""Building a session: its workspace, approver, tools (built-in, memory, session search,
+the editor's MCP servers), workspace watcher, agent and event translator.
+
+Everything the agent's tool list needs is ready before the agent is built: the tool
+list and system prompt are fixed from then on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_acp.session import mcp_servers
+from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+from hermes_acp.session.options import MODE_IDS
+from hermes_acp.session.persist import Persister, SharedStore
+from hermes_acp.session.records import restore_agent
+from hermes_acp.session.state import ClientProfile, Session, release
+
+if TYPE_CHECKING:
+    from core.agent import Agent
+    from core.config import Settings
+    from core.messages import Message
+    from core.store import SessionRecord
+    from core.tools.base import Tool
+    from core.workspace import Workspace
+    from hermes_acp.bridge.channel import ClientChannel
+
+
+class SessionFactory:
+    def __init__(self, channel: ClientChannel, client: ClientProfile, store: SharedStore) -> None:
+        self.channel = channel
+        self.client = client  # shared with the server: filled in by `initialize`
+        self.store = store
+
+    async def open(
+        self,
+        settings: Settings,
+        session_id: str,
+        cwd: str,
+        extra_dirs: list[str],
+        mcp_entries: Iterable[Any] = (),
+        *,
+        record: SessionRecord | None = None,
+        messages: list[Message] | None = None,
+    ) -> Session:
+        """A ready session, fresh or restored from `record` and `messages`. Its MCP
+        servers are connected (the ones that failed are in `mcp_problems`)."""
+        from core.approval import ApprovalMemory, Mode
+        from hermes_acp.bridge.events import EventTranslator
+        from hermes_acp.bridge.permissions import AcpApprover
+
+        store = await self.store.get()
+        mcp, problems = await mcp_servers.connect(mcp_entries, cwd)
+        extra_tools: list[Tool] = mcp.tools() if mcp is not None else []
+        workspace = self._workspace(session_id, cwd, extra_dirs)
+        approver = AcpApprover(self.channel, session_id)
+        mode = Mode(record.mode if record and record.mode in MODE_IDS else settings.default_mode)
+
+        def build() -> Agent:
+            from core.agent import Agent
+            from core.tools.session_search import SessionSearchTool
+            from core.watch import WorkspaceWatcher
+
+            agent = Agent(
+                settings=settings,
+                workspace=workspace,
+                approver=approver,
+                extra_tools=[SessionSearchTool(store, session_id, cwd), *extra_tools],
+                mode=mode,
+                messages=messages,
+                approvals=ApprovalMemory.from_dict(record.approvals) if record else None,
+                title=record.title if record else None,
+                watcher=WorkspaceWatcher([cwd, *extra_dirs]),
+            )
+            if record is not None:
+                if record.model:
+                    agent.model = record.model
+                agent.reasoning_effort = record.reasoning_effort
+            return agent
+
+        agent: Agent | None = None
+        try:
+            agent = await asyncio.to_thread(build)
+            if record is not None:
+                restore_agent(agent, record)
+        except BaseException:
+            await release(agent, mcp)
+            raise
+        translator = EventTranslator(session_id, terminal_meta=self.client.terminal_meta, cwd=cwd)
+        return Session(
+            id=session_id,
+            cwd=cwd,
+            extra_dirs=extra_dirs,
+            agent=agent,
+            translator=translator,
+            persister=Persister(session_id, self.store.get),
+            mcp=mcp,
+            mcp_problems=problems,
+            stored=record is not None,
+            created=record.created_at if record is not None else time.time(),
+        )
+
+    def _workspace(self, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
+        from core.workspace import LocalWorkspace, WorkspaceScope
+
+        scope = WorkspaceScope(Path(cwd), tuple(Path(d) for d in extra_dirs))
+        local = LocalWorkspace(scope)
+        if not self.client.offers_workspace:
+            return local
+        from hermes_acp.bridge.workspace import ClientWorkspace
+
+        return ClientWorkspace(
+            scope,
+            self.channel,
+            session_id,
+            read=self.client.read_file,
+            write=self.client.write_file,
+            terminal=self.client.terminal,
+            local=local,
+        )
+
+
+def check_directories(cwd: str, extra_dirs: Iterable[str]) -> tuple[str, list[str]]:
+    """cwd and additionalDirectories must be absolute paths of existing directories."""
+    _check_directory("cwd", cwd)
+    extra = list(extra_dirs or [])
+    for index, path in enumerate(extra):
+        _check_directory(f"additionalDirectories[{index}]", path)
+    return cwd, extra
+
+
+def _check_directory(field_name: str, path: str) -> None:
+    if not Path(path).is_absolute():
+        raise protocol_error(
+            INVALID_PARAMS,
+            f"{field_name} must be an absolute path; got {path!r}",
+            {"field": field_name, "path": path},
+        )
+    if not Path(path).is_dir():
+        what = "does not exist" if not Path(path).exists() else "is not a directory"
+        raise protocol_error(
+            INVALID_PARAMS,
+            f"{field_name} must be an existing directory; {path!r} {what}",
+            {"field": field_name, "path": path},
+        )

@@ -1,0 +1,76 @@
+"""What one connection and each of its sessions hold: plain state, no protocol logic."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from core.agent import Agent
+    from core.mcp_tools import McpConnections
+    from hermes_acp.bridge.events import EventTranslator
+    from hermes_acp.session.persist import Persister
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ClientProfile:
+    """What the client said it can do in `initialize` (one per connection)."""
+
+    read_file: bool = False
+    write_file: bool = False
+    terminal: bool = False
+    terminal_auth: bool = False  # may be offered a `type: "terminal"` auth method
+    terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
+
+    @property
+    def offers_workspace(self) -> bool:
+        return self.read_file or self.write_file or self.terminal
+
+
+@dataclass(slots=True)
+class Turn:
+    task: asyncio.Task[str] | None = None
+    cancel_requested: bool = False
+
+
+@dataclass(slots=True)
+class Session:
+    id: str
+    cwd: str
+    extra_dirs: list[str]
+    agent: Agent
+    translator: EventTranslator
+    persister: Persister
+    mcp: McpConnections | None = None  # the editor's MCP servers, connected for this session
+    mcp_problems: list[str] = field(default_factory=list)  # servers left out, one line each
+    stored: bool = False  # the store has a record for it
+    closed: bool = False  # closed, deleted or shut down: nothing more is written
+    turn: Turn | None = None
+    pending_model: str | None = None  # set during a turn; applied when it ends
+    extra_models: list[str] = field(default_factory=list)  # picked with /model, not in any list
+    created: float = field(default_factory=time.time)
+
+    @property
+    def model(self) -> str:
+        return self.pending_model or self.agent.model
+
+    async def release(self) -> None:
+        """Stop what the session runs besides its turn: the agent's background processes,
+        workspace watcher and provider clients, then its MCP servers."""
+        await release(self.agent, self.mcp)
+
+
+async def release(agent: Agent | None, mcp: McpConnections | None) -> None:
+    """Free an agent and MCP connections, whichever exist; a failing step is logged."""
+    for closer in (agent, mcp):
+        if closer is None:
+            continue
+        try:
+            await closer.aclose()
+        except Exception:
+            log.debug("cleanup step failed", exc_info=True)

@@ -1,0 +1,178 @@
+"""Running one prompt turn of a session: agent events to `session/update`, history to the
+store, cancel, and errors.
+
+The turn runs in its own task so a `session/cancel` can cancel it while the prompt
+request waits; a cancelled turn answers `stopReason: "cancelled"` and closes the tool
+calls it left open. A failing model provider ends the turn normally with the error
+shown where the answer would be; anything else is a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from acp.exceptions import RequestError
+
+from hermes_acp.bridge.channel import send_updates
+from hermes_acp.session.errors import (
+    ALREADY_RUNNING,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    protocol_error,
+)
+from hermes_acp.session.records import (
+    persist_message,
+    replace_history,
+    save_record,
+    save_turn_state,
+)
+from hermes_acp.session.state import Session, Turn
+from hermes_acp.session.updates import say
+
+if TYPE_CHECKING:
+    from hermes_acp.bridge.channel import ClientChannel
+    from hermes_acp.session.commands import SlashCommands
+
+log = logging.getLogger(__name__)
+
+CANCELLED_NOTE = "Cancelled by the user."
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        channel: ClientChannel,
+        commands: SlashCommands,
+        *,
+        sdks_ready: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        self.channel = channel
+        self.commands = commands
+        # Awaited inside the turn before anything that may import a provider SDK.
+        self._sdks_ready = sdks_ready
+
+    async def prompt(self, session: Session, blocks: list[dict[str, Any]]) -> str:
+        """Run one turn to its end; its stop reason."""
+        if session.turn is not None:
+            raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session.id})
+        turn = Turn()
+        session.turn = turn
+        try:
+            turn.task = asyncio.create_task(self._turn(session, blocks), name=f"turn {session.id}")
+            try:
+                await asyncio.wait({turn.task})
+            except asyncio.CancelledError:
+                turn.task.cancel()
+                raise
+            return await self._finish(session, turn)
+        finally:
+            session.turn = None
+            if session.pending_model is not None:
+                session.agent.model = session.pending_model
+                session.pending_model = None
+
+    @staticmethod
+    def cancel(session: Session) -> None:
+        if session.turn is None:
+            return  # idle: nothing to cancel, and nothing carries over
+        session.turn.cancel_requested = True
+        if session.turn.task is not None:
+            session.turn.task.cancel()
+
+    @staticmethod
+    async def stop(session: Session) -> None:
+        """Cancel the running turn, if any, and wait until its task has ended."""
+        turn = session.turn
+        if turn is not None and turn.task is not None:
+            turn.cancel_requested = True
+            turn.task.cancel()
+            await asyncio.wait({turn.task})
+
+    async def _turn(self, session: Session, blocks: list[dict[str, Any]]) -> str:
+        if self._sdks_ready is not None:
+            await self._sdks_ready()  # inside the turn: a cancel during the wait still counts
+        from hermes_acp.bridge.commands import parse_command
+
+        command = parse_command(_plain_text(blocks)) if _only_text(blocks) else None
+        if command is not None:
+            return await self.commands.run(session, *command, self.stream)
+        from core.models import model_info
+        from hermes_acp.bridge.content import prompt_to_content
+
+        try:
+            content = await prompt_to_content(
+                blocks, session.agent.workspace, accepts_images=model_info(session.agent.model).images
+            )
+        except ValueError as exc:
+            raise protocol_error(INVALID_PARAMS, f"prompt: {exc}", {"field": "prompt"}) from exc
+        return await self.stream(session, session.agent.run_turn(content))
+
+    async def stream(self, session: Session, events: AsyncIterator[Any]) -> str:
+        """Send a stream of agent events to the client and the store; the stop reason."""
+        from core.events import HistoryReplaced, MessageCommitted, TitleChanged, TurnEnded
+        from core.providers.base import ProviderError
+
+        translate = session.translator.translate
+        notify = self.channel.send_notification
+        stop = "end_turn"
+        try:
+            async for event in events:
+                kind = type(event)
+                if kind is MessageCommitted:
+                    persist_message(session, event.message)
+                    continue
+                if kind is TurnEnded:
+                    stop = str(event.stop_reason)
+                    continue
+                if kind is HistoryReplaced:
+                    replace_history(session, list(event.messages))
+                elif kind is TitleChanged:
+                    save_record(session, title=event.title, force=True)
+                for params in translate(event):
+                    await notify("session/update", params)
+        except ProviderError as exc:
+            # The editor shows the error where the answer would be, and the turn ends
+            # normally: a JSON-RPC error would be shown as a crash of the agent.
+            log.warning("session %s: the model provider failed: %s", session.id, exc)
+            await send_updates(self.channel, session.translator.close_open_tool_calls(f"Stopped: {exc}"))
+            await say(self.channel, session.id, f"\n\n**The model provider failed:** {exc}\n")
+        return stop
+
+    async def _finish(self, session: Session, turn: Turn) -> str:
+        assert turn.task is not None
+        task = turn.task
+        if task.cancelled() or turn.cancel_requested:
+            if not task.cancelled() and task.exception() is not None:
+                log.info("turn of %s ended with %r after a cancel", session.id, task.exception())
+            await send_updates(self.channel, session.translator.close_open_tool_calls(CANCELLED_NOTE))
+            await _end_of_turn(session)
+            return "cancelled"
+        error = task.exception()
+        if error is None:
+            await _end_of_turn(session)
+            return task.result()
+        await send_updates(
+            self.channel, session.translator.close_open_tool_calls(f"Stopped by an error: {error}")
+        )
+        await _end_of_turn(session)
+        if isinstance(error, RequestError):
+            raise error
+        log.error("turn of session %s failed", session.id, exc_info=error)
+        raise protocol_error(INTERNAL_ERROR, f"the turn failed: {error}", {"details": str(error)})
+
+
+async def _end_of_turn(session: Session) -> None:
+    save_turn_state(session)
+    await session.persister.flush()
+
+
+def _only_text(blocks: list[dict[str, Any]]) -> bool:
+    return bool(blocks) and all(isinstance(b, dict) and b.get("type") == "text" for b in blocks)
+
+
+def _plain_text(blocks: list[dict[str, Any]]) -> str:
+    return "".join(str(b.get("text", "")) for b in blocks)

@@ -1,0 +1,18 @@
+"""`session/update` notifications the session layer sends outside the event translation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_acp.bridge.channel import ClientChannel
+
+
+async def send_update(channel: ClientChannel, session_id: str, update: dict[str, Any]) -> None:
+    await channel.send_notification("session/update", {"sessionId": session_id, "update": update})
+
+
+async def say(channel: ClientChannel, session_id: str, text: str) -> None:
+    """A message from the agent that no model wrote (command answers, notices)."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    await send_update(channel, session_id, chunk)

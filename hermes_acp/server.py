@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 PROTOCOL_VERSION = 1
 METHOD_NOT_FOUND = -32601
 ENV_AUTH = "env"
+DRAIN_SECONDS = 10.0  # how long requests in flight at end of input may take to answer
 SETUP_AUTH = "setup"
 
 Params = dict[str, Any]
@@ -75,6 +76,7 @@ class AcpServer:
         self.transport = transport
         self.connection = Connection(self.dispatch, transport, listening=False)
         self.client = ClientProfile()
+        self._in_flight: set[asyncio.Task[Any]] = set()
         self.warmup = Warmup()
         self.sessions = SessionManager(
             self.connection,
@@ -102,11 +104,16 @@ class AcpServer:
         }
 
     async def serve(self) -> None:
-        """Answer requests until the input ends; then cancel turns and flush state."""
+        """Answer requests until the input ends; then cancel turns, answer what is still
+        in flight (a script may write its last requests and close stdin at once), flush
+        state and close."""
         try:
             await self.connection.main_loop()
         finally:
             log.info("input closed; shutting down")
+            self.sessions.cancel_all()
+            if self._in_flight:
+                await asyncio.wait(set(self._in_flight), timeout=DRAIN_SECONDS)
             await self.sessions.shutdown()
             await self.connection.close()
 
@@ -128,6 +135,13 @@ class AcpServer:
                 log.warning("ignoring %s with invalid params: %r", method, params)
                 return None
             raise
+        if is_notification:
+            return await handler(request, raw)
+        # The task also writes the response once we return; shutdown waits for it.
+        task = asyncio.current_task()
+        assert task is not None
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
         return await handler(request, raw)
 
     # -- handlers -----------------------------------------------------------------------

@@ -146,6 +146,44 @@ async def test_stdin_closed_mid_turn_cancels_it_stores_it_and_exits_0(
     assert rows and rows[0][0] == "user" and "long story" in rows[0][1]
 
 
+async def test_requests_in_flight_when_stdin_closes_are_still_answered(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    """A script may write its requests and close stdin at once (`printf ... | hermes-acp`):
+    every request gets its answer before the process exits."""
+    project = tmp_path / "project"
+    project.mkdir()
+    initialize = {"protocolVersion": 1}
+    new = {"cwd": str(project), "mcpServers": []}
+    async with spawn_server(server_env(tmp_path, fake)) as process:
+        await process.send_together(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize},
+            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": new},
+            {"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": new},
+        )
+        await process.close_stdin()
+        assert (await process.response_to(1))["result"]["protocolVersion"] == 1
+        assert "sessionId" in (await process.response_to(2))["result"]
+        assert "sessionId" in (await process.response_to(3))["result"]
+        assert await process.wait(within=10) == 0
+
+
+async def test_a_prompt_running_when_stdin_closes_answers_cancelled(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    fake.script([Reply(text="slow " * 100, chunk_size=5, chunk_delay=0.05)])
+    async with connected(server_env(tmp_path, fake)) as (process, client):
+        sid = (await client.new_session(project))["sessionId"]
+        prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
+        await process.send({"jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": prompt})
+        await client.wait_for(lambda: client.session_updates(sid, "agent_message_chunk"))
+        await process.close_stdin()
+        assert (await process.response_to("p"))["result"] == {"stopReason": "cancelled"}
+        assert await process.wait(within=10) == 0
+
+
 async def test_stray_prints_land_on_stderr(fake: FakeProvider, tmp_path: Path) -> None:
     """Whatever a library prints (print() or a raw write to fd 1) must not reach the
     protocol stream: every stdout line is checked to be JSON-RPC by the harness."""

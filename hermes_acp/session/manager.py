@@ -305,6 +305,11 @@ class SessionManager:
         if session is not None:  # unknown: nothing to cancel
             self.turns.cancel(session)
 
+    def cancel_all(self) -> None:
+        """Cancel every running turn (the input ended: nobody is left to watch them)."""
+        for session in self._sessions.values():
+            self.turns.cancel(session)
+
     # -- plumbing ------------------------------------------------------------------------------
 
     async def _notify(self, params: dict[str, Any]) -> None:

@@ -238,23 +238,21 @@ class AcpServer:
         return await self.sessions.prompt(request.session_id, list(raw["prompt"]))
 
     async def load_session(self, request: schema.LoadSessionRequest, raw: Params) -> Params:
-        await self.warmup.modules_ready()
-        return await self.sessions.load_session(
-            request.session_id,
-            request.cwd,
-            list(request.additional_directories or []),
-            list(request.mcp_servers or []),
-            replay=True,
-        )
+        return await self._restore(request, replay=True)
 
     async def resume_session(self, request: schema.ResumeSessionRequest, raw: Params) -> Params:
+        return await self._restore(request, replay=False)
+
+    async def _restore(
+        self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
+    ) -> Params:
         await self.warmup.modules_ready()
         return await self.sessions.load_session(
             request.session_id,
             request.cwd,
             list(request.additional_directories or []),
             list(request.mcp_servers or []),
-            replay=False,
+            replay=replay,
         )
 
     async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:

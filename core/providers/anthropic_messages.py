@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.events import TextDelta, ThoughtDelta, Usage
@@ -18,15 +19,8 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import (
-    END,
-    classify,
-    classify_payload,
-    close_quietly,
-    next_item,
-    open_stream,
-    untransformed,
-)
+from core.providers.errors import classify, classify_stream_error, close_quietly, untransformed
+from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}
@@ -122,8 +116,8 @@ class AnthropicMessagesProvider:
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        sdk_stream = await open_stream(
-            (await self.client()).messages.create(
+        response = await open_response(
+            (await self.client()).messages.with_streaming_response.create(
                 **untransformed(
                     self.params(request), bulky=("messages", "tools", "system"), placeholders={"messages": []}
                 )
@@ -131,42 +125,43 @@ class AnthropicMessagesProvider:
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )
-        iterator = aiter(sdk_stream)
-        blocks: dict[int, dict[str, Any]] = {}
+        events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
+        blocks: dict[int, _Block] = {}
         usage: dict[str, int] = {}
         stop_reason: str | None = None
         finished = False
         model = self.model
         try:
-            while (
-                event := await next_item(iterator, stale_seconds=self.stale_seconds, provider=self.name)
-            ) is not END:
-                kind = getattr(event, "type", None)
-                if kind == "message_start":
-                    model = getattr(event.message, "model", None) or model
-                    _merge_usage(usage, event.message.usage)
-                elif kind == "content_block_start":
-                    blocks[event.index] = _start_block(event.content_block)
-                elif kind == "content_block_delta":
-                    item = _apply_delta(
-                        blocks.setdefault(event.index, {"type": "text", "text": ""}), event.delta
-                    )
-                    if item is not None:
-                        yield item
-                elif kind == "message_delta":
-                    stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
-                    _merge_usage(usage, event.usage)
-                elif kind == "message_stop":
-                    finished = True
-                elif kind == "error":
-                    error = getattr(event, "error", None)
-                    raise classify_payload(
-                        getattr(error, "type", None),
-                        str(getattr(error, "message", error)),
-                        provider=self.name,
-                    )
+            async for name, event in events:
+                try:
+                    kind = event.get("type") or name
+                    if kind == "content_block_delta":
+                        block = blocks.get(event["index"])
+                        if block is None:
+                            block = blocks[event["index"]] = _Block("text")
+                        item = block.apply(event["delta"])
+                        if item is not None:
+                            yield item
+                    elif name == "error" or kind == "error":
+                        raise classify_stream_error(event.get("error"), provider=self.name)
+                    elif kind == "message_start":
+                        message = event.get("message") or {}
+                        model = message.get("model") or model
+                        _merge_usage(usage, message.get("usage"))
+                    elif kind == "content_block_start":
+                        blocks[event["index"]] = _Block.start(event["content_block"])
+                    elif kind == "message_delta":
+                        stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                        _merge_usage(usage, event.get("usage"))
+                    elif kind == "message_stop":
+                        finished = True
+                        break
+                except MALFORMED as exc:
+                    raise malformed(exc, event, provider=self.name) from exc
+            if finished:
+                await drain(events)
         finally:
-            await close_quietly(iterator, sdk_stream)
+            await close_quietly(events, response)
         if not finished:
             raise ProviderError(
                 ErrorKind.TRANSIENT, "the stream ended before message_stop", provider=self.name
@@ -190,53 +185,72 @@ class AnthropicMessagesProvider:
 # -- stream assembly -------------------------------------------------------------------
 
 
-def _start_block(block: Any) -> dict[str, Any]:
-    kind = getattr(block, "type", "text")
-    if kind == "thinking":
-        return {"type": "thinking", "thinking": block.thinking or "", "signature": block.signature or ""}
-    if kind == "redacted_thinking":
-        return {"type": "redacted_thinking", "data": block.data}
-    if kind == "tool_use":
-        return {"type": "tool_use", "id": block.id, "name": block.name, "json": ""}
-    if kind == "text":
-        return {"type": "text", "text": block.text or ""}
-    return {"type": kind}  # server tools and other blocks this engine does not use
+@dataclass(slots=True)
+class _Block:
+    """One content block as it streams in; text arrives as pieces, joined once at the end."""
+
+    type: str
+    pieces: list[str] = field(default_factory=list)  # text, thinking, or tool input JSON
+    signature: list[str] = field(default_factory=list)
+    id: str = ""
+    name: str = ""
+    data: Any = None  # redacted thinking, replayed as it came
+
+    @classmethod
+    def start(cls, raw: dict[str, Any]) -> _Block:
+        kind = raw.get("type") or "text"
+        if kind == "thinking":
+            return cls(kind, [raw.get("thinking") or ""], [raw.get("signature") or ""])
+        if kind == "redacted_thinking":
+            return cls(kind, data=raw.get("data"))
+        if kind == "tool_use":
+            return cls(kind, id=raw["id"], name=raw["name"])
+        if kind == "text":
+            return cls(kind, [raw.get("text") or ""])
+        return cls(kind)  # server tools and other blocks this engine does not use
+
+    def apply(self, delta: dict[str, Any]) -> TextDelta | ThoughtDelta | None:
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text") or ""
+            self.pieces.append(text)
+            return TextDelta(text) if text else None
+        if kind == "thinking_delta":
+            thinking = delta.get("thinking") or ""
+            self.pieces.append(thinking)
+            return ThoughtDelta(thinking) if thinking else None
+        if kind == "signature_delta":
+            self.signature.append(delta.get("signature") or "")
+        elif kind == "input_json_delta":
+            self.pieces.append(delta.get("partial_json") or "")
+        return None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def replayed(self) -> dict[str, Any]:
+        """A thinking block as the next request must send it back."""
+        if self.type == "redacted_thinking":
+            return {"type": self.type, "data": self.data}
+        return {"type": self.type, "thinking": self.text, "signature": "".join(self.signature)}
 
 
-def _apply_delta(block: dict[str, Any], delta: Any) -> TextDelta | ThoughtDelta | None:
-    kind = getattr(delta, "type", None)
-    if kind == "text_delta":
-        block["text"] = block.get("text", "") + delta.text
-        return TextDelta(delta.text) if delta.text else None
-    if kind == "thinking_delta":
-        block["thinking"] = block.get("thinking", "") + delta.thinking
-        return ThoughtDelta(delta.thinking) if delta.thinking else None
-    if kind == "signature_delta":
-        block["signature"] = block.get("signature", "") + delta.signature
-    elif kind == "input_json_delta":
-        block["json"] = block.get("json", "") + delta.partial_json
-    return None
-
-
-def _merge_usage(usage: dict[str, int], raw: Any) -> None:
+def _merge_usage(usage: dict[str, int], raw: dict[str, Any] | None) -> None:
     for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
-        value = getattr(raw, key, None)
+        value = (raw or {}).get(key)
         if value is not None:
             usage[key] = value
 
 
 def _response(
-    blocks: dict[int, dict[str, Any]], stop_reason: str | None, usage: dict[str, int], model: str
+    blocks: dict[int, _Block], stop_reason: str | None, usage: dict[str, int], model: str
 ) -> ModelResponse:
     ordered = [blocks[i] for i in sorted(blocks)]
-    text = "".join(b.get("text", "") for b in ordered if b["type"] == "text")
-    reasoning = "".join(b.get("thinking", "") for b in ordered if b["type"] == "thinking")
-    tool_calls = [ToolCall(b["id"], b["name"], b["json"] or "{}") for b in ordered if b["type"] == "tool_use"]
-    thinking = [
-        {k: v for k, v in b.items() if k in ("type", "thinking", "signature", "data")}
-        for b in ordered
-        if b["type"] in ("thinking", "redacted_thinking")
-    ]
+    text = "".join(b.text for b in ordered if b.type == "text")
+    reasoning = "".join(b.text for b in ordered if b.type == "thinking")
+    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
+    thinking = [b.replayed() for b in ordered if b.type in ("thinking", "redacted_thinking")]
     finish = _FINISH.get(stop_reason or "end_turn", "stop")
     if tool_calls and finish == "stop":
         finish = "tool_calls"

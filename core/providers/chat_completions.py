@@ -19,7 +19,8 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import END, classify, close_quietly, next_item, open_stream, untransformed
+from core.providers.errors import classify, classify_stream_error, close_quietly, untransformed
+from core.providers.sse import MALFORMED, json_events, malformed, open_response
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -49,6 +50,8 @@ class ThinkTagParser:
 
     def feed(self, chunk: str) -> list[tuple[bool, str]]:
         """[(is_thought, text), ...] for what can be decided so far."""
+        if not self._pending and "<" not in chunk:
+            return [(self.thinking, chunk)]  # no tag can start here: the common case, kept cheap
         buffer = self._pending + chunk
         self._pending = ""
         out: list[tuple[bool, str]] = []
@@ -174,8 +177,8 @@ class ChatCompletionsProvider:
         return self.base_url is None or "api.openai.com" in self.base_url
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        sdk_stream = await open_stream(
-            (await self.client()).chat.completions.create(
+        response = await open_response(
+            (await self.client()).chat.completions.with_streaming_response.create(
                 **untransformed(
                     self.params(request), bulky=("messages", "tools"), placeholders={"messages": []}
                 )
@@ -183,7 +186,7 @@ class ChatCompletionsProvider:
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )
-        iterator = aiter(sdk_stream)
+        events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
         thoughts: list[str] = []
         calls: dict[int, _PartialCall] = {}
@@ -192,27 +195,29 @@ class ChatCompletionsProvider:
         usage = Usage()
         model = self.model
         try:
-            while (
-                chunk := await next_item(iterator, stale_seconds=self.stale_seconds, provider=self.name)
-            ) is not END:
-                model = getattr(chunk, "model", None) or model
-                if getattr(chunk, "usage", None):
-                    usage = _usage(chunk.usage)
-                for choice in getattr(chunk, "choices", None) or []:
-                    delta = choice.delta
-                    if delta is not None:
-                        for item in _deltas(delta, think):
-                            (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
-                            yield item
-                        for call in getattr(delta, "tool_calls", None) or []:
-                            _merge_call(calls, call)
-                    if choice.finish_reason:
-                        finish = choice.finish_reason
+            async for _, chunk in events:
+                try:
+                    if error := chunk.get("error"):
+                        raise classify_stream_error(error, provider=self.name)
+                    model = chunk.get("model") or model
+                    if raw_usage := chunk.get("usage"):
+                        usage = _usage(raw_usage)
+                    for choice in chunk.get("choices") or ():
+                        if delta := choice.get("delta"):
+                            for item in _deltas(delta, think):
+                                (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
+                                yield item
+                            for call in delta.get("tool_calls") or ():
+                                _merge_call(calls, call)
+                        if reason := choice.get("finish_reason"):
+                            finish = reason
+                except MALFORMED as exc:
+                    raise malformed(exc, chunk, provider=self.name) from exc
             for is_thought, piece in think.flush():
                 (thoughts if is_thought else text).append(piece)
                 yield ThoughtDelta(piece) if is_thought else TextDelta(piece)
         finally:
-            await close_quietly(iterator, sdk_stream)
+            await close_quietly(events, response)
         if finish is None:
             raise ProviderError(
                 ErrorKind.TRANSIENT, "the stream ended before the model finished", provider=self.name
@@ -244,48 +249,46 @@ class ChatCompletionsProvider:
             self._client = None
 
 
-def _deltas(delta: Any, think: ThinkTagParser) -> list[TextDelta | ThoughtDelta]:
+def _deltas(delta: dict[str, Any], think: ThinkTagParser) -> list[TextDelta | ThoughtDelta]:
     out: list[TextDelta | ThoughtDelta] = []
     for field in ("reasoning_content", "reasoning"):
-        value = getattr(delta, field, None)
-        if isinstance(value, str) and value:
+        value = delta.get(field)
+        if value and isinstance(value, str):
             out.append(ThoughtDelta(value))
-    content = getattr(delta, "content", None)
-    if content:
+    if content := delta.get("content"):
         for is_thought, piece in think.feed(content):
             out.append(ThoughtDelta(piece) if is_thought else TextDelta(piece))
     return out
 
 
-def _merge_call(calls: dict[int, _PartialCall], delta: Any) -> None:
-    index = delta.index if getattr(delta, "index", None) is not None else len(calls)
-    function = getattr(delta, "function", None)
-    name = getattr(function, "name", None) or ""
-    arguments = getattr(function, "arguments", None) or ""
+def _merge_call(calls: dict[int, _PartialCall], delta: dict[str, Any]) -> None:
+    index = delta.get("index")
+    if index is None:
+        index = len(calls)
+    function = delta.get("function") or {}
+    name = function.get("name") or ""
+    arguments = function.get("arguments") or ""
+    call_id = delta.get("id")
     current = calls.get(index)
     if current is None:
-        call_id = getattr(delta, "id", None) or f"call_{uuid.uuid4().hex[:24]}"
-        calls[index] = _PartialCall(call_id, name, arguments)
+        calls[index] = _PartialCall(call_id or f"call_{uuid.uuid4().hex[:24]}", name, arguments)
         return
-    if getattr(delta, "id", None) and not current.id:
-        current.id = delta.id
+    if call_id and not current.id:
+        current.id = call_id
     if name and not current.name:
         current.name = name
     current.arguments += arguments
 
 
-def _usage(raw: Any) -> Usage:
-    prompt = getattr(raw, "prompt_tokens", 0) or 0
-    details = getattr(raw, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) or getattr(raw, "prompt_cache_hit_tokens", 0) or 0
-    written = getattr(details, "cache_write_tokens", None) or 0
-    output_details = getattr(raw, "completion_tokens_details", None)
+def _usage(raw: dict[str, Any]) -> Usage:
+    details = raw.get("prompt_tokens_details") or {}
+    output_details = raw.get("completion_tokens_details") or {}
     return Usage(
-        input_tokens=prompt,
-        output_tokens=getattr(raw, "completion_tokens", 0) or 0,
-        cached_tokens=cached,
-        cache_write_tokens=written,
-        reasoning_tokens=getattr(output_details, "reasoning_tokens", None) or 0,
+        input_tokens=raw.get("prompt_tokens") or 0,
+        output_tokens=raw.get("completion_tokens") or 0,
+        cached_tokens=details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens") or 0,
+        cache_write_tokens=details.get("cache_write_tokens") or 0,
+        reasoning_tokens=output_details.get("reasoning_tokens") or 0,
     )
 
 

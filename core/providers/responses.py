@@ -19,14 +19,13 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import (
-    END,
     classify,
     classify_payload,
+    classify_stream_error,
     close_quietly,
-    next_item,
-    open_stream,
     untransformed,
 )
+from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
@@ -114,8 +113,8 @@ class ResponsesProvider:
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        sdk_stream = await open_stream(
-            (await self.client()).responses.create(
+        response = await open_response(
+            (await self.client()).responses.with_streaming_response.create(
                 **untransformed(
                     self.params(request), bulky=("input", "tools", "instructions"), placeholders={}
                 )
@@ -123,73 +122,79 @@ class ResponsesProvider:
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )
-        iterator = aiter(sdk_stream)
+        events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
         thoughts: list[str] = []
         refused = False
         calls: dict[str, dict[str, str]] = {}  # item id -> {call_id, name, arguments}
         reasoning_items: list[dict[str, Any]] = []
-        final: Any = None
+        final: dict[str, Any] | None = None
         try:
-            while (
-                event := await next_item(iterator, stale_seconds=self.stale_seconds, provider=self.name)
-            ) is not END:
-                kind = getattr(event, "type", "")
-                if kind in _TEXT_EVENTS:
-                    refused = refused or kind == "response.refusal.delta"
-                    if event.delta:
-                        text.append(event.delta)
-                        yield TextDelta(event.delta)
-                elif kind in _THOUGHT_EVENTS:
-                    if event.delta:
-                        thoughts.append(event.delta)
-                        yield ThoughtDelta(event.delta)
-                elif kind == "response.output_item.added" and event.item.type == "function_call":
-                    item = event.item
-                    calls[item.id or item.call_id] = {
-                        "call_id": item.call_id,
-                        "name": item.name,
-                        "arguments": "",
-                    }
-                elif kind == "response.function_call_arguments.delta":
-                    calls.setdefault(event.item_id, {"call_id": event.item_id, "name": "", "arguments": ""})
-                    calls[event.item_id]["arguments"] += event.delta
-                elif kind == "response.output_item.done":
-                    item = event.item
-                    if item.type == "function_call":
-                        calls[item.id or item.call_id] = {
-                            "call_id": item.call_id,
-                            "name": item.name,
-                            "arguments": item.arguments,
-                        }
-                    elif item.type == "reasoning":
-                        reasoning_items.append(item.model_dump(exclude_none=True))
-                elif kind == "error":
-                    raise classify_payload(
-                        getattr(event, "code", None), getattr(event, "message", "") or "", provider=self.name
-                    )
-                elif kind in _ENDINGS:
-                    final = event.response
-                    break
+            async for name, event in events:
+                try:
+                    kind = event.get("type") or name
+                    if kind in _TEXT_EVENTS:
+                        refused = refused or kind == "response.refusal.delta"
+                        if delta := event.get("delta"):
+                            text.append(delta)
+                            yield TextDelta(delta)
+                    elif kind in _THOUGHT_EVENTS:
+                        if delta := event.get("delta"):
+                            thoughts.append(delta)
+                            yield ThoughtDelta(delta)
+                    elif kind == "response.function_call_arguments.delta":
+                        item_id = event["item_id"]
+                        call = calls.setdefault(item_id, {"call_id": item_id, "name": "", "arguments": ""})
+                        call["arguments"] += event.get("delta") or ""
+                    elif kind == "response.output_item.added":
+                        item = event["item"]
+                        if item.get("type") == "function_call":
+                            calls[item.get("id") or item["call_id"]] = {
+                                "call_id": item["call_id"],
+                                "name": item.get("name") or "",
+                                "arguments": "",
+                            }
+                    elif kind == "response.output_item.done":
+                        item = event["item"]
+                        if item.get("type") == "function_call":
+                            calls[item.get("id") or item["call_id"]] = {
+                                "call_id": item["call_id"],
+                                "name": item.get("name") or "",
+                                "arguments": item.get("arguments") or "",
+                            }
+                        elif item.get("type") == "reasoning":
+                            reasoning_items.append(_without_none(item))
+                    elif kind == "error":
+                        raise classify_stream_error(event, provider=self.name)
+                    elif kind in _ENDINGS:
+                        final = event["response"]
+                        break
+                    elif error := event.get("error"):  # an API error sent as a bare data line
+                        raise classify_stream_error(error, provider=self.name)
+                except MALFORMED as exc:
+                    raise malformed(exc, event, provider=self.name) from exc
+            if final is not None:
+                await drain(events)
         finally:
-            await close_quietly(iterator, sdk_stream)
+            await close_quietly(events, response)
         if final is None:
             raise ProviderError(
                 ErrorKind.TRANSIENT, "the stream ended before the response completed", provider=self.name
             )
-        if final.status == "failed":
-            error = getattr(final, "error", None)
-            message = getattr(error, "message", None) or "the response failed"
-            raise classify_payload(getattr(error, "code", None), message, provider=self.name)
+        if final.get("status") == "failed":
+            error = final.get("error") or {}
+            code = error.get("code")
+            message = error.get("message") or "the response failed"
+            raise classify_payload(str(code) if code else None, message, provider=self.name)
         tool_calls = [ToolCall(c["call_id"], c["name"], c["arguments"]) for c in calls.values()]
         yield ModelResponse(
             text="".join(text),
             reasoning="".join(thoughts),
             tool_calls=tool_calls,
             finish_reason=_finish(final, refused, bool(tool_calls)),
-            usage=_usage(getattr(final, "usage", None)),
+            usage=_usage(final.get("usage")),
             provider_data={"reasoning_items": reasoning_items} if reasoning_items else None,
-            model=getattr(final, "model", None) or self.model,
+            model=final.get("model") or self.model,
         )
 
     async def list_models(self) -> list[str]:
@@ -206,27 +211,36 @@ class ResponsesProvider:
             self._client = None
 
 
-def _finish(final: Any, refused: bool, has_calls: bool) -> FinishReason:
-    if final.status == "incomplete":
-        details = getattr(final, "incomplete_details", None)
-        return "content_filter" if getattr(details, "reason", None) == "content_filter" else "length"
+def _finish(final: dict[str, Any], refused: bool, has_calls: bool) -> FinishReason:
+    if final.get("status") == "incomplete":
+        details = final.get("incomplete_details") or {}
+        return "content_filter" if details.get("reason") == "content_filter" else "length"
     if refused:
         return "refusal"
     return "tool_calls" if has_calls else "stop"
 
 
-def _usage(raw: Any) -> Usage:
-    if raw is None:
+def _usage(raw: dict[str, Any] | None) -> Usage:
+    if not raw:
         return Usage()
-    details = getattr(raw, "input_tokens_details", None)
-    output_details = getattr(raw, "output_tokens_details", None)
+    details = raw.get("input_tokens_details") or {}
+    output_details = raw.get("output_tokens_details") or {}
     return Usage(
-        input_tokens=raw.input_tokens or 0,
-        output_tokens=raw.output_tokens or 0,
-        cached_tokens=getattr(details, "cached_tokens", None) or 0,
-        cache_write_tokens=getattr(details, "cache_write_tokens", None) or 0,
-        reasoning_tokens=getattr(output_details, "reasoning_tokens", None) or 0,
+        input_tokens=raw.get("input_tokens") or 0,
+        output_tokens=raw.get("output_tokens") or 0,
+        cached_tokens=details.get("cached_tokens") or 0,
+        cache_write_tokens=details.get("cache_write_tokens") or 0,
+        reasoning_tokens=output_details.get("reasoning_tokens") or 0,
     )
+
+
+def _without_none(value: Any) -> Any:
+    """An output item as the next request replays it: unset (null) fields left out."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 # -- history -> input items ------------------------------------------------------------

@@ -13,12 +13,15 @@ otherwise. `GET /models` lists `fake.models` in the shape of the API that asked.
 
 Streams use `Transfer-Encoding: chunked`; a `drop_after` reply closes the socket
 without the final chunk (the client sees a broken body), or, with `drop_cleanly`,
-ends the HTTP body properly but without the API's own terminator events.
+ends the HTTP body properly but without the API's own terminator events. A
+`stream_error` reply ends its stream with the API's in-stream error event instead;
+`raw_stream` sends bytes verbatim, for wire-level oddities (CRLF, comments, bad JSON).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import re
@@ -61,6 +64,12 @@ class Reply:
     drop_cleanly: bool = False  # with drop_after: end the HTTP body properly, API terminator missing
     error_kind: str | None = None  # "rate_limit" | "server" | "auth" | "context_overflow" | "overloaded"
     error_message: str | None = None
+    # A 200 stream that reports an error after its deltas, in the API's own in-stream form,
+    # instead of finishing: an error kind as above (error_message is its text).
+    stream_error: str | None = None
+    stream_error_event: str = "error"  # responses only: "error" or "response.failed"
+    # Sent verbatim as the streamed body, one HTTP chunk each, instead of rendering the reply.
+    raw_stream: list[bytes] | None = None
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 0.05) -> Reply:
@@ -419,7 +428,24 @@ def _error_body(endpoint: str, reply: Reply) -> dict[str, Any]:
     return {"error": {"message": message, "type": err_type, "param": None, "code": code}}
 
 
+_STREAM_ERROR_MESSAGES = {
+    "rate_limit": "Rate limit reached for requests. Please try again later.",
+    "server": "The server had an error while processing your request.",
+    "auth": "Incorrect API key provided.",
+    "overloaded": "Overloaded",
+}
+
+
+def _stream_error_body(endpoint: str, reply: Reply) -> dict[str, Any]:
+    """The error object of an in-stream error, shaped like the API's error bodies."""
+    kind = reply.stream_error or "server"
+    message = reply.error_message or _STREAM_ERROR_MESSAGES.get(kind)
+    return _error_body(endpoint, dataclasses.replace(reply, error_kind=kind, error_message=message))
+
+
 def _render_stream(endpoint: str, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    if reply.raw_stream is not None:
+        return iter([piece for piece in reply.raw_stream if piece])  # an empty chunk would end the body
     if endpoint == "/chat/completions":
         return _chat_stream(reply, body)
     if endpoint == "/messages":
@@ -471,6 +497,9 @@ def _chat_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
         yield chunk({"tool_calls": [{**head, "function": {"name": spec.name, "arguments": ""}}]})
         for piece in _argument_pieces(_arguments_text(spec), reply.chunk_size):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+    if reply.stream_error:
+        yield _sse(_stream_error_body("/chat/completions", reply))  # OpenAI: a bare `error` object
+        return
     yield chunk({}, _finish(reply))
     if (body.get("stream_options") or {}).get("include_usage"):
         yield _sse({**base, "choices": [], "usage": _chat_usage(reply)})
@@ -570,6 +599,9 @@ def _anthropic_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
             yield event("content_block_delta", {"index": index, "delta": delta})
         yield event("content_block_stop", {"index": index})
         index += 1
+    if reply.stream_error:
+        yield _sse(_stream_error_body("/messages", reply), "error")
+        return
     stop = _ANTHROPIC_STOP.get(_finish(reply), "end_turn")
     yield event(
         "message_delta",
@@ -735,6 +767,18 @@ def _responses_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
                 {**where, "arguments": item["arguments"], "name": item["name"]},
             )
         yield event("response.output_item.done", {"output_index": index, "item": item})
+    if reply.stream_error:
+        error = _stream_error_body("/responses", reply)["error"]
+        code = error["code"] or error["type"]
+        if reply.stream_error_event == "response.failed":
+            failed = {
+                **_responses_object(reply, body, "failed"),
+                "error": {"code": code, "message": error["message"]},
+            }
+            yield event("response.failed", {"response": failed})
+        else:
+            yield event("error", {"code": code, "message": error["message"], "param": None})
+        return
     if _finish(reply) in ("length", "content_filter"):
         yield event("response.incomplete", {"response": _responses_object(reply, body, "incomplete")})
     else:

@@ -1,0 +1,228 @@
+"""Server-Sent Events read straight off an SDK's raw streaming response, as plain dicts.
+
+The SDKs still build, authenticate and send the request, and still turn a non-2xx status
+into their status error (`with_streaming_response.create(...)`). Only the body is ours:
+their stream classes build a pydantic model per event, which costs more than everything
+else on the path of a long answer; here each event is one `json.loads`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, suppress
+from dataclasses import dataclass
+from typing import Any, cast
+
+from core.providers.base import ErrorKind, ProviderError
+from core.providers.errors import END, StaleWatch, close_quietly, open_stream
+
+DONE = "[DONE]"  # OpenAI-style streams end with this data line
+DRAIN_SECONDS = 0.1  # how long reading the rest of a finished body may take
+_LINE_ENDS = (b"\n", b"\r")
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    event: str  # "message" when the event named none, as the spec says
+    data: str  # the data lines, joined by "\n"
+    id: str = ""
+
+
+class SSEDecoder:
+    """An incremental text/event-stream parser (WHATWG HTML, "event stream interpretation").
+
+    Feed it the body in pieces of any size, cut anywhere (inside a line, inside a UTF-8
+    character, between the CR and LF of a CRLF); it returns the events each piece
+    completes. Lines end in LF, CR or CRLF; `:` starts a comment; a blank line dispatches.
+    """
+
+    def __init__(self) -> None:
+        self._partial: list[bytes] = []  # the start of a line not yet ended
+        self._skip_lf = False  # the last piece ended in CR: a LF opening the next belongs to it
+        self._first_line = True
+        self._event = ""
+        self._data: list[str] = []
+        self._last_id = ""
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        if self._skip_lf and chunk:
+            self._skip_lf = False
+            if chunk[0] == 0x0A:
+                chunk = chunk[1:]
+        has_cr = b"\r" in chunk
+        if not has_cr and b"\n" not in chunk:
+            if chunk:
+                self._partial.append(chunk)  # joined once the line ends: no quadratic copying
+            return []
+        if self._partial:
+            self._partial.append(chunk)
+            chunk = b"".join(self._partial)
+            self._partial = []
+        if has_cr:
+            lines = chunk.splitlines(keepends=True)  # bytes split on LF, CR and CRLF only
+            if not lines[-1].endswith(_LINE_ENDS):
+                self._partial.append(lines.pop())
+            elif lines[-1].endswith(b"\r"):
+                self._skip_lf = True
+            lines = [line.rstrip(b"\r\n") for line in lines]
+        else:  # LF only, as nearly every server sends: the common case, kept cheap
+            lines = chunk.split(b"\n")
+            if tail := lines.pop():
+                self._partial.append(tail)
+        events: list[ServerSentEvent] = []
+        for line in lines:
+            if line.startswith(b"data: ") and not self._first_line:
+                self._data.append(line[6:].decode("utf-8", "replace"))
+            elif event := self._line(line):
+                events.append(event)
+        return events
+
+    def finish(self) -> list[ServerSentEvent]:
+        """Events left when the body ended.
+
+        Unlike a browser, which drops an event the body ended before its blank line, this
+        dispatches it: servers that close right after their last `data:` line exist, and a
+        body cut inside an event shows up anyway, as JSON that does not parse.
+        """
+        events: list[ServerSentEvent] = []
+        if self._partial:
+            line, self._partial = b"".join(self._partial), []
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+        event = self._dispatch()
+        if event is not None:
+            events.append(event)
+        return events
+
+    def _line(self, raw: bytes) -> ServerSentEvent | None:
+        line = raw.decode("utf-8", "replace")  # lines end on ASCII bytes: never inside a character
+        if self._first_line and line:
+            self._first_line = False
+            line = line.removeprefix("\ufeff")
+        if not line:
+            return self._dispatch()
+        if line[0] == ":":
+            return None  # a comment: keep-alives, "OPENROUTER PROCESSING"
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id" and "\0" not in value:
+            self._last_id = value
+        return None  # "retry" and unknown fields: nothing here ever reconnects
+
+    def _dispatch(self) -> ServerSentEvent | None:
+        if not self._data:  # a blank line after only comments or an event name
+            self._event = ""
+            return None
+        event = ServerSentEvent(self._event or "message", "\n".join(self._data), self._last_id)
+        self._event = ""
+        self._data = []
+        return event
+
+
+async def open_response(
+    request: AbstractAsyncContextManager[Any], *, stale_seconds: float, provider: str
+) -> Any:
+    """Send an SDK `with_streaming_response.create(...)` request; its raw response
+    (`AsyncAPIResponse`) once the headers arrived.
+
+    A non-2xx status raises inside the SDK, as its status error read from the body, and
+    leaves here as a ProviderError. The caller closes the response (`close_quietly`), which
+    is all the context manager's exit would do.
+    """
+    return await open_stream(request.__aenter__(), stale_seconds=stale_seconds, provider=provider)
+
+
+async def json_events(
+    response: Any, *, stale_seconds: float, provider: str
+) -> AsyncIterator[tuple[str, Any]]:
+    """(event name, parsed data) for each event of a raw SDK response, until the body ends
+    or a `[DONE]` data line (the rest of the body is then read and dropped, so the
+    connection can serve the next request).
+
+    No event for `stale_seconds` -> ProviderError(STALE); keep-alive comments do not
+    count, they show a live connection, not a live model. A broken connection, or data
+    that is not JSON -> ProviderError(TRANSIENT). Events without data are skipped.
+    """
+    watch = StaleWatch(stale_seconds=stale_seconds, provider=provider)
+    decoder = SSEDecoder()
+    chunks = _body(response)
+    try:
+        while True:
+            chunk = await watch.read(chunks)
+            ended = chunk is END
+            events = decoder.finish() if ended else decoder.feed(cast(bytes, chunk))
+            for event in events:
+                if not event.data:
+                    continue
+                if event.data.startswith(DONE):
+                    await _drain(chunks)
+                    return
+                yield event.event, _parse(event, provider)
+            if ended:
+                return
+            if events:
+                watch.restart()
+    finally:
+        watch.close()
+        await close_quietly(chunks)
+
+
+def _body(response: Any) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive. Raw when not compressed: the decoding layers of
+    `iter_bytes()` cost a little on each of a long answer's thousands of chunks."""
+    http = response.http_response
+    if http.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
+        return aiter(http.aiter_raw())
+    return aiter(response.iter_bytes())
+
+
+async def drain(events: AsyncIterator[Any]) -> None:
+    """Read what is left of a stream whose API terminator arrived, briefly, so its
+    connection goes back to the pool instead of being torn down."""
+    with suppress(ProviderError, TimeoutError):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> None:
+    with suppress(Exception):  # the answer is complete; a failing tail changes nothing
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in chunks:
+                pass
+
+
+# What reading a JSON event of the wrong shape raises (a list where an object belongs, ...).
+MALFORMED = (AttributeError, TypeError, KeyError, IndexError)
+
+
+def malformed(exc: BaseException, data: Any, *, provider: str) -> ProviderError:
+    """The error for an event that parsed as JSON but not in the API's shape: a garbled or
+    foreign stream, worth a retry and then another endpoint, like data that is not JSON."""
+    excerpt = repr(data)
+    excerpt = excerpt if len(excerpt) <= 200 else excerpt[:200] + "..."
+    return ProviderError(
+        ErrorKind.TRANSIENT,
+        f"the stream sent an event of an unexpected shape ({type(exc).__name__}: {exc}): {excerpt}",
+        provider=provider,
+    )
+
+
+def _parse(event: ServerSentEvent, provider: str) -> Any:
+    try:
+        return json.loads(event.data)
+    except ValueError as exc:
+        excerpt = event.data if len(event.data) <= 200 else event.data[:200] + "..."
+        raise ProviderError(
+            ErrorKind.TRANSIENT,
+            f"the stream sent a {event.event!r} event whose data is not JSON: {excerpt!r}",
+            provider=provider,
+        ) from exc

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,7 +18,8 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import classify, classify_stream_error, close_quietly, untransformed
+from core.providers.errors import classify_stream_error, close_quietly, untransformed
+from core.providers.sdk import SdkProvider
 from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -39,52 +39,21 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(SdkProvider):
     api_mode = "anthropic_messages"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        name: str,
-        timeout: float,
-        stale_seconds: float,
-        extra_headers: dict[str, str] | None = None,
-    ) -> None:
-        self.model = model
-        self.name = name
-        self.api_key = api_key
+    def _normalise_base_url(self, base_url: str | None) -> str:
         # The SDK appends "/v1/messages"; accept a base URL written with or without "/v1".
         base = (base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.base_url = base[: -len("/v1")] if base.endswith("/v1") else base
-        self.timeout = timeout
-        self.stale_seconds = stale_seconds
-        self.extra_headers = dict(extra_headers or {})
-        self._client: Any = None
+        return base[: -len("/v1")] if base.endswith("/v1") else base
 
-    async def client(self) -> Any:
-        """The SDK client, made on first use in a thread: importing the SDK and loading the
-        system's certificates is blocking disk work."""
-        if self._client is None:
-            client = await asyncio.to_thread(self._make_client)
-            if self._client is None:  # a concurrent first call may have won
-                self._client = client
-        return self._client
+    def _needs_key(self) -> bool:
+        return self.base_url == DEFAULT_BASE_URL
 
-    def _make_client(self) -> Any:
-        if not self.api_key and self.base_url == DEFAULT_BASE_URL:
-            raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
+    def _sdk_client_class(self) -> Any:
         import anthropic
 
-        return anthropic.AsyncAnthropic(
-            api_key=self.api_key or "no-key",  # explicit: the SDK then reads no env or profile
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=0,
-            default_headers=self.extra_headers or None,
-        )
+        return anthropic.AsyncAnthropic
 
     # -- the call ----------------------------------------------------------------------
 
@@ -167,19 +136,6 @@ class AnthropicMessagesProvider:
                 ErrorKind.TRANSIENT, "the stream ended before message_stop", provider=self.name
             )
         yield _response(blocks, stop_reason, usage, model)
-
-    async def list_models(self) -> list[str]:
-        try:
-            return [m.id async for m in (await self.client()).models.list()]
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise classify(exc, provider=self.name) from exc
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
 
 # -- stream assembly -------------------------------------------------------------------

@@ -3,7 +3,6 @@ reasoning items included, so the model keeps its train of thought across tool ca
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,12 +18,12 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import (
-    classify,
     classify_payload,
     classify_stream_error,
     close_quietly,
     untransformed,
 )
+from core.providers.sdk import SdkProvider
 from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
@@ -32,50 +31,13 @@ _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_
 _ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
 
 
-class ResponsesProvider:
+class ResponsesProvider(SdkProvider):
     api_mode = "responses"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None,
-        base_url: str | None,
-        name: str,
-        timeout: float,
-        stale_seconds: float,
-        extra_headers: dict[str, str] | None = None,
-    ) -> None:
-        self.model = model
-        self.name = name
-        self.api_key = api_key
-        self.base_url = base_url
-        self.timeout = timeout
-        self.stale_seconds = stale_seconds
-        self.extra_headers = dict(extra_headers or {})
-        self._client: Any = None
-
-    async def client(self) -> Any:
-        """The SDK client, made on first use in a thread: importing the SDK and loading the
-        system's certificates is blocking disk work."""
-        if self._client is None:
-            client = await asyncio.to_thread(self._make_client)
-            if self._client is None:  # a concurrent first call may have won
-                self._client = client
-        return self._client
-
-    def _make_client(self) -> Any:
-        if not self.api_key and not self.base_url:
-            raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
+    def _sdk_client_class(self) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(
-            api_key=self.api_key or "no-key",
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=0,
-            default_headers=self.extra_headers or None,
-        )
+        return openai.AsyncOpenAI
 
     # -- the call ----------------------------------------------------------------------
 
@@ -196,19 +158,6 @@ class ResponsesProvider:
             provider_data={"reasoning_items": reasoning_items} if reasoning_items else None,
             model=final.get("model") or self.model,
         )
-
-    async def list_models(self) -> list[str]:
-        try:
-            return [m.id async for m in (await self.client()).models.list()]
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise classify(exc, provider=self.name) from exc
-
-    async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
 
 def _finish(final: dict[str, Any], refused: bool, has_calls: bool) -> FinishReason:

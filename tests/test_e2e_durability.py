@@ -24,13 +24,6 @@ def fake() -> Iterator[FakeProvider]:
         yield provider
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
 async def _converse(client: AcpClient, project: Path, server: int) -> list[str]:
     async def one_session(index: int) -> str:
         sid = (await client.new_session(project))["sessionId"]

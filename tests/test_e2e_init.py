@@ -26,12 +26,6 @@ from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server(
     fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory

@@ -20,12 +20,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
 def env(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return server_env(tmp_path_factory.mktemp("home"), fake, HERMES_ACP_MODELS="configured-two")
 
@@ -45,13 +39,6 @@ def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
     yield server.client
     server.assert_clean()
     fake.script([])
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
 
 
 def load_params(session_id: str, cwd: Path) -> dict[str, Any]:

@@ -20,12 +20,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 32).decode()
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server(
     fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory

@@ -44,13 +44,6 @@ def client(server: ServerProcess) -> Iterator[AcpClient]:
     server.assert_clean()
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
-
-
 def option(options: list[dict], option_id: str) -> dict:
     return next(o for o in options if o["id"] == option_id)
 

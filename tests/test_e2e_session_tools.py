@@ -8,7 +8,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +23,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
     path.mkdir()
     return path
 

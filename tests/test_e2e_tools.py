@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,6 @@ from tests.support.acp_harness import (
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -51,13 +45,6 @@ async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[Acp
     yield client
     server.assert_clean()
     fake.script([])
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
 
 
 def tool_turn(*calls: ToolCallSpec, answer: str = "Done.") -> list[Reply]:

@@ -61,6 +61,9 @@ class SessionRecord:
     plan: list[Any] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     message_count: int = 0
+    # Fixed when the session starts and given back on every restore, so the providers'
+    # prompt caches keep hitting across load and resume (None: written before v3).
+    system_prompt: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +183,16 @@ def _migrate_v2_search(conn: sqlite3.Connection) -> None:
     )
 
 
+def _migrate_v3_system_prompt(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE sessions ADD COLUMN system_prompt TEXT")
+
+
 # Applied in order; after MIGRATIONS[i] the file is at schema version i + 1.
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_migrate_v1_tables, _migrate_v2_search)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _migrate_v1_tables,
+    _migrate_v2_search,
+    _migrate_v3_system_prompt,
+)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -269,6 +269,34 @@ async def test_mode_model_and_approvals_survive_a_restart(
         assert "second" in str(fake.requests[-1].body["messages"][-1])
 
 
+async def test_the_system_prompt_survives_a_restart_byte_for_byte(
+    env: dict[str, str], fake: FakeProvider, project: Path
+) -> None:
+    """The prompt cache keeps hitting after a resume or load: the system prompt is the one
+    the session started with, though the context files changed in between."""
+    (project / "AGENTS.md").write_text("Use tabs.\n")
+    async with connected(env) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        fake.script([Reply(text="noted")])
+        first = len(fake.requests)
+        await client.prompt(sid, "hello")
+    (project / "AGENTS.md").write_text("Use spaces, never tabs.\n")
+    for method in ("session/resume", "session/load"):
+        async with connected(env) as (_, client):
+            await client.request(method, load_params(sid, project))
+            fake.script([Reply(text="still here")])
+            later = len(fake.requests)
+            await client.prompt(sid, "again")
+        system = [fake.requests[i].body["messages"][0] for i in (first, later)]
+        assert system[0]["role"] == "system" and "Use tabs." in system[0]["content"]
+        assert system[1] == system[0], method
+    async with connected(env) as (_, client):  # a new session sees the edited file
+        fresh = (await client.new_session(project))["sessionId"]
+        fake.script([Reply(text="hi")])
+        await client.prompt(fresh, "hello")
+        assert "never tabs" in fake.requests[-1].body["messages"][0]["content"]
+
+
 async def test_a_killed_server_loses_at_most_the_message_in_flight(
     env: dict[str, str], fake: FakeProvider, project: Path
 ) -> None:

@@ -103,6 +103,7 @@ def test_session_record_fields_round_trip_and_update(store: SessionStore) -> Non
         approvals={"run:git status": "allow_always"},
         plan=[{"content": "read", "status": "pending"}],
         config={"mcp": ["fs"]},
+        system_prompt="You are Hermes.\n- Date at session start: 2026-11-22",
     )
     assert created.created_at > 0 and created.updated_at == created.created_at
     assert store.get_session("s1") == created
@@ -220,6 +221,8 @@ def test_an_older_file_is_upgraded_and_keeps_its_data(db: Path) -> None:
         assert [m.text for m in store.load_messages("old")] == ["the flux capacitor is broken"]
         assert [h.session_id for h in store.search("capacitor")] == ["old"]
         assert store.append_message("old", Message("assistant", "fixed")) == 1
+        old_record = store.get_session("old")
+        assert old_record is not None and old_record.system_prompt is None  # rebuilt on restore
     check = sqlite3.connect(db)
     assert check.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     check.close()

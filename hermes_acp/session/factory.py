@@ -72,6 +72,7 @@ class SessionFactory:
                 extra_tools=[SessionSearchTool(store, session_id, cwd), *extra_tools],
                 mode=mode,
                 messages=messages,
+                system_prompt=record.system_prompt if record else None,
                 approvals=ApprovalMemory.from_dict(record.approvals) if record else None,
                 title=record.title if record else None,
                 watcher=WorkspaceWatcher([cwd, *extra_dirs]),

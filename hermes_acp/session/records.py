@@ -82,6 +82,7 @@ def new_record(session: Session) -> SessionRecord:
         model=session.model,
         reasoning_effort=agent.reasoning_effort,
         approvals=agent.approvals.to_dict(),
+        system_prompt=agent.system_prompt,
     )
 
 

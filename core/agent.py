@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -109,6 +110,7 @@ class Agent:
         self.cost_usd: float | None = None
         self.context_tokens = 0
         self._used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
+        self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
 
     # -- settable state -------------------------------------------------------------
 
@@ -159,18 +161,43 @@ class Agent:
 
     # -- the turn ------------------------------------------------------------------
 
+    async def _turn_context(self) -> str | None:
+        """What changed outside the conversation since the last turn: files the user
+        edited, and memory saved since the system prompt was fixed (by another session,
+        or by hand) that the model has not seen yet."""
+        from core.context import turn_preamble
+
+        changed: list[str] = []
+        if self.watcher is not None:
+            await self.watcher.start()  # idempotent; the first turn pays the directory walk
+            changed = self.watcher.drain()
+        recalled = await asyncio.to_thread(self._recall_memory)
+        return turn_preamble(changed, recalled)
+
+    def _recall_memory(self) -> str | None:
+        try:
+            facts = self.memory.all_facts()
+        except OSError as exc:
+            log.warning("cannot read memory: %s", exc)
+            return None
+        if self._known_facts is None:
+            # In the system prompt, or already in the conversation (recalled by an earlier
+            # turn, or saved by the model itself): nothing to repeat.
+            seen = [self.system_prompt, *(_message_words(m) for m in self.messages)]
+            self._known_facts = {fact for fact in facts if any(fact in text for text in seen)}
+        known = self._known_facts | self.memory.added_here
+        fresh = [fact for fact in facts if fact not in known]
+        self._known_facts.update(fresh)
+        return "\n".join(f"- {fact}" for fact in fresh) or None
+
     async def run_turn(
         self, content: str | list[ContentPart], *, preamble: str | None = None
     ) -> AsyncIterator[Event]:
         """Yield the turn's events; the last is TurnEnded unless the consuming task is
         cancelled, in which case CancelledError propagates once streams are closed,
         commands killed and pending approvals withdrawn."""
-        if self.watcher is not None:
-            from core.context import turn_preamble
-
-            await self.watcher.start()  # idempotent; the first turn pays the directory walk
-            changed = turn_preamble(self.watcher.drain(), None)
-            preamble = "\n\n".join(p for p in (changed, preamble) if p) or None
+        context = await self._turn_context()
+        preamble = "\n\n".join(p for p in (context, preamble) if p) or None
         turn_start = len(self.messages)
         turn_usage = Usage()
         if self._resilient is not None:
@@ -489,6 +516,17 @@ def _with_preamble(content: str | list[ContentPart], preamble: str | None) -> st
     if isinstance(content, str):
         return f"{preamble}\n\n{content}"
     return [TextPart(preamble), *content]
+
+
+def _message_words(message: Message) -> str:
+    """The message's text and its tool calls' arguments (JSON, unescaped where it parses)."""
+    parts = [message.text]
+    for call in message.tool_calls:
+        try:
+            parts.append(str(json.loads(call.arguments)))
+        except ValueError:
+            parts.append(call.arguments)
+    return "\n".join(parts)
 
 
 def _plain(content: str | list[ContentPart]) -> str:

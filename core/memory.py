@@ -52,12 +52,17 @@ class MemoryStore:
             "user": "# hermes-acp memory: user",
             "workspace": f"# hermes-acp memory: workspace {self.workspace_root}",
         }
+        self.added_here: set[str] = set()  # facts saved through this store: their saver knows them
 
     def path(self, scope: Scope) -> Path:
         return self._paths[_check_scope(scope)]
 
     def list(self, scope: Scope) -> list[str]:
         return _facts(self._read_lines(scope))
+
+    def all_facts(self) -> list[str]:
+        """Every saved fact, user scope first."""
+        return [fact for scope in SCOPES for fact in self.list(scope)]
 
     def add(self, scope: Scope, fact: str) -> bool:
         """Save a fact; False when the same fact is already saved.
@@ -82,6 +87,7 @@ class MemoryStore:
                     "related entries into one (remove them, then add the condensed fact), and try again."
                 )
             self._write(scope, text)
+            self.added_here.add(fact)
             return True
 
     def remove(self, scope: Scope, text_substring: str) -> int:

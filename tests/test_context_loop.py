@@ -123,3 +123,34 @@ async def test_compression_triggers_at_the_threshold_and_keeps_tool_pairs(fake, 
         if message.role == "tool":
             asking = next(m for m in reversed(kept[:index]) if m.role == "assistant")
             assert message.tool_call_id in {c.id for c in asking.tool_calls}
+
+
+async def test_memory_saved_elsewhere_is_recalled_once_in_the_user_message(fake, workdir):
+    """Memory saved after the session started (by another session) reaches the model in
+    the next user message, once; the system prompt stays as it was, and a fact the model
+    saved itself is not repeated back to it."""
+    from core.memory import MemoryStore
+
+    elsewhere = MemoryStore(make_agent(fake, workdir).memory.memory_dir, workdir)
+    elsewhere.add("user", "Prefers answers in French")
+    agent = make_agent(fake, workdir)
+    save = ToolCallSpec("memory", {"action": "add", "scope": "workspace", "text": "Uses uv for deps"})
+    fake.script(
+        [Reply(text="one"), Reply(tool_calls=[save]), Reply(text="saved"), Reply(text="two"), Reply(text="3")]
+    )
+    await collect(agent.run_turn("first"))  # the fact was there when the session started
+    elsewhere.add("workspace", "The CI runs on ARM")
+    await collect(agent.run_turn("remember uv"))
+    await collect(agent.run_turn("second"))
+    await collect(agent.run_turn("third"))
+
+    users = [
+        r.body["messages"][-1]["content"] for r in fake.requests if r.body["messages"][-1]["role"] == "user"
+    ]
+    assert "Prefers answers in French" in fake.requests[0].body["messages"][0]["content"]
+    assert "Prefers answers in French" not in str(users)
+    recalled = [text for text in users if "The CI runs on ARM" in str(text)]
+    assert len(recalled) == 1 and "Recalled from memory" in str(recalled[0])
+    assert "remember uv" in str(recalled[0])  # the first turn after the save by the other session
+    assert "Uses uv for deps" not in str(users)
+    assert len({r.body["messages"][0]["content"] for r in fake.requests}) == 1

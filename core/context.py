@@ -293,7 +293,18 @@ def turn_preamble(changed_files: list[str], recalled_memory: str | None) -> str 
         parts.append("Recalled from memory:\n" + recalled_memory.strip())
     if not parts:
         return None
-    return "<turn-context>\n" + "\n\n".join(parts) + "\n</turn-context>"
+    return f"{_TURN_CONTEXT_OPEN}\n" + "\n\n".join(parts) + f"\n{_TURN_CONTEXT_CLOSE}"
+
+
+_TURN_CONTEXT_OPEN, _TURN_CONTEXT_CLOSE = "<turn-context>", "</turn-context>"
+
+
+def without_turn_preamble(text: str) -> str:
+    """What the user typed, without the context the loop put before it."""
+    if not text.startswith(_TURN_CONTEXT_OPEN + "\n"):
+        return text
+    end = text.find(_TURN_CONTEXT_CLOSE)
+    return text if end < 0 else text[end + len(_TURN_CONTEXT_CLOSE) :].lstrip("\n")
 
 
 # ---------------------------------------------------------------------------

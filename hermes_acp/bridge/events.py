@@ -394,7 +394,7 @@ class EventTranslator:
         """One stored message as updates (user chunks; thought, text and tool calls;
         a tool result's final card)."""
         if message.role == "user":
-            return [self._wrap(_chunk("user_message_chunk", block)) for block in _blocks(message.content)]
+            return [self._wrap(_chunk("user_message_chunk", block)) for block in _typed_blocks(message)]
         if message.role == "assistant":
             updates = []
             if message.reasoning:
@@ -501,6 +501,21 @@ def _result_content(
 
 def _chunk(kind: str, block: dict[str, Any]) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": block}
+
+
+def _typed_blocks(message: Message) -> list[dict[str, Any]]:
+    """A user message's blocks as the user sent them: the turn context the loop added
+    (changed files, recalled memory) is for the model, not the editor's transcript."""
+    from core.context import without_turn_preamble
+
+    blocks = []
+    for block in _blocks(message.content):
+        if block["type"] == "text":
+            block = {"type": "text", "text": without_turn_preamble(block["text"])}
+            if not block["text"]:
+                continue
+        blocks.append(block)
+    return blocks
 
 
 def _blocks(content: str | list[ContentPart]) -> list[dict[str, Any]]:

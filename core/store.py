@@ -64,6 +64,12 @@ class SessionRecord:
     # Fixed when the session starts and given back on every restore, so the providers'
     # prompt caches keep hitting across load and resume (None: written before v3).
     system_prompt: str | None = None
+    # Compression lineage. A compression moves the history it replaced into an archive
+    # session (compacted_into = the live session, hidden from listings) and makes it the
+    # live session's parent; the live history's first `replay_from` messages are the
+    # compression's output, replayed from the archive as the user saw them.
+    compacted_into: str | None = None
+    replay_from: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +84,8 @@ class SearchHit:
 
 _RECORD_FIELDS = tuple(f.name for f in fields(SessionRecord))
 _JSON_FIELDS = frozenset({"extra_dirs", "approvals", "plan", "config"})
-# message_count follows the messages themselves; id is the key.
-_UPDATABLE_FIELDS = frozenset(_RECORD_FIELDS) - {"id", "message_count"}
+# message_count follows the messages themselves; id is the key; lineage is the store's.
+_UPDATABLE_FIELDS = frozenset(_RECORD_FIELDS) - {"id", "message_count", "compacted_into", "replay_from"}
 _MESSAGE_COLUMNS = (
     "role, content, tool_calls, tool_call_id, name, reasoning, finish_reason, "
     "provider_data, display, is_error"
@@ -183,15 +189,18 @@ def _migrate_v2_search(conn: sqlite3.Connection) -> None:
     )
 
 
-def _migrate_v3_system_prompt(conn: sqlite3.Connection) -> None:
+def _migrate_v3_prompt_and_lineage(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE sessions ADD COLUMN system_prompt TEXT")
+    conn.execute("ALTER TABLE sessions ADD COLUMN compacted_into TEXT")
+    conn.execute("ALTER TABLE sessions ADD COLUMN replay_from INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX sessions_by_live_session ON sessions (compacted_into)")
 
 
 # Applied in order; after MIGRATIONS[i] the file is at schema version i + 1.
 MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _migrate_v1_tables,
     _migrate_v2_search,
-    _migrate_v3_system_prompt,
+    _migrate_v3_prompt_and_lineage,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -297,7 +306,7 @@ class SessionStore:
         """
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        conditions: list[str] = []
+        conditions: list[str] = ["compacted_into IS NULL"]
         params: list[Any] = []
         if cwd is not None:
             conditions.append("cwd = ?")
@@ -308,9 +317,8 @@ class SessionStore:
             after_updated, after_id = _decode_cursor(cursor)
             conditions.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
             params += [after_updated, after_updated, after_id]
-        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
         sql = (
-            f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions {where} "
+            f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions WHERE {' AND '.join(conditions)} "
             "ORDER BY updated_at DESC, id DESC LIMIT ?"
         )
         # One row more than asked tells whether another page exists.
@@ -338,6 +346,7 @@ class SessionStore:
                     **_record_values(source),
                     "id": new_id,
                     "parent_id": session_id,
+                    "replay_from": 0,  # the fork replays its own copy, compressed or not
                     "cwd": source.cwd if cwd is None else cwd,
                     "created_at": now,
                     "updated_at": now,
@@ -363,7 +372,12 @@ class SessionStore:
         def write(conn: sqlite3.Connection) -> bool:
             # Explicit rather than left to ON DELETE CASCADE, so the FTS triggers run
             # even on a connection that forgot `PRAGMA foreign_keys`.
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            conn.execute(
+                "DELETE FROM messages WHERE session_id = ? OR session_id IN "
+                "(SELECT id FROM sessions WHERE compacted_into = ?)",
+                (session_id, session_id),
+            )
+            conn.execute("DELETE FROM sessions WHERE compacted_into = ?", (session_id,))
             return conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
 
         return self._write(write)
@@ -399,22 +413,70 @@ class SessionStore:
         )
         return [_row_to_message(row) for row in rows]
 
-    def replace_messages(self, session_id: str, messages: list[Message]) -> None:
-        """Swap the whole history (a compression rewrote it); seqs restart at 0."""
+    def replace_messages(self, session_id: str, messages: list[Message]) -> str:
+        """Swap the history the model sees (a compression rewrote it; seqs restart at 0).
+        The old history is kept, moved into an archive session that becomes the live
+        one's parent: it stays searchable and `load_transcript` still shows it. Returns
+        the archive's id."""
         values = [_message_values(message) for message in messages]
 
-        def write(conn: sqlite3.Connection) -> None:
-            now = _next_timestamp(conn)
-            bumped = conn.execute(
-                "UPDATE sessions SET updated_at = ?, message_count = ? WHERE id = ?",
-                (now, len(values), session_id),
-            )
-            if bumped.rowcount == 0:
+        def write(conn: sqlite3.Connection) -> str:
+            row = conn.execute(
+                f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
                 raise KeyError(session_id)
-            conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            live = _row_to_record(row)
+            now = _next_timestamp(conn)
+            archive_id = f"{session_id}~{now:.6f}"
+            archive = SessionRecord(
+                **{**_record_values(live), "id": archive_id, "compacted_into": session_id}
+            )
+            _insert_session(conn, archive)
+            conn.execute("UPDATE messages SET session_id = ? WHERE session_id = ?", (archive_id, session_id))
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, message_count = ?, parent_id = ?, replay_from = ? "
+                "WHERE id = ?",
+                (now, len(values), archive_id, len(values), session_id),
+            )
             _insert_messages(conn, session_id, enumerate(values), now)
+            return archive_id
 
-        self._write(write)
+        return self._write(write)
+
+    def load_transcript(self, session_id: str) -> list[Message]:
+        """The whole conversation as the user saw it, across compressions: each archive's
+        history, then what came after the compression that replaced it."""
+
+        def read(conn: sqlite3.Connection) -> list[Any]:
+            pieces: list[list[Any]] = []
+            current: str | None = session_id
+            while current is not None:
+                found = conn.execute(
+                    "SELECT parent_id, replay_from, compacted_into FROM sessions WHERE id = ?", (current,)
+                ).fetchone()
+                if found is None:
+                    if current == session_id:
+                        raise KeyError(session_id)
+                    break  # an archive went missing: fall back to the compressed copies below
+                parent, replay_from, compacted_into = found
+                if current != session_id and compacted_into != session_id:
+                    break  # not this session's archive (a fork's source): its copies stand
+                archived = conn.execute(
+                    "SELECT 1 FROM sessions WHERE id = ? AND compacted_into = ?", (parent, session_id)
+                ).fetchone()
+                start = replay_from if archived else 0
+                pieces.append(
+                    conn.execute(
+                        f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE session_id = ? AND seq >= ? "
+                        "ORDER BY seq",
+                        (current, start),
+                    ).fetchall()
+                )
+                current = parent if archived else None
+            return [row for piece in reversed(pieces) for row in piece]
+
+        return [_row_to_message(row) for row in self._read(read)]
 
     # --- search ---
 
@@ -448,10 +510,10 @@ class SessionStore:
             conditions.append("s.cwd = ?")
             params.append(cwd)
         if exclude_session is not None:
-            conditions.append("m.session_id != ?")
+            conditions.append("COALESCE(s.compacted_into, s.id) != ?")
             params.append(exclude_session)
         sql = f"""
-            SELECT m.session_id, s.title, m.seq, m.role,
+            SELECT COALESCE(s.compacted_into, s.id), s.title, m.seq, m.role,
                    snippet(messages_fts, 0, '**', '**', '…', 16), s.updated_at
             FROM messages_fts
             JOIN messages AS m ON m.id = messages_fts.rowid

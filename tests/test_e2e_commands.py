@@ -113,17 +113,33 @@ async def test_clear_starts_an_empty_history(client: AcpClient, fake: FakeProvid
     assert "pineapple" not in str(messages)
 
 
-async def test_compact_summarises_with_the_model(client: AcpClient, fake: FakeProvider, session: str) -> None:
+async def test_compact_summarises_with_the_model(
+    client: AcpClient, fake: FakeProvider, session: str, tmp_path: Path
+) -> None:
     fake.script([Reply(text=f"answer {i}") for i in range(3)])
     for i in range(3):
         await client.prompt(session, f"question {i}")
     fake.script([Reply(text="Summary: three questions were asked and answered."), Reply(text="ok")])
     before = len(fake.requests)
+    usage_before = len(client.session_updates(session, "usage_update"))
     assert await client.prompt(session, "/compact") == {"stopReason": "end_turn"}
     assert len(fake.requests) == before + 1  # the summary call
     assert "Compacted the conversation" in client.text(session)
+    assert "ompress" in client.text(session, "agent_thought_chunk")  # the status event
+    assert len(client.session_updates(session, "usage_update")) > usage_before  # the new size
     await client.prompt(session, "next")
     assert "three questions were asked" in str(fake.requests[-1].body["messages"])
+    assert "question 1" not in str(fake.requests[-1].body["messages"])  # the middle went
+
+    # Reloaded, the transcript is the conversation as it happened, not the summary.
+    start = len(client.updates)
+    await client.request("session/load", {"sessionId": session, "cwd": str(tmp_path), "mcpServers": []})
+    replayed = [
+        p["update"]["content"]["text"]
+        for p in client.updates[start:]
+        if p["sessionId"] == session and p["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert replayed == ["question 0", "question 1", "question 2", "next"]
 
 
 async def test_compact_of_a_short_conversation_says_so(

@@ -164,18 +164,52 @@ def test_append_is_durable_for_a_fresh_store_on_the_same_file(db: Path) -> None:
     writer.close()
 
 
-def test_replace_messages_rewrites_history_and_search(store: SessionStore) -> None:
-    new_session(store, "s1")
+def test_a_compression_keeps_the_old_history_as_lineage(store: SessionStore) -> None:
+    new_session(store, "s1", title="Greek")
     for word in ("alpha", "beta", "gamma"):
         store.append_message("s1", Message("user", f"talk about {word}"))
     summary = [Message("user", "Summary: we compared greek letters"), Message("assistant", "ok")]
-    store.replace_messages("s1", summary)
+    archive = store.replace_messages("s1", summary)
 
+    # The model's history is the summary; seqs restart after it.
     assert store.load_messages("s1") == summary
-    assert store.get_session("s1").message_count == 2  # type: ignore[union-attr]
-    assert store.search("alpha") == []
-    assert [h.seq for h in store.search("greek")] == [0]
+    live = store.get_session("s1")
+    assert live is not None and (live.message_count, live.parent_id, live.replay_from) == (2, archive, 2)
     assert store.append_message("s1", Message("user", "next")) == 2
+    # The user's transcript is the conversation as it happened, summary left out.
+    assert [m.text for m in store.load_transcript("s1")] == [
+        "talk about alpha",
+        "talk about beta",
+        "talk about gamma",
+        "next",
+    ]
+    # The old words stay searchable, found under the live session; the archive is no session of its own.
+    assert [h.session_id for h in store.search("alpha")] == ["s1"]
+    assert store.search("alpha", exclude_session="s1") == []
+    assert [h.seq for h in store.search("greek")] == [0]
+    assert [r.id for r in store.list_sessions()[0]] == ["s1"]
+    record = store.get_session(archive)
+    assert record is not None and (record.compacted_into, record.title) == ("s1", "Greek")
+
+
+def test_compressions_chain_and_delete_takes_the_whole_lineage(store: SessionStore) -> None:
+    new_session(store, "s1")
+    store.append_message("s1", Message("user", "one"))
+    store.replace_messages("s1", [Message("user", "summary A")])
+    store.append_message("s1", Message("user", "two"))
+    store.replace_messages("s1", [Message("user", "summary B")])
+    store.append_message("s1", Message("user", "three"))
+    assert [m.text for m in store.load_transcript("s1")] == ["one", "two", "three"]
+
+    fork = store.fork_session("s1", "f1")  # a fork replays its own compressed copy
+    assert fork.parent_id == "s1" and fork.replay_from == 0
+    assert [m.text for m in store.load_transcript("f1")] == ["summary B", "three"]
+
+    assert store.delete_session("s1")
+    assert store.search("one") == [] and store.search("two") == []
+    assert [r.id for r in store.list_sessions(include_empty=True)[0]] == ["f1"]
+    with pytest.raises(KeyError):
+        store.load_transcript("s1")
 
 
 def test_threads_sharing_one_store_get_unique_seqs(store: SessionStore) -> None:

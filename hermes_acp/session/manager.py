@@ -45,7 +45,7 @@ from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
     from core.config import Settings
-    from core.store import SessionStore
+    from core.store import SessionRecord, SessionStore
     from hermes_acp.bridge.channel import ClientChannel
 
 log = logging.getLogger(__name__)
@@ -157,14 +157,18 @@ class SessionManager:
             if live.turn is not None:
                 raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session_id})
             await self._drop(live)
-        session = await self._restore_session(settings, session_id, cwd, extra_dirs, mcp_servers)
+        session, record = await self._restore_session(settings, session_id, cwd, extra_dirs, mcp_servers)
         if replay:
             from hermes_acp.session.replay import replay_updates
 
             agent = session.agent
+            transcript = agent.messages
+            if record.parent_id is not None:  # compressed: the user saw what came before the summary
+                store = await self.store()
+                transcript = await asyncio.to_thread(store.load_transcript, session_id)
             updates = replay_updates(
                 session.translator,
-                agent.messages,
+                transcript,
                 plan=agent.tool_state.plan,
                 used_tokens=estimated_context(agent),
                 context_window=agent.context_window,
@@ -195,17 +199,17 @@ class SessionManager:
             raise not_found(session_id) from None
         if extra_dirs:
             await asyncio.to_thread(store.update_session, new_id, extra_dirs=extra_dirs)
-        session = await self._restore_session(settings, new_id, cwd, extra_dirs, mcp_servers)
+        session, _ = await self._restore_session(settings, new_id, cwd, extra_dirs, mcp_servers)
         self._after_response(lambda: self._session_ready(session, settings))
         log.info("session %s forked from %s", new_id, session_id)
         return {"sessionId": new_id, **self.session_state(session)}
 
     async def _restore_session(
         self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]
-    ) -> Session:
+    ) -> tuple[Session, SessionRecord]:
         store = await self.store()
         record = await asyncio.to_thread(store.get_session, session_id)
-        if record is None:
+        if record is None or record.compacted_into is not None:  # archives are history, not sessions
             raise not_found(session_id)
         messages = await asyncio.to_thread(store.load_messages, session_id)
         extra_dirs = extra_dirs or existing_dirs(record.extra_dirs)
@@ -215,7 +219,7 @@ class SessionManager:
         if (record.cwd, record.extra_dirs) != (cwd, extra_dirs):
             save_record(session, cwd=cwd, extra_dirs=extra_dirs)
         self._sessions[session_id] = session
-        return session
+        return session, record
 
     async def list_sessions(self, cwd: str | None, cursor: str | None) -> dict[str, Any]:
         for session in list(self._sessions.values()):

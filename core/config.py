@@ -87,8 +87,7 @@ class Settings(BaseModel):
 
     compression_threshold: float = Field(default=0.5, gt=0, le=1)
     compression_keep_last: int = Field(default=20, ge=2)
-    auxiliary_model: str | None = None  # summaries and titles; the session's model when unset
-    model_titles: bool = False  # titles by a model call instead of the first user message
+    auxiliary_model: str | None = None  # compression summaries; the session's model when unset
 
     default_mode: Literal["ask", "accept_edits", "plan", "yolo"] = "ask"
     command_timeout_seconds: float = Field(default=120.0, gt=0)

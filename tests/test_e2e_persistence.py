@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
@@ -319,3 +320,41 @@ async def test_a_killed_server_loses_at_most_the_message_in_flight(
         assert "first answer" in client.text(sid)
         fake.script([Reply(text="picking up again")])
         assert await client.prompt(sid, "where were we?") == {"stopReason": "end_turn"}
+
+
+async def test_a_server_killed_mid_tool_keeps_the_plan_and_always_answers(
+    env: dict[str, str], fake: FakeProvider, project: Path
+) -> None:
+    pid_file = project / "sleeper.pid"
+    todo = {"action": "write", "items": [{"content": "Check the build", "status": "in_progress"}]}
+    async with spawn_server(env, check_exit=False) as process:
+        client = process.sdk_client()
+        client.permission = "allow_always"
+        await client.initialize()
+        sid = (await client.new_session(project))["sessionId"]
+        fake.script(
+            [
+                Reply(tool_calls=[ToolCallSpec("todo", todo)]),
+                Reply(tool_calls=[ToolCallSpec("terminal", {"command": "echo built"})]),
+                Reply(
+                    tool_calls=[ToolCallSpec("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"})]
+                ),
+            ]
+        )
+        client.start_prompt(sid, "check the build")
+        await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+        os.kill(process.pid, signal.SIGKILL)
+        await process.wait()
+        await client.aclose()
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    async with connected(env, permission="reject_once") as (_, client):
+        await client.request("session/load", load_params(sid, project))
+        plans = client.session_updates(sid, "plan")
+        assert plans and plans[-1]["entries"][0]["content"] == "Check the build"
+        fake.script(
+            [Reply(tool_calls=[ToolCallSpec("terminal", {"command": "echo again"})]), Reply(text="ok")]
+        )
+        await client.prompt(sid, "once more")
+        assert client.permission_requests == []  # "always" for echo survived the kill
+        assert "again" in str(fake.requests[-1].body["messages"][-1])

@@ -124,6 +124,10 @@ class TurnRunner:
                 kind = type(event)
                 if kind is MessageCommitted:
                     persist_message(session, event.message)
+                    if event.message.role == "tool":
+                        # An "always" answer or a plan change came with this tool call: a
+                        # killed server must not forget them with the turn unfinished.
+                        save_turn_state(session)
                     continue
                 if kind is TurnEnded:
                     stop = str(event.stop_reason)

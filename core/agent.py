@@ -546,9 +546,12 @@ def _title_from(text: str) -> str | None:
 
 
 def _memory_store(settings: Settings, workspace: Workspace) -> MemoryStore:
+    from core.context import repository_root
     from core.memory import MemoryStore
 
-    return MemoryStore(settings.memory_dir, workspace.scope.cwd)
+    # One memory per repository, whichever of its directories a session was opened in.
+    cwd = workspace.scope.cwd
+    return MemoryStore(settings.memory_dir, repository_root(cwd) or cwd)
 
 
 def _default_registry(memory: MemoryStore) -> ToolRegistry:

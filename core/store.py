@@ -506,9 +506,11 @@ class SessionStore:
     ) -> list[SearchHit]:
         conditions = ["messages_fts MATCH ?"]
         params: list[Any] = [match]
-        if cwd is not None:
-            conditions.append("s.cwd = ?")
-            params.append(cwd)
+        if cwd is not None:  # the directory and everything below it: one repository's sessions
+            root = cwd.rstrip("/") or "/"
+            escaped = root.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            conditions.append("(s.cwd = ? OR s.cwd LIKE ? ESCAPE '\\')")
+            params += [root, escaped.rstrip("/") + "/%"]
         if exclude_session is not None:
             conditions.append("COALESCE(s.compacted_into, s.id) != ?")
             params.append(exclude_session)

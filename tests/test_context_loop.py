@@ -154,3 +154,13 @@ async def test_memory_saved_elsewhere_is_recalled_once_in_the_user_message(fake,
     assert "remember uv" in str(recalled[0])  # the first turn after the save by the other session
     assert "Uses uv for deps" not in str(users)
     assert len({r.body["messages"][0]["content"] for r in fake.requests}) == 1
+
+
+async def test_a_subdirectory_session_shares_its_repositorys_memory(fake, workdir):
+    (workdir / ".git").mkdir()
+    (workdir / "src").mkdir()
+    at_root = make_agent(fake, workdir)
+    at_root.memory.add("workspace", "Releases are tagged vX.Y")
+    below = make_agent(fake, workdir / "src", home=at_root.settings.home)
+    assert "Releases are tagged vX.Y" in below.system_prompt
+    assert below.memory.path("workspace") == at_root.memory.path("workspace")

@@ -424,13 +424,21 @@ def test_search_finds_words_in_text_and_tool_calls(store: SessionStore) -> None:
 
 
 def test_search_respects_cwd_and_exclusion(store: SessionStore) -> None:
-    for session_id, cwd in [("here1", "/proj"), ("here2", "/proj"), ("there", "/other")]:
+    places = [("here1", "/proj"), ("here2", "/proj"), ("below", "/proj/src"), ("there", "/other")]
+    places += [("sibling", "/proj2"), ("wild", "/p_oj/x")]  # a prefix is not a parent; _ is literal
+    for session_id, cwd in places:
         new_session(store, session_id, cwd)
         store.append_message(session_id, Message("user", "deploy the kraken"))
 
-    assert {h.session_id for h in store.search("kraken")} == {"here1", "here2", "there"}
-    assert {h.session_id for h in store.search("kraken", cwd="/proj")} == {"here1", "here2"}
-    assert [h.session_id for h in store.search("kraken", cwd="/proj", exclude_session="here1")] == ["here2"]
+    assert len(store.search("kraken")) == len(places)
+    assert {h.session_id for h in store.search("kraken", cwd="/proj")} == {"here1", "here2", "below"}
+    assert {h.session_id for h in store.search("kraken", cwd="/proj/")} == {"here1", "here2", "below"}
+    assert {h.session_id for h in store.search("kraken", cwd="/p_oj")} == {"wild"}
+    assert [h.session_id for h in store.search("kraken", cwd="/proj/src")] == ["below"]
+    assert {h.session_id for h in store.search("kraken", cwd="/proj", exclude_session="here1")} == {
+        "here2",
+        "below",
+    }
     assert len(store.search("kraken", limit=2)) == 2
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from datetime import datetime
+from pathlib import Path
 from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
+from core.context import repository_root
 from core.events import ToolKind
 from core.store import SearchHit, SessionStore
 from core.tools.base import Tool, ToolContext, ToolResult
@@ -34,7 +36,8 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
     def __init__(self, store: SessionStore, session_id: str, cwd: str) -> None:
         self._store = store
         self._session_id = session_id
-        self._cwd = cwd
+        # A session opened in a subdirectory still belongs to its repository's workspace.
+        self._workspace_root = str(repository_root(Path(cwd)) or cwd)
 
     def title(self, args: SessionSearchArgs, workspace: Workspace) -> str:
         return f'Search past sessions: "{args.query}"'
@@ -46,7 +49,7 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
             hits = await asyncio.to_thread(
                 self._store.search,
                 args.query,
-                cwd=self._cwd,
+                cwd=self._workspace_root,
                 limit=args.limit,
                 exclude_session=self._session_id,
             )

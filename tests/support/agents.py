@@ -57,9 +57,10 @@ def make_agent(
     *,
     approver: Any = None,
     settings: dict[str, Any] | None = None,
+    home: Path | None = None,
     **agent_options: Any,
 ) -> Agent:
-    home = workdir.parent / f"{workdir.name}-home"
+    home = home or workdir.parent / f"{workdir.name}-home"
     agent = Agent(
         settings=settings_for(fake, home, provider, **(settings or {})),
         workspace=LocalWorkspace(WorkspaceScope(workdir)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
@@ -358,3 +359,33 @@ async def test_a_server_killed_mid_tool_keeps_the_plan_and_always_answers(
         await client.prompt(sid, "once more")
         assert client.permission_requests == []  # "always" for echo survived the kill
         assert "again" in str(fake.requests[-1].body["messages"][-1])
+
+
+async def test_twenty_turns_across_a_restart_keep_extending_the_cached_prefix(
+    env: dict[str, str], fake: FakeProvider, project: Path
+) -> None:
+    """Each request to the provider repeats the previous one's messages and tools exactly,
+    through tool calls and through a server restart with session/resume in the middle."""
+    (project / "data.txt").write_text("".join(f"row {i}\n" for i in range(30)))
+    read = {"path": "data.txt", "limit": 3}
+
+    async def turns(client: AcpClient, sid: str, numbers: range) -> None:
+        for i in numbers:
+            fake.script(
+                [Reply(tool_calls=[ToolCallSpec("read_file", read | {"offset": i + 1})]), Reply(text=f"a{i}")]
+            )
+            assert await client.prompt(sid, f"question {i}") == {"stopReason": "end_turn"}
+
+    first = len(fake.requests)
+    async with connected(env) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        await turns(client, sid, range(10))
+    (project / "AGENTS.md").write_text("Edited while the server was down.\n")
+    async with connected(env) as (_, client):
+        await client.request("session/resume", load_params(sid, project))
+        await turns(client, sid, range(10, 20))
+    bodies = [r.body for r in fake.requests[first:]]
+    assert len(bodies) == 40
+    for earlier, later in itertools.pairwise(bodies):
+        assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
+        assert later["tools"] == earlier["tools"]

@@ -232,6 +232,35 @@ async def test_close_cancels_the_turn_and_keeps_the_history(
     assert "keep this question" in client.text(sid, "user_message_chunk")
 
 
+async def test_close_stops_the_sessions_background_processes(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+    pid_file = project / "server.pid"
+    serve = {"command": f"echo $$ > {pid_file}; exec sleep 60", "background": True}
+    fake.script([Reply(tool_calls=[ToolCallSpec("terminal", serve)]), Reply(text="Started the server.")])
+    assert await client.prompt(sid, "start the dev server") == {"stopReason": "end_turn"}
+    await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+    pid = int(pid_file.read_text())
+    assert _alive(pid)
+    await client.request("session/close", {"sessionId": sid})
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        await asyncio.sleep(0.05)
+    assert not _alive(pid), "a closed session left its background process running"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
 async def test_delete_removes_it(client: AcpClient, fake: FakeProvider, project: Path) -> None:
     sid = await a_conversation(client, fake, project)
     assert await client.request("session/delete", {"sessionId": sid}) == {}

@@ -210,6 +210,20 @@ async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
     assert replayed == ["hello", "look again"]
 
 
+async def test_a_file_saved_between_resume_and_the_next_prompt_is_named(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="Hello."), Reply(text="I see.")])
+    await client.prompt(sid, "hello")
+    await client.request("session/resume", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
+    await asyncio.sleep(1.0)  # the restored session's watcher starts after the response
+    (project / "todo.txt").write_text("edited after the resume\n")
+    await asyncio.sleep(0.3)  # the notifier groups events before passing them on
+    await client.prompt(sid, "look again")
+    assert "todo.txt" in last_user_text(fake.requests[-1].body)
+
+
 # -- earlier sessions ------------------------------------------------------------------------------
 
 

@@ -179,6 +179,11 @@ class SessionManager:
             self._after_response(lambda: self._spawn(self._refresh_models(session, settings)))
         else:
             self._after_response(lambda: self._session_ready(session, settings))
+        watcher = session.agent.watcher
+        if watcher is not None and session.agent.messages:
+            # The model has seen these files: what the user changes before the next prompt
+            # is news to it. (A fresh session's watcher starts with its first turn.)
+            self._after_response(lambda: self._spawn(watcher.start()))
         log.info("session %s %s in %s", session_id, "loaded" if replay else "resumed", cwd)
         return self.session_state(session)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from tests.support.acp_harness import (
     spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.processes import wait_gone
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -154,21 +154,29 @@ async def test_cancel_during_a_running_command_kills_it(
     await next_prompt_works(client, fake, session)
 
 
-async def wait_gone(pid: int) -> None:
-    for _ in range(100):
-        if not alive(pid):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"process {pid} still runs after the cancel")
-
-
-def alive(pid: int) -> bool:
+async def test_cancel_while_the_editor_is_still_creating_the_terminal_stops_it(
+    client: AcpClient, fake: FakeProvider, tmp_path: Path
+) -> None:
+    """The command already runs in the editor when the cancel lands, but terminal/create
+    has not answered yet: once it does, the agent kills and releases that terminal."""
+    project = tmp_path / "project"
+    project.mkdir()
+    session = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
+    pid_file = project / "pid"
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"})])]
+    )
+    client.terminal_create_delay = 0.5
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")  # a zombie is dead
+        prompt = client.start_prompt(session, "sleep")
+        await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+        await cancel_and_check(client, session, prompt)
+        await wait_gone(int(pid_file.read_text()))
+        await client.wait_for(lambda: [m for m, _ in client.calls if m == "terminal/release"])
+    finally:
+        client.terminal_create_delay = 0.0
+    await next_prompt_works(client, fake, session)
 
 
 async def test_cancel_before_the_first_model_call(

@@ -17,6 +17,7 @@ from acp.exceptions import RequestError
 
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.processes import alive, wait_gone
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -243,22 +244,9 @@ async def test_close_stops_the_sessions_background_processes(
     assert await client.prompt(sid, "start the dev server") == {"stopReason": "end_turn"}
     await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
     pid = int(pid_file.read_text())
-    assert _alive(pid)
+    assert alive(pid)
     await client.request("session/close", {"sessionId": sid})
-    for _ in range(100):
-        if not _alive(pid):
-            break
-        await asyncio.sleep(0.05)
-    assert not _alive(pid), "a closed session left its background process running"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+    await wait_gone(pid, "a closed session's background process")
 
 
 async def test_delete_removes_it(client: AcpClient, fake: FakeProvider, project: Path) -> None:

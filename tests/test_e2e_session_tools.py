@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -17,6 +16,7 @@ import pytest_asyncio
 
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.processes import alive, wait_gone
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -63,22 +63,6 @@ def closed_port_entry(name: str) -> dict[str, Any]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return {"type": "http", "name": name, "url": f"http://127.0.0.1:{port}/mcp", "headers": []}
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-async def wait_gone(pid: int) -> None:
-    for _ in range(100):
-        if not alive(pid):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"the MCP server {pid} still runs")
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
@@ -133,7 +117,7 @@ async def test_mcp_tools_ask_permission_reach_the_model_and_the_server_ends_with
     assert client.text(sid).count("MCP server 'down'") == 1
 
     await client.request("session/close", {"sessionId": sid})
-    await wait_gone(pid)
+    await wait_gone(pid, "the MCP server")
 
 
 async def test_resuming_a_live_session_restarts_its_mcp_servers(
@@ -153,7 +137,7 @@ async def test_resuming_a_live_session_restarts_its_mcp_servers(
         "session/resume",
         {"sessionId": sid, "cwd": str(project), "mcpServers": [stdio_entry("test", second_pid)]},
     )
-    await wait_gone(old)
+    await wait_gone(old, "the MCP server")
     new = int(second_pid.read_text())
     assert alive(new)
     fake.script(
@@ -180,7 +164,7 @@ async def test_mcp_servers_stop_when_the_editor_goes_away(
         pid = int(pid_file.read_text())
         assert alive(pid)
         assert await server.stop() == 0
-    await wait_gone(pid)
+    await wait_gone(pid, "the MCP server")
 
 
 # -- files the user changed between turns ------------------------------------------------------

@@ -14,15 +14,7 @@ from core.events import Event, ToolCallProgress
 from core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
 from core.tools.terminal import ProcessTool, TerminalTool
 from core.workspace import LocalWorkspace, WorkspaceScope
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie counts as dead: PID 1 here may never reap orphans)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return False
-    return fields[0] != "Z"
+from tests.support.processes import alive
 
 
 async def until_dead(pid: int, within: float = 3.0) -> None:

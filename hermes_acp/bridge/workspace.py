@@ -124,14 +124,29 @@ class ClientWorkspace:
         }
         if env:
             params["env"] = [{"name": name, "value": value} for name, value in env.items()]
+        creating = asyncio.ensure_future(self._channel.send_request("terminal/create", params))
         try:
-            result = await self._channel.send_request("terminal/create", params)
+            result = await asyncio.shield(creating)
         except (RequestError, ConnectionError) as exc:
             raise WorkspaceError(f"the editor could not start `{command}`: {_describe(exc)}") from exc
-        terminal_id = result.get("terminalId") if isinstance(result, dict) else None
-        if not isinstance(terminal_id, str) or not terminal_id:
+        except asyncio.CancelledError:
+            # The editor may already be running it: once it answers, stop and free that terminal.
+            creating.add_done_callback(self._abandon_terminal)
+            raise
+        terminal_id = _terminal_id(result)
+        if terminal_id is None:
             raise WorkspaceError("the editor answered terminal/create without a terminalId")
         return ClientCommand(self._channel, self._session_id, terminal_id)
+
+    def _abandon_terminal(self, creating: asyncio.Future[Any]) -> None:
+        if creating.cancelled() or creating.exception() is not None:
+            return
+        terminal_id = _terminal_id(creating.result())
+        if terminal_id is not None:
+            orphan = ClientCommand(self._channel, self._session_id, terminal_id)
+            task = asyncio.ensure_future(orphan.kill_and_release())
+            _background.add(task)
+            task.add_done_callback(_background.discard)
 
 
 class ClientCommand:
@@ -177,6 +192,10 @@ class ClientCommand:
             await self._call("terminal/kill")
         except WorkspaceError as exc:
             log.warning("terminal/kill %s failed: %s", self._id, exc)
+
+    async def kill_and_release(self) -> None:
+        await self.kill()
+        await self.release()
 
     async def release(self) -> None:
         if self._release_task is None:
@@ -224,6 +243,11 @@ def _too_large(path: Path, size: int, limit: int) -> str:
         f"{path} is {human_size(size)}, larger than the {human_size(limit)} read limit; "
         "search for the lines you need or read it in slices"
     )
+
+
+def _terminal_id(result: Any) -> str | None:
+    terminal_id = result.get("terminalId") if isinstance(result, dict) else None
+    return terminal_id if isinstance(terminal_id, str) and terminal_id else None
 
 
 def _describe(exc: BaseException) -> str:

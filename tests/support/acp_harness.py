@@ -398,6 +398,7 @@ class AcpClient:
         self.server = server
         self.capabilities = capabilities
         self.permission: PermissionPolicy = permission
+        self.terminal_create_delay = 0.0  # seconds between starting a command and answering create
         self.updates: list[dict[str, Any]] = []  # session/update params, in order
         self.permission_requests: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []  # every request the server made
@@ -557,6 +558,9 @@ class AcpClient:
             terminal = Terminal(process, limit=params.get("outputByteLimit"))
             terminal.pump = asyncio.create_task(self._pump(terminal))
             self.terminals[terminal_id] = terminal
+            await asyncio.sleep(
+                self.terminal_create_delay
+            )  # a slow editor: already running, not yet answered
             return {"terminalId": terminal_id}
         terminal = self.terminals.get(params["terminalId"])
         if terminal is None or terminal.released:

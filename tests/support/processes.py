@@ -1,0 +1,23 @@
+"""Is a process still running, and waiting until it is not."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie counts as dead: PID 1 here may never reap orphans)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return False
+    return fields[0] != "Z"
+
+
+async def wait_gone(pid: int, what: str = "process", seconds: float = 5.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if not alive(pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} {pid} still runs")

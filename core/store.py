@@ -272,12 +272,7 @@ class SessionStore:
         return self._write(write)
 
     def get_session(self, session_id: str) -> SessionRecord | None:
-        row = self._read(
-            lambda conn: conn.execute(
-                f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-        )
-        return _row_to_record(row) if row else None
+        return self._read(lambda conn: _select_record(conn, session_id))
 
     def update_session(self, session_id: str, **changes: Any) -> None:
         unknown = sorted(set(changes) - _UPDATABLE_FIELDS)
@@ -338,13 +333,8 @@ class SessionStore:
         """A copy of the session and its history under `new_id`, with parent_id = the source."""
 
         def write(conn: sqlite3.Connection) -> SessionRecord:
-            row = conn.execute(
-                f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise KeyError(session_id)
+            source = _existing_record(conn, session_id)
             now = _next_timestamp(conn)
-            source = _row_to_record(row)
             fork = SessionRecord(
                 **{
                     **_record_values(source),
@@ -425,12 +415,7 @@ class SessionStore:
         values = [_message_values(message) for message in messages]
 
         def write(conn: sqlite3.Connection) -> str:
-            row = conn.execute(
-                f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
-                raise KeyError(session_id)
-            live = _row_to_record(row)
+            live = _existing_record(conn, session_id)
             now = _next_timestamp(conn)
             archive_id = f"{session_id}~{now:.6f}"
             archive = SessionRecord(
@@ -621,6 +606,20 @@ def _next_timestamp(conn: sqlite3.Connection) -> float:
     if latest is not None and now <= latest:
         now = latest + 1e-6
     return now
+
+
+def _select_record(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(
+        f"SELECT {', '.join(_RECORD_FIELDS)} FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return _row_to_record(row) if row else None
+
+
+def _existing_record(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+    record = _select_record(conn, session_id)
+    if record is None:
+        raise KeyError(session_id)
+    return record
 
 
 def _record_values(record: SessionRecord) -> dict[str, Any]:

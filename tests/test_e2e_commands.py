@@ -132,13 +132,9 @@ async def test_compact_summarises_with_the_model(
     assert "question 1" not in str(fake.requests[-1].body["messages"])  # the middle went
 
     # Reloaded, the transcript is the conversation as it happened, not the summary.
-    start = len(client.updates)
+    start = len(client.session_updates(session, "user_message_chunk"))
     await client.request("session/load", {"sessionId": session, "cwd": str(tmp_path), "mcpServers": []})
-    replayed = [
-        p["update"]["content"]["text"]
-        for p in client.updates[start:]
-        if p["sessionId"] == session and p["update"]["sessionUpdate"] == "user_message_chunk"
-    ]
+    replayed = [u["content"]["text"] for u in client.session_updates(session, "user_message_chunk")[start:]]
     assert replayed == ["question 0", "question 1", "question 2", "next"]
 
 

@@ -184,13 +184,9 @@ async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
     assert "notes.txt" not in last_user_text(fake.requests[-2].body)
 
     # The editor's transcript shows what the user typed, not the context added for the model.
-    start = len(client.updates)
+    start = len(client.session_updates(sid, "user_message_chunk"))
     await client.request("session/load", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
-    replayed = [
-        p["update"]["content"]["text"]
-        for p in client.updates[start:]
-        if p["sessionId"] == sid and p["update"]["sessionUpdate"] == "user_message_chunk"
-    ]
+    replayed = [u["content"]["text"] for u in client.session_updates(sid, "user_message_chunk")[start:]]
     assert replayed == ["hello", "look again"]
 
 

@@ -497,9 +497,9 @@ class SessionStore:
         params: list[Any] = [match]
         if cwd is not None:  # the directory and everything below it: one repository's sessions
             root = cwd.rstrip("/") or "/"
-            escaped = root.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            conditions.append("(s.cwd = ? OR s.cwd LIKE ? ESCAPE '\\')")
-            params += [root, escaped.rstrip("/") + "/%"]
+            below = root.rstrip("/") + "/"  # compared exactly: LIKE would fold case
+            conditions.append("(s.cwd = ? OR substr(s.cwd, 1, ?) = ?)")
+            params += [root, len(below), below]
         if exclude_session is not None:
             conditions.append("COALESCE(s.compacted_into, s.id) != ?")
             params.append(exclude_session)

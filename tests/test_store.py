@@ -425,7 +425,7 @@ def test_search_finds_words_in_text_and_tool_calls(store: SessionStore) -> None:
 
 def test_search_respects_cwd_and_exclusion(store: SessionStore) -> None:
     places = [("here1", "/proj"), ("here2", "/proj"), ("below", "/proj/src"), ("there", "/other")]
-    places += [("sibling", "/proj2"), ("wild", "/p_oj/x")]  # a prefix is not a parent; _ is literal
+    places += [("sibling", "/proj2"), ("wild", "/p_oj/x"), ("upper", "/PROJ/x")]  # not below /proj
     for session_id, cwd in places:
         new_session(store, session_id, cwd)
         store.append_message(session_id, Message("user", "deploy the kraken"))
@@ -434,6 +434,7 @@ def test_search_respects_cwd_and_exclusion(store: SessionStore) -> None:
     assert {h.session_id for h in store.search("kraken", cwd="/proj")} == {"here1", "here2", "below"}
     assert {h.session_id for h in store.search("kraken", cwd="/proj/")} == {"here1", "here2", "below"}
     assert {h.session_id for h in store.search("kraken", cwd="/p_oj")} == {"wild"}
+    assert {h.session_id for h in store.search("kraken", cwd="/")} == {p for p, _ in places}
     assert [h.session_id for h in store.search("kraken", cwd="/proj/src")] == ["below"]
     assert {h.session_id for h in store.search("kraken", cwd="/proj", exclude_session="here1")} == {
         "here2",

@@ -150,6 +150,19 @@ async def test_resume_restores_without_replay(
     assert "Please create notes" in str(fake.requests[before].body["messages"])
 
 
+async def test_a_session_not_yet_prompted_can_be_loaded_and_resumed(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    """acp-tck (ACP-RESUME-001, ACP-LOAD-003): a session just created, with nothing stored
+    yet, is still a session to load or resume."""
+    sid = (await client.new_session(project))["sessionId"]
+    for method in ("session/resume", "session/load"):
+        result = await client.request(method, load_params(sid, project))
+        assert result["modes"]["currentModeId"] == "ask", method
+    fake.script([Reply(text="here")])
+    assert await client.prompt(sid, "hello") == {"stopReason": "end_turn"}
+
+
 async def test_unknown_ids_are_32002(client: AcpClient, project: Path) -> None:
     for method, params in (
         ("session/load", load_params("nope", project)),

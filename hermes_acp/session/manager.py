@@ -156,6 +156,9 @@ class SessionManager:
         if live is not None:
             if live.turn is not None:
                 raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session_id})
+            if not live.stored:  # never prompted, so nothing stored: it stays as it is
+                self._after_response(lambda: self._session_ready(live, settings))
+                return self.session_state(live)
             await self._drop(live)
         session, record = await self._restore_session(settings, session_id, cwd, extra_dirs, mcp_servers)
         if replay:

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "custom"]
-ApiMode = Literal["chat_completions", "anthropic_messages", "responses"]
+ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom"]
+ApiMode = Literal["chat_completions", "anthropic_messages", "responses", "bedrock_converse"]
 
 ENV_PREFIX = "HERMES_ACP_"
 
@@ -63,12 +63,18 @@ class Settings(BaseModel):
     api_mode: ApiMode | None = None
     base_url: str | None = None  # for "custom" (and an override for any provider)
     api_key: str | None = None  # for "custom"
+    # More keys for the configured provider, tried in turn when one is refused (429/402/403);
+    # OPENAI_API_KEY_1, _2, ... (and the other providers' numbered variables) add to these.
+    api_keys: list[str] = Field(default_factory=list)
 
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     anthropic_api_key: str | None = None
     anthropic_base_url: str | None = None
     openrouter_api_key: str | None = None
+    # Bedrock: otherwise AWS_REGION / AWS_PROFILE and the rest of the AWS credential chain.
+    bedrock_region: str | None = None
+    bedrock_profile: str | None = None
 
     models: list[str] = Field(default_factory=list)  # offered in the editor's model picker
     fallback: list[FallbackEntry] = Field(default_factory=list)
@@ -106,7 +112,7 @@ class Settings(BaseModel):
         return self.home / "memory"
 
 
-_LIST_KEYS = {"models"}
+_LIST_KEYS = {"models", "api_keys"}
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:

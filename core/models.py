@@ -86,11 +86,21 @@ MODELS: dict[str, ModelInfo] = {
 }
 
 _DATED = re.compile(r"(?:[-@]\d{8}|-\d{4}-\d{2}-\d{2}|-latest|-preview|-exp)$")
+# Bedrock model ids: an optional cross-region prefix, then the vendor
+# (`us.anthropic.claude-sonnet-4-20250514-v1:0`).
+_BEDROCK_VENDOR = re.compile(
+    r"^(?:(?:us|eu|apac|global|jp|au|ca|us-gov)\.)?"
+    r"(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|qwen|openai|writer|moonshot)\."
+)
 
 
 def normalise(model: str) -> str:
-    """`anthropic/claude-sonnet-4-20250514` -> `claude-sonnet-4`."""
+    """`anthropic/claude-sonnet-4-20250514` -> `claude-sonnet-4`;
+    `us.anthropic.claude-sonnet-4-20250514-v1:0` -> `claude-sonnet-4`."""
     name = model.strip().lower().rsplit("/", 1)[-1].split(":", 1)[0]
+    bedrock = _BEDROCK_VENDOR.sub("", name)
+    if bedrock != name:
+        name = re.sub(r"-v\d+$", "", bedrock)
     while True:
         trimmed = _DATED.sub("", name)
         if trimmed == name:

@@ -230,13 +230,13 @@ async def _check(out: TextIO) -> int:
         line(False, "provider", f"cannot be built: {exc}")
         return 1
     try:
-        return await _probe(provider, line)
+        return await _probe(provider, line, settings)
     finally:
         with contextlib.suppress(Exception):
             await provider.aclose()
 
 
-async def _probe(provider: Any, line: Any) -> int:
+async def _probe(provider: Any, line: Any, settings: Any) -> int:
     import time
 
     from core.messages import Message
@@ -245,6 +245,11 @@ async def _probe(provider: Any, line: Any) -> int:
     try:
         models = await asyncio.wait_for(provider.list_models(), 20)
         line(True, "endpoint", f"reachable ({len(models)} models listed)")
+        from core.providers.model_list import review_model_list
+
+        if problem := review_model_list(settings, models):
+            line(False, "model", problem)
+            return 1
     except ProviderError as exc:
         if exc.kind in (ErrorKind.TRANSIENT, ErrorKind.STALE):
             line(False, "endpoint", f"unreachable: {exc}")

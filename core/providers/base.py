@@ -65,12 +65,19 @@ class ProviderError(Exception):
         status: int | None = None,
         retry_after: float | None = None,
         provider: str = "",
+        context_limit: int | None = None,
+        output_cap: int | None = None,
+        invalid_signature: bool = False,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.status = status
         self.retry_after = retry_after
         self.provider = provider
+        # What the error message told about the endpoint (core/providers/limits.py reads it):
+        self.context_limit = context_limit  # the model's real context window, when stated
+        self.output_cap = output_cap  # the output tokens still available, when stated
+        self.invalid_signature = invalid_signature  # replayed reasoning was rejected
 
     @property
     def retryable(self) -> bool:

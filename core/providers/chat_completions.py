@@ -89,6 +89,9 @@ class _PartialCall:
     id: str
     name: str
     arguments: str
+    # Provider-specific data the call must be replayed with (Gemini's OpenAI-compatible
+    # endpoint: {"google": {"thought_signature": ...}}).
+    extra_content: dict[str, Any] | None = None
 
 
 class ChatCompletionsProvider(SdkProvider):
@@ -185,7 +188,9 @@ class ChatCompletionsProvider(SdkProvider):
             raise ProviderError(
                 ErrorKind.TRANSIENT, "the stream ended before the model finished", provider=self.name
             )
-        tool_calls = [ToolCall(c.id, c.name, c.arguments) for _, c in sorted(calls.items())]
+        ordered = [c for _, c in sorted(calls.items())]
+        tool_calls = [ToolCall(c.id, c.name, c.arguments) for c in ordered]
+        extras = {c.id: c.extra_content for c in ordered if c.extra_content}
         reason = _FINISH.get(finish, "stop")
         if tool_calls and reason == "stop":
             reason = "tool_calls"
@@ -195,6 +200,7 @@ class ChatCompletionsProvider(SdkProvider):
             tool_calls=tool_calls,
             finish_reason=reason,
             usage=usage,
+            provider_data={"tool_call_extra": extras} if extras else None,
             model=model,
         )
 
@@ -220,9 +226,17 @@ def _merge_call(calls: dict[int, _PartialCall], delta: dict[str, Any]) -> None:
     arguments = function.get("arguments") or ""
     call_id = delta.get("id")
     current = calls.get(index)
+    extra = delta.get("extra_content")
     if current is None:
-        calls[index] = _PartialCall(call_id or f"call_{uuid.uuid4().hex[:24]}", name, arguments)
+        calls[index] = _PartialCall(
+            call_id or f"call_{uuid.uuid4().hex[:24]}",
+            name,
+            arguments,
+            extra if isinstance(extra, dict) else None,
+        )
         return
+    if isinstance(extra, dict):
+        current.extra_content = {**(current.extra_content or {}), **extra}
     if call_id and not current.id:
         current.id = call_id
     if name and not current.name:
@@ -248,16 +262,25 @@ def _to_wire(message: Message, echo_reasoning: bool) -> dict[str, Any]:
     if message.role == "assistant":
         wire: dict[str, Any] = {"role": "assistant", "content": message.text or None}
         if message.tool_calls:
-            wire["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in message.tool_calls
-            ]
+            extras = (message.provider_data or {}).get("tool_call_extra") or {}
+            wire["tool_calls"] = [_wire_call(c, extras.get(c.id)) for c in message.tool_calls]
             if echo_reasoning and message.reasoning:
                 wire["reasoning_content"] = message.reasoning
         if wire["content"] is None and not message.tool_calls:
             wire["content"] = ""
         return wire
     return {"role": message.role, "content": _content(message.content)}
+
+
+def _wire_call(call: ToolCall, extra: dict[str, Any] | None) -> dict[str, Any]:
+    wire: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    if extra:
+        wire["extra_content"] = extra
+    return wire
 
 
 def _content(content: str | list[TextPart | ImagePart]) -> str | list[dict[str, Any]]:

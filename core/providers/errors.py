@@ -94,6 +94,10 @@ def classify(exc: BaseException, *, provider: str) -> ProviderError:
 
 def classify_payload(code: str | None, message: str, *, provider: str) -> ProviderError:
     """An error reported inside a stream (Responses `response.failed`, an `error` event)."""
+    return with_hints(_classify_payload(code, message, provider=provider), message)
+
+
+def _classify_payload(code: str | None, message: str, *, provider: str) -> ProviderError:
     lowered = (code or "").lower()
     if is_context_overflow(message, lowered):
         return ProviderError(ErrorKind.CONTEXT_OVERFLOW, message, provider=provider)
@@ -119,6 +123,13 @@ def classify_stream_error(error: Any, *, provider: str) -> ProviderError:
     return classify_payload(label, text, provider=provider)
 
 
+def from_status(
+    status: int, message: str, code: str | None, err_type: str | None, provider: str
+) -> ProviderError:
+    """An HTTP error status (and its body's code and type) as a ProviderError."""
+    return _from_status(status, message, code, err_type, provider, None)
+
+
 def _from_status(
     status: int,
     message: str,
@@ -129,7 +140,8 @@ def _from_status(
 ) -> ProviderError:
     def error(kind: ErrorKind) -> ProviderError:
         text = f"HTTP {status}: {message}"
-        return ProviderError(kind, text, status=status, retry_after=retry_after, provider=provider)
+        made = ProviderError(kind, text, status=status, retry_after=retry_after, provider=provider)
+        return with_hints(made, message)
 
     if status == 429:
         # Quota, not pace: waiting does not help, another endpoint might.
@@ -143,6 +155,19 @@ def _from_status(
     if status in (408, 409) or status >= 500:
         return error(ErrorKind.TRANSIENT)
     return error(ErrorKind.BAD_REQUEST)
+
+
+def with_hints(error: ProviderError, message: str) -> ProviderError:
+    """Note what the message tells about the endpoint's limits, for the recovery levels in
+    core/providers/resilient.py."""
+    from core.providers.limits import says_invalid_signature, stated_context_limit, stated_output_cap
+
+    error.output_cap = stated_output_cap(message)
+    if error.kind is ErrorKind.CONTEXT_OVERFLOW or error.output_cap is not None:
+        error.context_limit = stated_context_limit(message)
+    if error.kind is ErrorKind.BAD_REQUEST:
+        error.invalid_signature = says_invalid_signature(message)
+    return error
 
 
 def _error_details(exc: BaseException) -> tuple[str, str | None, str | None]:
@@ -275,9 +300,12 @@ def untransformed(
     (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
     for JSON we built in wire shape already. `extra_body` (public API) is merged into
     the body after that walk, so those parts go out as they are; `placeholders` stand
-    in for required parameters meanwhile.
+    in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
+    on its way out, instead of failing the request (core/providers/encoding.py).
     """
-    out = dict(params)
+    from core.providers.encoding import clean
+
+    out = dict(clean(params))
     extra = dict(out.pop("extra_body", None) or {})
     for key in bulky:
         if key in out:

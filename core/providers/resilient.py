@@ -1,10 +1,19 @@
 """Retries, backoff and fallback over an ordered chain of providers.
 
-A retryable failure (rate limit, transient, stale stream) retries the same provider with
-full-jitter exponential backoff; when its retries run out, or at once for auth and bad
-request errors, the next provider in the chain takes over and keeps the job for the rest
-of the turn (`reset()` goes back to the primary). A context overflow goes straight back
-to the caller, which compresses and tries again.
+Recovery, in this order (the README's "Recovery order" lists the same):
+
+1. A refused key (429/402/403) on a provider with a credential pool: the next key, at once.
+2. An error stating the output tokens still available: that call again with `max_tokens`
+   lowered to them.
+3. A 400 rejecting replayed reasoning (an invalid signature): the call again once, with
+   the replayed reasoning stripped from the history.
+4. A retryable failure (rate limit, transient, stale stream): the same provider again,
+   with full-jitter exponential backoff.
+5. A context overflow: the limit it states is learned (core/providers/limits.py) and the
+   error goes back to the caller, which compresses and tries again.
+6. When retries run out, or at once for auth and bad request errors, the next provider in
+   the chain takes over and keeps the job for the rest of the turn (`reset()` goes back
+   to the primary).
 
 Text already streamed to the consumer is not repeated: a retry's deltas that re-produce
 what was already shown are swallowed, and only what is new goes on.
@@ -17,8 +26,10 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
+from dataclasses import dataclass, field, replace
 
 from core.events import Status, TextDelta, ThoughtDelta
+from core.messages import Message
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
 
 logger = logging.getLogger(__name__)
@@ -53,6 +64,15 @@ class _Echo:
             fresh = delta
         self.shown += fresh
         return fresh
+
+
+@dataclass(slots=True)
+class _Recoveries:
+    """The one-off recovery levels already spent on one `stream()` call."""
+
+    rotations: dict[int, int] = field(default_factory=dict)  # chain index -> keys tried
+    output_capped: bool = False
+    reasoning_stripped: bool = False
 
 
 class ResilientModel:
@@ -96,6 +116,7 @@ class ResilientModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[ResilientItem]:
         text, thought = _Echo(), _Echo()
         last_error: ProviderError | None = None
+        spent = _Recoveries()
         while self.index < len(self.chain):
             provider = self.current
             attempt = 0
@@ -121,9 +142,16 @@ class ResilientModel:
                         ErrorKind.TRANSIENT, "the stream ended without a response", provider=provider.name
                     )
                 except ProviderError as error:
-                    if error.kind is ErrorKind.CONTEXT_OVERFLOW:
-                        raise
                     last_error = error
+                    recovery = await self._recover(provider, request, error, spent)
+                    if recovery is not None:
+                        request, status = recovery
+                        yield status
+                        continue
+                    if error.kind is ErrorKind.CONTEXT_OVERFLOW:
+                        if (status := self._learn_context_limit(provider, error)) is not None:
+                            yield status
+                        raise
                     logger.info("%s failed (%s): %s", _label(provider), error.kind, error)
                     if not error.retryable or attempt >= self.max_retries:
                         break
@@ -155,6 +183,88 @@ class ResilientModel:
         assert last_error is not None
         raise last_error
 
+    # -- the one-off recovery levels -------------------------------------------------
+
+    async def _recover(
+        self, provider: Provider, request: ModelRequest, error: ProviderError, spent: _Recoveries
+    ) -> tuple[ModelRequest, Status] | None:
+        """The request to send again at once and the status that says why, or None when no
+        one-off level applies (retries with backoff and fallback take over)."""
+        if error.status in (429, 402, 403):
+            rotated = await self._rotate_key(provider, error, spent)
+            if rotated is not None:
+                return request, rotated
+        if error.output_cap is not None and not spent.output_capped:
+            spent.output_capped = True
+            self._learn_context_limit(provider, error)
+            return replace(request, max_output_tokens=error.output_cap), Status(
+                kind="lowering_output",
+                message=(
+                    f"{_label(provider)}: only {error.output_cap:,} output tokens are available; "
+                    "asking again with that limit"
+                ),
+                detail={"max_output_tokens": error.output_cap, "error": str(error)},
+            )
+        if error.invalid_signature and not spent.reasoning_stripped:
+            stripped = strip_replayed_reasoning(request.messages)
+            if stripped is not None:
+                spent.reasoning_stripped = True
+                return replace(request, messages=stripped), Status(
+                    kind="stripping_reasoning",
+                    message=(f"{_label(provider)} rejected the replayed reasoning; asking again without it"),
+                    detail={"error": str(error)},
+                )
+        return None
+
+    async def _rotate_key(
+        self, provider: Provider, error: ProviderError, spent: _Recoveries
+    ) -> Status | None:
+        """The pool's next key, when this call has not tried every key yet. The status names
+        key indexes (1-based), never keys."""
+        pool = getattr(provider, "api_keys", None) or []
+        rotate = getattr(provider, "rotate_key", None)
+        tried = spent.rotations.get(self.index, 1)
+        if rotate is None or tried >= len(pool):
+            return None
+        failed = getattr(provider, "key_index", 0)
+        new = await rotate()
+        if new is None:
+            return None
+        spent.rotations[self.index] = tried + 1
+        logger.info(
+            "%s: key #%d refused (HTTP %s); trying key #%d",
+            _label(provider),
+            failed + 1,
+            error.status,
+            new + 1,
+        )
+        return Status(
+            kind="rotating_key",
+            message=(
+                f"{_label(provider)}: key #{failed + 1} of {len(pool)} was refused (HTTP {error.status}); "
+                f"trying key #{new + 1}"
+            ),
+            detail={"failed_key": failed + 1, "next_key": new + 1, "keys": len(pool), "status": error.status},
+        )
+
+    def _learn_context_limit(self, provider: Provider, error: ProviderError) -> Status | None:
+        """Remember the window an overflow revealed (stored when stated, a tier down when not)."""
+        limits = getattr(provider, "context_limits", None)
+        if limits is None:
+            return None
+        stated = error.context_limit
+        if stated is None and error.kind is not ErrorKind.CONTEXT_OVERFLOW:
+            return None
+        window = limits.learn(provider.model, stated=stated)
+        if window is None:
+            return None
+        how = "stated by the endpoint" if stated is not None else "assumed after an overflow"
+        return Status(
+            kind="context_limit",
+            message=f"{_label(provider)}: context window {window:,} tokens ({how})",
+            detail={"model": provider.model, "context_window": window, "confirmed": stated is not None},
+        )
+
     async def list_models(self) -> list[str]:
         return await self.current.list_models()
 
@@ -164,6 +274,16 @@ class ResilientModel:
                 await provider.aclose()
             except Exception:  # closing is best effort; one broken client must not keep others open
                 logger.debug("closing %s failed", _label(provider), exc_info=True)
+
+
+def strip_replayed_reasoning(messages: list[Message]) -> list[Message] | None:
+    """The history without what providers replay verbatim (thinking signatures, encrypted
+    reasoning items, thought signatures), or None when there was none."""
+    if not any(m.provider_data for m in messages if m.role == "assistant"):
+        return None
+    return [
+        replace(m, provider_data=None) if m.role == "assistant" and m.provider_data else m for m in messages
+    ]
 
 
 def _label(provider: Provider) -> str:

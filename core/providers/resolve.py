@@ -13,6 +13,7 @@ from urllib.parse import urlparse
 
 from core.config import ApiMode, Settings
 from core.providers.base import Provider
+from core.providers.limits import ContextLimits
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/hermes-acp/hermes-acp", "X-Title": "hermes-acp"}
@@ -20,8 +21,10 @@ OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/hermes-acp/hermes-acp"
 
 def resolve_api_mode(provider: str, base_url: str | None, explicit: str | None) -> ApiMode:
     """explicit > the provider's name > the base URL's shape > chat_completions."""
-    if explicit in ("chat_completions", "anthropic_messages", "responses"):
+    if explicit in ("chat_completions", "anthropic_messages", "responses", "bedrock_converse"):
         return explicit
+    if provider == "bedrock":
+        return "bedrock_converse"
     if provider == "anthropic":
         return "anthropic_messages"
     if provider == "openai-responses":
@@ -31,6 +34,38 @@ def resolve_api_mode(provider: str, base_url: str | None, explicit: str | None) 
     if base_url and "anthropic" in base_url.lower():
         return "anthropic_messages"
     return "chat_completions"
+
+
+# The variable whose numbered twins (NAME_1, NAME_2, ...) add keys to a provider's pool.
+_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+}
+MAX_NUMBERED_KEYS = 32
+
+
+def numbered_keys(env_name: str | None) -> list[str]:
+    """NAME_1, NAME_2, ... from the environment, up to the first gap."""
+    keys: list[str] = []
+    if not env_name:
+        return keys
+    for n in range(1, MAX_NUMBERED_KEYS + 1):
+        value = os.environ.get(f"{env_name}_{n}")
+        if not value:
+            break
+        keys.append(value)
+    return keys
+
+
+def key_pool(settings: Settings, provider: str, api_key_env: str | None, primary: bool) -> list[str]:
+    """A provider's extra keys: the settings' `api_keys` (configured provider only), then the
+    numbered variables."""
+    extra = list(settings.api_keys) if primary else []
+    return extra + numbered_keys(
+        api_key_env or _KEY_ENV.get(provider) or ("HERMES_ACP_API_KEY" if primary else None)
+    )
 
 
 def _key_and_base(settings: Settings, provider: str) -> tuple[str | None, str | None]:
@@ -67,7 +102,10 @@ def build_provider(
         key = settings.api_key
     url = base_url or (settings.base_url if primary else None) or default_base
     mode = resolve_api_mode(name, url, api_mode or (settings.api_mode if primary else None))
-    return _provider_class(mode)(
+    options: dict[str, Any] = {}
+    if mode == "bedrock_converse":
+        options = {"region": settings.bedrock_region, "profile": settings.bedrock_profile}
+    made = _provider_class(mode)(
         model or settings.model,
         api_key=key,
         base_url=url,
@@ -75,7 +113,12 @@ def build_provider(
         timeout=settings.request_timeout_seconds,
         stale_seconds=settings.stale_stream_seconds,
         extra_headers=OPENROUTER_HEADERS if name == "openrouter" else None,
+        api_keys=key_pool(settings, name, api_key_env, primary),
+        **options,
     )
+    # Where an overflow's stated context limit is learned (core/providers/resilient.py).
+    made.context_limits = ContextLimits(settings)
+    return made
 
 
 def _provider_class(mode: ApiMode) -> type[Any]:
@@ -87,6 +130,10 @@ def _provider_class(mode: ApiMode) -> type[Any]:
         from core.providers.responses import ResponsesProvider
 
         return ResponsesProvider
+    if mode == "bedrock_converse":
+        from core.providers.bedrock import BedrockConverseProvider
+
+        return BedrockConverseProvider
     from core.providers.chat_completions import ChatCompletionsProvider
 
     return ChatCompletionsProvider
@@ -95,6 +142,7 @@ def _provider_class(mode: ApiMode) -> type[Any]:
 def build_chain(settings: Settings, model: str | None = None) -> list[Provider]:
     """The primary provider (settings' provider with `model` or settings.model), then the
     configured fallbacks, in order."""
+    ContextLimits(settings).apply_stored()
     chain = [build_provider(settings, model=model or settings.model)]
     for entry in settings.fallback:
         chain.append(
@@ -113,8 +161,10 @@ def build_chain(settings: Settings, model: str | None = None) -> list[Provider]:
 def has_credentials(settings: Settings) -> bool:
     """Whether the configured provider can be called: it has a key, or it is a custom or
     local endpoint (Ollama, llama.cpp, vLLM) that needs none."""
+    if settings.provider == "bedrock":
+        return True  # the AWS credential chain decides, at the first call
     key, _ = _key_and_base(settings, settings.provider)
-    if key or settings.api_key:
+    if key or settings.api_key or key_pool(settings, settings.provider, None, True):
         return True
     return bool(settings.base_url and (settings.provider == "custom" or _is_local(settings.base_url)))
 

@@ -22,10 +22,14 @@ class SdkProvider:
         timeout: float,
         stale_seconds: float,
         extra_headers: dict[str, str] | None = None,
+        api_keys: list[str] | None = None,
     ) -> None:
         self.model = model
         self.name = name
-        self.api_key = api_key
+        # The credential pool: `api_key` first, then the others, each once.
+        self.api_keys = list(dict.fromkeys(k for k in (api_key, *(api_keys or ())) if k))
+        self.api_key = self.api_keys[0] if self.api_keys else api_key
+        self.key_index = 0
         self.base_url = self._normalise_base_url(base_url)
         self.timeout = timeout
         self.stale_seconds = stale_seconds
@@ -64,6 +68,16 @@ class SdkProvider:
             max_retries=0,  # we retry ourselves (core/providers/resilient.py)
             default_headers=self.extra_headers or None,
         )
+
+    async def rotate_key(self) -> int | None:
+        """Move to the pool's next key (wrapping around); its index, or None when the pool
+        has a single key. The client is rebuilt for it on the next call."""
+        if len(self.api_keys) < 2:
+            return None
+        self.key_index = (self.key_index + 1) % len(self.api_keys)
+        self.api_key = self.api_keys[self.key_index]
+        await self.aclose()
+        return self.key_index
 
     async def list_models(self) -> list[str]:
         try:

@@ -35,7 +35,10 @@ class ModelCatalog:
         )
 
     def known(self, settings: Settings) -> list[str]:
-        return self._lists.get(self._key(settings), ([], 0.0))[0]
+        """The list fetched in this run, else the one an earlier run kept under the home."""
+        from core.providers.model_list import cached_models
+
+        return self._lists.get(self._key(settings), ([], 0.0))[0] or cached_models(settings)
 
     async def fetch(self, settings: Settings) -> list[str]:
         key = self._key(settings)
@@ -61,7 +64,11 @@ async def _list_models(settings: Settings) -> list[str]:
     try:
         provider = build_chain(settings)[0]
         models = await asyncio.wait_for(provider.list_models(), MODEL_LIST_TIMEOUT)
-        return [m for m in models if isinstance(m, str) and m]
+        listed = [m for m in models if isinstance(m, str) and m]
+        from core.providers.model_list import remember_models
+
+        await asyncio.to_thread(remember_models, settings, listed)
+        return listed
     except Exception as exc:  # a missing list is normal (many endpoints have none)
         log.info("no model list from the endpoint: %s", exc)
         return []

@@ -1,7 +1,8 @@
 """A scripted model provider: a real HTTP server on 127.0.0.1 for the whole test suite.
 
 Each model request (`/chat/completions`, `/responses`, `/messages`, with or without a
-`/v1` prefix) takes the next `Reply` from the script and renders it in that endpoint's
+`/v1` prefix, and Bedrock's `/model/{id}/converse-stream`, see fake_bedrock.py) takes
+the next `Reply` from the script and renders it in that endpoint's
 wire format: Server-Sent Events when the request asked for a stream, plain JSON
 otherwise. `GET /models` lists `fake.models` in the shape of the API that asked.
 
@@ -33,6 +34,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
+from tests.support import fake_bedrock
+
 __all__ = ["FakeProvider", "RecordedRequest", "Reply", "ToolCallSpec"]
 
 
@@ -41,6 +44,9 @@ class ToolCallSpec:
     name: str
     arguments: dict[str, Any] | str  # a str is sent verbatim (to test invalid JSON)
     id: str | None = None
+    # chat completions only: sent on the call's first delta, as Gemini's OpenAI-compatible
+    # endpoint sends {"google": {"thought_signature": ...}}
+    extra_content: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -107,7 +113,9 @@ class RecordedRequest:
     time: float  # time.monotonic() when the request arrived
 
 
-_ENDPOINTS = ("/chat/completions", "/responses", "/messages")
+_BEDROCK = "/converse-stream"
+_BEDROCK_STREAM = re.compile(r"/model/[^/]+/converse-stream")
+_ENDPOINTS = ("/chat/completions", "/responses", "/messages", _BEDROCK)
 _EXHAUSTED = Reply(status=500, error_body={"error": {"message": "fake provider: script exhausted"}})
 
 
@@ -258,6 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
             super().finish()
 
     def do_GET(self) -> None:
+        if _route(self.path) == "/foundation-models":
+            self._send_json(200, fake_bedrock.model_list(self.fake.models))
+            return
         if _route(self.path) != "/models":
             self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
             return
@@ -283,6 +294,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = {"_unparsed": raw.decode("utf-8", "replace")}
         endpoint = _route(self.path)
+        if _BEDROCK_STREAM.fullmatch(endpoint):
+            endpoint = _BEDROCK
+            body = {**body, "stream": True}  # ConverseStream always streams
         if endpoint not in _ENDPOINTS:
             self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
             return
@@ -316,6 +330,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _send_error_reply(self, endpoint: str, reply: Reply) -> None:
+        if endpoint == _BEDROCK:
+            status, payload, headers = fake_bedrock.error_reply(reply)
+            self._send_json(status, reply.error_body or payload, {**headers, **reply.headers})
+            return
         status = reply.status
         if reply.error_kind == "overloaded" and endpoint == "/messages":
             status = 529
@@ -324,7 +342,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_stream(self, endpoint: str, reply: Reply, body: dict[str, Any]) -> None:
         self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
+        content_type = fake_bedrock.CONTENT_TYPE if endpoint == _BEDROCK else "text/event-stream"
+        self.send_header("content-type", content_type)
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         for name, value in reply.headers.items():
@@ -450,6 +469,8 @@ def _render_stream(endpoint: str, reply: Reply, body: dict[str, Any]) -> Iterato
         return _chat_stream(reply, body)
     if endpoint == "/messages":
         return _anthropic_stream(reply, body)
+    if endpoint == _BEDROCK:
+        return fake_bedrock.stream(reply, _pieces, _argument_pieces, _arguments_text, _call_id)
     return _responses_stream(reply, body)
 
 
@@ -493,7 +514,9 @@ def _chat_stream(reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
         for piece in _pieces(reply.text, reply.chunk_size):
             yield chunk({"content": piece})
     for index, spec in enumerate(reply.tool_calls):
-        head = {"index": index, "id": _call_id(spec, index, "call"), "type": "function"}
+        head: dict[str, Any] = {"index": index, "id": _call_id(spec, index, "call"), "type": "function"}
+        if spec.extra_content:
+            head["extra_content"] = spec.extra_content
         yield chunk({"tool_calls": [{**head, "function": {"name": spec.name, "arguments": ""}}]})
         for piece in _argument_pieces(_arguments_text(spec), reply.chunk_size):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})

@@ -1,0 +1,471 @@
+"""Amazon Bedrock's Converse API (`converse_stream`) through boto3.
+
+boto3 is an optional extra (`hermes-acp[bedrock]`), imported on the first call. Region,
+profile and credentials come from the usual AWS sources (AWS_REGION / AWS_PROFILE /
+access keys / shared config / instance roles); `bedrock_region` and `bedrock_profile`
+settings override them. boto3 is synchronous: its stream is read in a thread of its own
+and handed to the event loop through a queue; closing or cancelling the consumer closes
+the HTTP stream, which ends the thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.events import TextDelta, ThoughtDelta, Usage
+from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.models import model_info
+from core.providers.base import (
+    ErrorKind,
+    FinishReason,
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    StreamItem,
+)
+from core.providers.encoding import clean
+from core.providers.errors import from_status, with_hints
+
+log = logging.getLogger(__name__)
+
+THINKING_BUDGET = {"low": 2_048, "medium": 8_192, "high": 24_576}
+MIN_THINKING_BUDGET = 1_024
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "content_filtered": "content_filter",
+    "guardrail_intervened": "content_filter",
+}
+# Error codes botocore reports, by what they mean here.
+_THROTTLED = {
+    "ThrottlingException",
+    "ServiceUnavailableException",
+    "ModelNotReadyException",
+    "TooManyRequestsException",
+}
+_TRANSIENT = {
+    "InternalServerException",
+    "ModelStreamErrorException",
+    "ModelTimeoutException",
+    "ServiceException",
+}
+_AUTH = {
+    "AccessDeniedException",
+    "UnrecognizedClientException",
+    "ExpiredTokenException",
+    "InvalidSignatureException",
+    "NoCredentialsError",
+    "PartialCredentialsError",
+}
+_CONNECTION = {
+    "EndpointConnectionError",
+    "ConnectionClosedError",
+    "ReadTimeoutError",
+    "ConnectTimeoutError",
+    "ProtocolError",
+    "ResponseStreamingError",
+}
+_END = object()
+
+
+class BedrockConverseProvider:
+    api_mode = "bedrock_converse"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,  # unused: AWS credentials come from the AWS sources
+        base_url: str | None,
+        name: str,
+        timeout: float,
+        stale_seconds: float,
+        extra_headers: dict[str, str] | None = None,
+        api_keys: list[str] | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name
+        self.endpoint_url = base_url
+        self.timeout = timeout
+        self.stale_seconds = stale_seconds
+        self.region = region
+        self.profile = profile
+        self._clients: dict[str, Any] = {}
+
+    # -- clients ---------------------------------------------------------------------
+
+    async def client(self, service: str = "bedrock-runtime") -> Any:
+        if service not in self._clients:
+            made = await asyncio.to_thread(self._make_client, service)
+            self._clients.setdefault(service, made)
+        return self._clients[service]
+
+    def _make_client(self, service: str) -> Any:
+        try:
+            import boto3
+            from botocore.config import Config
+        except ImportError as exc:
+            raise ProviderError(
+                ErrorKind.FATAL,
+                "Bedrock needs boto3: install it with `pip install 'hermes-acp[bedrock]'`",
+                provider=self.name,
+            ) from exc
+        try:
+            # botocore itself reads AWS_DEFAULT_REGION and the profile's region, not the
+            # AWS_REGION the other AWS SDKs read.
+            region = self.region or os.environ.get("AWS_REGION") or None
+            session = boto3.Session(profile_name=self.profile, region_name=region)
+            config = Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},  # we retry ourselves
+                read_timeout=self.stale_seconds,
+                connect_timeout=min(self.timeout, 60),
+                user_agent_extra="hermes-acp",
+            )
+            return session.client(service, endpoint_url=self.endpoint_url, config=config)
+        except Exception as exc:
+            raise classify_aws(exc, provider=self.name) from exc
+
+    # -- the call ----------------------------------------------------------------------
+
+    def params(self, request: ModelRequest) -> dict[str, Any]:
+        info = model_info(self.model)
+        max_tokens = request.max_output_tokens or info.default_output_tokens
+        params: dict[str, Any] = {
+            "modelId": self.model,
+            "messages": to_converse_messages(request.messages),
+            "inferenceConfig": {"maxTokens": max_tokens},
+        }
+        if request.system:
+            params["system"] = [{"text": request.system}]
+        if request.tools:
+            params["toolConfig"] = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": t.name,
+                            "description": t.description,
+                            "inputSchema": {"json": t.parameters},
+                        }
+                    }
+                    for t in request.tools
+                ]
+            }
+        if request.reasoning_effort and info.reasoning == "thinking":
+            wanted = THINKING_BUDGET.get(request.reasoning_effort, THINKING_BUDGET["medium"])
+            budget = min(wanted, max_tokens - 1)
+            if budget >= MIN_THINKING_BUDGET:
+                params["additionalModelRequestFields"] = {
+                    "thinking": {"type": "enabled", "budget_tokens": budget}
+                }
+        return clean(params)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        client = await self.client()
+        reader = _StreamReader(client, self.params(request), provider=self.name)
+        blocks: dict[int, _Block] = {}
+        stop_reason: str | None = None
+        usage: dict[str, int] = {}
+        try:
+            reader.start()
+            while True:
+                event = await reader.next(self.stale_seconds)
+                if event is _END:
+                    break
+                if delta := event.get("contentBlockDelta"):
+                    index = delta.get("contentBlockIndex", 0)
+                    item = blocks.setdefault(index, _Block()).apply(delta.get("delta") or {})
+                    if item is not None:
+                        yield item
+                elif start := event.get("contentBlockStart"):
+                    tool = (start.get("start") or {}).get("toolUse")
+                    if tool:
+                        blocks[start.get("contentBlockIndex", 0)] = _Block(
+                            "tool_use", id=tool.get("toolUseId", ""), name=tool.get("name", "")
+                        )
+                elif stop := event.get("messageStop"):
+                    stop_reason = stop.get("stopReason")
+                elif metadata := event.get("metadata"):
+                    usage.update(
+                        {k: v for k, v in (metadata.get("usage") or {}).items() if isinstance(v, int)}
+                    )
+        finally:
+            reader.close()
+        if stop_reason is None:
+            raise ProviderError(
+                ErrorKind.TRANSIENT, "the stream ended before messageStop", provider=self.name
+            )
+        yield _response(blocks, stop_reason, usage, self.model)
+
+    async def list_models(self) -> list[str]:
+        """The foundation models the account can see (Bedrock's control plane)."""
+        client = await self.client("bedrock")
+        try:
+            answer = await asyncio.to_thread(client.list_foundation_models)
+        except Exception as exc:
+            raise classify_aws(exc, provider=self.name) from exc
+        return [s["modelId"] for s in answer.get("modelSummaries", []) if s.get("modelId")]
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        for client in clients.values():
+            with contextlib.suppress(Exception):  # closing is best effort
+                client.close()
+
+
+class _StreamReader:
+    """Runs `converse_stream` and its event loop in a daemon thread; events reach the
+    asyncio side through a queue. `close()` closes the HTTP stream, ending the thread."""
+
+    def __init__(self, client: Any, params: dict[str, Any], *, provider: str) -> None:
+        self.client = client
+        self.params = params
+        self.provider = provider
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.closed = threading.Event()
+        self.stream: Any = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        threading.Thread(target=self._pump, name="bedrock-stream", daemon=True).start()
+
+    def _put(self, kind: str, value: Any) -> None:
+        if self.closed.is_set():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, value))
+
+    def _pump(self) -> None:
+        try:
+            response = self.client.converse_stream(**self.params)
+            with self._lock:
+                self.stream = response["stream"]
+            if self.closed.is_set():
+                return
+            for event in self.stream:
+                if self.closed.is_set():
+                    return
+                self._put("event", event)
+            self._put("end", None)
+        except BaseException as exc:  # handed to the loop, which raises it as a ProviderError
+            self._put("error", exc)
+        finally:
+            self._close_stream()
+
+    async def next(self, stale_seconds: float) -> Any:
+        try:
+            kind, value = await asyncio.wait_for(self.queue.get(), stale_seconds)
+        except TimeoutError as exc:
+            raise ProviderError(
+                ErrorKind.STALE, f"no data for {stale_seconds:g}s: the stream stalled", provider=self.provider
+            ) from exc
+        if kind == "error":
+            raise classify_aws(value, provider=self.provider) from value
+        return _END if kind == "end" else value
+
+    def close(self) -> None:
+        self.closed.set()
+        self._close_stream()
+
+    def _close_stream(self) -> None:
+        with self._lock:
+            stream, self.stream = self.stream, None
+        if stream is not None:
+            with contextlib.suppress(Exception):  # an already-broken connection
+                stream.close()
+
+
+@dataclass(slots=True)
+class _Block:
+    type: str = "text"  # "text" | "reasoning" | "tool_use"
+    pieces: list[str] = field(default_factory=list)
+    signature: str = ""
+    redacted: str = ""  # base64 of redacted reasoning, replayed as it came
+    id: str = ""
+    name: str = ""
+
+    def apply(self, delta: dict[str, Any]) -> TextDelta | ThoughtDelta | None:
+        if "text" in delta:
+            text = delta["text"] or ""
+            self.pieces.append(text)
+            return TextDelta(text) if text else None
+        if reasoning := delta.get("reasoningContent"):
+            self.type = "reasoning"
+            if text := reasoning.get("text"):
+                self.pieces.append(text)
+                return ThoughtDelta(text)
+            if signature := reasoning.get("signature"):
+                self.signature += signature
+            if redacted := reasoning.get("redactedContent"):
+                self.redacted = base64.b64encode(redacted).decode()
+            return None
+        if tool := delta.get("toolUse"):
+            self.type = "tool_use"
+            self.pieces.append(tool.get("input") or "")
+        return None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    def replayed(self) -> dict[str, Any]:
+        """The reasoning block as the next request must send it back."""
+        if self.redacted:
+            return {"redactedContent": self.redacted}
+        return {"reasoningText": {"text": self.text, "signature": self.signature}}
+
+
+def _response(
+    blocks: dict[int, _Block], stop_reason: str, usage: dict[str, int], model: str
+) -> ModelResponse:
+    ordered = [blocks[i] for i in sorted(blocks)]
+    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
+    reasoning_blocks = [b.replayed() for b in ordered if b.type == "reasoning"]
+    finish = _FINISH.get(stop_reason, "stop")
+    if tool_calls and finish == "stop":
+        finish = "tool_calls"
+    cache_read = usage.get("cacheReadInputTokens", 0)
+    cache_write = usage.get("cacheWriteInputTokens", 0)
+    return ModelResponse(
+        text="".join(b.text for b in ordered if b.type == "text"),
+        reasoning="".join(b.text for b in ordered if b.type == "reasoning"),
+        tool_calls=tool_calls,
+        finish_reason=finish,
+        usage=Usage(
+            input_tokens=usage.get("inputTokens", 0) + cache_read + cache_write,
+            output_tokens=usage.get("outputTokens", 0),
+            cached_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        ),
+        provider_data={"reasoning_blocks": reasoning_blocks} if reasoning_blocks else None,
+        model=model,
+    )
+
+
+# -- history -> Converse messages ------------------------------------------------------
+
+
+def to_converse_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Converse messages: tool results as user `toolResult` blocks, same-role messages
+    merged (the API wants user and assistant to alternate), empty ones dropped."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = _blocks(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    return wire
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        content = _content(message.content) or [{"text": "(no output)"}]
+        result = {"toolUseId": message.tool_call_id or "", "content": content}
+        result["status"] = "error" if message.is_error else "success"
+        return [{"toolResult": result}]
+    if message.role == "assistant":
+        blocks: list[dict[str, Any]] = []
+        for replayed in (message.provider_data or {}).get("reasoning_blocks", []):
+            if "redactedContent" in replayed:
+                replayed = {"redactedContent": base64.b64decode(replayed["redactedContent"])}
+            blocks.append({"reasoningContent": replayed})
+        if message.text:
+            blocks.append({"text": message.text})
+        for call in message.tool_calls:
+            blocks.append(
+                {"toolUse": {"toolUseId": call.id, "name": call.name, "input": _input(call.arguments)}}
+            )
+        return blocks
+    return _content(message.content)
+
+
+def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"text": part.text})
+        else:
+            image_format = _IMAGE_FORMATS.get(part.mime_type.lower(), "png")
+            blocks.append(
+                {"image": {"format": image_format, "source": {"bytes": base64.b64decode(part.data)}}}
+            )
+    return blocks
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"_raw_arguments": arguments}
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+def classify_aws(exc: BaseException, *, provider: str) -> ProviderError:
+    """botocore's exceptions (ClientError, EventStreamError, connection and credential
+    errors) as ProviderErrors."""
+    if isinstance(exc, ProviderError):
+        return exc
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and "Error" in response:
+        error = response.get("Error") or {}
+        code = str(error.get("Code") or "")
+        code = code[:1].upper() + code[1:]  # in-stream exceptions arrive as "throttlingException"
+        message = str(error.get("Message") or exc)
+        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+        if code in _THROTTLED:
+            kind = ErrorKind.RATE_LIMIT
+        elif code in _TRANSIENT:
+            kind = ErrorKind.TRANSIENT
+        elif code in _AUTH:
+            kind = ErrorKind.AUTH
+        else:
+            kind = None
+        if kind is not None:
+            status = status if isinstance(status, int) and status >= 400 else None
+            return with_hints(
+                ProviderError(kind, f"{code}: {message}", status=status, provider=provider), message
+            )
+        if isinstance(status, int) and status >= 400:
+            return from_status(status, f"{code}: {message}", code, None, provider)
+        return from_status(400, f"{code}: {message}", code, None, provider)
+    if names & _AUTH:
+        return ProviderError(ErrorKind.AUTH, f"AWS credentials: {exc}", provider=provider)
+    if "NoRegionError" in names:
+        return ProviderError(
+            ErrorKind.FATAL, "no AWS region: set AWS_REGION or the bedrock_region setting", provider=provider
+        )
+    if names & _CONNECTION or isinstance(exc, (ConnectionError, TimeoutError)):
+        return ProviderError(ErrorKind.TRANSIENT, f"connection failed: {exc}", provider=provider)
+    return ProviderError(ErrorKind.FATAL, f"{type(exc).__name__}: {exc}", provider=provider)

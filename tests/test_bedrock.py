@@ -1,0 +1,231 @@
+"""Bedrock Converse through the real boto3/botocore, against the scripted server speaking
+ConverseStream's event stream framing (tests/support/fake_bedrock.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.config import Settings
+from core.events import TextDelta, ThoughtDelta
+from core.messages import ImagePart, Message, TextPart, ToolCall, user
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
+from core.providers.bedrock import BedrockConverseProvider
+from core.providers.resolve import build_chain, has_credentials
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+
+MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+READ_FILE = ToolSpec(
+    "read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}
+)
+PIXEL = base64.b64encode(b"\x89PNG\r\n\x1a\n fake png bytes").decode()
+
+
+@pytest.fixture(autouse=True)
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Dummy credentials, and nothing else from this machine's AWS setup (no IMDS)."""
+    for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "x")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+
+
+@pytest.fixture
+def fake():
+    with FakeProvider() as server:
+        yield server
+
+
+def bedrock(fake: FakeProvider, *, stale: float = 5.0, **options: Any) -> BedrockConverseProvider:
+    return BedrockConverseProvider(
+        MODEL,
+        base_url=f"http://127.0.0.1:{fake.port}",
+        name="bedrock",
+        timeout=10,
+        stale_seconds=stale,
+        **options,
+    )
+
+
+def request(*messages: Message, **options: Any) -> ModelRequest:
+    return ModelRequest(system="You are terse.", messages=list(messages) or [user("hi")], **options)
+
+
+async def run(provider: BedrockConverseProvider, req: ModelRequest | None = None) -> list[Any]:
+    try:
+        async with aclosing(provider.stream(req or request())) as items:
+            return [item async for item in items]
+    finally:
+        await provider.aclose()
+
+
+async def failure(provider: BedrockConverseProvider, req: ModelRequest | None = None) -> ProviderError:
+    with pytest.raises(ProviderError) as caught:
+        await run(provider, req)
+    return caught.value
+
+
+async def test_text_streams_then_one_response_with_usage(fake):
+    fake.script([Reply(text="The quick brown fox", chunk_size=4, usage=(120, 9, 100))])
+    items = await run(bedrock(fake))
+    assert [i.text for i in items if isinstance(i, TextDelta)] == ["The ", "quic", "k br", "own ", "fox"]
+    response = items[-1]
+    assert isinstance(response, ModelResponse) and sum(isinstance(i, ModelResponse) for i in items) == 1
+    assert (response.text, response.finish_reason) == ("The quick brown fox", "stop")
+    assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.cached_tokens) == (
+        120,
+        9,
+        100,
+    )
+    sent = fake.requests[0]
+    assert sent.path == "/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse-stream"
+    assert "/us-east-1/bedrock/aws4_request" in sent.headers["authorization"]  # signed, region from env
+    assert sent.body["system"] == [{"text": "You are terse."}]
+    assert sent.body["inferenceConfig"] == {"maxTokens": 64_000}  # the Claude 4 entry, through the id
+    assert sent.body["messages"] == [{"role": "user", "content": [{"text": "hi"}]}]
+
+
+async def test_tool_calls_results_and_images_map_to_converse_blocks(fake):
+    call = ToolCallSpec("read_file", {"path": "notes.txt"}, id="tooluse_a")
+    fake.script([Reply(text="Looking.", tool_calls=[call], chunk_size=3), Reply(text="Done.")])
+    first = (await run(bedrock(fake), request(user("read it"), tools=[READ_FILE])))[-1]
+    assert first.finish_reason == "tool_calls"
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in first.tool_calls] == [
+        ("tooluse_a", "read_file", {"path": "notes.txt"})
+    ]
+    assert fake.requests[0].body["toolConfig"]["tools"][0]["toolSpec"]["inputSchema"] == {
+        "json": READ_FILE.parameters
+    }
+    history = [
+        user([TextPart("what is in this picture?"), ImagePart("image/png", PIXEL)]),
+        Message(role="assistant", content=first.text, tool_calls=first.tool_calls),
+        Message(
+            role="tool", content="no such file", tool_call_id="tooluse_a", name="read_file", is_error=True
+        ),
+    ]
+    await run(bedrock(fake), request(*history, tools=[READ_FILE]))
+    sent = fake.requests[1].body["messages"]
+    assert sent[0]["content"][1] == {"image": {"format": "png", "source": {"bytes": PIXEL}}}
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [
+            {"text": "Looking."},
+            {"toolUse": {"toolUseId": "tooluse_a", "name": "read_file", "input": {"path": "notes.txt"}}},
+        ],
+    }
+    assert sent[2] == {
+        "role": "user",
+        "content": [
+            {
+                "toolResult": {
+                    "toolUseId": "tooluse_a",
+                    "content": [{"text": "no such file"}],
+                    "status": "error",
+                }
+            }
+        ],
+    }
+
+
+async def test_reasoning_streams_as_thoughts_and_is_replayed_with_its_signature(fake):
+    fake.script([Reply(text="42", reasoning="Six times seven."), Reply(text="yes")])
+    items = await run(bedrock(fake), request(reasoning_effort="low"))
+    assert "".join(i.text for i in items if isinstance(i, ThoughtDelta)) == "Six times seven."
+    assert fake.requests[0].body["additionalModelRequestFields"] == {
+        "thinking": {"type": "enabled", "budget_tokens": 2_048}
+    }
+    answer = items[-1]
+    # stored and loaded as the session store does it
+    stored = Message.from_dict(
+        json.loads(
+            json.dumps(Message("assistant", answer.text, provider_data=answer.provider_data).to_dict())
+        )
+    )
+    await run(bedrock(fake), request(user("hi"), stored, user("sure?")))
+    replayed = fake.requests[1].body["messages"][1]["content"][0]
+    assert replayed["reasoningContent"]["reasoningText"]["text"] == "Six times seven."
+    assert replayed["reasoningContent"]["reasoningText"]["signature"].startswith("sig-")
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind", "status"),
+    [
+        (Reply.rate_limited(), ErrorKind.RATE_LIMIT, 429),
+        (Reply(status=403, error_kind="auth"), ErrorKind.AUTH, 403),
+        (Reply(status=400, error_kind="context_overflow"), ErrorKind.CONTEXT_OVERFLOW, 400),
+        (Reply.server_error(), ErrorKind.TRANSIENT, 500),
+        (Reply(text="partial", stream_error="rate_limit"), ErrorKind.RATE_LIMIT, None),
+        (Reply(text="partial", stream_error="server"), ErrorKind.TRANSIENT, None),
+    ],
+)
+async def test_errors_before_and_inside_the_stream_are_classified(fake, reply, kind, status):
+    fake.script([reply])
+    error = await failure(bedrock(fake))
+    assert (error.kind, error.status) == (kind, status)
+    assert len(fake.requests) == 1  # botocore does not retry on its own
+
+
+async def test_a_stalled_stream_is_reported_stale(fake):
+    fake.script([Reply(text="one two three", stall=10)])
+    error = await failure(bedrock(fake, stale=0.3))
+    assert error.kind is ErrorKind.STALE
+
+
+async def test_closing_the_consumer_closes_the_http_stream(fake):
+    fake.script([Reply(text="x" * 400, chunk_size=1, chunk_delay=0.02)])
+    provider = bedrock(fake)
+    try:
+        async with aclosing(provider.stream(request())) as items:
+            async for item in items:
+                assert isinstance(item, TextDelta)
+                break
+        await asyncio.to_thread(fake.wait_for_disconnects, 1, 10)
+    finally:
+        await provider.aclose()
+
+
+async def test_settings_pick_bedrock_its_region_and_its_model_list(fake, tmp_path):
+    fake.models = ["anthropic.claude-sonnet-4-20250514-v1:0", "amazon.nova-pro-v1:0"]
+    settings = Settings(
+        home=tmp_path,
+        provider="bedrock",
+        model=MODEL,
+        base_url=f"http://127.0.0.1:{fake.port}",
+        bedrock_region="eu-west-1",
+    )
+    assert has_credentials(settings)
+    provider = build_chain(settings)[0]
+    assert provider.api_mode == "bedrock_converse"
+    fake.script([Reply(text="OK")])
+    items = await run(provider)
+    assert items[-1].text == "OK"
+    assert "/eu-west-1/bedrock/aws4_request" in fake.requests[0].headers["authorization"]
+    assert await provider.list_models() == fake.models
+    await provider.aclose()
+
+
+def test_message_ids_and_history_survive_a_tool_call_without_arguments():
+    from core.providers.bedrock import to_converse_messages
+
+    history = [
+        Message(role="assistant", tool_calls=[ToolCall("t1", "list", "")]),
+        Message(role="tool", content="", tool_call_id="t1"),
+        Message(role="tool", content="second", tool_call_id="t2"),
+    ]
+    wire = to_converse_messages(history)
+    assert wire[0]["content"] == [{"toolUse": {"toolUseId": "t1", "name": "list", "input": {}}}]
+    # both results in one user message; an empty result still says something
+    assert [b["toolResult"]["content"] for b in wire[1]["content"]] == [
+        [{"text": "(no output)"}],
+        [{"text": "second"}],
+    ]

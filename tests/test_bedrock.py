@@ -229,3 +229,16 @@ def test_message_ids_and_history_survive_a_tool_call_without_arguments():
         [{"text": "(no output)"}],
         [{"text": "second"}],
     ]
+
+
+async def test_a_tool_result_with_a_lone_surrogate_goes_through(fake):
+    fake.script([Reply(text="fine")])
+    history = [
+        user("read it"),
+        Message(role="assistant", tool_calls=[ToolCall("t1", "read_file", '{"path": "x"}')]),
+        Message(role="tool", content="bytes \ud800 here", tool_call_id="t1", name="read_file"),
+    ]
+    items = await run(bedrock(fake), request(*history))
+    assert items[-1].text == "fine"
+    result = fake.requests[0].body["messages"][2]["content"][0]["toolResult"]
+    assert result["content"] == [{"text": "bytes \ufffd here"}]

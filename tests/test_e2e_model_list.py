@@ -80,5 +80,8 @@ def test_the_kept_list_expires_and_belongs_to_its_endpoint(tmp_path: Path) -> No
 def test_model_spellings_that_name_a_listed_model_pass() -> None:
     assert model_problem("qwen3", ["qwen3:latest", "llama3:8b"]) is None
     assert model_problem("anything", []) is None
+    bedrock = ["anthropic.claude-sonnet-4-20250514-v1:0"]
+    assert model_problem("us.anthropic.claude-sonnet-4-20250514-v1:0", bedrock) is None
+    assert model_problem("anthropic.claude-sonnet-9-v1:0", bedrock) is not None
     problem = model_problem("gpt-4.1-minii", LISTED)
     assert problem is not None and "3 models" in problem

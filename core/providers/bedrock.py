@@ -223,7 +223,13 @@ class BedrockConverseProvider:
         try:
             answer = await asyncio.to_thread(client.list_foundation_models)
         except Exception as exc:
-            raise classify_aws(exc, provider=self.name) from exc
+            error = classify_aws(exc, provider=self.name)
+            if error.kind is ErrorKind.AUTH and error.status == 403:
+                # Listing needs its own IAM permission; calling the model may still work.
+                raise ProviderError(
+                    ErrorKind.BAD_REQUEST, f"the model list is not permitted: {error}", provider=self.name
+                ) from exc
+            raise error from exc
         return [s["modelId"] for s in answer.get("modelSummaries", []) if s.get("modelId")]
 
     async def aclose(self) -> None:

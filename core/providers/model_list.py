@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +21,7 @@ from core.config import Settings
 log = logging.getLogger(__name__)
 
 FILE_NAME = "model_lists.json"
+_CROSS_REGION = re.compile(r"^(?:us|eu|apac|global|jp|au|ca|us-gov)\.")
 TTL_SECONDS = 24 * 3600.0
 
 
@@ -84,10 +86,11 @@ def remember_models(settings: Settings, models: list[str]) -> None:
 def model_problem(model: str, listed: list[str]) -> str | None:
     """Why `model` looks wrong for an endpoint that lists `listed`, or None when it is
     listed (or the endpoint gave no list to judge by)."""
-    if not listed or model in listed:
+    if not listed or model in listed or model.startswith("arn:"):  # ARNs: not in any list
         return None
-    wanted = model.lower()
-    # OpenRouter-style "vendor/model" and Ollama-style "model:tag" spellings of a listed name.
+    # Bedrock's cross-region inference profiles name a listed model behind a region prefix.
+    wanted = _CROSS_REGION.sub("", model.lower())
+    # Ollama-style "model:tag" spellings of a listed name.
     if any(wanted == m.lower() or wanted == m.lower().split(":", 1)[0] for m in listed):
         return None
     close = sorted(m for m in listed if wanted.rsplit("/", 1)[-1].split(":", 1)[0] in m.lower())[:5]

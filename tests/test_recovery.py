@@ -5,6 +5,7 @@ strip, text sanitising."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from core.providers.limits import FILE_NAME, stated_context_limit, stated_output
 from core.providers.resilient import ResilientModel
 from core.providers.resolve import build_chain, build_provider
 from core.providers.responses import ResponsesProvider
+from core.store import SessionRecord, SessionStore
 from tests.support.agents import close_open_agents, collect, ended, make_agent
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
@@ -278,8 +280,15 @@ async def test_the_agent_compresses_against_the_learned_window(fake, tmp_path):
 
 
 def round_trip(message: Message) -> Message:
-    """As the session store keeps and loads it."""
-    return Message.from_dict(json.loads(json.dumps(message.to_dict())))
+    """Through a real session store: appended, the store closed, loaded again."""
+    with tempfile.TemporaryDirectory() as home:
+        db = Path(home) / "sessions.db"
+        with SessionStore(db) as store:
+            store.create_session(SessionRecord(id="s1", cwd=home))
+            store.append_message("s1", message)
+        with SessionStore(db) as store:
+            (loaded,) = store.load_messages("s1")
+    return loaded
 
 
 async def first_answer(provider: Any, reply: Reply, fake: FakeProvider) -> Message:

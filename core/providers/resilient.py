@@ -196,7 +196,8 @@ class ResilientModel:
                 return request, rotated
         if error.output_cap is not None and not spent.output_capped:
             spent.output_capped = True
-            self._learn_context_limit(provider, error)
+            if error.context_limit is not None:
+                self._learn_context_limit(provider, error)
             return replace(request, max_output_tokens=error.output_cap), Status(
                 kind="lowering_output",
                 message=(

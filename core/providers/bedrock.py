@@ -79,7 +79,6 @@ _AUTH = {
 _CONNECTION = {
     "EndpointConnectionError",
     "ConnectionClosedError",
-    "ReadTimeoutError",
     "ConnectTimeoutError",
     "ProtocolError",
     "ResponseStreamingError",
@@ -138,7 +137,9 @@ class BedrockConverseProvider:
             session = boto3.Session(profile_name=self.profile, region_name=region)
             config = Config(
                 retries={"total_max_attempts": 1, "mode": "standard"},  # we retry ourselves
-                read_timeout=self.stale_seconds,
+                # A backstop only: the stale watch in `stream` decides first, and closing
+                # the stream ends the reader thread; this ends one still waiting for headers.
+                read_timeout=self.stale_seconds * 2 + 5,
                 connect_timeout=min(self.timeout, 60),
                 user_agent_extra="hermes-acp",
             )
@@ -472,6 +473,8 @@ def classify_aws(exc: BaseException, *, provider: str) -> ProviderError:
         return ProviderError(
             ErrorKind.FATAL, "no AWS region: set AWS_REGION or the bedrock_region setting", provider=provider
         )
+    if "ReadTimeoutError" in names:
+        return ProviderError(ErrorKind.STALE, f"no data: {exc}", provider=provider)
     if names & _CONNECTION or isinstance(exc, (ConnectionError, TimeoutError)):
         return ProviderError(ErrorKind.TRANSIENT, f"connection failed: {exc}", provider=provider)
     return ProviderError(ErrorKind.FATAL, f"{type(exc).__name__}: {exc}", provider=provider)

@@ -297,3 +297,20 @@ async def test_a_turn_over_acp_runs_a_tool_through_bedrock(fake, tmp_path, proje
     result = fake.requests[1].body["messages"][-1]["content"][0]["toolResult"]
     assert result["toolUseId"] == "tooluse_1" and result["status"] == "success"
     assert "the answer is 42" in json.dumps(result["content"])
+
+
+def test_building_a_bedrock_provider_leaves_boto3_unloaded(tmp_path):
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from core.config import Settings\n"
+        "from core.providers.resolve import build_chain\n"
+        f"chain = build_chain(Settings(home={str(tmp_path)!r}, provider='bedrock', model={MODEL!r}))\n"
+        "print(chain[0].api_mode, sorted(m for m in ('boto3', 'botocore') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.split() == ["bedrock_converse", "[]"]

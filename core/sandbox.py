@@ -368,7 +368,7 @@ class UnconfinedGuard:
     def __init__(self, process_group: int) -> None:
         read_fd, write_fd = os.pipe()
         os.set_inheritable(write_fd, False)
-        script = f'IFS= read -r line; [ "$line" = done ] || kill -KILL -- -{int(process_group)} 2>/dev/null'
+        script = f'IFS= read -r line; [ "$line" = done ] || kill -s KILL -- -{int(process_group)} 2>/dev/null'
         try:
             self._process = subprocess.Popen(
                 ["/bin/sh", "-c", script],

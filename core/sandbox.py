@@ -124,7 +124,6 @@ _BASE_ARGS: tuple[str, ...] = (
     "--tmpfs", "/dev/shm",
     "--proc", "/proc",
     "--unshare-pid",
-    "--unshare-ipc",
     "--die-with-parent",
 )  # fmt: skip
 
@@ -149,7 +148,7 @@ class Sandbox:
         self.writable = writable
         self.hidden = hidden
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
-        self.home = home if home is not None else Path.home()
+        self.home = (home if home is not None else Path.home()).resolve()
         self._tmp: Path | None = None
         self._told = False
 

@@ -177,3 +177,18 @@ def test_refusals_are_told_apart_from_ordinary_failures(project: Path, home: Pat
     assert sandbox.explain_refusal(f"cat: {project / 'missing'}: No such file or directory") is None
     _, online = workspace(project, home, network=True)
     assert online.explain_refusal("curl: (7) Failed to connect: Connection refused") is None
+
+
+async def test_with_the_network_off_its_own_loopback_still_works(project: Path, home: Path) -> None:
+    ws, _ = workspace(project, home, network=False)
+    serve_and_connect = (
+        f"{sys.executable} -c \"import socket; s = socket.create_server(('127.0.0.1', 0)); "
+        "c = socket.create_connection(s.getsockname(), 5); a, _ = s.accept(); c.sendall(b'ping'); "
+        'print(a.recv(4).decode())"'
+    )
+    code, out = await run(ws, serve_and_connect, home)
+    assert code == 0 and out.strip() == "ping", out
+    code, out = await run(
+        ws, f"{sys.executable} -c \"import socket; socket.create_connection(('1.1.1.1', 53), 5)\"", home
+    )
+    assert code != 0 and "Network is unreachable" in out

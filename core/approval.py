@@ -181,7 +181,7 @@ class ApprovalPolicy:
         elif outside:
             reason = "outside the workspace"
         elif leaves_sandbox:
-            reason = _unconfined_reason(args, confinement, workspace)
+            reason = _unconfined_reason(confinement, workspace)
         else:
             reason = _KIND_REASONS.get(tool.kind, f"uses {tool.name}")
         sandbox = None
@@ -295,7 +295,7 @@ def _leaves_sandbox(tool: Tool[Any], args: BaseModel, confinement: str | None) -
     return confinement == "unavailable" or bool(getattr(args, "unconfined", False))
 
 
-def _unconfined_reason(args: BaseModel, confinement: str | None, workspace: Workspace) -> str:
+def _unconfined_reason(confinement: str | None, workspace: Workspace) -> str:
     if confinement == "unavailable":
         why = getattr(getattr(workspace, "sandbox", None), "availability", None)
         detail = f" ({why.reason})" if why is not None else ""

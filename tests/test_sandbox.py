@@ -192,3 +192,28 @@ async def test_with_the_network_off_its_own_loopback_still_works(project: Path, 
         ws, f"{sys.executable} -c \"import socket; socket.create_connection(('1.1.1.1', 53), 5)\"", home
     )
     assert code != 0 and "Network is unreachable" in out
+
+
+async def test_settings_choose_the_writable_caches_and_the_network(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    from core.config import load_settings
+
+    (home / "toolstore").mkdir()
+    environ = {
+        "HERMES_ACP_HOME": str(tmp_path / "agent-home"),
+        "HERMES_ACP_SANDBOX_WRITABLE": "~/toolstore, ~/not-there",
+        "HERMES_ACP_SANDBOX_NETWORK": "off",
+        "HERMES_ACP_DEFAULT_MODE": "auto",
+    }
+    settings = load_settings(environ)
+    assert settings.sandbox_writable == ["~/toolstore", "~/not-there"] and settings.default_mode == "auto"
+    scope = WorkspaceScope(project)
+    sandbox = Sandbox.from_settings(settings, scope)
+    sandbox.home = home
+    assert not sandbox.network
+    ws = LocalWorkspace(scope, sandbox=sandbox)
+    code, out = await run(ws, "echo kept > ~/toolstore/x && echo no > ~/.cache/y", home)
+    assert "Read-only file system" in out
+    assert (home / "toolstore" / "x").read_text() == "kept\n"
+    assert code != 0 and not (home / ".cache" / "y").exists()  # replaced, not added to, the defaults

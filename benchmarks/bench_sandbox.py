@@ -5,7 +5,12 @@ terminal tool does) with the sandbox off, on (workspace-write, network on) and o
 network off, interleaved so load on the machine hits all three alike. Reports medians and
 the added milliseconds.
 
-Run: python -m benchmarks.bench_sandbox [--runs N]
+With --landlock (needs `pip install --pre landlock`, not a dependency), also the
+alternative the README weighs: the same command confined by Landlock, applied in the
+child before exec (`preexec_fn`) and through a Python launcher (what an editor terminal,
+which runs a command line, would need).
+
+Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock]
 Exits non-zero when the sandbox adds 20 ms or more per command (median).
 """
 
@@ -62,11 +67,53 @@ async def measure(runs: int) -> dict[str, float]:
     return medians
 
 
+_LANDLOCK_RULES = """
+import landlock
+rules = landlock.Ruleset()
+rules.allow("/", rules=landlock.FSAccess.EXECUTE | landlock.FSAccess.READ_FILE | landlock.FSAccess.READ_DIR)
+rules.allow({folder!r})
+rules.apply()
+"""
+
+
+def measure_landlock(runs: int) -> dict[str, float]:
+    """`bash -c true` bare, under Landlock via preexec_fn, and via a launcher; medians in ms."""
+    import subprocess
+
+    try:
+        import landlock  # noqa: F401
+    except ImportError:
+        raise SystemExit("--landlock needs the `landlock` package: pip install --pre landlock") from None
+    with tempfile.TemporaryDirectory() as folder:
+        rules = _LANDLOCK_RULES.format(folder=folder)
+        argv = ["/bin/bash", "-c", "true"]
+        launcher = [sys.executable, "-c", rules + f"import os; os.execv('/bin/bash', {argv!r})"]
+
+        def preexec() -> None:
+            exec(rules, {})
+
+        variants = {
+            "bare": lambda: subprocess.run(argv, check=True),
+            "landlock_preexec": lambda: subprocess.run(argv, check=True, preexec_fn=preexec),
+            "landlock_launcher": lambda: subprocess.run(launcher, check=True),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(runs):
+            for name, start in variants.items():
+                started = time.perf_counter()
+                start()
+                samples[name].append((time.perf_counter() - started) * 1000)
+    return {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--landlock", action="store_true", help="also measure Landlock (see above)")
     args = parser.parse_args()
     result = asyncio.run(measure(args.runs))
+    if args.landlock:
+        result.update(measure_landlock(args.runs))
     worst = max(result["added_ms"], result["added_no_network_ms"])
     result["target_added_ms"] = TARGET_ADDED_MS
     result["verdict"] = "ok" if worst < TARGET_ADDED_MS else "MISSED"  # type: ignore[assignment]

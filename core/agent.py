@@ -604,10 +604,12 @@ def _local_agent(
     settings: Settings | None, cwd: str | Path, approver: Approver | None, **agent_options: Any
 ) -> Agent:
     from core.config import load_settings
+    from core.sandbox import Sandbox
     from core.workspace import LocalWorkspace, WorkspaceScope
 
     settings = settings or load_settings()
-    workspace = LocalWorkspace(WorkspaceScope(Path(cwd).resolve()))
+    scope = WorkspaceScope(Path(cwd).resolve())
+    workspace = LocalWorkspace(scope, sandbox=Sandbox.from_settings(settings, scope))
     return Agent(
         settings=settings,
         workspace=workspace,

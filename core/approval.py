@@ -42,7 +42,8 @@ class Mode(StrEnum):
     ASK = "ask"  # edits and commands ask
     ACCEPT_EDITS = "accept_edits"  # edits inside the workspace pass, commands ask
     PLAN = "plan"  # read-only: edit and command tools are not offered
-    YOLO = "yolo"  # nothing asks except dangerous commands
+    AUTO = "auto"  # edits inside the workspace and sandboxed commands pass; leaving the sandbox asks
+    YOLO = "yolo"  # nothing asks except dangerous commands (still sandboxed unless sandbox = "off")
 
 
 class Decision(StrEnum):
@@ -68,6 +69,9 @@ class ApprovalRequest:
     scope: str  # the key an "always" decision is remembered under, e.g. "terminal:git status"
     rule: str | None = None  # the dangerous-command rule that fired, if one did
     outside_paths: tuple[str, ...] = ()  # absolute paths outside the workspace this call touches
+    # For commands: "sandboxed", "unconfined" (sandbox off, unavailable or an approved
+    # re-run outside it); None for other tools.
+    sandbox: str | None = None
 
     @property
     def dangerous(self) -> bool:
@@ -149,9 +153,12 @@ class ApprovalPolicy:
     3. a dangerous command asks, in every mode and whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
        this tool scope in that directory;
-    5. tools that need no approval run; yolo runs everything; accept_edits runs
-       edit/delete/move tools; a remembered "always allow" runs;
-    6. otherwise ask.
+    5. a command that would run outside the sandbox (an unconfined re-run, or any command
+       while the sandbox cannot start) asks in every mode, unless "always" was granted
+       for that command scope outside the sandbox;
+    6. tools that need no approval run; yolo runs everything; accept_edits and auto run
+       edit/delete/move tools; auto runs sandboxed commands; a remembered "always allow" runs;
+    7. otherwise ask.
     """
 
     __slots__ = ("memory", "mode")
@@ -165,12 +172,21 @@ class ApprovalPolicy:
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base
         rule = self._dangerous(tool, args)
+        confinement = _confinement(tool, workspace)
+        leaves_sandbox = _leaves_sandbox(tool, args, confinement)
+        if leaves_sandbox:
+            key = f"{base} {UNCONFINED_SUFFIX}"
         if rule:
             reason = f"dangerous command: {rule}"
         elif outside:
             reason = "outside the workspace"
+        elif leaves_sandbox:
+            reason = _unconfined_reason(confinement, workspace)
         else:
             reason = _KIND_REASONS.get(tool.kind, f"uses {tool.name}")
+        sandbox = None
+        if confinement is not None:
+            sandbox = "unconfined" if leaves_sandbox or confinement != "sandboxed" else "sandboxed"
         request = ApprovalRequest(
             call_id=call_id,
             tool=tool.name,
@@ -181,8 +197,9 @@ class ApprovalPolicy:
             scope=key,
             rule=rule,
             outside_paths=tuple(str(p) for p in outside),
+            sandbox=sandbox,
         )
-        ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside))
+        ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
         if self.mode is Mode.PLAN and not tool.read_only:
             return PolicyVerdict(
@@ -202,12 +219,18 @@ class ApprovalPolicy:
             if key in self.memory.allowed:
                 return PolicyVerdict("run", None, "allowed always outside the workspace", allow_outside=True)
             return ask
+        if leaves_sandbox:
+            if key in self.memory.allowed:
+                return PolicyVerdict("run", None, "allowed always outside the sandbox", allow_outside=True)
+            return ask
         if not tool.needs_approval:
             return PolicyVerdict("run", None, "needs no approval")
         if self.mode is Mode.YOLO:
             return PolicyVerdict("run", None, "yolo mode")
-        if self.mode is Mode.ACCEPT_EDITS and tool.kind in EDIT_KINDS:
+        if self.mode in (Mode.ACCEPT_EDITS, Mode.AUTO) and tool.kind in EDIT_KINDS:
             return PolicyVerdict("run", None, "edits are accepted in this mode")
+        if self.mode is Mode.AUTO and confinement == "sandboxed":
+            return PolicyVerdict("run", None, "auto mode: the command runs in the sandbox")
         if base in self.memory.allowed:
             return PolicyVerdict("run", None, f"always allowed: `{_subject(base)}`")
         return ask
@@ -244,3 +267,37 @@ class ApprovalPolicy:
             return None
         command = getattr(args, "command", None)
         return dangerous_rule(command) if isinstance(command, str) else None
+
+
+# --------------------------------------------------------------------------------------
+# The sandbox's part in the policy
+
+UNCONFINED_SUFFIX = "outside the sandbox"
+
+
+def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:
+    """How this call's command would run: "sandboxed", "off" (the user turned the sandbox
+    off) or "unavailable"; None for tools that run no command. A workspace without a
+    sandbox (a library caller's) runs commands as the sandbox-off setting does."""
+    if tool.kind != "execute" or not tool.needs_approval:
+        return None
+    sandbox = getattr(workspace, "sandbox", None)
+    if sandbox is None:
+        return "off"
+    confinement: str = sandbox.confinement
+    return confinement
+
+
+def _leaves_sandbox(tool: Tool[Any], args: BaseModel, confinement: str | None) -> bool:
+    """Whether the call would run a command without the sandbox the user asked for."""
+    if confinement is None or confinement == "off":
+        return False
+    return confinement == "unavailable" or bool(getattr(args, "unconfined", False))
+
+
+def _unconfined_reason(confinement: str | None, workspace: Workspace) -> str:
+    if confinement == "unavailable":
+        why = getattr(getattr(workspace, "sandbox", None), "availability", None)
+        detail = f" ({why.reason})" if why is not None else ""
+        return f"runs unconfined: the sandbox cannot start{detail}"
+    return "runs outside the sandbox: it may write anywhere, read secrets and use the network"

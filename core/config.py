@@ -95,7 +95,12 @@ class Settings(BaseModel):
     compression_keep_last: int = Field(default=20, ge=2)
     auxiliary_model: str | None = None  # compression summaries; the session's model when unset
 
-    default_mode: Literal["ask", "accept_edits", "plan", "yolo"] = "ask"
+    default_mode: Literal["ask", "accept_edits", "plan", "auto", "yolo"] = "ask"
+    # Commands run in a kernel sandbox (core/sandbox.py; README "Safety").
+    sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"
+    sandbox_network: Literal["on", "off"] = "on"
+    sandbox_writable: list[str] = Field(default_factory=lambda: list(_default_writable()))
+    sandbox_bwrap: str | None = None  # a bwrap other than the bundled one
     command_timeout_seconds: float = Field(default=120.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -112,7 +117,13 @@ class Settings(BaseModel):
         return self.home / "memory"
 
 
-_LIST_KEYS = {"models", "api_keys"}
+_LIST_KEYS = {"models", "api_keys", "sandbox_writable"}
+
+
+def _default_writable() -> tuple[str, ...]:
+    from core.sandbox import DEFAULT_WRITABLE
+
+    return DEFAULT_WRITABLE
 
 
 def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:

@@ -18,7 +18,10 @@ import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from core.sandbox import Sandbox, UnconfinedGuard
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +140,7 @@ class Workspace(Protocol):
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         output_limit: int = 64_000,
+        unconfined: bool = False,  # outside the sandbox: only after the user approved it
     ) -> RunningCommand: ...
 
 
@@ -164,11 +168,17 @@ class LocalWorkspace:
     """The workspace on the local disk, with commands run as local subprocesses."""
 
     def __init__(
-        self, scope: WorkspaceScope, *, max_read_bytes: int = 2_000_000, kill_grace: float = 2.0
+        self,
+        scope: WorkspaceScope,
+        *,
+        max_read_bytes: int = 2_000_000,
+        kill_grace: float = 2.0,
+        sandbox: Sandbox | None = None,  # None: commands run unconfined (library and unit use)
     ) -> None:
         self.scope = scope
         self.max_read_bytes = max_read_bytes
         self.kill_grace = kill_grace  # seconds between SIGTERM and SIGKILL
+        self.sandbox = sandbox
 
     async def read_text(self, path: Path) -> str:
         return await asyncio.to_thread(self._read_text, Path(path))
@@ -219,18 +229,28 @@ class LocalWorkspace:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         output_limit: int = 64_000,
+        unconfined: bool = False,
     ) -> LocalCommand:
-        shell = _SHELL
         directory = Path(cwd) if cwd is not None else self.scope.cwd
         full_env = {**os.environ, **(env or {})}
+        argv = [_SHELL, "-c", command]
+        sandbox = self.sandbox
+        confined = sandbox is not None and not unconfined and sandbox.confinement != "off"
+        if confined:
+            assert sandbox is not None
+            if sandbox.confinement == "unavailable":
+                # The policy asks before every command when the sandbox cannot start, and an
+                # approval arrives here as `unconfined`; anything else fails closed.
+                raise WorkspaceError(f"the sandbox cannot start ({sandbox.availability.reason})")
+            argv = sandbox.wrap(argv, cwd=directory.resolve())
+            full_env = sandbox_env(full_env)
         loop = asyncio.get_running_loop()
         run = LocalCommand(output_limit=output_limit, kill_grace=self.kill_grace)
+        run.sandbox = sandbox if confined else None
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: _CommandProtocol(run),
-                shell,
-                "-c",
-                command,
+                *argv,
                 cwd=directory,
                 env=full_env,
                 stdin=subprocess.DEVNULL,
@@ -241,7 +261,17 @@ class LocalWorkspace:
         except OSError as exc:
             raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
         run._attach(transport)
+        if not confined:
+            # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.
+            from core.sandbox import UnconfinedGuard
+
+            run._guard = UnconfinedGuard(transport.get_pid())
         return run
+
+
+def sandbox_env(env: dict[str, str]) -> dict[str, str]:
+    """The environment a sandboxed command sees: without hermes-acp's own keys."""
+    return {k: v for k, v in env.items() if not (k.startswith("HERMES_ACP_") and "KEY" in k)}
 
 
 class _CommandProtocol(asyncio.SubprocessProtocol):
@@ -266,6 +296,8 @@ class LocalCommand:
     """
 
     terminal_id: str | None = None
+    sandbox: Sandbox | None = None  # the sandbox it runs in, if it does
+    _guard: UnconfinedGuard | None = None
 
     def __init__(self, *, output_limit: int, kill_grace: float) -> None:
         self._limit = max(1, output_limit)
@@ -334,6 +366,10 @@ class LocalCommand:
     def _finish(self) -> None:
         if self._done.is_set():
             return
+        if self._guard is not None and self._eof:
+            # Exited and nothing holds its output open: no child of it is left to kill.
+            self._guard.release()
+            self._guard = None
         if self._drain_timer is not None:
             self._drain_timer.cancel()
         code = self._transport.get_returncode() if self._transport else None
@@ -402,6 +438,9 @@ class LocalCommand:
             # After this the group id may be reused; never signal it again.
             self._released = True
             self._transport.close()
+            if self._guard is not None:
+                self._guard.release()
+                self._guard = None
 
     def _signal_group(self, sig: signal.Signals) -> None:
         pid = self.pid

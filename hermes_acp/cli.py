@@ -220,6 +220,9 @@ async def _check(out: TextIO) -> int:
     from core.providers.resolve import build_chain, has_credentials
 
     line(True, "provider", f"{settings.provider}, model {settings.model}")
+    from core.sandbox import check_line
+
+    line(*check_line(settings))
     if not has_credentials(settings):
         line(False, "credentials", "no API key: run `hermes-acp setup`, or set OPENAI_API_KEY etc.")
         return 1

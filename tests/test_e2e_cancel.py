@@ -19,7 +19,7 @@ from tests.support.acp_harness import (
     spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.processes import wait_gone
+from tests.support.processes import pids_running, wait_gone
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -140,11 +140,10 @@ async def test_cancel_during_a_running_command_kills_it(
     session = (await client.new_session(project))["sessionId"]
     await client.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
     pid_file = project / "pid"
-    command = f"echo $$ > {pid_file}; exec sleep 30"
+    command = f"echo $$ > {pid_file}; exec sleep 30.0131"  # an odd duration finds its host pid
     fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="call_sleep")])])
     prompt = client.start_prompt(session, "sleep")
-    await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
-    pid = int(pid_file.read_text())
+    [pid] = await client.wait_for(lambda: pids_running("sleep", "30.0131"))
     await cancel_and_check(client, session, prompt)
     await wait_gone(pid)
     assert client.tool_updates("call_sleep")[-1]["status"] == "failed"
@@ -164,15 +163,14 @@ async def test_cancel_while_the_editor_is_still_creating_the_terminal_stops_it(
     session = (await client.new_session(project))["sessionId"]
     await client.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
     pid_file = project / "pid"
-    fake.script(
-        [Reply(tool_calls=[ToolCallSpec("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"})])]
-    )
+    command = f"echo $$ > {pid_file}; exec sleep 30.0132"
+    fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command})])])
     client.terminal_create_delay = 0.5
     try:
         prompt = client.start_prompt(session, "sleep")
-        await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+        [pid] = await client.wait_for(lambda: pids_running("sleep", "30.0132"))
         await cancel_and_check(client, session, prompt)
-        await wait_gone(int(pid_file.read_text()))
+        await wait_gone(pid)
         await client.wait_for(lambda: [m for m, _ in client.calls if m == "terminal/release"])
     finally:
         client.terminal_create_delay = 0.0

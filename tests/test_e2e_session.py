@@ -57,13 +57,13 @@ async def test_new_session_answers_modes_and_config_options(client: AcpClient, p
     assert session["sessionId"]
     modes = session["modes"]
     assert modes["currentModeId"] == "ask"
-    assert [m["id"] for m in modes["availableModes"]] == ["ask", "accept_edits", "plan", "yolo"]
+    assert [m["id"] for m in modes["availableModes"]] == ["ask", "accept_edits", "plan", "auto", "yolo"]
     assert all(m["name"] and m["description"] for m in modes["availableModes"])
 
     options = by_category(session["configOptions"])
     assert set(options) == {"mode", "model"}  # gpt-4.1 takes no reasoning effort
     assert options["mode"]["currentValue"] == "ask"
-    assert [o["value"] for o in options["mode"]["options"]] == ["ask", "accept_edits", "plan", "yolo"]
+    assert [o["value"] for o in options["mode"]["options"]] == ["ask", "accept_edits", "plan", "auto", "yolo"]
     model = options["model"]
     assert model["currentValue"] == "gpt-4.1"
     offered = [o["value"] for o in model["options"]]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +11,9 @@ from core.command_rules import command_scope
 from core.events import ToolCallProgress, ToolKind
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from core.sandbox import Sandbox
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
 _TITLE_CHARS = 120
@@ -55,6 +58,11 @@ class TerminalArgs(BaseModel):
         description="Start it and return at once with a handle (for servers and watchers); "
         "check on it with the process tool.",
     )
+    unconfined: bool = Field(
+        default=False,
+        description="Run outside the sandbox. Only after the sandbox refused this command (the result "
+        "says so) and it really needs that; the user is asked every time unless they allowed it always.",
+    )
 
 
 class TerminalTool(Tool[TerminalArgs]):
@@ -76,7 +84,10 @@ class TerminalTool(Tool[TerminalArgs]):
         command = " ".join(args.command.split())
         if len(command) > _TITLE_CHARS:
             command = command[: _TITLE_CHARS - 1] + "…"
-        return f"Run in background: {command}" if args.background else f"Run: {command}"
+        verb = "Run in background" if args.background else "Run"
+        if args.unconfined:
+            verb += " outside the sandbox"
+        return f"{verb}: {command}"
 
     def approval_scope(self, args: TerminalArgs) -> str:
         # The program and subcommand (`git status`); the policy keys it as `terminal:git status`.
@@ -86,8 +97,13 @@ class TerminalTool(Tool[TerminalArgs]):
         if not args.command.strip():
             return ToolResult.error("The command is empty.")
         limits = ctx.limits
+        # Outside the sandbox only with the user's approval (the policy sets allow_outside
+        # for an approved unconfined call): the model's flag alone never lifts it.
+        leave = {"unconfined": True} if ctx.allow_outside else {}
         try:
-            run = await ctx.workspace.start_command(args.command, output_limit=limits.max_output_chars)
+            run = await ctx.workspace.start_command(
+                args.command, output_limit=limits.max_output_chars, **leave
+            )
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(f"Could not start the command: {exc}")
         if run.terminal_id:
@@ -112,15 +128,29 @@ class TerminalTool(Tool[TerminalArgs]):
         header = (
             f"Timed out after {timeout:g}s; the command was killed." if timed_out else _describe_exit(status)
         )
+        ok = not timed_out and status.exit_code == 0
+        refused = None if ok else _sandbox_refusal(run, ctx, output)
+        text = _with_output(header, output, cut or was_cut)
+        if refused:
+            text += (
+                f"\n\n[sandbox] The sandbox likely refused this command: {refused}. If the task needs "
+                "that, call terminal again with the same command and unconfined=true; the user is asked "
+                "to approve running it outside the sandbox."
+            )
+        raw: dict[str, object] = {
+            "exit_code": status.exit_code,
+            "signal": status.signal,
+            "timed_out": timed_out,
+            "output": output,
+        }
+        if _sandbox_of(run, ctx) is not None:
+            raw["sandboxed"] = True
+        if refused:
+            raw["sandbox_refused"] = refused
         return ToolResult(
-            _with_output(header, output, cut or was_cut),
-            ok=not timed_out and status.exit_code == 0,
-            raw_output={
-                "exit_code": status.exit_code,
-                "signal": status.signal,
-                "timed_out": timed_out,
-                "output": output,
-            },
+            text,
+            ok=ok,
+            raw_output=raw,
             exit_code=status.exit_code,
             signal=status.signal,
             terminal_id=run.terminal_id,
@@ -137,6 +167,23 @@ class TerminalTool(Tool[TerminalArgs]):
             raw_output={"handle": handle},
             terminal_id=run.terminal_id,
         )
+
+
+def _sandbox_of(run: RunningCommand, ctx: ToolContext) -> Sandbox | None:
+    """The sandbox the command ran in: the local command knows; an editor terminal runs
+    the workspace's sandbox unless this call was approved to leave it."""
+    if hasattr(run, "sandbox"):
+        sandbox: Sandbox | None = run.sandbox
+        return sandbox
+    sandbox = getattr(ctx.workspace, "sandbox", None)
+    if sandbox is None or ctx.allow_outside or sandbox.confinement != "sandboxed":
+        return None
+    return sandbox
+
+
+def _sandbox_refusal(run: RunningCommand, ctx: ToolContext, output: str) -> str | None:
+    sandbox = _sandbox_of(run, ctx)
+    return sandbox.explain_refusal(output) if sandbox is not None else None
 
 
 class ProcessArgs(BaseModel):

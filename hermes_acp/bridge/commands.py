@@ -10,7 +10,7 @@ AVAILABLE_COMMANDS: list[dict[str, Any]] = [
     {
         "name": "mode",
         "description": "Switch how much the agent may do without asking",
-        "input": {"hint": "ask | accept_edits | plan | yolo"},
+        "input": {"hint": "ask | accept_edits | plan | auto | yolo"},
     },
     {
         "name": "model",

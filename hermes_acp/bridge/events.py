@@ -319,6 +319,9 @@ class EventTranslator:
             note = _exit_note(event.exit_code, event.signal)
             if note:
                 content.append(_text_content(note))
+            refused = (event.raw_output or {}).get("sandbox_refused")
+            if refused:  # the streamed output alone would not say the sandbox was to blame
+                content.append(_text_content(f"The sandbox likely refused this command: {refused}"))
         else:
             content = _result_content(
                 call.kind, event.status, event.result, event.diff, event.exit_code, event.signal

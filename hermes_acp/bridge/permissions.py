@@ -62,8 +62,12 @@ class AcpApprover:
 def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, Any]:
     """The `session/request_permission` params for one request."""
     title = request.title
+    if request.sandbox == "sandboxed":
+        title += " (sandboxed)"
+    elif request.sandbox == "unconfined":
+        title += " (runs outside the sandbox)"
     if request.dangerous:
-        title = f"⚠ Dangerous: {request.rule} — {request.title}"
+        title = f"⚠ Dangerous: {request.rule} — {title}"
     subject = _scope_label(request.scope)
     options = [_option("allow_once", "Allow once")]
     if not request.dangerous:
@@ -76,6 +80,8 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         hermes["rule"] = request.rule
     if request.outside_paths:
         hermes["outsidePaths"] = list(request.outside_paths)
+    if request.sandbox is not None:
+        hermes["sandboxed"] = request.sandbox == "sandboxed"
     return {
         "sessionId": session_id,
         "toolCall": {

@@ -13,7 +13,7 @@ import errno
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acp.exceptions import RequestError
 
@@ -28,6 +28,9 @@ from core.workspace import (
     human_size,
 )
 from hermes_acp.bridge.channel import ClientChannel
+
+if TYPE_CHECKING:
+    from core.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -111,15 +114,28 @@ class ClientWorkspace:
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
         output_limit: int = 64_000,
+        unconfined: bool = False,
     ) -> RunningCommand:
         if not self._terminal:
-            return await self.local.start_command(command, cwd=cwd, env=env, output_limit=output_limit)
+            extra = {"unconfined": True} if unconfined else {}
+            return await self.local.start_command(
+                command, cwd=cwd, env=env, output_limit=output_limit, **extra
+            )
+        directory = self.scope.absolute(cwd) if cwd is not None else self.scope.cwd
+        # bash -c runs the line as the model wrote it (pipes, &&, quotes) in every editor.
+        argv = ["bash", "-c", command]
+        sandbox = getattr(self.local, "sandbox", None)
+        confined = sandbox is not None and not unconfined and sandbox.confinement != "off"
+        if confined:
+            if sandbox.confinement == "unavailable":
+                raise WorkspaceError(f"the sandbox cannot start ({sandbox.availability.reason})")
+            # The editor runs the sandbox launcher, so its terminal is confined like a local command.
+            argv = sandbox.wrap(argv, cwd=directory, new_session=True)
         params: dict[str, Any] = {
             "sessionId": self._session_id,
-            # bash -c runs the line as the model wrote it (pipes, &&, quotes) in every editor.
-            "command": "bash",
-            "args": ["-c", command],
-            "cwd": str(self.scope.absolute(cwd) if cwd is not None else self.scope.cwd),
+            "command": argv[0],
+            "args": argv[1:],
+            "cwd": str(directory),
             "outputByteLimit": max(0, output_limit),
         }
         if env:
@@ -136,7 +152,9 @@ class ClientWorkspace:
         terminal_id = _terminal_id(result)
         if terminal_id is None:
             raise WorkspaceError("the editor answered terminal/create without a terminalId")
-        return ClientCommand(self._channel, self._session_id, terminal_id)
+        run = ClientCommand(self._channel, self._session_id, terminal_id)
+        run.sandbox = sandbox if confined else None
+        return run
 
     def _abandon_terminal(self, creating: asyncio.Future[Any]) -> None:
         if creating.cancelled() or creating.exception() is not None:
@@ -155,6 +173,7 @@ class ClientCommand:
 
     def __init__(self, channel: ClientChannel, session_id: str, terminal_id: str) -> None:
         self.terminal_id: str | None = terminal_id
+        self.sandbox: Sandbox | None = None  # the sandbox the editor runs it in, if any
         self._id = terminal_id
         self._channel = channel
         self._session_id = session_id

@@ -56,7 +56,7 @@ class SessionFactory:
         store = await self.store.get()
         mcp, problems = await mcp_servers.connect(mcp_entries, cwd)
         extra_tools: list[Tool] = mcp.tools() if mcp is not None else []
-        workspace = self._workspace(session_id, cwd, extra_dirs)
+        workspace = await asyncio.to_thread(self._workspace, settings, session_id, cwd, extra_dirs)
         approver = AcpApprover(self.channel, session_id)
         mode = Mode(record.mode if record and record.mode in MODE_IDS else settings.default_mode)
 
@@ -105,11 +105,14 @@ class SessionFactory:
             created=record.created_at if record is not None else time.time(),
         )
 
-    def _workspace(self, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
+    def _workspace(self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
+        from core.sandbox import Sandbox
         from core.workspace import LocalWorkspace, WorkspaceScope
 
         scope = WorkspaceScope(Path(cwd), tuple(Path(d) for d in extra_dirs))
-        local = LocalWorkspace(scope)
+        sandbox = Sandbox.from_settings(settings, scope)
+        sandbox.confinement  # noqa: B018 -- probes bwrap once, here in a thread, not in a turn
+        local = LocalWorkspace(scope, sandbox=sandbox)
         if not self.client.offers_workspace:
             return local
         from hermes_acp.bridge.workspace import ClientWorkspace

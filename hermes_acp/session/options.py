@@ -19,6 +19,11 @@ MODES: tuple[tuple[str, str, str], ...] = (
     ("ask", "Ask", "Ask before editing files or running commands"),
     ("accept_edits", "Accept edits", "Edit workspace files without asking; ask before running commands"),
     ("plan", "Plan", "Read-only: look around and make a plan; no edits, no commands"),
+    (
+        "auto",
+        "Auto",
+        "Edit workspace files and run sandboxed commands without asking; ask before leaving the sandbox",
+    ),
     ("yolo", "Yolo", "Do everything without asking, except commands a safety rule flags as dangerous"),
 )
 MODE_IDS = tuple(mode_id for mode_id, _, _ in MODES)

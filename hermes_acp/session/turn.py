@@ -109,7 +109,7 @@ class TurnRunner:
             )
         except ValueError as exc:
             raise protocol_error(INVALID_PARAMS, f"prompt: {exc}", {"field": "prompt"}) from exc
-        return await self.stream(session, session.agent.run_turn(content))
+        return await self.stream(session, _with_sandbox_notice(session, session.agent.run_turn(content)))
 
     async def stream(self, session: Session, events: AsyncIterator[Any]) -> str:
         """Send a stream of agent events to the client and the store; the stop reason."""
@@ -180,3 +180,15 @@ def _only_text(blocks: list[dict[str, Any]]) -> bool:
 
 def _plain_text(blocks: list[dict[str, Any]]) -> str:
     return "".join(str(b.get("text", "")) for b in blocks)
+
+
+async def _with_sandbox_notice(session: Session, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """The turn's events, after a notice (once per session) when the command sandbox cannot start."""
+    sandbox = getattr(session.agent.workspace, "sandbox", None)
+    notice = sandbox.take_notice() if sandbox is not None else None
+    if notice:
+        from core.events import Status
+
+        yield Status("notice", notice)
+    async for event in events:
+        yield event

@@ -21,3 +21,19 @@ async def wait_gone(pid: int, what: str = "process", seconds: float = 5.0) -> No
             return
         await asyncio.sleep(0.05)
     raise AssertionError(f"{what} {pid} still runs")
+
+
+def pids_running(*argv: str) -> list[int]:
+    """Host pids of the running processes with exactly this command line. A sandboxed
+    command cannot report its own: its `$$` is its pid inside the sandbox's namespace."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (entry / "cmdline").read_bytes() == wanted and alive(int(entry.name)):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

@@ -1,0 +1,125 @@
+"""The cost of the command sandbox per command, measured against unconfined runs in one run.
+
+Runs `true` through `LocalWorkspace.start_command` (start, wait, output, release: what the
+terminal tool does) with the sandbox off, on (workspace-write, network on) and on with the
+network off, interleaved so load on the machine hits all three alike. Reports medians and
+the added milliseconds.
+
+With --landlock (needs `pip install --pre landlock`, not a dependency), also the
+alternative the README weighs: the same command confined by Landlock, applied in the
+child before exec (`preexec_fn`) and through a Python launcher (what an editor terminal,
+which runs a command line, would need).
+
+Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock]
+Exits non-zero when the sandbox adds 20 ms or more per command (median).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from core.sandbox import Sandbox
+from core.workspace import LocalWorkspace, WorkspaceScope
+
+TARGET_ADDED_MS = 20.0
+
+
+async def one(workspace: LocalWorkspace) -> float:
+    started = time.perf_counter()
+    run = await workspace.start_command("true")
+    status = await run.wait()
+    await run.output()
+    await run.release()
+    elapsed = (time.perf_counter() - started) * 1000
+    if status.exit_code != 0:
+        raise SystemExit(f"`true` failed in the benchmark: {status}")
+    return elapsed
+
+
+async def measure(runs: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        scope = WorkspaceScope(Path(folder))
+        variants = {
+            "unconfined": LocalWorkspace(scope, sandbox=Sandbox(scope, mode="off")),
+            "sandboxed": LocalWorkspace(scope, sandbox=Sandbox(scope)),
+            "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False)),
+        }
+        for workspace in variants.values():
+            sandbox = workspace.sandbox
+            if sandbox is not None and sandbox.mode != "off" and sandbox.confinement != "sandboxed":
+                raise SystemExit(f"the sandbox cannot start here: {sandbox.availability.reason}")
+            for _ in range(5):  # warm-up: page cache, the probe
+                await one(workspace)
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(runs):
+            for name, workspace in variants.items():
+                samples[name].append(await one(workspace))
+    medians = {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
+    medians["added_ms"] = medians["sandboxed_ms"] - medians["unconfined_ms"]
+    medians["added_no_network_ms"] = medians["sandboxed_no_network_ms"] - medians["unconfined_ms"]
+    return medians
+
+
+_LANDLOCK_RULES = """
+import landlock
+rules = landlock.Ruleset()
+rules.allow("/", rules=landlock.FSAccess.EXECUTE | landlock.FSAccess.READ_FILE | landlock.FSAccess.READ_DIR)
+rules.allow({folder!r})
+rules.apply()
+"""
+
+
+def measure_landlock(runs: int) -> dict[str, float]:
+    """`bash -c true` bare, under Landlock via preexec_fn, and via a launcher; medians in ms."""
+    import subprocess
+
+    try:
+        import landlock  # noqa: F401
+    except ImportError:
+        raise SystemExit("--landlock needs the `landlock` package: pip install --pre landlock") from None
+    with tempfile.TemporaryDirectory() as folder:
+        rules = _LANDLOCK_RULES.format(folder=folder)
+        argv = ["/bin/bash", "-c", "true"]
+        launcher = [sys.executable, "-c", rules + f"import os; os.execv('/bin/bash', {argv!r})"]
+
+        def preexec() -> None:
+            exec(rules, {})
+
+        variants = {
+            "bare": lambda: subprocess.run(argv, check=True),
+            "landlock_preexec": lambda: subprocess.run(argv, check=True, preexec_fn=preexec),
+            "landlock_launcher": lambda: subprocess.run(launcher, check=True),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(runs):
+            for name, start in variants.items():
+                started = time.perf_counter()
+                start()
+                samples[name].append((time.perf_counter() - started) * 1000)
+    return {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--landlock", action="store_true", help="also measure Landlock (see above)")
+    args = parser.parse_args()
+    result = asyncio.run(measure(args.runs))
+    if args.landlock:
+        result.update(measure_landlock(args.runs))
+    worst = max(result["added_ms"], result["added_no_network_ms"])
+    result["target_added_ms"] = TARGET_ADDED_MS
+    result["verdict"] = "ok" if worst < TARGET_ADDED_MS else "MISSED"  # type: ignore[assignment]
+    print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()}, indent=2))
+    return 0 if worst < TARGET_ADDED_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

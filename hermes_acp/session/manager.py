@@ -136,7 +136,17 @@ class SessionManager:
             await self._sdks_ready()
         await self._catalog.fetch(settings)
         if session.id in self._sessions and self.controls.options(session).offered_models() != before:
-            await self.controls.notify_config(session)
+            await self._send_in_background(session, lambda: self.controls.notify_config(session))
+
+    async def _send_in_background(self, session: Session, send: Callable[[], Awaitable[None]]) -> None:
+        """Send now, unless a prompt of the session may have been answered: then with the
+        running turn (before its response) or the next one. An update after a prompt's
+        response reads as part of a turn that already ended (acp-tck ACP-CANCEL-002)."""
+        if session.turn is None and not session.prompted:
+            await send()
+            return
+        log.debug("session %s: update held until its turn ends or the next one starts", session.id)
+        session.held_updates.append(send)
 
     # -- session/load, resume, fork, list, close, delete ---------------------------------
 

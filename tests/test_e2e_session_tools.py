@@ -227,3 +227,43 @@ async def test_a_second_session_finds_the_first_ones_conversation(
     assert "zanzibar" in found
     assert not [p for p in client.permission_requests if p["sessionId"] == second]  # read-only: no asking
     assert json.dumps(tool_names(fake.requests[-1].body)).count("session_search") == 1
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+async def test_two_loads_of_one_session_in_flight_open_it_once(
+    client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path, method: str
+) -> None:
+    """Chosen behaviour: the second waits for the first, then does what a load of an open
+    session does (closes it, opens it again with its own MCP servers; a load replays the
+    whole history). One session, one set of MCP servers, whatever the timing."""
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="hello")])
+    await client.prompt(sid, "hi")
+    await client.request("session/close", {"sessionId": sid})
+    pid_files = [tmp_path / "first.pid", tmp_path / "second.pid"]
+    client.updates.clear()
+
+    await asyncio.gather(
+        *(
+            client.request(
+                method, {"sessionId": sid, "cwd": str(project), "mcpServers": [stdio_entry("test", f)]}
+            )
+            for f in pid_files
+        )
+    )
+
+    pids = [int(f.read_text()) for f in pid_files]
+    await client.wait_for(lambda: sum(alive(pid) for pid in pids) == 1)
+    if method == "session/load":
+        assert client.text(sid, "user_message_chunk") == "hi" * 2  # each load replayed it all
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("mcp__test__add", {"a": 1, "b": 2}, id=f"call_{method[-4:]}")]),
+            Reply(text="3"),
+        ]
+    )
+    await client.prompt(sid, "add")
+    assert tool_results(fake.requests[-1].body)[f"call_{method[-4:]}"] == "3"
+    await client.request("session/close", {"sessionId": sid})
+    for pid in pids:
+        await wait_gone(pid, "the MCP server")

@@ -9,9 +9,10 @@ server costs no more than the SDK.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import send_updates
@@ -81,6 +82,10 @@ class SessionManager:
         self.factory = SessionFactory(channel, self.client, self._store)
         self.turns = TurnRunner(channel, SlashCommands(channel, self.controls), sdks_ready=sdks_ready)
         self._background: set[asyncio.Task[Any]] = set()
+        # One lifecycle change of a session id at a time (load, resume, close, delete): two
+        # loads in flight together would each open the session, and one would leak with its
+        # watcher, provider clients and MCP servers.
+        self._lifecycle: dict[str, tuple[asyncio.Lock, int]] = {}
 
     # -- settings and credentials -------------------------------------------------------
 
@@ -135,7 +140,9 @@ class SessionManager:
         if self._sdks_ready is not None:
             await self._sdks_ready()
         await self._catalog.fetch(settings)
-        if session.id in self._sessions and self.controls.options(session).offered_models() != before:
+        if self._sessions.get(session.id) is not session:
+            return  # closed, or opened again by a later load (that one refreshes itself)
+        if self.controls.options(session).offered_models() != before:
             await self._send_in_background(session, lambda: self.controls.notify_config(session))
 
     async def _send_in_background(self, session: Session, send: Callable[[], Awaitable[None]]) -> None:
@@ -159,7 +166,23 @@ class SessionManager:
         *,
         replay: bool,
     ) -> dict[str, Any]:
-        """session/load (replay the history, then answer) or session/resume (no replay)."""
+        """session/load (replay the history, then answer) or session/resume (no replay).
+
+        A second load or resume of the id while one is in flight waits for it, then does
+        what a load of an open session does: closes it and opens it again with its own
+        cwd and MCP servers, and (load) replays the whole history before it answers."""
+        async with self._owning(session_id):
+            return await self._load_session(session_id, cwd, extra_dirs, mcp_servers, replay=replay)
+
+    async def _load_session(
+        self,
+        session_id: str,
+        cwd: str,
+        extra_dirs: list[str],
+        mcp_servers: list[Any],
+        *,
+        replay: bool,
+    ) -> dict[str, Any]:
         cwd, extra_dirs = check_directories(cwd, extra_dirs)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
@@ -256,12 +279,17 @@ class SessionManager:
 
     async def close_session(self, session_id: str) -> dict[str, Any]:
         """Stop the session's turn and free what it holds; its history stays stored."""
-        session = self.get(session_id)
-        await self._drop(session)
+        async with self._owning(session_id):
+            session = self.get(session_id)
+            await self._drop(session)
         log.info("session %s closed", session_id)
         return {}
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
+        async with self._owning(session_id):
+            return await self._delete_session(session_id)
+
+    async def _delete_session(self, session_id: str) -> dict[str, Any]:
         live = self._sessions.get(session_id)
         if live is not None:
             await self._drop(live)
@@ -285,6 +313,21 @@ class SessionManager:
         except TimeoutError:
             log.error("session %s: pending writes did not finish", session.id)
         await session.release()
+
+    @contextlib.asynccontextmanager
+    async def _owning(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the id's lifecycle: changes to one session id run one after another."""
+        lock, users = self._lifecycle.get(session_id, (asyncio.Lock(), 0))
+        self._lifecycle[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._lifecycle[session_id]
+            if users > 1:
+                self._lifecycle[session_id] = (lock, users - 1)
+            else:
+                del self._lifecycle[session_id]
 
     # -- state ----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from tests.support.acp_harness import (
     ZED_CAPABILITIES,
     AcpClient,
     ServerProcess,
+    connected,
     server_env,
     spawn_server,
 )
@@ -204,3 +205,58 @@ async def test_a_model_list_landing_mid_turn_is_sent_before_the_prompt_response(
     prompt_id = max(m["id"] for m in server.received if "method" not in m and isinstance(m.get("id"), int))
     assert client.session_updates(sid, "config_option_update")
     assert after_response(server, sid, prompt_id) == []
+
+
+# -- a model switch closes what it retires ------------------------------------------------------
+
+
+async def test_switching_models_closes_the_retired_clients_connections(project: Path, tmp_path: Path) -> None:
+    with FakeProvider() as own:  # its own: no other test's connections in the count
+        env = server_env(tmp_path / "home", own, HERMES_ACP_MODELS="gpt-4.1,gpt-5-mini")
+        async with connected(env, ZED_CAPABILITIES) as (server, client):
+            sid = (await client.new_session(project))["sessionId"]
+            await asyncio.to_thread(own.wait_for_open_connections, 0)  # the model list was fetched
+            own.script([Reply(text="first")])
+            assert await client.prompt(sid, "hi") == {"stopReason": "end_turn"}
+            assert own.open_connections == 1  # the SDK keeps its connection for the next call
+
+            await client.request(
+                "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "gpt-5-mini"}
+            )
+            await asyncio.to_thread(own.wait_for_open_connections, 0)
+
+            own.script([Reply(text="second")])
+            assert await client.prompt(sid, "again") == {"stopReason": "end_turn"}
+            assert own.requests[-1].body["model"] == "gpt-5-mini"
+            assert own.open_connections == 1
+            server.assert_clean()
+
+
+async def test_a_model_switch_during_a_turn_closes_the_old_client_when_the_turn_ends(
+    project: Path, tmp_path: Path
+) -> None:
+    with FakeProvider() as own:
+        env = server_env(tmp_path / "home", own, HERMES_ACP_MODELS="gpt-4.1,gpt-5-mini")
+        async with connected(env, ZED_CAPABILITIES) as (server, client):
+            sid = (await client.new_session(project))["sessionId"]
+            await asyncio.to_thread(own.wait_for_open_connections, 0)
+
+            async def switch_now(params: dict[str, Any]) -> str:
+                await client.request(
+                    "session/set_config_option",
+                    {"sessionId": sid, "configId": "model", "value": "gpt-5-mini"},
+                )
+                assert own.open_connections == 1  # the running turn keeps its client
+                return "allow_once"
+
+            client.permission = switch_now
+            own.script(
+                [
+                    Reply(tool_calls=[ToolCallSpec("write_file", {"path": "a.txt", "content": "x"})]),
+                    Reply(text="done"),
+                ]
+            )
+            assert await client.prompt(sid, "write") == {"stopReason": "end_turn"}
+            assert own.requests[-1].body["model"] == "gpt-4.1"
+            await asyncio.to_thread(own.wait_for_open_connections, 0)
+            server.assert_clean()

@@ -358,6 +358,7 @@ class SessionManager:
         session = self.get(session_id)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
             self._after_response(lambda: self.controls.notify_mode(session))
+        await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
 
     # -- prompt and cancel ----------------------------------------------------------------

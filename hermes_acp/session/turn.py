@@ -77,6 +77,7 @@ class TurnRunner:
             if session.pending_model is not None:
                 session.agent.model = session.pending_model
                 session.pending_model = None
+                await session.agent.close_retired()
 
     @staticmethod
     def cancel(session: Session) -> None:

@@ -175,6 +175,18 @@ class FakeProvider:
                 raise TimeoutError(f"expected {n} model requests, got {len(self._requests)}")
             return list(self._requests)
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections open now (an SDK's pool keeps them between requests)."""
+        with self._changed:
+            return len(self._sockets)
+
+    def wait_for_open_connections(self, n: int, timeout: float = 5.0) -> None:
+        """Until exactly n client connections are open (the client closed the others)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._sockets) == n, timeout):
+                raise TimeoutError(f"expected {n} open connections, got {len(self._sockets)}")
+
     def hold_models(self) -> None:
         """GET /models waits until release_models(): a model-list refresh lands when a test says."""
         self._models_open.clear()
@@ -235,6 +247,7 @@ class FakeProvider:
                 self._sockets.add(sock)
             else:
                 self._sockets.discard(sock)
+            self._changed.notify_all()
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server is closing; False when it is."""

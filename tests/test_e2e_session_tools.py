@@ -4,7 +4,9 @@ files the user changed between turns, and the search over earlier sessions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -63,6 +65,16 @@ def closed_port_entry(name: str) -> dict[str, Any]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return {"type": "http", "name": name, "url": f"http://127.0.0.1:{port}/mcp", "headers": []}
+
+
+def inotify_instances(pid: int) -> int:
+    """The process's inotify instances: one per workspace watcher that runs."""
+    fds = Path(f"/proc/{pid}/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            count += os.readlink(fd) == "anon_inode:inotify"
+    return count
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
@@ -231,7 +243,7 @@ async def test_a_second_session_finds_the_first_ones_conversation(
 
 @pytest.mark.parametrize("method", ["session/load", "session/resume"])
 async def test_two_loads_of_one_session_in_flight_open_it_once(
-    client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path, method: str
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path, method: str
 ) -> None:
     """Chosen behaviour: the second waits for the first, then does what a load of an open
     session does (closes it, opens it again with its own MCP servers; a load replays the
@@ -242,6 +254,7 @@ async def test_two_loads_of_one_session_in_flight_open_it_once(
     await client.request("session/close", {"sessionId": sid})
     pid_files = [tmp_path / "first.pid", tmp_path / "second.pid"]
     client.updates.clear()
+    watchers_before = inotify_instances(server.pid)
 
     await asyncio.gather(
         *(
@@ -262,8 +275,9 @@ async def test_two_loads_of_one_session_in_flight_open_it_once(
             Reply(text="3"),
         ]
     )
-    await client.prompt(sid, "add")
+    await client.prompt(sid, "add")  # its turn has the session's watcher running
     assert tool_results(fake.requests[-1].body)[f"call_{method[-4:]}"] == "3"
+    assert inotify_instances(server.pid) <= watchers_before + 1  # one workspace watcher, not two
     await client.request("session/close", {"sessionId": sid})
     for pid in pids:
         await wait_gone(pid, "the MCP server")

@@ -147,6 +147,15 @@ def after_response(server: ServerProcess, sid: str, request_id: int) -> list[str
     ]
 
 
+def last_prompt_response(server: ServerProcess) -> int:
+    """The id of the last session/prompt response the server wrote."""
+    return next(
+        m["id"]
+        for m in reversed(server.received)
+        if "method" not in m and "stopReason" in m.get("result", {})
+    )
+
+
 def model_list_landed(server: ServerProcess, client: AcpClient, sid: str) -> bool:
     """The refresh is done: its update was sent, or the server says it holds it back."""
     return bool(client.session_updates(sid, "config_option_update")) or (
@@ -165,7 +174,7 @@ async def test_a_model_list_landing_after_a_cancelled_prompt_waits_for_the_next_
     await asyncio.to_thread(fake.wait_for_requests, len(fake.requests) + 1)
     await client.cancel(sid)
     assert await prompt == {"stopReason": "cancelled"}
-    cancelled_id = max(m["id"] for m in server.received if "method" not in m and isinstance(m.get("id"), int))
+    cancelled_id = last_prompt_response(server)
 
     fake.release_models()  # the refresh session/new started lands now, after the response
     await client.wait_for(lambda: model_list_landed(server, client, sid))
@@ -176,7 +185,7 @@ async def test_a_model_list_landing_after_a_cancelled_prompt_waits_for_the_next_
     update = client.session_updates(sid, "config_option_update")[-1]
     model = next(o for o in update["configOptions"] if o["id"] == "model")
     assert set(ENDPOINT_MODELS) <= {v["value"] for v in model["options"]}
-    last_id = max(m["id"] for m in server.received if "method" not in m and isinstance(m.get("id"), int))
+    last_id = last_prompt_response(server)
     assert after_response(server, sid, last_id) == []
 
 
@@ -202,7 +211,7 @@ async def test_a_model_list_landing_mid_turn_is_sent_before_the_prompt_response(
         assert await client.prompt(sid, "write a.txt") == {"stopReason": "end_turn"}
     finally:
         client.permission = "allow_once"
-    prompt_id = max(m["id"] for m in server.received if "method" not in m and isinstance(m.get("id"), int))
+    prompt_id = last_prompt_response(server)
     assert client.session_updates(sid, "config_option_update")
     assert after_response(server, sid, prompt_id) == []
 
@@ -260,3 +269,28 @@ async def test_a_model_switch_during_a_turn_closes_the_old_client_when_the_turn_
             assert own.requests[-1].body["model"] == "gpt-4.1"
             await asyncio.to_thread(own.wait_for_open_connections, 0)
             server.assert_clean()
+
+
+async def test_a_mode_change_during_a_turn_is_announced_before_the_prompt_response(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+
+    async def switch_mode(params: dict[str, Any]) -> str:
+        await client.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
+        return "allow_once"
+
+    client.permission = switch_mode
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "m.txt", "content": "x"})]),
+            Reply(text="done"),
+        ]
+    )
+    try:
+        assert await client.prompt(sid, "write") == {"stopReason": "end_turn"}
+    finally:
+        client.permission = "allow_once"
+    prompt_id = last_prompt_response(server)
+    assert client.session_updates(sid, "current_mode_update")[-1]["currentModeId"] == "accept_edits"
+    assert after_response(server, sid, prompt_id) == []

@@ -127,8 +127,11 @@ class SessionManager:
         its MCP servers, then the endpoint's model list in the background."""
         from hermes_acp.bridge.commands import commands_update
 
-        await self._notify(commands_update(session.id))
-        await self._report_mcp_problems(session)
+        async def announce() -> None:
+            await self._notify(commands_update(session.id))
+            await self._report_mcp_problems(session)
+
+        await self._send_beside_turns(session, announce)
         self._spawn(self._refresh_models(session, settings))
 
     async def _report_mcp_problems(self, session: Session) -> None:
@@ -143,13 +146,20 @@ class SessionManager:
         if self._sessions.get(session.id) is not session:
             return  # closed, or opened again by a later load (that one refreshes itself)
         if self.controls.options(session).offered_models() != before:
-            await self._send_in_background(session, lambda: self.controls.notify_config(session))
+            await self._send_beside_turns(
+                session, lambda: self.controls.notify_config(session), unsolicited=True
+            )
 
-    async def _send_in_background(self, session: Session, send: Callable[[], Awaitable[None]]) -> None:
-        """Send now, unless a prompt of the session may have been answered: then with the
-        running turn (before its response) or the next one. An update after a prompt's
-        response reads as part of a turn that already ended (acp-tck ACP-CANCEL-002)."""
-        if session.turn is None and not session.prompted:
+    async def _send_beside_turns(
+        self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
+    ) -> None:
+        """Send now, unless it could land after a prompt's response, which reads as part of
+        a turn that already ended (acp-tck ACP-CANCEL-002). While a turn runs, it is held
+        and sent before that turn's response. An unsolicited update (a background refresh,
+        not the follow-up of a request just answered) is also held once the session was
+        prompted, until the next turn: the client may be watching the prompt it just got
+        an answer to."""
+        if session.turn is None and not (unsolicited and session.prompted):
             await send()
             return
         log.debug("session %s: update held until its turn ends or the next one starts", session.id)
@@ -351,13 +361,15 @@ class SessionManager:
             await self.controls.notify_mode(session)
             await self.controls.notify_config(session)
 
-        self._after_response(announce)
+        self._after_response(lambda: self._send_beside_turns(session, announce))
         return {}
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
         session = self.get(session_id)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
-            self._after_response(lambda: self.controls.notify_mode(session))
+            self._after_response(
+                lambda: self._send_beside_turns(session, lambda: self.controls.notify_mode(session))
+            )
         await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
 

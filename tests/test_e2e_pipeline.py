@@ -158,3 +158,24 @@ async def test_a_hard_link_to_a_file_outside_counts_as_outside_even_in_yolo(
     told = tool_results(fake)
     assert "PRIVATE KEY" not in told["call_read"]
     assert "rejected" in told["call_write"]
+
+
+async def test_search_leaves_out_a_hard_linked_file_it_would_have_to_ask_for(
+    client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
+) -> None:
+    secret = tmp_path / "elsewhere" / "credentials"
+    secret.parent.mkdir()
+    secret.write_text("token = PRIVATE-123\n")
+    os.link(secret, project / "config.ini")
+    (project / "app.py").write_text("TOKEN_NAME = 'PRIVATE-placeholder'\n")
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("search", {"pattern": "PRIVATE"}, id="call_s")]), Reply(text="ok")]
+    )
+    sid = await yolo_session(client, project)
+
+    assert await client.prompt(sid, "find PRIVATE") == {"stopReason": "end_turn"}
+
+    told = tool_results(fake)["call_s"]
+    assert "app.py:1:" in told
+    assert "PRIVATE-123" not in told
+    assert "config.ini" in told and "hard links" in told  # the model knows why, and can ask

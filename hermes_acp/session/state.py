@@ -63,7 +63,11 @@ class Session:
 
     async def send_held_updates(self) -> None:
         while self.held_updates:
-            await self.held_updates.pop(0)()
+            send = self.held_updates.pop(0)
+            try:
+                await send()
+            except Exception:  # a notice that cannot be sent must not break the turn
+                log.warning("session %s: a held update could not be sent", self.id, exc_info=True)
 
     @property
     def model(self) -> str:

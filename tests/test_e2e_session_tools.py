@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from acp.exceptions import RequestError
 
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
@@ -281,3 +282,26 @@ async def test_two_loads_of_one_session_in_flight_open_it_once(
     await client.request("session/close", {"sessionId": sid})
     for pid in pids:
         await wait_gone(pid, "the MCP server")
+
+
+async def test_a_delete_sent_with_a_load_leaves_nothing_running(
+    client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="hello")])
+    await client.prompt(sid, "hi")
+    await client.request("session/close", {"sessionId": sid})
+    pid_file = tmp_path / "loaded.pid"
+
+    await asyncio.gather(
+        client.request(
+            "session/load",
+            {"sessionId": sid, "cwd": str(project), "mcpServers": [stdio_entry("test", pid_file)]},
+        ),
+        client.request("session/delete", {"sessionId": sid}),
+    )
+
+    await wait_gone(int(pid_file.read_text()), "the MCP server")
+    with pytest.raises(RequestError) as caught:
+        await client.prompt(sid, "still there?")
+    assert caught.value.code == -32002

@@ -104,6 +104,7 @@ class Agent:
         self.reasoning_effort: str | None = settings.reasoning_effort
         self._model = settings.model
         self._providers = providers
+        self._retired: list[Provider] = []  # replaced by a model switch; closed by close_retired()
         self._resilient: Any = None
         self.system_prompt = system_prompt if system_prompt is not None else self._build_system_prompt()
         self.usage_total = Usage()
@@ -130,8 +131,18 @@ class Agent:
     def model(self, value: str) -> None:
         if value != self._model:
             self._model = value
+            self._retired.extend(self._providers or [])
             self._providers = None
             self._resilient = None
+
+    async def close_retired(self) -> None:
+        """Close the provider clients (their connection pools) a model switch replaced."""
+        retired, self._retired = self._retired, []
+        for provider in retired:
+            try:
+                await provider.aclose()
+            except Exception:  # closing is best effort; the others still get closed
+                log.debug("closing a retired provider failed", exc_info=True)
 
     @property
     def context_window(self) -> int:
@@ -196,6 +207,7 @@ class Agent:
         """Yield the turn's events; the last is TurnEnded unless the consuming task is
         cancelled, in which case CancelledError propagates once streams are closed,
         commands killed and pending approvals withdrawn."""
+        await self.close_retired()  # a switch made outside the ACP server (library use)
         context = await self._turn_context()
         preamble = "\n\n".join(p for p in (context, preamble) if p) or None
         turn_start = len(self.messages)
@@ -493,6 +505,7 @@ class Agent:
             with contextlib.suppress(Exception):
                 await process.release()
             self.tool_state.processes.pop(handle, None)
+        await self.close_retired()
         for provider in self._providers or []:
             with contextlib.suppress(Exception):
                 await provider.aclose()

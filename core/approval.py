@@ -257,7 +257,7 @@ class ApprovalPolicy:
         seen: dict[Path, None] = {}
         for raw in tool.paths(args):
             resolved = scope.absolute(raw)
-            if not scope.contains(resolved):
+            if scope.outside(resolved):
                 seen[resolved] = None
         return tuple(seen)
 

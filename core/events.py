@@ -145,6 +145,15 @@ class HistoryReplaced:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerRestarted:
+    """A model call's stream broke after part of its answer was shown, and the retry
+    answers differently: the text shown so far is void, the text that follows replaces it
+    (and the stored answer is the retry's alone)."""
+
+    discarded: str  # the text that was shown and is now dropped
+
+
+@dataclass(frozen=True, slots=True)
 class StepFinished:
     iteration: int
     finish_reason: str | None
@@ -170,6 +179,7 @@ Event = (
     | PlanUpdated
     | UsageUpdated
     | Status
+    | AnswerRestarted
     | TitleChanged
     | MessageCommitted
     | HistoryReplaced

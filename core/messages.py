@@ -53,6 +53,12 @@ class Message:
     display: dict[str, Any] | None = None
 
     @property
+    def is_notice(self) -> bool:
+        """Kept for the user, never sent to a model: why a turn failed, shown again when
+        the session is reloaded (`display={"notice": ...}` on an assistant message)."""
+        return bool(self.display and self.display.get("notice"))
+
+    @property
     def text(self) -> str:
         """The message's plain text, images left out."""
         if isinstance(self.content, str):
@@ -117,11 +123,14 @@ def repair_alternation(messages: list[Message]) -> list[Message]:
 
     Drops assistant tool calls that never got a result (a turn cut short by a
     crash or a cancel) and answers them with a synthetic "interrupted" result
-    instead, so the next request is not rejected for a dangling tool call.
+    instead, so the next request is not rejected for a dangling tool call. Notices
+    (for the user only) are left out.
     """
     repaired: list[Message] = []
     pending: dict[str, ToolCall] = {}
     for message in messages:
+        if message.is_notice:
+            continue
         if message.role == "tool":
             if message.tool_call_id in pending:
                 pending.pop(message.tool_call_id)

@@ -1,8 +1,12 @@
 """The tool calls of one model response: parse and repair, approve, run, report.
 
-Reads and searches run concurrently; edits join them when their paths differ;
-calls to the same path and interactive tools (commands) keep the model's order.
-Results go back in the model's order whatever order they finished in.
+Reads and searches run concurrently; edits join them when the files they touch
+differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py` and a symlink to it
+are one file); calls to the same file and interactive tools (commands) keep the
+model's order. Results go back in the model's order whatever order they finished in.
+
+Whatever goes wrong with one call, from parsing to reporting, becomes that call's
+error for the model to read (`_contained`); the turn goes on.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -28,7 +34,7 @@ from core.events import (
 from core.messages import Message, ToolCall
 from core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
-from core.workspace import Workspace
+from core.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
 
@@ -52,12 +58,9 @@ class PreparedCall:
     started: ToolCallStarted | None = None
     result: ToolResult | None = None
     allow_outside: bool = False
-
-    @property
-    def paths(self) -> set[str]:
-        if self.tool is None or self.args is None:
-            return set()
-        return set(self.tool.paths(self.args))
+    # The files the call touches, resolved (see `_file_identity`); None when a path could
+    # not be resolved, so nothing can be proven about it.
+    targets: frozenset[object] | None = frozenset()
 
     @property
     def writes(self) -> bool:
@@ -93,35 +96,49 @@ class ToolRunner:
                 item.duplicate_of = seen[key]
                 item.tool = seen[key].tool
                 item.raw_args = seen[key].raw_args
+                item.targets = seen[key].targets
                 continue
             seen[key] = item
-            tool = self.tools.get(call.name) or self.tools.closest(call.name)
-            if tool is None:
-                item.error = (
-                    f"Unknown tool {call.name!r}. Available tools: {', '.join(sorted(self.tools.names()))}."
-                )
-                continue
-            item.tool = tool
-            try:
-                parsed = json.loads(call.arguments) if call.arguments.strip() else {}
-            except json.JSONDecodeError as exc:
-                item.error = (
-                    f"The arguments for {tool.name} are not valid JSON ({exc.msg} at line {exc.lineno} "
-                    f"column {exc.colno}). Send a JSON object matching the tool's schema."
-                )
-                continue
-            if not isinstance(parsed, dict):
-                kind = type(parsed).__name__
-                item.error = f"The arguments for {tool.name} must be a JSON object, not {kind}."
-                continue
-            item.raw_args = parsed
-            try:
-                item.args = tool.parse(parsed)
-            except ValidationError as exc:
-                item.error = f"Invalid arguments for {tool.name}: {_describe_validation(exc)}"
+            with _contained(item, "could not be prepared"):
+                self._parse(item)
+                item.targets = self._targets(item)
         for item in prepared:
             item.started = self._started_event(item)
         return prepared
+
+    def _parse(self, item: PreparedCall) -> None:
+        call = item.call
+        tool = self.tools.get(call.name) or self.tools.closest(call.name)
+        if tool is None:
+            available = ", ".join(sorted(self.tools.names()))
+            item.error = f"Unknown tool {call.name!r}. Available tools: {available}."
+            return
+        item.tool = tool
+        try:
+            parsed = json.loads(call.arguments) if call.arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            item.error = (
+                f"The arguments for {tool.name} are not valid JSON ({exc.msg} at line {exc.lineno} "
+                f"column {exc.colno}). Send a JSON object matching the tool's schema."
+            )
+            return
+        if not isinstance(parsed, dict):
+            item.error = f"The arguments for {tool.name} must be a JSON object, not {type(parsed).__name__}."
+            return
+        item.raw_args = parsed
+        try:
+            item.args = tool.parse(parsed)
+        except ValidationError as exc:
+            item.error = f"Invalid arguments for {tool.name}: {_describe_validation(exc)}"
+
+    def _targets(self, item: PreparedCall) -> frozenset[object] | None:
+        if item.tool is None or item.args is None:
+            return frozenset()
+        scope = self.workspace.scope
+        try:
+            return frozenset(_file_identity(scope.absolute(raw)) for raw in item.tool.paths(item.args))
+        except WorkspaceError:
+            return None  # the call fails when it runs; until then it may touch anything
 
     async def run(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
         """Run one response's calls; yields their events and a MessageCommitted per result.
@@ -140,8 +157,10 @@ class ToolRunner:
                     continue
                 if item.duplicate_of is not None or item.error is not None:
                     continue
+                allowed = False
                 try:
-                    allowed = await self._approve(item)
+                    with _contained(item, "could not be checked for approval"):
+                        allowed = await self._approve(item)
                 except TurnCancelled:
                     cancelled = True
                     item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
@@ -221,12 +240,8 @@ class ToolRunner:
                 allow_outside=item.allow_outside,
             )
             try:
-                item.result = await item.tool.run(item.args, ctx)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a tool must not break the loop
-                log.exception("tool %s failed", item.tool.name)
-                item.result = ToolResult.error(f"{item.tool.name} failed: {type(exc).__name__}: {exc}")
+                with _contained(item, "failed"):
+                    item.result = await item.tool.run(item.args, ctx)
             finally:
                 queue.put_nowait(item)
 
@@ -338,11 +353,47 @@ def _conflicts(item: PreparedCall, wave: list[PreparedCall]) -> bool:
     for other in wave:
         if other.tool is not None and other.tool.interactive:
             return True
-        if (item.writes or other.writes) and item.paths & other.paths:
+        if not (item.writes or other.writes):
+            continue
+        if item.targets is None or other.targets is None:
+            return True  # a path that did not resolve may name the same file
+        if item.targets & other.targets:
             return True
-        if item.writes and other.writes and not (item.paths and other.paths):
+        if item.writes and other.writes and not (item.targets and other.targets):
             return True  # an edit whose paths are unknown cannot be proven independent
     return False
+
+
+def _file_identity(resolved: Path) -> object:
+    """What makes two paths one file: its device and inode when it exists (hard links
+    too), else its resolved path (a file about to be created)."""
+    try:
+        status = os.stat(resolved)
+    except (OSError, ValueError):
+        return resolved
+    return (status.st_dev, status.st_ino)
+
+
+@contextlib.contextmanager
+def _contained(item: PreparedCall, what: str) -> Iterator[None]:
+    """Any exception inside becomes the call's error result; the turn goes on.
+
+    The one place that keeps a tool call, whatever its arguments, from ending a turn:
+    a path with a NUL byte or through a symlink loop, a tool bug, an approver that
+    broke. Cancellation (the user's, or the task's) passes through.
+    """
+    try:
+        yield
+    except TurnCancelled:
+        raise
+    except WorkspaceError as exc:  # an expected refusal: its text is written for the model
+        item.error = str(exc)
+        item.result = ToolResult.error(item.error)
+    except Exception as exc:
+        name = item.tool.name if item.tool is not None else item.call.name
+        log.exception("tool call %s (%s) %s", item.call.id, name, what)
+        item.error = f"{name} {what}: {type(exc).__name__}: {exc}"
+        item.result = ToolResult.error(item.error)
 
 
 def _canonical_json(arguments: str) -> str:

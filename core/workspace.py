@@ -14,6 +14,7 @@ import logging
 import os
 import secrets
 import signal
+import stat
 import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,9 +32,16 @@ class WorkspaceError(Exception):
 
 
 class OutsideWorkspace(WorkspaceError):
-    def __init__(self, path: str, resolved: Path, roots: tuple[Path, ...]) -> None:
+    def __init__(self, path: str, resolved: Path, roots: tuple[Path, ...], *, links: int = 1) -> None:
         allowed = ", ".join(str(r) for r in roots)
-        super().__init__(f"{path!r} resolves to {resolved}, which is outside the workspace ({allowed})")
+        if links > 1:
+            message = (
+                f"{path!r} is a hard link ({links} names for one file); its other names may be "
+                f"outside the workspace ({allowed}), so it counts as outside"
+            )
+        else:
+            message = f"{path!r} resolves to {resolved}, which is outside the workspace ({allowed})"
+        super().__init__(message)
         self.path = path
         self.resolved = resolved
 
@@ -76,12 +84,20 @@ class WorkspaceScope:
             raise WorkspaceError(f"cannot resolve path {os.fspath(path)!r}: {exc}") from exc
 
     def contains(self, resolved: Path) -> bool:
+        """Whether the resolved path lies under a root (by name only; see `outside`)."""
         return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
+
+    def outside(self, resolved: Path) -> bool:
+        """Whether touching the resolved path may reach beyond the workspace: a path under
+        no root, or a regular file with more than one name (a hard link). Its other names
+        cannot be found cheaply, and one of them may be `~/.ssh/id_rsa` or a file in a
+        shared store (pnpm): reading it may leak a secret, writing it changes that file."""
+        return not self.contains(resolved) or _hard_link_count(resolved) > 1
 
     def resolve(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> Path:
         resolved = self.absolute(path)
-        if not allow_outside and not self.contains(resolved):
-            raise OutsideWorkspace(os.fspath(path), resolved, self.roots)
+        if not allow_outside and self.outside(resolved):
+            raise OutsideWorkspace(os.fspath(path), resolved, self.roots, links=_hard_link_count(resolved))
         return resolved
 
     def display(self, path: Path) -> str:
@@ -90,6 +106,16 @@ class WorkspaceScope:
             return str(path.relative_to(self.cwd))
         except ValueError:
             return str(path)
+
+
+def _hard_link_count(resolved: Path) -> int:
+    """How many names the regular file has; 1 for anything else (directories always have
+    several, a file about to be created has none yet)."""
+    try:
+        status = os.stat(resolved)
+    except (OSError, ValueError):
+        return 1
+    return status.st_nlink if stat.S_ISREG(status.st_mode) else 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,10 +90,19 @@ EDIT = ToolCallStarted(
 async def test_text_and_thought_deltas_become_message_and_thought_chunks(pair):
     t = translator()
     got = await deliver(pair, run(t, ThoughtDelta("Let me look."), TextDelta("Hello "), TextDelta("world")))
+    message_id = got[1]["messageId"]
     assert got == [
         {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Let me look."}},
-        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hello "}},
-        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "world"}},
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "Hello "},
+            "messageId": message_id,
+        },
+        {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "world"},
+            "messageId": message_id,
+        },
     ]
     assert pair.calls("session/update")[0]["sessionId"] == SID
     assert t.translate(TextDelta("")) == []

@@ -169,11 +169,26 @@ async def test_unknown_ids_are_32002(client: AcpClient, project: Path) -> None:
         ("session/resume", load_params("nope", project)),
         ("session/fork", load_params("nope", project)),
         ("session/close", {"sessionId": "nope"}),
-        ("session/delete", {"sessionId": "nope"}),
     ):
         with pytest.raises(RequestError) as caught:
             await client.request(method, params)
         assert caught.value.code == -32002, method
+
+
+async def test_deleting_an_unknown_or_already_deleted_session_succeeds(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    """The spec: deleting a session that does not exist SHOULD succeed (acp-tck DELETE-002),
+    unlike close, load and resume of an unknown id, which answer -32002."""
+    assert await client.request("session/delete", {"sessionId": "nope"}) == {}
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="hi")])
+    await client.prompt(sid, "hello")
+    assert await client.request("session/delete", {"sessionId": sid}) == {}
+    assert await client.request("session/delete", {"sessionId": sid}) == {}
+    with pytest.raises(RequestError) as caught:
+        await client.request("session/load", load_params(sid, project))
+    assert caught.value.code == -32002
 
 
 async def test_list_is_newest_first_filtered_and_paged(

@@ -4,7 +4,9 @@ files the user changed between turns, and the search over earlier sessions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import socket
 import sys
 from collections.abc import AsyncIterator
@@ -13,6 +15,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from acp.exceptions import RequestError
 
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
@@ -63,6 +66,16 @@ def closed_port_entry(name: str) -> dict[str, Any]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return {"type": "http", "name": name, "url": f"http://127.0.0.1:{port}/mcp", "headers": []}
+
+
+def inotify_instances(pid: int) -> int:
+    """The process's inotify instances: one per workspace watcher that runs."""
+    fds = Path(f"/proc/{pid}/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):
+            count += os.readlink(fd) == "anon_inode:inotify"
+    return count
 
 
 def tool_names(body: dict[str, Any]) -> list[str]:
@@ -227,3 +240,68 @@ async def test_a_second_session_finds_the_first_ones_conversation(
     assert "zanzibar" in found
     assert not [p for p in client.permission_requests if p["sessionId"] == second]  # read-only: no asking
     assert json.dumps(tool_names(fake.requests[-1].body)).count("session_search") == 1
+
+
+@pytest.mark.parametrize("method", ["session/load", "session/resume"])
+async def test_two_loads_of_one_session_in_flight_open_it_once(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path, method: str
+) -> None:
+    """Chosen behaviour: the second waits for the first, then does what a load of an open
+    session does (closes it, opens it again with its own MCP servers; a load replays the
+    whole history). One session, one set of MCP servers, whatever the timing."""
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="hello")])
+    await client.prompt(sid, "hi")
+    await client.request("session/close", {"sessionId": sid})
+    pid_files = [tmp_path / "first.pid", tmp_path / "second.pid"]
+    client.updates.clear()
+    watchers_before = inotify_instances(server.pid)
+
+    await asyncio.gather(
+        *(
+            client.request(
+                method, {"sessionId": sid, "cwd": str(project), "mcpServers": [stdio_entry("test", f)]}
+            )
+            for f in pid_files
+        )
+    )
+
+    pids = [int(f.read_text()) for f in pid_files]
+    await client.wait_for(lambda: sum(alive(pid) for pid in pids) == 1)
+    if method == "session/load":
+        assert client.text(sid, "user_message_chunk") == "hi" * 2  # each load replayed it all
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("mcp__test__add", {"a": 1, "b": 2}, id=f"call_{method[-4:]}")]),
+            Reply(text="3"),
+        ]
+    )
+    await client.prompt(sid, "add")  # its turn has the session's watcher running
+    assert tool_results(fake.requests[-1].body)[f"call_{method[-4:]}"] == "3"
+    assert inotify_instances(server.pid) <= watchers_before + 1  # one workspace watcher, not two
+    await client.request("session/close", {"sessionId": sid})
+    for pid in pids:
+        await wait_gone(pid, "the MCP server")
+
+
+async def test_a_delete_sent_with_a_load_leaves_nothing_running(
+    client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="hello")])
+    await client.prompt(sid, "hi")
+    await client.request("session/close", {"sessionId": sid})
+    pid_file = tmp_path / "loaded.pid"
+
+    await asyncio.gather(
+        client.request(
+            "session/load",
+            {"sessionId": sid, "cwd": str(project), "mcpServers": [stdio_entry("test", pid_file)]},
+        ),
+        client.request("session/delete", {"sessionId": sid}),
+    )
+
+    await wait_gone(int(pid_file.read_text()), "the MCP server")
+    with pytest.raises(RequestError) as caught:
+        await client.prompt(sid, "still there?")
+    assert caught.value.code == -32002

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from core.events import Status, TextDelta, ThoughtDelta
+from core.events import AnswerRestarted, Status, TextDelta, ThoughtDelta
 from core.messages import user
 from core.providers.anthropic_messages import AnthropicMessagesProvider
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
@@ -174,9 +174,31 @@ async def test_a_retry_does_not_repeat_what_was_already_shown(fake):
 async def test_a_retry_that_says_something_else_is_passed_on(fake):
     fake.script([Reply(text="Alpha beta gamma", chunk_size=2, drop_after=3), Reply(text="Different words")])
     items = await collect(resilient([chat(fake)]))
-    shown = "".join(i.text for i in items if isinstance(i, TextDelta))
-    assert shown.endswith("Different words")
+    restarted = next(i for i in items if isinstance(i, AnswerRestarted))
+    before, after = items[: items.index(restarted)], items[items.index(restarted) :]
+    assert restarted.discarded == "".join(i.text for i in before if isinstance(i, TextDelta))
+    assert restarted.discarded and "Alpha beta gamma".startswith(restarted.discarded)
+    assert "".join(i.text for i in after if isinstance(i, TextDelta)) == "Different words"
     assert isinstance(items[-1], ModelResponse) and items[-1].text == "Different words"
+
+
+async def test_a_retry_that_diverges_after_a_shared_prefix_replays_its_whole_text(fake):
+    fake.script(
+        [Reply(text="partial answer", chunk_size=2, drop_after=7), Reply(text="partial B", chunk_size=3)]
+    )
+    items = await collect(resilient([chat(fake)]))
+    restarted = next(i for i in items if isinstance(i, AnswerRestarted))
+    after = items[items.index(restarted) :]
+    assert "".join(i.text for i in after if isinstance(i, TextDelta)) == "partial B"
+
+
+async def test_a_retry_that_stops_short_of_what_was_shown_restarts_the_answer(fake):
+    fake.script([Reply(text="one two three four", chunk_size=3, drop_after=5), Reply(text="one")])
+    items = await collect(resilient([chat(fake)]))
+    restarted = next(i for i in items if isinstance(i, AnswerRestarted))
+    after = items[items.index(restarted) :]
+    assert "".join(i.text for i in after if isinstance(i, TextDelta)) == "one"
+    assert items[-1].text == "one"
 
 
 async def test_cancelling_during_backoff_stops_at_once(fake):

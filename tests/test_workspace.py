@@ -230,3 +230,20 @@ async def test_cancelled_wait_then_release_kills_the_process(ws: LocalWorkspace)
     with pytest.raises(asyncio.CancelledError):
         await task
     await until_dead(pid)
+
+
+def test_a_hard_linked_file_counts_as_outside_but_directories_and_new_files_do_not(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "plain.txt").write_text("x")
+    outside = tmp_path / "secret"
+    outside.write_text("key")
+    os.link(outside, root / "linked.txt")
+    scope = WorkspaceScope(root)
+    assert scope.outside(scope.absolute("linked.txt"))
+    assert not scope.outside(scope.absolute("plain.txt"))
+    assert not scope.outside(scope.absolute("src"))  # a directory has several links by nature
+    assert not scope.outside(scope.absolute("new.txt"))
+    with pytest.raises(OutsideWorkspace, match="hard link"):
+        scope.resolve("linked.txt")
+    assert scope.resolve("linked.txt", allow_outside=True) == root / "linked.txt"

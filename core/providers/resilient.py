@@ -16,7 +16,9 @@ Recovery, in this order (the README's "Recovery order" lists the same):
    to the primary).
 
 Text already streamed to the consumer is not repeated: a retry's deltas that re-produce
-what was already shown are swallowed, and only what is new goes on.
+what was already shown are swallowed, and only what is new goes on. A retry whose answer
+departs from what was shown yields `AnswerRestarted`, then its whole answer so far: the
+consumer drops the partial text instead of gluing the two together.
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
-from core.events import Status, TextDelta, ThoughtDelta
+from core.events import AnswerRestarted, Status, TextDelta, ThoughtDelta
 from core.messages import Message
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
 
 logger = logging.getLogger(__name__)
 
-ResilientItem = TextDelta | ThoughtDelta | ModelResponse | Status
+ResilientItem = TextDelta | ThoughtDelta | ModelResponse | Status | AnswerRestarted
 
 
 class _Echo:
@@ -48,6 +50,20 @@ class _Echo:
     def restart(self) -> None:
         self.produced = ""
         self.diverged = False
+
+    def departs(self, delta: str) -> bool:
+        """Whether `delta` takes the retry away from the text already shown (so the shown
+        text must be dropped, not continued)."""
+        if self.diverged or len(self.produced) >= len(self.shown):
+            return False
+        produced = self.produced + delta
+        return not (self.shown.startswith(produced) or produced.startswith(self.shown))
+
+    def restart_shown(self) -> str:
+        """Drop what was shown; the retry's text so far is what is shown now."""
+        self.diverged = True
+        self.shown = self.produced
+        return self.produced
 
     def new_part(self, delta: str) -> str:
         """The part of `delta` the consumer has not seen yet."""
@@ -127,6 +143,10 @@ class ResilientModel:
                     async with aclosing(provider.stream(request)) as items:
                         async for item in items:
                             if isinstance(item, TextDelta):
+                                if text.departs(item.text):
+                                    yield AnswerRestarted(text.shown)
+                                    if text.restart_shown():
+                                        yield TextDelta(text.produced)
                                 fresh = text.new_part(item.text)
                                 if fresh:
                                     yield TextDelta(fresh)
@@ -135,6 +155,11 @@ class ResilientModel:
                                 if fresh:
                                     yield ThoughtDelta(fresh)
                             else:
+                                if isinstance(item, ModelResponse) and text.shown != text.produced:
+                                    # The retry's answer stopped short of what was shown.
+                                    yield AnswerRestarted(text.shown)
+                                    if text.restart_shown():
+                                        yield TextDelta(text.produced)
                                 yield item
                                 if isinstance(item, ModelResponse):
                                     return

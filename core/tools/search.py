@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from core.events import ToolKind
 from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace, WorkspaceError
+from core.workspace import Workspace, WorkspaceError, WorkspaceScope
 
 # rg's own output beyond this is not read: the model is shown a few hundred matches at most.
 _MAX_RG_STDOUT = 8_000_000
@@ -177,6 +177,8 @@ class SearchTool(Tool[SearchArgs]):
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(str(exc))
         matches, notes = _parse(result.stdout)
+        if not ctx.allow_outside:
+            matches, notes = _without_outside_files(matches, notes, scope)
         if result.returncode == 2 and not matches:
             error = result.stderr or "ripgrep failed"
             if "regex parse error" in error:
@@ -212,6 +214,28 @@ def _parse(stdout: bytes) -> tuple[list[_Match], list[str]]:
         )
     matches.sort(key=lambda m: (m.path, m.line))
     return matches, notes
+
+
+def _without_outside_files(
+    matches: list[_Match], notes: list[str], scope: WorkspaceScope
+) -> tuple[list[_Match], list[str]]:
+    """Matches in files the workspace rules count as outside (a hard link to a file
+    elsewhere, say `~/.ssh/id_rsa`) are left out, with a note: their text is not the
+    workspace's to show without asking."""
+    outside: set[str] = set()
+    for path in {m.path for m in matches}:
+        try:
+            if scope.outside(scope.absolute(path)):
+                outside.add(path)
+        except WorkspaceError:
+            outside.add(path)
+    if not outside:
+        return matches, notes
+    note = (
+        f"[Left out matches in {len(outside)} file(s) with several hard links, which may be "
+        f"files outside the workspace: {', '.join(sorted(outside)[:10])}. read_file asks the user first.]"
+    )
+    return [m for m in matches if m.path not in outside], [*notes, note]
 
 
 def _render(matches: list[_Match], notes: list[str], result: RgOutput, ctx: ToolContext) -> str:

@@ -11,17 +11,20 @@ import dataclasses
 import json
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from core.events import (
+    AnswerRestarted,
     Event,
     FileDiff,
     PlanEntry,
     PlanUpdated,
     Status,
+    StepFinished,
     TextDelta,
     ThoughtDelta,
     TitleChanged,
@@ -37,6 +40,10 @@ COALESCE_SECONDS = 0.05  # at most ~20 card refreshes a second for locally strea
 COALESCE_CHARS = 4096  # ...unless this much arrived since the last one
 MAX_SHOWN_CHARS = 64_000  # a tool card shows at most this much text (the tail of command output)
 INTERRUPTED = "Interrupted: this tool call did not complete."
+ANSWER_RESTARTED = (
+    "The connection dropped mid-answer and the model answered again: the partial answer "
+    "above was discarded; the answer below replaces it."
+)
 
 _FENCED_KINDS = frozenset({"read", "search", "execute"})
 _BACKTICK_RUN = re.compile(r"`{3,}")
@@ -97,6 +104,9 @@ class EventTranslator:
         self._open: dict[str, _OpenCall] = {}
         self._closed: set[str] = set()  # closed by close_open_tool_calls; late events are dropped
         self._replay_displays: dict[str, dict[str, Any]] = {}
+        # The live answer's ACP messageId: one per model call, a new one when a retry
+        # discards what was shown, so a client knows where one message ends.
+        self._message_id: str | None = None
         self._handlers: dict[type, Callable[[Any], list[dict[str, Any]]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -108,6 +118,8 @@ class EventTranslator:
             UsageUpdated: self._usage,
             TitleChanged: self._title,
             Status: self._status,
+            AnswerRestarted: self._restarted,
+            StepFinished: self._step_finished,
         }
 
     # -- live events -----------------------------------------------------------------
@@ -116,6 +128,10 @@ class EventTranslator:
         """The `session/update` params for one event (often one, sometimes none)."""
         handler = self._handlers.get(type(event))
         return handler(event) if handler is not None else []
+
+    def start_turn(self) -> None:
+        """A new turn: its text is a new message, whatever the last turn left open."""
+        self._message_id = None
 
     @property
     def open_tool_calls(self) -> tuple[str, ...]:
@@ -165,15 +181,31 @@ class EventTranslator:
     def _text(self, event: TextDelta) -> list[dict[str, Any]]:
         if not event.text:
             return []
+        if self._message_id is None:
+            self._message_id = uuid.uuid4().hex
         return [
             {
                 "sessionId": self.session_id,
                 "update": {
                     "sessionUpdate": "agent_message_chunk",
                     "content": {"type": "text", "text": event.text},
+                    "messageId": self._message_id,
                 },
             }
         ]
+
+    def _restarted(self, event: AnswerRestarted) -> list[dict[str, Any]]:
+        # Two signals, for two kinds of client: a new messageId for those that follow it,
+        # and a line in the thought stream that every client shows between the dropped
+        # text and the new answer (Zed starts a new text block after a thought).
+        self._message_id = None
+        if not event.discarded:
+            return []
+        return self._status(Status("notice", ANSWER_RESTARTED))
+
+    def _step_finished(self, event: StepFinished) -> list[dict[str, Any]]:
+        self._message_id = None  # the next model call's text is a new message
+        return []
 
     def _thought(self, event: ThoughtDelta) -> list[dict[str, Any]]:
         if not event.text:

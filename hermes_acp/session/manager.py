@@ -9,9 +9,10 @@ server costs no more than the SDK.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import send_updates
@@ -81,6 +82,10 @@ class SessionManager:
         self.factory = SessionFactory(channel, self.client, self._store)
         self.turns = TurnRunner(channel, SlashCommands(channel, self.controls), sdks_ready=sdks_ready)
         self._background: set[asyncio.Task[Any]] = set()
+        # One lifecycle change of a session id at a time (load, resume, close, delete): two
+        # loads in flight together would each open the session, and one would leak with its
+        # watcher, provider clients and MCP servers.
+        self._lifecycle: dict[str, tuple[asyncio.Lock, int]] = {}
 
     # -- settings and credentials -------------------------------------------------------
 
@@ -122,8 +127,11 @@ class SessionManager:
         its MCP servers, then the endpoint's model list in the background."""
         from hermes_acp.bridge.commands import commands_update
 
-        await self._notify(commands_update(session.id))
-        await self._report_mcp_problems(session)
+        async def announce() -> None:
+            await self._notify(commands_update(session.id))
+            await self._report_mcp_problems(session)
+
+        await self._send_beside_turns(session, announce)
         self._spawn(self._refresh_models(session, settings))
 
     async def _report_mcp_problems(self, session: Session) -> None:
@@ -135,8 +143,27 @@ class SessionManager:
         if self._sdks_ready is not None:
             await self._sdks_ready()
         await self._catalog.fetch(settings)
-        if session.id in self._sessions and self.controls.options(session).offered_models() != before:
-            await self.controls.notify_config(session)
+        if self._sessions.get(session.id) is not session:
+            return  # closed, or opened again by a later load (that one refreshes itself)
+        if self.controls.options(session).offered_models() != before:
+            await self._send_beside_turns(
+                session, lambda: self.controls.notify_config(session), unsolicited=True
+            )
+
+    async def _send_beside_turns(
+        self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
+    ) -> None:
+        """Send now, unless it could land after a prompt's response, which reads as part of
+        a turn that already ended (acp-tck ACP-CANCEL-002). While a turn runs, it is held
+        and sent before that turn's response. An unsolicited update (a background refresh,
+        not the follow-up of a request just answered) is also held once the session was
+        prompted, until the next turn: the client may be watching the prompt it just got
+        an answer to."""
+        if session.turn is None and not (unsolicited and session.prompted):
+            await send()
+            return
+        log.debug("session %s: update held until its turn ends or the next one starts", session.id)
+        session.held_updates.append(send)
 
     # -- session/load, resume, fork, list, close, delete ---------------------------------
 
@@ -149,7 +176,23 @@ class SessionManager:
         *,
         replay: bool,
     ) -> dict[str, Any]:
-        """session/load (replay the history, then answer) or session/resume (no replay)."""
+        """session/load (replay the history, then answer) or session/resume (no replay).
+
+        A second load or resume of the id while one is in flight waits for it, then does
+        what a load of an open session does: closes it and opens it again with its own
+        cwd and MCP servers, and (load) replays the whole history before it answers."""
+        async with self._owning(session_id):
+            return await self._load_session(session_id, cwd, extra_dirs, mcp_servers, replay=replay)
+
+    async def _load_session(
+        self,
+        session_id: str,
+        cwd: str,
+        extra_dirs: list[str],
+        mcp_servers: list[Any],
+        *,
+        replay: bool,
+    ) -> dict[str, Any]:
         cwd, extra_dirs = check_directories(cwd, extra_dirs)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
@@ -246,20 +289,26 @@ class SessionManager:
 
     async def close_session(self, session_id: str) -> dict[str, Any]:
         """Stop the session's turn and free what it holds; its history stays stored."""
-        session = self.get(session_id)
-        await self._drop(session)
+        async with self._owning(session_id):
+            session = self.get(session_id)
+            await self._drop(session)
         log.info("session %s closed", session_id)
         return {}
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
+        async with self._owning(session_id):
+            return await self._delete_session(session_id)
+
+    async def _delete_session(self, session_id: str) -> dict[str, Any]:
         live = self._sessions.get(session_id)
         if live is not None:
             await self._drop(live)
         store = await self.store()
         deleted = await asyncio.to_thread(store.delete_session, session_id)
-        if not deleted and live is None:
-            raise not_found(session_id)
-        log.info("session %s deleted", session_id)
+        # Deleting what is not there succeeds: the caller wanted it gone, and it is
+        # (the spec's SHOULD; acp-tck DELETE-002).
+        if deleted or live is not None:
+            log.info("session %s deleted", session_id)
         return {}
 
     async def _drop(self, session: Session) -> None:
@@ -274,6 +323,21 @@ class SessionManager:
         except TimeoutError:
             log.error("session %s: pending writes did not finish", session.id)
         await session.release()
+
+    @contextlib.asynccontextmanager
+    async def _owning(self, session_id: str) -> AsyncIterator[None]:
+        """Hold the id's lifecycle: changes to one session id run one after another."""
+        lock, users = self._lifecycle.get(session_id, (asyncio.Lock(), 0))
+        self._lifecycle[session_id] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._lifecycle[session_id]
+            if users > 1:
+                self._lifecycle[session_id] = (lock, users - 1)
+            else:
+                del self._lifecycle[session_id]
 
     # -- state ----------------------------------------------------------------------------
 
@@ -297,13 +361,16 @@ class SessionManager:
             await self.controls.notify_mode(session)
             await self.controls.notify_config(session)
 
-        self._after_response(announce)
+        self._after_response(lambda: self._send_beside_turns(session, announce))
         return {}
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
         session = self.get(session_id)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
-            self._after_response(lambda: self.controls.notify_mode(session))
+            self._after_response(
+                lambda: self._send_beside_turns(session, lambda: self.controls.notify_mode(session))
+            )
+        await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
 
     # -- prompt and cancel ----------------------------------------------------------------

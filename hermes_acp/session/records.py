@@ -36,6 +36,16 @@ def persist_message(session: Session, message: Message) -> None:
     persist(session, lambda store: store.append_message(session.id, message))
 
 
+def record_turn_error(session: Session, text: str) -> None:
+    """Keep why the turn failed in its history, so a reloaded session shows it. A notice:
+    the model never reads it (the next turn starts as if the failed one had no answer)."""
+    from core.messages import Message
+
+    notice = Message(role="assistant", content=text, display={"notice": "turn_error"})
+    session.agent.messages.append(notice)
+    persist_message(session, notice)
+
+
 def replace_history(session: Session, messages: list[Message]) -> None:
     persist(session, lambda store: store.replace_messages(session.id, messages))
 

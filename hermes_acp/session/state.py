@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -54,6 +55,19 @@ class Session:
     pending_model: str | None = None  # set during a turn; applied when it ends
     extra_models: list[str] = field(default_factory=list)  # picked with /model, not in any list
     created: float = field(default_factory=time.time)
+    prompted: bool = False  # a prompt came in: from now on a prompt response may be out
+    # Updates that background work (the model-list refresh) wants to send once a prompt
+    # may have been answered: no `session/update` may follow a prompt's response, so they
+    # go out at the end of the running turn, before its response, or with the next turn.
+    held_updates: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def send_held_updates(self) -> None:
+        while self.held_updates:
+            send = self.held_updates.pop(0)
+            try:
+                await send()
+            except Exception:  # a notice that cannot be sent must not break the turn
+                log.warning("session %s: a held update could not be sent", self.id, exc_info=True)
 
     @property
     def model(self) -> str:

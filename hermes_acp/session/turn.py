@@ -26,6 +26,7 @@ from hermes_acp.session.errors import (
 )
 from hermes_acp.session.records import (
     persist_message,
+    record_turn_error,
     replace_history,
     save_record,
     save_turn_state,
@@ -61,7 +62,9 @@ class TurnRunner:
             raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session.id})
         turn = Turn()
         session.turn = turn
+        session.prompted = True
         try:
+            await session.send_held_updates()
             turn.task = asyncio.create_task(self._turn(session, blocks), name=f"turn {session.id}")
             try:
                 await asyncio.wait({turn.task})
@@ -74,6 +77,7 @@ class TurnRunner:
             if session.pending_model is not None:
                 session.agent.model = session.pending_model
                 session.pending_model = None
+                await session.agent.close_retired()
 
     @staticmethod
     def cancel(session: Session) -> None:
@@ -116,6 +120,7 @@ class TurnRunner:
         from core.events import HistoryReplaced, MessageCommitted, TitleChanged, TurnEnded
         from core.providers.base import ProviderError
 
+        session.translator.start_turn()
         translate = session.translator.translate
         notify = self.channel.send_notification
         stop = "end_turn"
@@ -143,7 +148,9 @@ class TurnRunner:
             # normally: a JSON-RPC error would be shown as a crash of the agent.
             log.warning("session %s: the model provider failed: %s", session.id, exc)
             await send_updates(self.channel, session.translator.close_open_tool_calls(f"Stopped: {exc}"))
-            await say(self.channel, session.id, f"\n\n**The model provider failed:** {exc}\n")
+            text = f"\n\n**The model provider failed:** {exc}\n"
+            await say(self.channel, session.id, text)
+            record_turn_error(session, text)
         return stop
 
     async def _finish(self, session: Session, turn: Turn) -> str:
@@ -162,6 +169,8 @@ class TurnRunner:
         await send_updates(
             self.channel, session.translator.close_open_tool_calls(f"Stopped by an error: {error}")
         )
+        if not isinstance(error, RequestError):  # a bad request changed nothing worth keeping
+            record_turn_error(session, f"\n\n**The turn failed:** {type(error).__name__}: {error}\n")
         await _end_of_turn(session)
         if isinstance(error, RequestError):
             raise error
@@ -170,7 +179,9 @@ class TurnRunner:
 
 
 async def _end_of_turn(session: Session) -> None:
+    """Before the prompt's response: nothing of the session may be sent after it."""
     save_turn_state(session)
+    await session.send_held_updates()
     await session.persister.flush()
 
 

@@ -133,6 +133,9 @@ class FakeProvider:
         self._queue: list[Reply] = []
         self._requests: list[RecordedRequest] = []
         self._disconnects = 0
+        self._models_served = 0
+        self._models_open = threading.Event()  # cleared by hold_models(): GET /models waits
+        self._models_open.set()
         self._changed = threading.Condition()
         self._closing = threading.Event()
         self._sockets: set[socket.socket] = set()
@@ -180,6 +183,31 @@ class FakeProvider:
                 raise TimeoutError(f"expected {n} model requests, got {len(self._requests)}")
             return list(self._requests)
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections open now (an SDK's pool keeps them between requests)."""
+        with self._changed:
+            return len(self._sockets)
+
+    def wait_for_open_connections(self, n: int, timeout: float = 5.0) -> None:
+        """Until exactly n client connections are open (the client closed the others)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: len(self._sockets) == n, timeout):
+                raise TimeoutError(f"expected {n} open connections, got {len(self._sockets)}")
+
+    def hold_models(self) -> None:
+        """GET /models waits until release_models(): a model-list refresh lands when a test says."""
+        self._models_open.clear()
+
+    def release_models(self) -> None:
+        self._models_open.set()
+
+    def wait_for_models_served(self, n: int, timeout: float = 5.0) -> None:
+        """Until n model lists have been sent (written to the socket)."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: self._models_served >= n, timeout):
+                raise TimeoutError(f"expected {n} model lists served, got {self._models_served}")
+
     def wait_for_disconnects(self, n: int, timeout: float = 5.0) -> None:
         with self._changed:
             if not self._changed.wait_for(lambda: self._disconnects >= n, timeout):
@@ -191,6 +219,7 @@ class FakeProvider:
         if self._closing.is_set():
             return
         self._closing.set()  # wakes handlers sleeping in delay/stall/chunk_delay
+        self._models_open.set()
         self._server.shutdown()
         self._server.server_close()
         with self._changed:
@@ -226,6 +255,7 @@ class FakeProvider:
                 self._sockets.add(sock)
             else:
                 self._sockets.discard(sock)
+            self._changed.notify_all()
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless the server is closing; False when it is."""
@@ -272,6 +302,15 @@ class _Handler(BaseHTTPRequestHandler):
         if _route(self.path) != "/models":
             self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
             return
+        self.fake._models_open.wait()
+        try:
+            self._send_models()
+        finally:
+            with self.fake._changed:
+                self.fake._models_served += 1
+                self.fake._changed.notify_all()
+
+    def _send_models(self) -> None:
         if "anthropic-version" in {k.lower() for k in self.headers}:
             data = [
                 {"type": "model", "id": m, "display_name": m, "created_at": "2025-01-01T00:00:00Z"}

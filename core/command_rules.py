@@ -17,6 +17,16 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from core.fail_closed import (
+    FAIL_CLOSED_RULES,
+    git_rule,
+    inline_code_unseen,
+    interpreter_stdin_unseen,
+    outside,
+    rm_flags,
+    script_operand,
+    variable_code,
+)
 from core.shell import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -30,6 +40,7 @@ from core.shell import (
     Redirect,
     Script,
     ShellSyntaxError,
+    ShellTooDeep,
     SimpleCommand,
     Subshell,
     Word,
@@ -122,15 +133,15 @@ def _split_options(args: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def _rm_broad(inv: Invocation) -> bool:
-    if inv.program != "rm":
+    if inv.program not in ("rm", "rimraf"):
         return False
-    options, operands = _split_options(inv.args)
-    recursive = any(o == "--recursive" or set(_short_flags(o)) & {"r", "R"} for o in options)
+    _, operands = _split_options(inv.args)
+    recursive = inv.program == "rimraf" or "r" in rm_flags(inv)
     return recursive and any(_broad_path(p) for p in operands)
 
 
 def _rm_no_preserve_root(inv: Invocation) -> bool:
-    return inv.program == "rm" and "--no-preserve-root" in inv.args
+    return inv.program == "rm" and "no-preserve-root" in rm_flags(inv)
 
 
 def _makes_filesystem(inv: Invocation) -> bool:
@@ -246,6 +257,7 @@ def _git_force_push(inv: Invocation) -> bool:
     options, operands = _split_options(rest)
     forced = any(
         o in ("--force", "--mirror")
+        or (len(o) > 3 and "--force".startswith(o))
         or o.startswith("--force-with-lease")
         or ("f" in _short_flags(o) and not o.startswith("-o"))
         for o in options
@@ -255,7 +267,7 @@ def _git_force_push(inv: Invocation) -> bool:
 
 def _git_reset_hard(inv: Invocation) -> bool:
     sub, rest = _git_subcommand(inv)
-    return sub == "reset" and "--hard" in rest
+    return sub == "reset" and any(len(o) > 3 and "--hard".startswith(o) for o in rest)
 
 
 def _git_clean_dirs(inv: Invocation) -> bool:
@@ -263,7 +275,8 @@ def _git_clean_dirs(inv: Invocation) -> bool:
     if sub != "clean":
         return False
     letters = set("".join(_short_flags(o) for o in rest))
-    letters |= {"f" for o in rest if o == "--force"} | {"n" for o in rest if o == "--dry-run"}
+    letters |= {"f" for o in rest if len(o) > 3 and "--force".startswith(o)}
+    letters |= {"n" for o in rest if len(o) > 3 and "--dry-run".startswith(o)}
     return "f" in letters and "n" not in letters and bool(letters & {"d", "x", "X"})
 
 
@@ -347,15 +360,23 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def dangerous_rule(command: str) -> str | None:
-    """The description of the first dangerous-command rule the command hits, or None.
+WRITES_UNSEEN = "writes to a file outside the working directory or named by an expansion (> ~/.bashrc, > $F)"
+PIPED_CODE = "runs code piped into an interpreter (… | sh, … | python)"
+WRITTEN_THEN_RUN = "runs a file that the same command downloads or writes (curl -o x.sh && sh x.sh)"
+_SHELL_COMPUTED = "runs shell code the shell computes (bash -c \"$X\", su -c \"$X\")"
 
-    A command that cannot be parsed (an unclosed quote or parenthesis) cannot be checked
-    part by part. It counts as dangerous ("could not parse the command") when it mentions
-    anything a rule cares about (`rm`, `sudo`, `curl`, `/dev/`, …), so it asks even in
-    yolo mode; otherwise it is an ordinary command (the shell will reject it anyway).
+
+def dangerous_rule(command: str) -> str | None:
+    """The description of the first rule the command hits, or None when it can be shown
+    harmless.
+
+    Fails closed: a command the reader cannot parse, or that nests deeper than it
+    follows, counts as dangerous, so it asks in every mode.
     """
-    return _check_source(command, 0)
+    try:
+        return _check_source(command, 0)
+    except RecursionError:
+        return TOO_DEEP
 
 
 def _check_source(source: str, depth: int) -> str | None:
@@ -365,9 +386,11 @@ def _check_source(source: str, depth: int) -> str | None:
         return FORK_BOMB
     try:
         script = parse_command(source)
+    except ShellTooDeep:
+        return TOO_DEEP
     except ShellSyntaxError:
-        return UNPARSEABLE if _RISKY_WORDS.search(source) else None
-    return _check_script(script, depth)
+        return UNPARSEABLE
+    return _check_script(script, depth) or _written_then_run(script)
 
 
 def _check_script(script: Script, depth: int) -> str | None:
@@ -394,48 +417,148 @@ def _check_command(command: SimpleCommand, depth: int) -> str | None:
                 return DISK_WRITE
             if _SYSTEM_FILE.match(redirect.target.text):
                 return SYSTEM_WRITE
-    invocations, nested = unwrap(command.words)
+            if _redirect_unseen(redirect):
+                return WRITES_UNSEEN
+    return _check_words(command.words, command.redirects, depth)
+
+
+def _check_words(words: list[Word], redirects: list[Redirect], depth: int) -> str | None:
+    loads_code, variable_commands = variable_code(words)
+    if loads_code:
+        return "sets a variable that makes programs load other code (LD_PRELOAD, BASH_ENV, GIT_CONFIG_*, …)"
+    for code in variable_commands:
+        if hit := _check_source(code, depth + 1):
+            return hit
+    invocations, nested = unwrap(words)
+    pending: str | None = None  # a fail-closed hit; a named disaster in nested code says more
     for invocation in invocations:
         for rule in RULES:
             if rule.matches(invocation):
                 return rule.description
+        pending = pending or _fail_closed(invocation)
     for item in nested:
         if isinstance(item, str):
             hit = _check_source(item, depth + 1)
         else:
-            hit = _check_command(SimpleCommand(list(item)), depth + 1)
+            hit = _check_words(list(item), [], depth + 1)
         if hit:
             return hit
+    if pending:
+        return pending
     if invocations and interpreter_family(invocations[-1].program) == "shell":
-        for redirect in command.redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
+        for redirect in redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
+            if redirect.op == "<<<" and not redirect.target.literal:
+                return _SHELL_COMPUTED
             code = redirect.target.text if redirect.op == "<<<" else redirect.body
             if code and (hit := _check_source(code, depth + 1)):
                 return hit
+    if invocations and (hit := interpreter_stdin_unseen(invocations[-1], redirects)):
+        return hit
     return None
 
 
+def _fail_closed(invocation: Invocation) -> str | None:
+    if hit := git_rule(invocation):
+        return hit
+    if hit := inline_code_unseen(invocation):
+        return hit
+    if _hands_over_computed_code(invocation):
+        return _SHELL_COMPUTED
+    for rule in FAIL_CLOSED_RULES:
+        if rule.matches(invocation):
+            return rule.description
+    return None
+
+
+_CODE_CARRIERS = frozenset({"su", "flock", "script", "ssh", "watch", "trap", "npx", "pnpx", "bunx"})
+
+
+def _hands_over_computed_code(invocation: Invocation) -> bool:
+    """`su -c "$X"`, `watch "$X"`, `ssh host "$X"`, `env -S "$X"`: code that is not visible."""
+    words = invocation.words[1:]
+    computed = any(not w.literal for w in words)
+    if invocation.program == "env":
+        return computed and any(w.text.startswith(("-S", "--split")) for w in words)
+    return computed and invocation.program in _CODE_CARRIERS
+
+
+def _redirect_unseen(redirect: Redirect) -> bool:
+    """Output into a file the command line does not name plainly, or outside."""
+    target = redirect.target
+    if (redirect.op in (">&", "<>") and target.text.isdigit()) or target.text == "-":
+        return False
+    return not target.literal or outside(target.text)
+
+
 def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
-    """`curl … | sh`, and `echo "rm -rf /" | sh` (the echoed text is the code)."""
+    """`curl … | sh`, `echo "rm -rf /" | sh` (the echoed text is the code), and anything
+    else piped into a program that runs what it reads."""
     downloaded = False
     echoed: str | None = None
-    for element in pipeline:
+    for position, element in enumerate(pipeline):
         if isinstance(element, Subshell):
             invocations = list(all_invocations(element.body))
             last = None
         else:
             invocations = unwrap(element.words)[0]
             last = invocations[-1] if invocations else None
-        if last is not None and reads_code_from_stdin(last):
+        if last is not None and position > 0 and reads_code_from_stdin(last):
             if downloaded:
                 return DOWNLOAD_RUN
             shell = interpreter_family(last.program) == "shell"
             if echoed and shell and (hit := _check_source(echoed, depth + 1)):
                 return hit
+            return PIPED_CODE
         downloaded = downloaded or any(inv.program in _DOWNLOADERS for inv in invocations)
         echoed = None
         if last is not None and last.program in ("echo", "printf"):
             echoed = " ".join(_split_options(last.args)[1])
     return None
+
+
+_WRITERS = frozenset({"tee", "cp", "mv", "install", "ln", "dd", "unzip", "tar"})
+
+
+def _written_then_run(script: Script) -> str | None:
+    """A file the command writes (download, redirect, tee, cp) and then runs: what it
+    contains cannot be read from the command line."""
+    written: set[str] = set()
+    for command in _simple_commands_of(script):
+        invocations = unwrap(command.words)[0]
+        for redirect in command.redirects:
+            if redirect.writes and not redirect.target.text.isdigit():
+                written.add(posixpath.basename(redirect.target.text))
+        for inv in invocations:
+            if inv.program in _WRITERS or inv.program in _DOWNLOADERS:  # `-O` names the file after the URL
+                written.update(posixpath.basename(a.rstrip("/")) for a in inv.args if not a.startswith("-"))
+        for inv in invocations:
+            ran = _ran_file(inv)
+            if ran is not None and posixpath.basename(ran) in written:
+                return WRITTEN_THEN_RUN
+    return None
+
+
+def _ran_file(inv: Invocation) -> str | None:
+    """The file an invocation runs as code: `./x.sh`, `sh x.sh`, `source x`, `python x.py`."""
+    if inv.program in ("source", "."):
+        operands = _split_options(inv.args)[1]
+        return operands[0] if operands else None
+    script = script_operand(inv)
+    if script is not None:
+        return script.text
+    first = inv.words[0].text
+    return first if "/" in first else None
+
+
+def _simple_commands_of(script: Script) -> list[SimpleCommand]:
+    out: list[SimpleCommand] = []
+    for pipeline in script:
+        for element in pipeline:
+            if isinstance(element, Subshell):
+                out.extend(_simple_commands_of(element.body))
+            else:
+                out.append(element)
+    return out
 
 
 # --------------------------------------------------------------------------------------

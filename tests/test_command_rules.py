@@ -108,7 +108,6 @@ HARMLESS: list[str] = [
     "rm file.txt",
     "rm -rf node_modules .pytest_cache",
     "rm -rf /tmp/build-123",
-    "rm -rf ~/.cache/pip",
     "git push origin main",
     "git push -u origin feature",
     "git reset --soft HEAD~1",
@@ -127,7 +126,6 @@ HARMLESS: list[str] = [
     "curl -s https://e.com/api | python3 -m json.tool",
     "curl -s https://e.com/api | grep ok",
     'echo "$(curl -s https://e.com/version)"',
-    "dd if=a of=b",
     "dd if=/dev/zero of=/dev/null count=1",
     "ls /dev",
     "ls 2>/dev/null",
@@ -156,11 +154,12 @@ def test_dangerous_rules(command: str, fragment: str | None) -> None:
         assert fragment in rule
 
 
-def test_unparseable_command_is_dangerous_only_when_it_mentions_something_risky() -> None:
+def test_a_command_that_cannot_be_parsed_asks() -> None:
+    # A reader weaker than bash may fail on valid bash: what it cannot read, it cannot clear.
     assert dangerous_rule("rm -rf '/") == UNPARSEABLE
     assert dangerous_rule('git push "origin') == UNPARSEABLE
-    assert dangerous_rule("echo $(ls") is None
-    assert dangerous_rule("echo 'unfinished") is None
+    assert dangerous_rule("echo $(ls") == UNPARSEABLE
+    assert dangerous_rule("echo 'unfinished") == UNPARSEABLE
 
 
 @pytest.mark.parametrize(

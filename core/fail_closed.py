@@ -1,0 +1,743 @@
+"""Rules that ask when a command cannot be shown harmless.
+
+`core.command_rules` names known disasters (`rm -rf /`, `mkfs`, a force push). These
+rules ask about what cannot be seen from the command line: a risky program (`rm`, `mv`,
+`dd`, `git reset`, …) whose operands the shell computes (`$X`, `$(…)`, globs, `{a,b}`,
+`~`) or that reach outside the working directory; code handed over where it cannot be
+read (`eval "$X"`, `bash -c "$X"`, inline Python that imports `shutil`, a function
+definition, `xargs rm`); and the options through which ordinary tools run other code
+(`git -c core.pager=…`, `tar --to-command`, `sed 's/x/y/e'`, `awk 'BEGIN{system(…)}'`).
+Each rule is a description the user sees and a test on one invocation.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from core.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
+from core.shell import (
+    ASSIGNMENT,
+    CODE_OPTIONS,
+    INTERPRETER_CODE_FLAGS,
+    Invocation,
+    Redirect,
+    Word,
+    interpreter_family,
+)
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+
+
+def outside(text: str) -> bool:
+    """A literal path outside the working directory: absolute (other than a scratch path
+    under /tmp or a harmless device), in a home (`~`), or climbing out with `..`."""
+    if text.startswith("~"):
+        return True
+    if text.startswith("/"):
+        norm = posixpath.normpath(text)
+        return not (norm.startswith("/tmp/") or norm in _HARMLESS_TARGETS or norm.startswith("/dev/fd/"))
+    norm = posixpath.normpath(text)
+    return norm == ".." or norm.startswith("../")
+
+
+def computed_or_outside(word: Word) -> bool:
+    return not word.literal or outside(word.text)
+
+
+def beyond_working_directory(word: Word) -> bool:
+    """Like `computed_or_outside`, but a relative glob (`*.cfg`) only matches here."""
+    return bool(word.expansions - {"glob"}) or outside(word.text)
+
+
+def long_options(text: str, known: Iterable[str]) -> set[str]:
+    """The long options `text` may mean: GNU tools and git take any unambiguous prefix
+    (`--recu` is `--recursive`); an ambiguous one may mean any of them."""
+    name = text.partition("=")[0]
+    if not name.startswith("--") or len(name) < 3:
+        return set()
+    return {option for option in known if option.startswith(name)}
+
+
+def split_words(inv: Invocation, value_options: frozenset[str] = frozenset()) -> tuple[list[str], list[Word]]:
+    """Options (texts) and operands (words). A word the shell computes is an operand:
+    it may expand to anything."""
+    options: list[str] = []
+    operands: list[Word] = []
+    words = list(inv.words[1:])
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.text == "--" and word.literal:
+            operands.extend(words[i + 1 :])
+            break
+        if word.literal and word.text.startswith("-") and word.text != "-":
+            options.append(word.text)
+            if word.text in value_options and i + 1 < len(words):
+                options.append(words[i + 1].text)
+                i += 1
+        else:
+            operands.append(word)
+        i += 1
+    return options, operands
+
+
+def _letters(options: Iterable[str]) -> set[str]:
+    return {c for o in options if o.startswith("-") and not o.startswith("--") for c in o[1:]}
+
+
+# --------------------------------------------------------------------------------------
+# Risky programs on operands that cannot be seen, or that reach outside
+
+_DELETERS = frozenset(
+    {"rm", "rmdir", "unlink", "srm", "rimraf", "del", "del-cli", "trash", "trash-put", "wipe"}
+)
+_RM_LONG = (
+    "--recursive",
+    "--force",
+    "--no-preserve-root",
+    "--preserve-root",
+    "--dir",
+    "--interactive",
+    "--one-file-system",
+    "--verbose",
+    "--help",
+    "--version",
+)
+_MOVERS = frozenset({"mv", "cp", "ln", "install", "rsync", "scp"})
+_OWNERSHIP = frozenset({"chmod", "chown", "chgrp", "chattr", "setfacl"})
+RISKY_PROGRAMS = (
+    _DELETERS
+    | _MOVERS
+    | _OWNERSHIP
+    | frozenset({"shred", "truncate", "dd", "find", "git", "tee", "sed", "perl", "kill", "mkfs", "fallocate"})
+)
+
+
+def rm_flags(inv: Invocation) -> set[str]:
+    """`r`, `f` and `no-preserve-root` as given in any spelling (`-Rf`, `--recu`, `--forc`)."""
+    flags: set[str] = set()
+    options, _ = split_words(inv)
+    letters = _letters(options)
+    if letters & {"r", "R"}:
+        flags.add("r")
+    if "f" in letters:
+        flags.add("f")
+    for option in options:
+        for name in long_options(option, _RM_LONG):
+            if name == "--recursive":
+                flags.add("r")
+            elif name == "--force":
+                flags.add("f")
+            elif name == "--no-preserve-root":
+                flags.add("no-preserve-root")
+    return flags
+
+
+def _deletes_computed(inv: Invocation) -> bool:
+    return inv.program in _DELETERS and any(not w.literal for w in split_words(inv)[1])
+
+
+def _deletes_outside(inv: Invocation) -> bool:
+    return inv.program in _DELETERS and any(outside(w.text) for w in split_words(inv)[1])
+
+
+def _fed_risky(inv: Invocation) -> bool:
+    return inv.fed and (inv.program in RISKY_PROGRAMS or interpreter_family(inv.program) is not None)
+
+
+def _shreds(inv: Invocation) -> bool:
+    return inv.program == "shred"
+
+
+def _truncates(inv: Invocation) -> bool:
+    return inv.program == "truncate"
+
+
+def _dd_writes(inv: Invocation) -> bool:
+    return inv.program == "dd" and any(
+        a.startswith("of=") and a[3:] not in _HARMLESS_TARGETS for a in inv.args
+    )
+
+
+_MOVER_VALUE_OPTIONS = frozenset(
+    {"-t", "-S", "--suffix", "-m", "--mode", "-o", "-g", "--owner", "--group", "-e"}
+)
+
+
+def _destination(inv: Invocation) -> tuple[list[Word], Word | None]:
+    """Sources and destination of mv/cp/ln/install (`-t dir` or the last operand)."""
+    words = list(inv.words[1:])
+    for i, word in enumerate(words):
+        if word.text in ("-t", "--target-directory") and i + 1 < len(words):
+            return split_words(inv, _MOVER_VALUE_OPTIONS)[1], words[i + 1]
+        if word.text.startswith("--target-directory="):
+            return split_words(inv, _MOVER_VALUE_OPTIONS)[1], Word(
+                word.text.partition("=")[2], expansions=word.expansions
+            )
+    operands = split_words(inv, _MOVER_VALUE_OPTIONS)[1]
+    return (operands[:-1], operands[-1]) if len(operands) > 1 else (operands, None)
+
+
+def _moves_unseen(inv: Invocation) -> bool:
+    """mv takes its sources away and any of the four overwrites their destination."""
+    if inv.program not in _MOVERS:
+        return False
+    sources, destination = _destination(inv)
+    if inv.program == "rsync":
+        options = split_words(inv)[0]
+        deletes = any(o.startswith(("--del", "--remove-source")) for o in options)
+        return deletes or (destination is not None and computed_or_outside(destination))
+    if inv.program == "mv" and any(computed_or_outside(w) for w in sources):
+        return True
+    return destination is not None and (
+        computed_or_outside(destination) or destination.text.startswith("/dev/")
+    )
+
+
+def _ownership_unseen(inv: Invocation) -> bool:
+    if inv.program not in _OWNERSHIP:
+        return False
+    options, operands = split_words(inv)
+    recursive = "R" in _letters(options) or any(long_options(o, ("--recursive",)) for o in options)
+    return recursive and any(computed_or_outside(w) for w in operands[1:])
+
+
+_FIND_FILTERS = _names(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -mtime -mmin "
+    "-atime -amin -ctime -cmin -newer -size -empty -user -group -perm -lname -ilname -links "
+    "-inum -samefile -uid -gid"
+)
+_FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
+_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
+
+
+def _find_unseen(inv: Invocation) -> bool:
+    if inv.program != "find":
+        return False
+    words = list(inv.words[1:])
+    texts = [w.text for w in words]
+    if any(t in _FIND_WRITES for t in texts):
+        return True
+    if not any(t in _FIND_ACTIONS for t in texts):
+        return False
+    i = 0
+    while i < len(words) and (texts[i] in ("-H", "-L", "-P", "-D") or re.fullmatch(r"-O\d", texts[i])):
+        i += 2 if texts[i] == "-D" else 1
+    starts = []
+    while i < len(words) and not texts[i].startswith(("-", "(", "!", ")")):
+        starts.append(words[i])
+        i += 1
+    if any(computed_or_outside(w) for w in starts):
+        return True
+    # `find . -delete`, with nothing to narrow it, is `rm -rf .`
+    return not any(t in _FIND_FILTERS for t in texts)
+
+
+def _in_place_unseen(inv: Invocation) -> bool:
+    """`sed -i`/`perl -i` edit their operands: outside or computed ones ask."""
+    if inv.program not in ("sed", "perl"):
+        return False
+    options, operands = split_words(inv, frozenset({"-e", "-f", "--expression", "--file"}))
+    in_place = any(
+        o.startswith("-i") or o.startswith("--in-place") or ("i" in o[1:] and not o.startswith("--"))
+        for o in options
+    )
+    if not in_place:
+        return False
+    files = operands if inv.program == "perl" or _sed_has_expression(options) else operands[1:]
+    return any(beyond_working_directory(w) for w in files)
+
+
+def _sed_has_expression(options: list[str]) -> bool:
+    return any(o in ("-e", "--expression", "-f", "--file") or o.startswith("--expression=") for o in options)
+
+
+def _tee_unseen(inv: Invocation) -> bool:
+    return inv.program == "tee" and any(computed_or_outside(w) for w in split_words(inv)[1])
+
+
+# --------------------------------------------------------------------------------------
+# git: discarding work, rewriting history, and the options through which it runs code
+
+_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
+# `git -c key=value`: keys that cannot make git run anything.
+_GIT_SAFE_CONFIG = re.compile(
+    r"(user\.(name|email)|color\.[\w.]+|core\.(quotepath|autocrlf|safecrlf|filemode|ignorecase|abbrev)|"
+    r"advice\.\w+|init\.defaultbranch|pull\.(rebase|ff)|push\.(default|autosetupremote)|commit\.gpgsign|"
+    r"tag\.gpgsign|safe\.directory|log\.\w+|diff\.(renames|algorithm|nopager)|merge\.conflictstyle|"
+    r"column\.ui|status\.\w+|protocol\.version|http\.\w+|gc\.auto)=.*",
+    re.IGNORECASE,
+)
+
+
+def git_subcommand(inv: Invocation) -> tuple[Word | None, list[Word]]:
+    """git's subcommand word (past `-C dir`, `-c k=v`, …) and the words after it."""
+    words = list(inv.words[1:])
+    i = 0
+    while i < len(words) and words[i].text.startswith("-"):
+        i += 2 if words[i].text in _GIT_VALUE_OPTIONS else 1
+    return (words[i], words[i + 1 :]) if i < len(words) else (None, [])
+
+
+def _git_global_options(inv: Invocation) -> list[str]:
+    words = list(inv.words[1:])
+    out: list[str] = []
+    i = 0
+    while i < len(words) and words[i].text.startswith("-"):
+        if words[i].text in _GIT_VALUE_OPTIONS and i + 1 < len(words):
+            out.append(f"{words[i].text} {words[i + 1].text}")
+            i += 2
+        else:
+            out.append(words[i].text)
+            i += 1
+    return out
+
+
+def _git_runs_configured_code(inv: Invocation) -> bool:
+    """`git -c core.pager=… `, `--config-env`, `--exec-path=`, `-c alias.x=!…`."""
+    if inv.program != "git":
+        return False
+    for option in _git_global_options(inv):
+        if option.startswith("-c "):
+            if not _GIT_SAFE_CONFIG.fullmatch(option[3:]):
+                return True
+        elif option.startswith(("--config-env", "--exec-path")):
+            return True
+    return False
+
+
+def _has(options: list[str], *names: str, letters: str = "") -> bool:
+    """Whether any option is one of `names` (or an unambiguous prefix of one) or a short
+    cluster containing one of `letters`."""
+    known = names
+    for option in options:
+        if option.partition("=")[0] in names or long_options(option, known):
+            return True
+        if letters and not option.startswith("--") and set(option[1:]) & set(letters):
+            return True
+    return False
+
+
+_GIT_CODE_OPTIONS = (
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--open-files-in-pager",
+    "--extcmd",
+    "--tool",
+)
+
+
+def _git_discards(inv: Invocation) -> str | None:
+    """What a git command would destroy, or None."""
+    if inv.program != "git":
+        return None
+    sub_word, rest = git_subcommand(inv)
+    if sub_word is None:
+        return None
+    if not sub_word.literal:
+        return "git subcommand computed by the shell"
+    sub = sub_word.text
+    texts = [w.text for w in rest]
+    options = [t for t in texts if t.startswith("-") and t != "-"]
+    operands = [w for w in rest if not (w.text.startswith("-") and w.literal)]
+    if any(not w.literal for w in rest) and sub in _GIT_DESTRUCTIVE_SUBCOMMANDS:
+        return f"git {sub} on paths or refs computed by the shell"
+    if any(t.startswith("ext::") for t in texts) or _has(options, *_GIT_CODE_OPTIONS):
+        return "git runs a command given in its options (--upload-pack, ext::, --exec)"
+    if sub == "reset" and _has(options, "--hard", "--merge", "--keep"):
+        return "discards uncommitted changes (git reset --hard)"
+    if sub == "checkout" and _checkout_discards(texts, options, operands):
+        return "discards uncommitted changes (git checkout -- paths)"
+    if sub == "restore" and not (
+        _has(options, "--staged", letters="S") and not _has(options, "--worktree", letters="W")
+    ):
+        return "discards uncommitted changes (git restore)"
+    if sub == "switch" and _has(options, "--discard-changes", "--force", letters="fC"):
+        return "discards uncommitted changes (git switch --discard-changes)"
+    if (
+        sub == "clean"
+        and (_has(options, "--force", letters="f"))
+        and not _has(options, "--dry-run", letters="n")
+    ):
+        return "deletes untracked files (git clean -f)"
+    if sub == "stash" and texts[:1] and texts[0] in ("drop", "clear"):
+        return "deletes stashed changes (git stash drop/clear)"
+    if sub == "branch" and (
+        _has(options, "--force", letters="DMCf")
+        or (_has(options, "--delete", letters="d") and _has(options, "--force", letters="f"))
+    ):
+        return "deletes or overwrites a branch (git branch -D)"
+    if sub == "push" and (
+        _has(options, "--delete", "--mirror", "--prune", letters="d")
+        or any(w.text.startswith(":") for w in operands[1:])
+    ):
+        return "deletes remote branches (git push --delete, :branch)"
+    if sub in ("filter-branch", "filter-repo"):
+        return "rewrites history (git filter-branch)"
+    if sub == "rm" and _has(options, "--force", letters="f"):
+        return "deletes files and their uncommitted changes (git rm -f)"
+    if sub == "reflog" and texts[:1] and texts[0] in ("expire", "delete"):
+        return "deletes reflog entries (git reflog expire)"
+    if sub == "update-ref" and _has(options, "--delete", letters="d"):
+        return "deletes a ref (git update-ref -d)"
+    if sub == "config" and _config_sets_code(texts):
+        return "configures git to run a command (alias, pager, hooks, …)"
+    if sub in ("worktree", "submodule") and _has(options, "--force", letters="f"):
+        return f"discards changes (git {sub} --force)"
+    return None
+
+
+_GIT_DESTRUCTIVE_SUBCOMMANDS = frozenset(
+    {
+        "reset",
+        "checkout",
+        "restore",
+        "switch",
+        "clean",
+        "stash",
+        "branch",
+        "push",
+        "rm",
+        "config",
+        "update-ref",
+        "reflog",
+        "filter-branch",
+        "filter-repo",
+        "worktree",
+        "submodule",
+        "tag",
+        "mv",
+    }
+)
+
+
+def _checkout_discards(texts: list[str], options: list[str], operands: list[Word]) -> bool:
+    if "--" in texts or _has(
+        options, "--force", "--patch", "--ours", "--theirs", "--pathspec-from-file", letters="fp"
+    ):
+        return True
+    names = [w.text for w in operands]
+    if len(names) > 1 and not _has(options, "-b", "-B", "--orphan", letters="bB"):
+        return True  # `git checkout <tree> <paths>`
+    # A lone operand is a branch or a path; a path-like one (`.`, `src/`, `a.py`) discards.
+    return any(n in (".", "..", "*") or n.endswith("/") or re.search(r"\.[A-Za-z]\w*$", n) for n in names)
+
+
+def _config_sets_code(texts: list[str]) -> bool:
+    reads = {"--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin", "get", "list"}
+    if any(t in reads for t in texts):
+        return False
+    keys = [t for t in texts if not t.startswith("-")]
+    if len(keys) < 2 and not any(t.startswith("--add") for t in texts):
+        return False  # reading one key
+    key = keys[0].lower() if keys[0] not in ("set",) else (keys[1].lower() if len(keys) > 1 else "")
+    return not _GIT_SAFE_CONFIG.fullmatch(f"{key}=")
+
+
+# --------------------------------------------------------------------------------------
+# Code that cannot be read here
+
+_PROGRAM_EXPANSIONS = "a program name the shell computes ($X, $(…), `…`, $'…', globs, {a,b})"
+# Variables through which a program loads other code than the one named: they ask.
+_LOADER_VARIABLES = re.compile(
+    r"(LD_PRELOAD|LD_AUDIT|BASH_ENV|ENV|PS4|SHELLOPTS|BASHOPTS|PERL5OPT|RUBYOPT|PYTHONSTARTUP|"
+    r"BASH_FUNC_\w+|GIT_CONFIG_\w+|GIT_CONFIG|GIT_EXEC_PATH|GIT_TEMPLATE_DIR)(\[[^]]*\])?\+?="
+)
+# Variables whose value is a command line some program runs: the value is read as code.
+_COMMAND_VARIABLES = re.compile(
+    r"(GIT_SSH|GIT_SSH_COMMAND|GIT_EXTERNAL_DIFF|GIT_PAGER|GIT_EDITOR|GIT_SEQUENCE_EDITOR|GIT_ASKPASS|"
+    r"SSH_ASKPASS|GIT_PROXY_COMMAND|PAGER|EDITOR|VISUAL|MANPAGER|SYSTEMD_PAGER|BROWSER|PROMPT_COMMAND|"
+    r"LESSOPEN|LESSCLOSE|RUSTC_WRAPPER|CARGO_TARGET_\w+_RUNNER)\+?="
+)
+_NODE_LOADERS = re.compile(r"(^|\s)(-r|--require|--import|--loader|--experimental-loader|-e|--eval|-p)\b")
+_DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly", "env"})
+
+
+def variable_code(words: list[Word]) -> tuple[bool, list[str]]:
+    """Whether the command sets a variable that loads code it cannot check (`LD_PRELOAD=…`,
+    `export BASH_ENV=…`), and the command lines it puts in variables programs run
+    (`GIT_PAGER='…' git log`), to be checked as code."""
+    commands: list[str] = []
+    declaring = True
+    for word in words:
+        text = word.text
+        if declaring and ASSIGNMENT.match(text):
+            value = text.partition("=")[2]
+            if _LOADER_VARIABLES.match(text):
+                return True, []
+            if text.startswith("NODE_OPTIONS") and (not word.literal or _NODE_LOADERS.search(value)):
+                return True, []
+            if _COMMAND_VARIABLES.match(text):
+                if not word.literal:
+                    return True, []
+                commands.append(value)
+        declaring = bool(ASSIGNMENT.match(text)) or text in _DECLARERS or (declaring and text.startswith("-"))
+    return False, commands
+
+
+def _defines_function(inv: Invocation) -> bool:
+    return inv.program in ("function", "coproc", "alias") or (inv.program == "enable" and "-f" in inv.args)
+
+
+def _eval_unseen(inv: Invocation) -> bool:
+    return inv.program == "eval" and any(not w.literal for w in inv.words[1:])
+
+
+def _sources_unseen(inv: Invocation) -> bool:
+    if inv.program not in ("source", "."):
+        return False
+    operands = split_words(inv)[1]
+    return not operands or computed_or_outside(operands[0])
+
+
+def code_argument(inv: Invocation) -> tuple[str | None, Word | None]:
+    """The interpreter family and the word holding inline code (`-c CODE`, `-e CODE`,
+    `-cCODE`, `--eval CODE`), or the script operand (family, None as code)."""
+    family = interpreter_family(inv.program)
+    if family is None:
+        return None, None
+    flags = INTERPRETER_CODE_FLAGS[family].replace("m", "")
+    words = list(inv.words[1:])
+    for i, word in enumerate(words):
+        text = word.text
+        if text == "--" or not text.startswith(("-", "+")) or text == "-":
+            return family, None
+        if family == "python" and text.startswith("-m"):
+            return family, None
+        if text in CODE_OPTIONS or text.partition("=")[0] in CODE_OPTIONS:
+            if "=" in text:
+                return family, Word(text.partition("=")[2], expansions=word.expansions)
+            return family, words[i + 1] if i + 1 < len(words) else Word("")
+        if not text.startswith("--"):
+            letters = text[1:]
+            hit = next((j for j, c in enumerate(letters) if c in flags), None)
+            if hit is not None:
+                attached = letters[hit + 1 :]
+                if attached and family != "shell":
+                    return family, Word(attached, expansions=word.expansions)
+                return family, words[i + 1] if i + 1 < len(words) else Word("")
+    return family, None
+
+
+def script_operand(inv: Invocation) -> Word | None:
+    """The script file an interpreter runs (`bash x.sh`, `python tool.py`), if any."""
+    family = interpreter_family(inv.program)
+    if family is None:
+        return None
+    words = list(inv.words[1:])
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text == "--":
+            return words[i + 1] if i + 1 < len(words) else None
+        if not words[i].literal or not text.startswith(("-", "+")) or text == "-":
+            return words[i] if text != "-" else None
+        if family == "python" and text.startswith("-m"):
+            return None
+        i += (
+            2
+            if text in ("-o", "-O", "+o", "+O", "-W", "-X", "--rcfile", "--init-file", "-r", "--require")
+            else 1
+        )
+    return None
+
+
+def inline_code_unseen(inv: Invocation) -> str | None:
+    family, code = code_argument(inv)
+    if family is None:
+        return None
+    if code is not None:
+        if not code.literal:
+            return f'runs {family} code the shell computes ({inv.program} -c "$X")'
+        if family != "shell" and not script_is_harmless(family, code.text):
+            return f"runs inline {family} code that may touch files, processes or the network"
+        return None  # shell code is read as commands by the caller
+    script = script_operand(inv)
+    if script is not None and not script.literal:
+        return f"runs a script the shell computes ({inv.program} $X, <(…))"
+    return None
+
+
+def interpreter_stdin_unseen(inv: Invocation, redirects: list[Redirect]) -> str | None:
+    """`python3 <<EOF … EOF`, `perl <<< '…'`: the code comes from a here-document."""
+    family = interpreter_family(inv.program)
+    if family is None or family == "shell":
+        return None
+    for redirect in redirects:
+        if redirect.op == "<<<":
+            code, visible = redirect.target.text, redirect.target.literal
+        elif redirect.body is not None:
+            code, visible = redirect.body, True
+        else:
+            continue
+        if not visible or not script_is_harmless(family, code):
+            return f"runs {family} code from a here-document that may touch files or processes"
+    return None
+
+
+def _awk_unseen(inv: Invocation) -> bool:
+    if not re.fullmatch(r"[gmn]?awk|busybox-awk", inv.program):
+        return False
+    words = list(inv.words[1:])
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text in ("-f", "--file", "-E", "--exec"):
+            return False  # the program is a file; running a file is like `python x.py`
+        if text in ("-F", "-v", "--assign", "--field-separator") and words[i].literal:
+            i += 2
+            continue
+        if text.startswith("-") and words[i].literal and text != "-":
+            i += 1
+            continue
+        return not words[i].literal or not awk_is_harmless(text)
+    return False
+
+
+def _sed_unseen(inv: Invocation) -> bool:
+    if inv.program not in ("sed", "gsed"):
+        return False
+    words = list(inv.words[1:])
+    scripts: list[Word] = []
+    i = 0
+    while i < len(words):
+        text = words[i].text
+        if text in ("-e", "--expression") and i + 1 < len(words):
+            scripts.append(words[i + 1])
+            i += 2
+            continue
+        if text.startswith("--expression="):
+            scripts.append(Word(text.partition("=")[2], expansions=words[i].expansions))
+        elif text.startswith("-e") and len(text) > 2:
+            scripts.append(Word(text[2:], expansions=words[i].expansions))
+        i += 1
+    if not scripts:
+        _, operands = split_words(inv, frozenset({"-f", "--file", "-l", "--line-length"}))
+        scripts = operands[:1]
+    return any(not w.literal or not sed_is_harmless(w.text) for w in scripts)
+
+
+_TAR_CODE = (
+    "--to-command",
+    "--use-compress-program",
+    "--checkpoint-action",
+    "--info-script",
+    "--new-volume-script",
+    "--rsh-command",
+    "--rmt-command",
+    "--index-file",
+)
+
+
+def _tar_runs_code(inv: Invocation) -> bool:
+    if inv.program not in ("tar", "gtar", "bsdtar"):
+        return False
+    options = [t for t in inv.args if t.startswith("-")]
+    if _has(options, *_TAR_CODE):
+        return True
+    return any(t in ("-I", "-F") for t in inv.args)
+
+
+def _editor_runs_commands(inv: Invocation) -> bool:
+    if inv.program in ("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"):
+        return any(t in ("-c", "-S", "--cmd", "-s", "-u") or t.startswith("+") for t in inv.args)
+    if inv.program == "emacs":
+        return any(
+            t.startswith(("--eval", "-l", "--load", "-f", "--funcall", "--batch", "--script", "-x"))
+            for t in inv.args
+        )
+    if inv.program in ("gdb", "lldb"):
+        return any(t.startswith(("-ex", "-x", "--batch", "-batch", "-o", "-s", "--source")) for t in inv.args)
+    return False
+
+
+def _schedules_code(inv: Invocation) -> bool:
+    if inv.program == "crontab":
+        return not any(t == "-l" for t in inv.args)
+    return inv.program in ("at", "batch", "parallel", "sem")
+
+
+def _sqlite_shells_out(inv: Invocation) -> bool:
+    return inv.program.startswith("sqlite") and any(
+        re.search(r"(^|\s|;)\.(shell|system|sh)\b", t) for t in inv.args
+    )
+
+
+def _container_mounts_host(inv: Invocation) -> bool:
+    """`docker run -v /:/host …` hands the container the host's files."""
+    if inv.program not in ("docker", "podman", "nerdctl"):
+        return False
+    words = list(inv.words[1:])
+    for i, word in enumerate(words):
+        text = word.text
+        if text == "--privileged" or text.startswith(("--pid=host", "--cap-add")):
+            return True
+        value = None
+        if text in ("-v", "--volume", "--mount") and i + 1 < len(words):
+            value = words[i + 1]
+        elif text.startswith(("--volume=", "--mount=")):
+            value = Word(text.partition("=")[2], expansions=word.expansions)
+        if value is not None and _mount_reaches_host(value):
+            return True
+    return False
+
+
+def _mount_reaches_host(value: Word) -> bool:
+    if not value.literal:
+        return True
+    found = re.search(r"(?:source|src)=([^,]*)", value.text)
+    source = found.group(1) if found else value.text.split(":", 1)[0]
+    return source in (".", "..", "~") or (source.startswith(("/", "~", "..")) and outside(source))
+
+
+def program_computed(inv: Invocation) -> bool:
+    return not inv.words[0].literal
+
+
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    description: str  # shown to the user: what the command would do
+    matches: Callable[[Invocation], bool]
+
+
+FAIL_CLOSED_RULES: tuple[Rule, ...] = (
+    Rule(f"runs {_PROGRAM_EXPANSIONS}", program_computed),
+    Rule("deletes paths the shell computes ($VAR, globs, ~, {a,b}, $(…))", _deletes_computed),
+    Rule("deletes outside the working directory", _deletes_outside),
+    Rule("runs a risky program on input it reads (… | xargs rm)", _fed_risky),
+    Rule("overwrites files with random data (shred)", _shreds),
+    Rule("truncates files (truncate)", _truncates),
+    Rule("writes raw data to a file (dd of=…)", _dd_writes),
+    Rule("moves or overwrites paths outside the working directory or computed by the shell", _moves_unseen),
+    Rule("recursive chmod/chown outside the working directory or on computed paths", _ownership_unseen),
+    Rule("find deletes, runs commands or writes files beyond what can be checked", _find_unseen),
+    Rule("edits files in place outside the working directory (sed -i)", _in_place_unseen),
+    Rule("writes files outside the working directory (tee)", _tee_unseen),
+    Rule("git runs a command given in its configuration (git -c core.pager=…)", _git_runs_configured_code),
+    Rule("defines a shell function or alias (what runs cannot be checked)", _defines_function),
+    Rule('evaluates text the shell computes (eval "$X")', _eval_unseen),
+    Rule("sources a script that cannot be checked (source $X, ~/…, <(…))", _sources_unseen),
+    Rule("awk program runs commands or writes files (system(), |, >)", _awk_unseen),
+    Rule("sed script runs commands or writes files (e, w)", _sed_unseen),
+    Rule("tar runs a command (--to-command, -I, --checkpoint-action)", _tar_runs_code),
+    Rule("an editor or debugger runs commands given on its command line", _editor_runs_commands),
+    Rule("schedules or distributes commands (crontab, at, parallel)", _schedules_code),
+    Rule("sqlite runs a shell command (.shell)", _sqlite_shells_out),
+    Rule("a container gets the host's files or privileges (docker run -v /:…)", _container_mounts_host),
+)
+
+
+def git_rule(inv: Invocation) -> str | None:
+    return _git_discards(inv)

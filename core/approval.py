@@ -192,9 +192,9 @@ class ApprovalPolicy:
                 "Finish the plan; the user switches modes to carry it out.",
             )
         for remembered in (base, key):
-            if remembered in self.memory.rejected:
+            if refused := self._rejected_scope(remembered):
                 return PolicyVerdict(
-                    "reject", request, f"rejected: the user chose to always reject `{_subject(remembered)}`"
+                    "reject", request, f"rejected: the user chose to always reject `{_subject(refused)}`"
                 )
         if rule:
             return ask
@@ -227,6 +227,13 @@ class ApprovalPolicy:
         elif decision is Decision.REJECT_ALWAYS:
             self.memory.rejected.add(request.scope)
             self.memory.allowed.discard(request.scope)
+
+    def _rejected_scope(self, scope: str) -> str | None:
+        """The remembered rejection covering `scope`: the same scope, or a wider one it
+        narrows by options (rejecting `rm` also rejects `rm -r`; allowing never widens)."""
+        if scope in self.memory.rejected:
+            return scope
+        return next((r for r in self.memory.rejected if scope.startswith(r + " ")), None)
 
     @staticmethod
     def _outside_paths(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[Path, ...]:

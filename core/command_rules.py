@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from core.fail_closed import (
     FAIL_CLOSED_RULES,
+    RISKY_PROGRAMS,
     git_rule,
     inline_code_unseen,
     interpreter_stdin_unseen,
@@ -394,6 +395,8 @@ def _check_source(source: str, depth: int) -> str | None:
 
 
 def _check_script(script: Script, depth: int) -> str | None:
+    if depth > MAX_NESTING:
+        return TOO_DEEP
     for pipeline in script:
         for element in pipeline:
             if isinstance(element, Subshell):
@@ -610,16 +613,89 @@ def _program_scope(invocation: Invocation) -> str | None:
             if not text.startswith("-"):
                 return f"{program} {text}"  # a script file
         return None  # code from stdin
+    if name in _WHOLE_COMMAND_PROGRAMS:
+        return None
     if name not in _SUBCOMMAND_PROGRAMS:
-        return program
+        return _with_marks(program, _destructive_marks(name, args))
     i = _subcommand_at(name, args)
     if i >= len(args):
         return program
     subcommand = args[i]
+    rest = args[i + 1 :]
     if (name, subcommand) in _RUNNER_SUBCOMMANDS:
-        following = after_options([Word(a) for a in args[i + 1 :]], frozenset())
+        following = after_options([Word(a) for a in rest], frozenset())
         return f"{program} {subcommand} {following[0].text}" if following else f"{program} {subcommand}"
-    return f"{program} {subcommand}"
+    scope = f"{program} {subcommand}"
+    if subcommand in _GROUP_SUBCOMMANDS.get(name, ()):  # `git stash drop`, `docker system prune`
+        operands = [a for a in rest if not a.startswith("-")]
+        scope = f"{scope} {operands[0]}" if operands else scope
+    return _with_marks(scope, _destructive_marks(f"{name} {subcommand}", rest))
+
+
+# "Always" for a program never covers its destructive options: `rm -r` and `git push -d`
+# have scopes of their own. Per program (or program and subcommand), the options that
+# make it destructive, as short letters and long names (any unambiguous prefix counts).
+_DESTRUCTIVE_OPTIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    # key: (mark, short letters, long options) — the mark names them all in the scope
+    "chmod": (("-R", "R", ("--recursive",)),),
+    "chown": (("-R", "R", ("--recursive",)),),
+    "chgrp": (("-R", "R", ("--recursive",)),),
+    "sed": (("-i", "i", ("--in-place",)),),
+    "perl": (("-i", "i", ()),),
+    "mv": (("-f", "f", ("--force",)),),
+    "cp": (("-f", "f", ("--force", "--remove-destination")),),
+    "ln": (("-f", "f", ("--force",)),),
+    "rsync": (("--delete", "", ("--delete", "--delete-after", "--delete-before", "--remove-source-files")),),
+    "git push": (
+        ("-f", "f", ("--force", "--force-with-lease", "--force-if-includes")),
+        ("-d", "d", ("--delete",)),
+        ("--mirror", "", ("--mirror",)),
+        ("--prune", "", ("--prune",)),
+    ),
+    "git branch": (("-D", "DdMCf", ("--delete", "--force", "--move", "--copy")),),
+    "git reset": (("--hard", "", ("--hard", "--merge", "--keep")),),
+    "git checkout": (("-f", "fp", ("--force", "--patch", "--ours", "--theirs")),),
+    "git switch": (("-f", "fC", ("--force", "--discard-changes", "--force-create")),),
+    "git restore": (("--staged", "S", ("--staged",)), ("--worktree", "W", ("--worktree",))),
+    "git clean": (("-f", "f", ("--force",)), ("-d", "dxX", ()), ("-n", "n", ("--dry-run",))),
+    "git rm": (("-f", "f", ("--force",)), ("-r", "r", ()), ("--cached", "", ("--cached",))),
+    "git tag": (("-d", "df", ("--delete", "--force")),),
+    "git worktree": (("-f", "f", ("--force",)),),
+    "git fetch": (("--prune", "p", ("--prune", "--force")),),
+}
+_GROUP_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": _names("stash worktree submodule remote reflog notes bisect lfs"),
+    "docker": _names("system image container volume network compose builder buildx context"),
+    "podman": _names("system image container volume network pod"),
+    "npm": _names("cache config"),
+    "kubectl": _names("config"),
+}
+# Commands whose every run does something different: only the exact command is covered.
+_WHOLE_COMMAND_PROGRAMS = _names("find dd truncate shred eval source . xargs parallel awk gawk mawk tar ssh")
+
+
+def _destructive_marks(key: str, args: Sequence[str]) -> list[str]:
+    if key == "rm":  # one spelling for `-R`, `--recu`, `--forc`
+        flags = rm_flags(Invocation((Word("rm"), *(Word(a) for a in args))))
+        return [f"-{f}" if len(f) == 1 else f"--{f}" for f in sorted(flags)]
+    marks: set[str] = set()
+    for mark, letters, names in _DESTRUCTIVE_OPTIONS.get(key, ()):
+        for text in args:
+            if text == "--":
+                break
+            if text.startswith("--"):
+                prefix = text.partition("=")[0]
+                if len(prefix) > 3 and any(name.startswith(prefix) for name in names):
+                    marks.add(mark)
+            elif text.startswith("-") and set(text[1:]) & set(letters):
+                marks.add(mark)
+    if key == "git checkout" and "--" in args:
+        marks.add("--")
+    return sorted(marks)
+
+
+def _with_marks(scope: str, marks: list[str]) -> str:
+    return " ".join([scope, *marks])
 
 
 def _writes_file(redirect: Redirect) -> bool:
@@ -660,6 +736,10 @@ def command_scope(command: str) -> str:
             invocation = Invocation(tuple(words))
             if ASSIGNMENT.match(words[0].text) or invocation.program in WRAPPERS:
                 return whole
+            if not words[0].literal or (
+                invocation.program in RISKY_PROGRAMS and not all(w.literal for w in words)
+            ):
+                return whole  # `rm *.txt`, `rm -rf $PWD`: what it reaches is not in the scope
             if invocation.program in _DIRECTORY_ONLY:
                 moved = True
                 continue

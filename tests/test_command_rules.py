@@ -191,7 +191,54 @@ def test_a_command_that_cannot_be_parsed_asks() -> None:
         ("bash -c 'ls'", "bash -c 'ls'"),
         ("(cd src; make)", "(cd src; make)"),
         ("ls 'unclosed", "ls 'unclosed"),
+        # destructive options get scopes of their own, in one spelling
+        ("rm tmpfile.txt", "rm"),
+        ("rm -f a.txt", "rm -f"),
+        ("rm -r build", "rm -r"),
+        ("rm -R build", "rm -r"),
+        ("rm --recu build", "rm -r"),
+        ("rm -fr build", "rm -f -r"),
+        ("rm --forc --recursive build", "rm -f -r"),
+        ("chmod -R u+w build", "chmod -R"),
+        ("sed -i.bak s/a/b/ f", "sed -i"),
+        ("sed -n 1p f", "sed"),
+        ("git push -d origin x", "git push -d"),
+        ("git push --del origin x", "git push -d"),
+        ("git push --force-with-lease", "git push -f"),
+        ("git branch -a", "git branch"),
+        ("git branch -D topic", "git branch -D"),
+        ("git reset --har", "git reset --hard"),
+        ("git clean -n", "git clean -n"),
+        ("git clean -fd", "git clean -d -f"),
+        ("git stash", "git stash"),
+        ("git stash drop", "git stash drop"),
+        ("git restore --staged a.py", "git restore --staged"),
+        ("git checkout -- a.py", "git checkout --"),
+        ("docker system prune -f", "docker system prune"),
+        # operands the shell computes: only the exact command
+        ("rm -rf $PWD", "rm -rf $PWD"),
+        ("rm *.txt", "rm *.txt"),
+        ("rm ~/x", "rm ~/x"),
+        ("git reset --hard $REF", "git reset --hard $REF"),
+        ("$X -rf /", "$X -rf /"),
+        ("find . -name x", "find . -name x"),
+        ("dd if=a of=b", "dd if=a of=b"),
     ],
 )
 def test_command_scope(command: str, scope: str) -> None:
     assert command_scope(command) == scope
+
+
+@pytest.mark.parametrize(
+    "later", ["rm -r build", "rm -rf $PWD", "rm -f a.txt", "rm *.txt", "rm --recu x", "\\rm -R x", "rm ~/x"]
+)
+def test_always_for_rm_never_covers_a_wider_rm(later: str) -> None:
+    assert command_scope("rm tmpfile.txt") != command_scope(later)
+
+
+def test_a_command_nested_past_any_limit_asks_and_never_raises() -> None:
+    for depth in (10, 100, 1_000, 20_000):
+        for opening, closing in (("$(", ")"), ("(", ")"), ("${x:-$(", ")}"), ('"$(', ')"'), ("$(( $(", ") ))")):
+            command = opening * depth + "ls" + closing * depth
+            assert dangerous_rule(command) is not None or depth < 8, command[:40]
+            assert isinstance(command_scope(command), str)

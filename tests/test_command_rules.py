@@ -238,7 +238,13 @@ def test_always_for_rm_never_covers_a_wider_rm(later: str) -> None:
 
 def test_a_command_nested_past_any_limit_asks_and_never_raises() -> None:
     for depth in (10, 100, 1_000, 20_000):
-        for opening, closing in (("$(", ")"), ("(", ")"), ("${x:-$(", ")}"), ('"$(', ')"'), ("$(( $(", ") ))")):
+        for opening, closing in (
+            ("$(", ")"),
+            ("(", ")"),
+            ("${x:-$(", ")}"),
+            ('"$(', ')"'),
+            ("$(( $(", ") ))"),
+        ):
             command = opening * depth + "ls" + closing * depth
             assert dangerous_rule(command) is not None or depth < 8, command[:40]
             assert isinstance(command_scope(command), str)

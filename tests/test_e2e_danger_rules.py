@@ -39,7 +39,10 @@ async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[Acp
 
 
 def run(command: str, call_id: str) -> list[Reply]:
-    return [Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id=call_id)]), Reply(text="Done.")]
+    return [
+        Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id=call_id)]),
+        Reply(text="Done."),
+    ]
 
 
 async def start(client: AcpClient, project: Path, mode: str) -> str:
@@ -77,7 +80,11 @@ async def test_always_allow_on_rm_file_does_not_cover_rm_rf_pwd(
 
     # It never covers a recursive or computed rm: each asks, and rejected, nothing goes.
     client.permission = "reject_once"
-    for call_id, command in (("call_rm_pwd", "rm -rf $PWD"), ("call_rm_r", "rm -r subdir"), ("call_glob", "rm *.txt")):
+    for call_id, command in (
+        ("call_rm_pwd", "rm -rf $PWD"),
+        ("call_rm_r", "rm -r subdir"),
+        ("call_glob", "rm *.txt"),
+    ):
         asked = len(client.permission_requests)
         fake.script(run(command, call_id))
         assert await client.prompt(sid, f"run {command}") == {"stopReason": "end_turn"}

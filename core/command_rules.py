@@ -12,6 +12,7 @@ it may reach.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -28,6 +29,7 @@ from core.fail_closed import (
     script_operand,
     variable_code,
 )
+from core.fail_closed import computed_or_outside as _computed_or_outside
 from core.shell import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -391,7 +393,7 @@ def _check_source(source: str, depth: int) -> str | None:
         return TOO_DEEP
     except ShellSyntaxError:
         return UNPARSEABLE
-    return _check_script(script, depth) or _written_then_run(script)
+    return _check_script(script, depth) or _written_then_run(script) or _works_elsewhere(script)
 
 
 def _check_script(script: Script, depth: int) -> str | None:
@@ -414,6 +416,11 @@ def _check_command(command: SimpleCommand, depth: int) -> str | None:
     for sub in command.substitutions():
         if hit := _check_source(sub, depth + 1):
             return hit
+    for word in [*command.words, *(r.target for r in command.redirects)]:
+        if "prompt" in word.expansions:
+            return "expands a variable like a prompt (${x@P} runs the $(…) in its value)"
+        if "process" in word.expansions and any(_reads_code(sub) for sub in word.subs):
+            return PIPED_CODE  # `> >(sh)`, `tee >(bash)`
     for redirect in command.redirects:
         if redirect.writes:
             if _DISK_DEVICE.match(redirect.target.text):
@@ -457,7 +464,15 @@ def _check_words(words: list[Word], redirects: list[Redirect], depth: int) -> st
                 return hit
     if invocations and (hit := interpreter_stdin_unseen(invocations[-1], redirects)):
         return hit
+    computed_stdin = any(r.op == "<" and not r.target.literal for r in redirects)
+    if computed_stdin and invocations and reads_code_from_stdin(invocations[-1]):
+        return PIPED_CODE  # `bash < <(curl …)`, `sh < $F`
     return None
+
+
+def _reads_code(source: str) -> bool:
+    """Whether a process substitution runs what is written into it (`>(sh)`)."""
+    return any(reads_code_from_stdin(inv) for inv in all_invocations(parse_or_empty(source)))
 
 
 def _fail_closed(invocation: Invocation) -> str | None:
@@ -523,21 +538,74 @@ _WRITERS = frozenset({"tee", "cp", "mv", "install", "ln", "dd", "unzip", "tar"})
 
 
 def _written_then_run(script: Script) -> str | None:
-    """A file the command writes (download, redirect, tee, cp) and then runs: what it
-    contains cannot be read from the command line."""
+    """A file the command writes (download, redirect, tee, cp) and also runs, or a tree it
+    downloads (`git clone`, `curl … | tar x`) and runs something from: what runs cannot
+    be read from the command line. Order does not matter (`sh < fifo & echo … > fifo`)."""
     written: set[str] = set()
+    ran: set[str] = set()
+    fetched_tree = False
+    for pipeline in script:
+        simple = _simple_commands_of([pipeline])
+        programs = [inv.program for command in simple for inv in unwrap(command.words)[0]]
+        if any(p in _DOWNLOADERS for p in programs) and any(p in _EXTRACTORS for p in programs):
+            fetched_tree = True  # `curl … | tar xz`
+        for command in simple:
+            invocations = unwrap(command.words)[0]
+            for redirect in command.redirects:
+                if redirect.writes and not redirect.target.text.isdigit():
+                    written.add(posixpath.basename(redirect.target.text))
+                elif redirect.op == "<" and invocations and reads_code_from_stdin(invocations[-1]):
+                    ran.add(posixpath.basename(redirect.target.text))
+            for inv in invocations:
+                if inv.program in _WRITERS or inv.program in _DOWNLOADERS:  # `-O` names it after the URL
+                    operands = (a for a in inv.args if not a.startswith("-"))
+                    written.update(posixpath.basename(a.rstrip("/")) for a in operands)
+                if inv.program in _EXTRACTORS and any(posixpath.basename(a) in written for a in inv.args):
+                    fetched_tree = True
+                if inv.program == "git" and set(inv.args[:3]) & {"clone", "pull", "fetch", "submodule"}:
+                    fetched_tree = True
+                file = _ran_file(inv)
+                if file is not None:
+                    ran.add(posixpath.basename(file))
+                    if fetched_tree and ("/" in file or inv.words[0].text != file):
+                        return WRITTEN_THEN_RUN
+    if written & ran:
+        return WRITTEN_THEN_RUN
+    return None
+
+
+_EXTRACTORS = frozenset({"tar", "bsdtar", "unzip", "7z", "cpio", "gunzip", "bunzip2", "unxz", "zcat"})
+
+
+_CHANGES_DIRECTORY = frozenset({"cd", "pushd"})
+_WORKS_ON_FILES = _names(
+    "rm rmdir unlink mv cp ln install rsync chmod chown chgrp shred truncate dd find tee rimraf sed perl "
+    "git tar unzip"
+)
+
+
+def _works_elsewhere(script: Script) -> str | None:
+    """`cd / && rm -rf usr`: after moving out of the working directory, relative paths
+    are outside too."""
+    moved = False
     for command in _simple_commands_of(script):
         invocations = unwrap(command.words)[0]
-        for redirect in command.redirects:
-            if redirect.writes and not redirect.target.text.isdigit():
-                written.add(posixpath.basename(redirect.target.text))
+        if moved and (
+            any(inv.program in _WORKS_ON_FILES for inv in invocations)
+            or any(_writes_file(r) for r in command.redirects)
+        ):
+            return "works on files outside the working directory (cd … && rm …)"
         for inv in invocations:
-            if inv.program in _WRITERS or inv.program in _DOWNLOADERS:  # `-O` names the file after the URL
-                written.update(posixpath.basename(a.rstrip("/")) for a in inv.args if not a.startswith("-"))
-        for inv in invocations:
-            ran = _ran_file(inv)
-            if ran is not None and posixpath.basename(ran) in written:
-                return WRITTEN_THEN_RUN
+            words = inv.words
+            if inv.program in _CHANGES_DIRECTORY:
+                operands = [w for w in words[1:] if not (w.literal and w.text.startswith("-"))]
+                target = operands[0] if operands else None
+                moved = moved or target is None or _computed_or_outside(target) or words[-1].text == "-"
+            elif inv.program in ("env", "sudo"):
+                pairs = itertools.pairwise(words[1:])
+                chdir = [w for before, w in pairs if before.text in ("-C", "--chdir", "-D")]
+                if chdir and _computed_or_outside(chdir[0]):
+                    return "works on files outside the working directory (env -C …)"
     return None
 
 

@@ -38,8 +38,9 @@ _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/st
 
 def outside(text: str) -> bool:
     """A literal path outside the working directory: absolute (other than a scratch path
-    under /tmp or a harmless device), in a home (`~`), or climbing out with `..`."""
-    if text.startswith("~"):
+    under /tmp or a harmless device), in a home (`~`), or climbing out with `..`. A path
+    into a repository's `.git` counts too: its hooks and config run commands."""
+    if text.startswith("~") or ".git" in text.split("/"):
         return True
     if text.startswith("/"):
         norm = posixpath.normpath(text)
@@ -195,7 +196,7 @@ def _moves_unseen(inv: Invocation) -> bool:
         options = split_words(inv)[0]
         deletes = any(o.startswith(("--del", "--remove-source")) for o in options)
         return deletes or (destination is not None and computed_or_outside(destination))
-    if inv.program == "mv" and any(computed_or_outside(w) for w in sources):
+    if inv.program in ("mv", "ln") and any(computed_or_outside(w) for w in sources):
         return True
     return destination is not None and (
         computed_or_outside(destination) or destination.text.startswith("/dev/")
@@ -211,9 +212,8 @@ def _ownership_unseen(inv: Invocation) -> bool:
 
 
 _FIND_FILTERS = _names(
-    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -type -mtime -mmin "
-    "-atime -amin -ctime -cmin -newer -size -empty -user -group -perm -lname -ilname -links "
-    "-inum -samefile -uid -gid"
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -mtime -mmin -atime -amin -ctime "
+    "-cmin -newer -size -empty -lname -ilname -inum -samefile"
 )
 _FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
@@ -237,8 +237,11 @@ def _find_unseen(inv: Invocation) -> bool:
         i += 1
     if any(computed_or_outside(w) for w in starts):
         return True
-    # `find . -delete`, with nothing to narrow it, is `rm -rf .`
-    return not any(t in _FIND_FILTERS for t in texts)
+    # `find . -delete`, with nothing to narrow it (`-name '*'` does not), is `rm -rf .`
+    return not any(
+        t in _FIND_FILTERS and (j + 1 >= len(texts) or texts[j + 1] not in ("*", ".*", "**"))
+        for j, t in enumerate(texts)
+    )
 
 
 def _in_place_unseen(inv: Invocation) -> bool:
@@ -470,6 +473,10 @@ def variable_code(words: list[Word]) -> tuple[bool, list[str]]:
     declaring = True
     for word in words:
         text = word.text
+        if ASSIGNMENT.match(text) and not word.subs and ("$(" in text or "`" in text):
+            return True, []  # code kept as text: `$((x))`, `[[ $x -eq 1 ]]` and `${x@P}` run it
+        if declaring and not word.literal and "$" in text.partition("=")[0] and words[0].text in _DECLARERS:
+            return True, []  # `declare "$X"`: which variable is set cannot be seen
         if declaring and ASSIGNMENT.match(text):
             value = text.partition("=")[2]
             if _LOADER_VARIABLES.match(text):
@@ -507,8 +514,17 @@ def code_argument(inv: Invocation) -> tuple[str | None, Word | None]:
         return None, None
     flags = INTERPRETER_CODE_FLAGS[family].replace("m", "")
     words = list(inv.words[1:])
+    if inv.program in ("deno", "bun") and words and words[0].text == "eval":
+        return family, words[1] if len(words) > 1 else Word("")
+    skip = False
     for i, word in enumerate(words):
         text = word.text
+        if skip:
+            skip = False
+            continue
+        if text in _INTERPRETER_VALUE_OPTIONS:
+            skip = True
+            continue
         if text == "--" or not text.startswith(("-", "+")) or text == "-":
             return family, None
         if family == "python" and text.startswith("-m"):
@@ -522,10 +538,17 @@ def code_argument(inv: Invocation) -> tuple[str | None, Word | None]:
             hit = next((j for j, c in enumerate(letters) if c in flags), None)
             if hit is not None:
                 attached = letters[hit + 1 :]
-                if attached and family != "shell":
+                if attached and family not in ("shell", "node"):  # node takes no `-eCODE`
                     return family, Word(attached, expansions=word.expansions)
                 return family, words[i + 1] if i + 1 < len(words) else Word("")
     return family, None
+
+
+_INTERPRETER_VALUE_OPTIONS = frozenset(
+    {"-o", "-O", "+o", "+O", "-W", "-X", "--rcfile", "--init-file", "-I", "-C", "--title", "-x"}
+)
+# Options that load code named on the command line before anything else runs.
+_MODULE_LOADERS = re.compile(r"-[mM]|-r|--require|--import|--loader|--experimental-loader|-I")
 
 
 def script_operand(inv: Invocation) -> Word | None:
@@ -555,6 +578,13 @@ def inline_code_unseen(inv: Invocation) -> str | None:
     family, code = code_argument(inv)
     if family is None:
         return None
+    loads = family in ("perl", "ruby", "node") and any(
+        _MODULE_LOADERS.match(w.text) for w in inv.words[1:] if w.text.startswith("-")
+    )
+    if loads and code is not None:
+        return f"runs inline {family} code with modules loaded from the command line (-M, -r)"
+    if family == "python" and _python_module_extracts(inv):
+        return "extracts an archive with python -m zipfile/tarfile"
     if code is not None:
         if not code.literal:
             return f'runs {family} code the shell computes ({inv.program} -c "$X")'
@@ -564,7 +594,17 @@ def inline_code_unseen(inv: Invocation) -> str | None:
     script = script_operand(inv)
     if script is not None and not script.literal:
         return f"runs a script the shell computes ({inv.program} $X, <(…))"
+    if script is not None and script.text.startswith(("/dev/", "/proc/")):
+        return f"runs code it reads from a device or stream ({inv.program} /dev/stdin)"
     return None
+
+
+def _python_module_extracts(inv: Invocation) -> bool:
+    texts = list(inv.args)
+    for i, text in enumerate(texts):
+        if text == "-m" and i + 1 < len(texts) and texts[i + 1] in ("zipfile", "tarfile"):
+            return any(t in ("-e", "--extract") for t in texts[i + 2 :])
+    return False
 
 
 def interpreter_stdin_unseen(inv: Invocation, redirects: list[Redirect]) -> str | None:
@@ -693,10 +733,125 @@ def _container_mounts_host(inv: Invocation) -> bool:
 
 def _mount_reaches_host(value: Word) -> bool:
     if not value.literal:
-        return True
+        working = re.match(r"(\$PWD|\$\{PWD\}|\$\(pwd\))(/[\w./-]*)?:", value.text)
+        return not (working and value.expansions <= {"parameter", "command"} and ".." not in value.text)
     found = re.search(r"(?:source|src)=([^,]*)", value.text)
     source = found.group(1) if found else value.text.split(":", 1)[0]
     return source in (".", "..", "~") or (source.startswith(("/", "~", "..")) and outside(source))
+
+
+def _runs_given_command(inv: Invocation) -> bool:
+    """Options through which ordinary tools run a command given to them."""
+    texts = list(inv.args)
+    program = inv.program
+    if program in ("ssh", "scp", "sftp", "autossh"):
+        joined = " ".join(texts).lower()
+        return any(k in joined for k in ("proxycommand", "localcommand", "knownhostscommand", "match exec"))
+    if program == "rsync":
+        return any(t in ("-e", "--rsh") or t.startswith(("--rsh=", "--rsync-path")) for t in texts)
+    if program == "man":
+        return any(t.startswith(("-P", "--pager", "-H", "--html")) for t in texts)
+    if program == "zip":
+        return any(t.startswith(("-TT", "--unzip-command")) for t in texts)
+    if program in ("make", "gmake"):
+        for i, t in enumerate(texts):
+            if t.startswith(("--eval", "-E")) or t.startswith("SHELL="):
+                return True
+            reads_stdin = i + 1 < len(texts) and texts[i + 1] in ("-", "/dev/stdin")
+            if t in ("-f", "--file", "--makefile") and reads_stdin:
+                return True
+        return False
+    if program == "hash":
+        return "-p" in texts
+    if program == "fuser":
+        return any(t.startswith("-") and "k" in t for t in texts)
+    if program in ("blkdiscard", "cryptsetup", "hdparm", "sg_format", "mkswap", "losetup"):
+        return True
+    if program == "fallocate":
+        return any(
+            t in ("-p", "-c", "-d", "-z", "--punch-hole", "--collapse-range", "--dig-holes") for t in texts
+        )
+    if program == "npm":
+        joined = " ".join(texts)
+        return "set-script" in joined or bool(
+            re.search(r"\bpkg set scripts\.|\bconfig set (script-shell|shell)", joined)
+        )
+    return False
+
+
+def _kills_computed(inv: Invocation) -> bool:
+    if inv.program not in ("kill", "pkill", "killall"):
+        return False
+    operands = [w for w in inv.words[1:] if not (w.literal and w.text.startswith("-"))]
+    return any(not w.literal or w.text == "0" for w in operands)
+
+
+_OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "curl": ("-o", "--output", "--output-dir"),
+    "wget": ("-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a"),
+    "sort": ("-o", "--output"),
+    "shuf": ("-o", "--output"),
+    "patch": ("-o", "--output"),
+    "iconv": ("-o", "--output"),
+    "openssl": ("-out",),
+    "git": ("--output",),
+    "tar": ("-C", "--directory"),
+    "unzip": ("-d",),
+    "cmake": (),
+}
+
+
+def _writes_through_option(inv: Invocation) -> bool:
+    """`curl -o ~/.bashrc`, `sort -o ~/x`, `tar -xf a.tar -C ~`, `unzip a.zip -d /`."""
+    names = _OUTPUT_OPTIONS.get(inv.program)
+    if names is None:
+        return False
+    words = list(inv.words[1:])
+    if inv.program == "cmake":
+        texts = [w.text for w in words]
+        if "-E" in texts and any(
+            t in texts
+            for t in (
+                "rm",
+                "remove",
+                "remove_directory",
+                "rename",
+                "copy",
+                "copy_directory",
+                "create_symlink",
+                "touch",
+            )
+        ):
+            return any(
+                computed_or_outside(w) for w in words[texts.index("-E") + 2 :] if not w.text.startswith("-")
+            )
+        return False
+    if inv.program == "tar" and any(w.text in ("-P", "--absolute-names") for w in words):
+        return True
+    for i, word in enumerate(words):
+        text = word.text
+        value: Word | None = None
+        if text in names and i + 1 < len(words):
+            value = words[i + 1]
+        elif text.startswith("--") and "=" in text and text.partition("=")[0] in names:
+            value = Word(text.partition("=")[2], expansions=word.expansions)
+        elif len(names) and any(text.startswith(n) and len(text) > len(n) and len(n) == 2 for n in names):
+            value = Word(text[2:], expansions=word.expansions)  # `-o~/x`, `-C/`
+        if value is not None and computed_or_outside(value):
+            return True
+    return False
+
+
+def _carrier_code(inv: Invocation) -> bool:
+    """`script -qc CODE`, `sg group CODE`: code handed over in a spelling unwrap does not read."""
+    texts = list(inv.args)
+    if inv.program == "script":
+        return any(t.startswith("-") and not t.startswith("--") and "c" in t for t in texts) or any(
+            t.startswith("--command") for t in texts
+        )
+    if inv.program == "sg":
+        return len(texts) > 1
+    return False
 
 
 def program_computed(inv: Invocation) -> bool:
@@ -736,6 +891,16 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
     Rule("schedules or distributes commands (crontab, at, parallel)", _schedules_code),
     Rule("sqlite runs a shell command (.shell)", _sqlite_shells_out),
     Rule("a container gets the host's files or privileges (docker run -v /:…)", _container_mounts_host),
+    Rule(
+        "runs a command given in its options (ssh -o ProxyCommand, rsync -e, man -P, make --eval, …)",
+        _runs_given_command,
+    ),
+    Rule("kills processes the shell computes (kill $PID, kill 0)", _kills_computed),
+    Rule(
+        "writes outside the working directory through an option (curl -o ~/…, tar -C ~, sort -o)",
+        _writes_through_option,
+    ),
+    Rule("runs shell code handed over as text (script -c, sg)", _carrier_code),
 )
 
 

@@ -12,7 +12,9 @@ the tricks that build such a name at run time (escapes, computed member access).
 from __future__ import annotations
 
 import ast
+import importlib
 import re
+import types
 
 
 def _names(text: str) -> frozenset[str]:
@@ -55,6 +57,8 @@ _LIMITED_MODULES: dict[str, frozenset[str]] = {
 }
 # Names that describe a module without running anything of it: `print(torch.__version__)`.
 _DESCRIPTIVE_ATTRIBUTES = frozenset({"__version__", "__file__", "__name__", "__doc__", "VERSION", "version"})
+# Frames, code objects and tracebacks reach every global of the interpreter.
+_FRAME_ATTRIBUTE = re.compile(r"(f|gi|cr|ag|tb|co)_\w+|mro|func_globals")
 _ALLOWED_NODES = (
     ast.Module,
     ast.Expr,
@@ -143,7 +147,7 @@ def python_is_harmless(code: str) -> bool:
     for node in nodes:
         if (
             isinstance(node, ast.Attribute)
-            and node.attr.startswith("_")
+            and (node.attr.startswith("_") or _FRAME_ATTRIBUTE.match(node.attr))
             and node.attr not in _DESCRIPTIVE_ATTRIBUTES
         ):
             return False  # private and special names lead to the interpreter's insides
@@ -174,7 +178,7 @@ def _module_use_is_harmless(module: str, name: ast.Name, parents: dict[int, ast.
         return False  # the module as a value: passed around, anything could be reached
     top = module.partition(".")[0]
     if top in _SAFE_MODULES:
-        return True
+        return not _names_a_module(top, parent.attr)  # `uuid.os`, `json.codecs` lead out
     if top in _LIMITED_MODULES and parent.attr in _LIMITED_MODULES[top]:
         pass
     elif parent.attr in _DESCRIPTIVE_ATTRIBUTES:
@@ -186,6 +190,15 @@ def _module_use_is_harmless(module: str, name: ast.Name, parents: dict[int, ast.
         grand = parents.get(id(parent))
         return isinstance(grand, ast.Attribute) and grand.attr in _LIMITED_MODULES["os.path"]
     return True
+
+
+def _names_a_module(module: str, attribute: str) -> bool:
+    """Whether `module.attribute` is itself a module (one the safe module imported)."""
+    try:
+        value = getattr(importlib.import_module(module), attribute, None)
+    except ImportError:
+        return True
+    return isinstance(value, types.ModuleType)
 
 
 def _leads(outer: ast.AST, inner: ast.AST) -> bool:
@@ -201,28 +214,31 @@ _REACHES_OUT: dict[str, re.Pattern[str]] = {
     "perl": re.compile(
         r"\b(system|exec|fork|unlink|rmdir|rename|open|sysopen|opendir|kill|chmod|chown|truncate|eval|do|"
         r"require|use|no|syscall|qx|glob|link|symlink|mkdir|utime|chdir|dump|socket|connect|pipe|readpipe|"
-        r"File|IO|POSIX|CORE|Socket|local\s*\$0|__END__|__DATA__|sub)\b|`|<\s*\*|[&*]\s*\{|->\s*\$|::|"
+        r"File|IO|POSIX|CORE|Socket|local\s*\$0|__END__|__DATA__|sub)\b|`|<\s*\*|[&*]\s*\{|&\s*\$|->\s*\$|::|"
         r"[/}#|!][a-z]*e[a-z]*\s*($|;|\})|" + _OBFUSCATION
     ),
     "ruby": re.compile(
         r"\b(system|exec|spawn|fork|File|FileUtils|Dir|IO|Kernel|open|eval|instance_eval|class_eval|"
         r"module_eval|instance_exec|send|public_send|__send__|method|require|require_relative|load|Process|"
         r"Open3|PTY|syscall|trap|Pathname|ObjectSpace|binding|const_get|define_method|Object|Socket|"
-        r"TCPSocket|Net|URI|exit!|at_exit|ENV\[.*\]\s*=)\b|`|%x|" + _OBFUSCATION
+        r"TCPSocket|Net|URI|exit!|at_exit|Marshal|Signal|ENV\[.*\]\s*=)\b|`|%x|" + _OBFUSCATION
     ),
     "node": re.compile(
         r"\b(require|import|child_process|fs|eval|Function|constructor|globalThis|global|module|exports|"
         r"Deno|Bun|__proto__|prototype|Reflect|Proxy|setTimeout|setInterval|setImmediate|WebAssembly|"
         r"Worker|execSync|spawn|exec|this)\b|process\s*(\[|\.\s*(?!(version|versions|platform|arch|argv|"
         r"env|exitCode|stdout\s*\.\s*write|stdin|cwd|uptime|pid|memoryUsage|hrtime|exit)\b))|"
-        r"[\w\])'\"`]\s*\[\s*[^\]\w\s-]|" + _OBFUSCATION
+        r"[\w\])'\"`]\s*\[\s*(?!\d+\s*\])|" + _OBFUSCATION
     ),
     "php": re.compile(
         r"\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_\w+|unlink|rmdir|rename|"
         r"file_put_contents|fopen|fwrite|copy|chmod|chown|mkdir|eval|assert|create_function|include|"
         r"include_once|require|require_once|call_user_func\w*|array_map|array_walk|usort|preg_replace|"
         r"mail|putenv|dl|ini_set|symlink|link|touch|tempnam|socket_\w+|fsockopen|curl_\w+|"
-        r"ReflectionFunction|new)\b|`|\$\w+\s*\(|\)\s*\(|['\"]\s*\(|" + _OBFUSCATION
+        r"ReflectionFunction|new|array_filter|array_reduce|array_walk_recursive|iterator_apply|uasort|uksort|"
+        r"register_shutdown_function|set_error_handler|set_exception_handler|preg_replace_callback\w*|"
+        r"ob_start|spl_autoload_register|forward_static_call\w*|header_register_callback)\b|`|\$\w+\s*\(|\)\s*\(|['\"]\s*\(|"
+        + _OBFUSCATION
     ),
 }
 

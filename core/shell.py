@@ -305,6 +305,8 @@ class _Lexer:
         elif s.startswith("${", i):
             end = self._skip_brace(i + 2)
             self.expansions.add("parameter")
+            if s[i:end].endswith("@P}"):  # expanded like a prompt: `$(…)` in the value runs
+                self.expansions.add("prompt")
             self._inner_substitutions(s[i + 2 : end - 1], subs)
             buf.append(s[i:end])
             self.i = end

@@ -39,6 +39,7 @@ from core.shell import (
     MAX_NESTING,
     WRAPPERS,
     Invocation,
+    Nested,
     Pipeline,
     Redirect,
     Script,
@@ -429,17 +430,22 @@ def _check_command(command: SimpleCommand, depth: int) -> str | None:
                 return SYSTEM_WRITE
             if _redirect_unseen(redirect):
                 return WRITES_UNSEEN
-    return _check_words(command.words, command.redirects, depth)
+    return _check_words(command.words, command.redirects, depth, command.unwrapped())
 
 
-def _check_words(words: list[Word], redirects: list[Redirect], depth: int) -> str | None:
+def _check_words(
+    words: list[Word],
+    redirects: list[Redirect],
+    depth: int,
+    unwrapped: tuple[list[Invocation], list[Nested]] | None = None,
+) -> str | None:
     loads_code, variable_commands = variable_code(words)
     if loads_code:
         return "sets a variable that makes programs load other code (LD_PRELOAD, BASH_ENV, GIT_CONFIG_*, …)"
     for code in variable_commands:
         if hit := _check_source(code, depth + 1):
             return hit
-    invocations, nested = unwrap(words)
+    invocations, nested = unwrapped or unwrap(words)
     pending: str | None = None  # a fail-closed hit; a named disaster in nested code says more
     for invocation in invocations:
         for rule in RULES:
@@ -518,7 +524,7 @@ def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
             invocations = list(all_invocations(element.body))
             last = None
         else:
-            invocations = unwrap(element.words)[0]
+            invocations = element.unwrapped()[0]
             last = invocations[-1] if invocations else None
         if last is not None and position > 0 and reads_code_from_stdin(last):
             if downloaded:
@@ -546,11 +552,11 @@ def _written_then_run(script: Script) -> str | None:
     fetched_tree = False
     for pipeline in script:
         simple = _simple_commands_of([pipeline])
-        programs = [inv.program for command in simple for inv in unwrap(command.words)[0]]
+        programs = [inv.program for command in simple for inv in command.unwrapped()[0]]
         if any(p in _DOWNLOADERS for p in programs) and any(p in _EXTRACTORS for p in programs):
             fetched_tree = True  # `curl … | tar xz`
         for command in simple:
-            invocations = unwrap(command.words)[0]
+            invocations = command.unwrapped()[0]
             for redirect in command.redirects:
                 if redirect.writes and not redirect.target.text.isdigit():
                     written.add(posixpath.basename(redirect.target.text))
@@ -589,7 +595,7 @@ def _works_elsewhere(script: Script) -> str | None:
     are outside too."""
     moved = False
     for command in _simple_commands_of(script):
-        invocations = unwrap(command.words)[0]
+        invocations = command.unwrapped()[0]
         if moved and (
             any(inv.program in _WORKS_ON_FILES for inv in invocations)
             or any(_writes_file(r) for r in command.redirects)

@@ -13,6 +13,7 @@ wrappers (`sudo`, `env`, `xargs`, `nohup`, …) and code handed to another inter
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -66,6 +67,13 @@ class Redirect:
 class SimpleCommand:
     words: list[Word] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
+    _unwrapped: tuple[list[Invocation], list[Nested]] | None = field(default=None, repr=False, compare=False)
+
+    def unwrapped(self) -> tuple[list[Invocation], list[Nested]]:
+        """`unwrap(self.words)`, worked out once: the rules ask it several times."""
+        if self._unwrapped is None:
+            self._unwrapped = unwrap(self.words)
+        return self._unwrapped
 
     def substitutions(self) -> Iterator[str]:
         """The command text of every substitution in its words and redirection targets."""
@@ -650,6 +658,7 @@ CODE_OPTIONS = frozenset({"--eval", "--print", "--command", "-Command", "-Encode
 EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
+@functools.lru_cache(maxsize=512)
 def interpreter_family(program: str) -> str | None:
     """Which interpreter a program is, if it runs code it is given."""
     if program in _SHELLS:
@@ -671,11 +680,11 @@ class Invocation:
 
     words: tuple[Word, ...]
     fed: bool = False  # run by xargs/entr: its arguments also come from input not in the command
+    program: str = field(init=False)  # the name it runs by: `/bin/rm` -> rm
 
-    @property
-    def program(self) -> str:
+    def __post_init__(self) -> None:
         first = self.words[0]
-        return first.text if first.subs else first.text.rsplit("/", 1)[-1]
+        object.__setattr__(self, "program", first.text if first.subs else first.text.rsplit("/", 1)[-1])
 
     @property
     def args(self) -> tuple[str, ...]:

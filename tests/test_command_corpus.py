@@ -3,6 +3,8 @@ command runs. One test per command, so a failure names the spelling."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.command_rules import dangerous_rule
@@ -23,3 +25,11 @@ def test_dangerous_spelling_asks(command: str) -> None:
 def test_everyday_command_runs_without_asking(command: str) -> None:
     rule = dangerous_rule(command)
     assert rule is None, f"{command!r} asks: {rule}"
+
+
+def test_the_readme_states_the_corpus_counts() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert f"**{len(MUST_ASK)} dangerous spellings that must ask**" in readme
+    assert f"**{len(MUST_NOT_ASK)}\neveryday commands that must not**" in readme or (
+        f"**{len(MUST_NOT_ASK)} everyday commands that must not**" in readme
+    )

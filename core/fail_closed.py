@@ -208,7 +208,8 @@ def _ownership_unseen(inv: Invocation) -> bool:
         return False
     options, operands = split_words(inv)
     recursive = "R" in _letters(options) or any(long_options(o, ("--recursive",)) for o in options)
-    return recursive and any(computed_or_outside(w) for w in operands[1:])
+    reaches = computed_or_outside if recursive else beyond_working_directory  # `chmod +x *.sh` stays here
+    return any(reaches(w) for w in operands[1:])
 
 
 _FIND_FILTERS = _names(
@@ -763,6 +764,12 @@ def _runs_given_command(inv: Invocation) -> bool:
         return False
     if program == "hash":
         return "-p" in texts
+    if program in ("nc", "ncat", "netcat", "nc.traditional", "nc.openbsd"):
+        return any(
+            t in ("-e", "-c", "--exec", "--sh-exec", "--lua-exec") or t.startswith("--exec") for t in texts
+        )
+    if program == "socat":
+        return any(re.match(r"(EXEC|SYSTEM|SHELL):", t, re.IGNORECASE) for t in texts)
     if program == "fuser":
         return any(t.startswith("-") and "k" in t for t in texts)
     if program in ("blkdiscard", "cryptsetup", "hdparm", "sg_format", "mkswap", "losetup"):
@@ -876,7 +883,7 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
     Rule("truncates files (truncate)", _truncates),
     Rule("writes raw data to a file (dd of=…)", _dd_writes),
     Rule("moves or overwrites paths outside the working directory or computed by the shell", _moves_unseen),
-    Rule("recursive chmod/chown outside the working directory or on computed paths", _ownership_unseen),
+    Rule("chmod/chown outside the working directory or on computed paths", _ownership_unseen),
     Rule("find deletes, runs commands or writes files beyond what can be checked", _find_unseen),
     Rule("edits files in place outside the working directory (sed -i)", _in_place_unseen),
     Rule("writes files outside the working directory (tee)", _tee_unseen),

@@ -740,8 +740,9 @@ def _wrapped(invocation: Invocation, nested: list[Nested]) -> list[Word]:
             if text in ("-S", "--split-string") and i + 1 < len(args):
                 nested.append(" ".join([args[i + 1].text, *texts[i + 2 :]]))
                 return []
-            if text.startswith("--split-string="):
-                nested.append(" ".join([text.partition("=")[2], *texts[i + 1 :]]))
+            if text.startswith("--split-string=") or (text.startswith("-S") and len(text) > 2):
+                code = text.partition("=")[2] if text.startswith("--") else text[2:]
+                nested.append(" ".join([code, *texts[i + 1 :]]))
                 return []
     if program == "flock" or program == "script":
         for i, text in enumerate(texts):

@@ -319,11 +319,11 @@ def _git_runs_configured_code(inv: Invocation) -> bool:
 
 
 def _has(options: list[str], *names: str, letters: str = "") -> bool:
-    """Whether any option is one of `names` (or an unambiguous prefix of one) or a short
-    cluster containing one of `letters`."""
-    known = names
+    """Whether any option is one of `names` or a prefix of one (git and GNU tools take
+    unambiguous prefixes; an ambiguous one counts too), or a short cluster containing one
+    of `letters`."""
     for option in options:
-        if option.partition("=")[0] in names or long_options(option, known):
+        if option.partition("=")[0] in names or long_options(option, names):
             return True
         if letters and not option.startswith("--") and set(option[1:]) & set(letters):
             return True
@@ -340,7 +340,7 @@ _GIT_CODE_OPTIONS = (
 )
 
 
-def _git_discards(inv: Invocation) -> str | None:
+def git_rule(inv: Invocation) -> str | None:
     """What a git command would destroy, or None."""
     if inv.program != "git":
         return None
@@ -909,7 +909,3 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
     ),
     Rule("runs shell code handed over as text (script -c, sg)", _carrier_code),
 )
-
-
-def git_rule(inv: Invocation) -> str | None:
-    return _git_discards(inv)

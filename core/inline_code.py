@@ -221,26 +221,36 @@ _REACHES_OUT: dict[str, re.Pattern[str]] = {
         r"\b(system|exec|spawn|fork|File|FileUtils|Dir|IO|Kernel|open|eval|instance_eval|class_eval|"
         r"module_eval|instance_exec|send|public_send|__send__|method|require|require_relative|load|Process|"
         r"Open3|PTY|syscall|trap|Pathname|ObjectSpace|binding|const_get|define_method|Object|Socket|"
-        r"TCPSocket|Net|URI|exit!|at_exit|Marshal|Signal|ENV\[.*\]\s*=)\b|`|%x|" + _OBFUSCATION
+        r"TCPSocket|Net|URI|exit!|at_exit|Marshal|Signal|to_proc|to_sym|intern|self|instance_variable_\w+|"
+        r"public_method|singleton_\w+|Method|UnboundMethod|Class|Module|ENV\[.*\]\s*=)\b|`|%x|" + _OBFUSCATION
     ),
     "node": re.compile(
         r"\b(require|import|child_process|fs|eval|Function|constructor|globalThis|global|module|exports|"
         r"Deno|Bun|__proto__|prototype|Reflect|Proxy|setTimeout|setInterval|setImmediate|WebAssembly|"
-        r"Worker|execSync|spawn|exec|this)\b|process\s*(\[|\.\s*(?!(version|versions|platform|arch|argv|"
+        r"Worker|exec\w*|spawn\w*|fork|this|arguments|callee|dlopen|binding)\b|process\s*(\[|\.\s*(?!(version|versions|platform|arch|argv|"
         r"env|exitCode|stdout\s*\.\s*write|stdin|cwd|uptime|pid|memoryUsage|hrtime|exit)\b))|"
         r"[\w\])'\"`]\s*\[\s*(?!\d+\s*\])|" + _OBFUSCATION
     ),
-    "php": re.compile(
-        r"\b(system|exec|shell_exec|passthru|popen|proc_open|pcntl_\w+|unlink|rmdir|rename|"
-        r"file_put_contents|fopen|fwrite|copy|chmod|chown|mkdir|eval|assert|create_function|include|"
-        r"include_once|require|require_once|call_user_func\w*|array_map|array_walk|usort|preg_replace|"
-        r"mail|putenv|dl|ini_set|symlink|link|touch|tempnam|socket_\w+|fsockopen|curl_\w+|"
-        r"ReflectionFunction|new|array_filter|array_reduce|array_walk_recursive|iterator_apply|uasort|uksort|"
-        r"register_shutdown_function|set_error_handler|set_exception_handler|preg_replace_callback\w*|"
-        r"ob_start|spl_autoload_register|forward_static_call\w*|header_register_callback)\b|`|\$\w+\s*\(|\)\s*\(|['\"]\s*\(|"
-        + _OBFUSCATION
-    ),
 }
+
+
+# PHP calls only these functions, and only by name: anything else (a callback, a string
+# called as a function, `new`) may reach `system`.
+_PHP_CALLS = _names(
+    "echo print printf sprintf var_dump var_export print_r json_encode json_decode strlen count "
+    "phpversion php_uname date time microtime str_repeat implode explode trim rtrim ltrim strtoupper "
+    "strtolower ucfirst round floor ceil max min abs array_sum array_keys array_values range intdiv "
+    "str_replace substr strpos number_format memory_get_usage extension_loaded function_exists "
+    "ini_get gettype is_array is_string is_int isset empty array sort"
+)
+_PHP_CALL = re.compile(r"([A-Za-z_\\][\w\\]*)\s*\(")
+_PHP_INDIRECT = re.compile(r"\$\w+\s*\(|[)\]}'\"]\s*\(|`|\bnew\b|\$\$|::|->|" + _OBFUSCATION)
+
+
+def _php_is_harmless(code: str) -> bool:
+    if _PHP_INDIRECT.search(code):
+        return False
+    return all(name.lower() in _PHP_CALLS for name in _PHP_CALL.findall(code))
 
 
 def script_is_harmless(family: str, code: str) -> bool:
@@ -248,6 +258,8 @@ def script_is_harmless(family: str, code: str) -> bool:
     shown harmless; any other interpreter's code never can."""
     if family == "python":
         return python_is_harmless(code)
+    if family == "php":
+        return _php_is_harmless(code)
     pattern = _REACHES_OUT.get(family)
     return pattern is not None and not pattern.search(code)
 

@@ -73,6 +73,11 @@ def test_python_that_may_reach_files_or_processes_is_not(code: str) -> None:
         ("node", "\\u0065val('1')", False),
         ("php", "echo 1;", True),
         ("php", "$f = 'system'; $f('id');", False),
+        ("php", "array_filter(['id'], 'sys' . 'tem');", False),
+        ("php", "echo phpversion();", True),
+        ("node", "arguments[1]('child_' + 'process')", False),
+        ("node", "x.execFileSync('id')", False),
+        ("ruby", ":system.to_proc.call(self, 'id')", False),
         ("lua", "print(1)", False),
     ],
 )

@@ -503,6 +503,8 @@ def _hands_over_computed_code(invocation: Invocation) -> bool:
     computed = any(not w.literal for w in words)
     if invocation.program == "env":
         return computed and any(w.text.startswith(("-S", "--split")) for w in words)
+    if invocation.program in ("npx", "pnpx", "bunx"):
+        return computed and any(w.text in ("-c", "--call") or w.text.startswith("--call=") for w in words)
     return computed and invocation.program in _CODE_CARRIERS
 
 

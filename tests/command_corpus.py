@@ -121,6 +121,7 @@ MUST_ASK: list[str] = [
     "npx rimraf ~",
     "npm exec -- rimraf ~",
     "npx -c 'rm -rf ~'",
+    "npx -c \"$CMD\"",
     "unbuffer rm -rf ~",
     # -- code that is not visible
     'eval "$CMD"',
@@ -424,6 +425,7 @@ MUST_NOT_ASK: list[str] = [
     "npx prettier --check .",
     "npx tsc --noEmit",
     "npx rimraf dist",
+    "npx prettier --write \"$FILE\"",
     "pnpm install",
     "yarn test",
     "pytest -x",

@@ -112,6 +112,7 @@ _OPERATORS = (
     "<",
     ">",
 )
+_OPERATOR_START = frozenset(o[0] for o in _OPERATORS)
 _REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", "<", ">"})
 _OUTPUT_REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<>", ">"})
 _WORD_END = frozenset(" \t\n;&|()<>")
@@ -154,7 +155,7 @@ class _Lexer:
                 end = self._skip_paren(self.i + 2)
                 self.tokens.append(Word(s[self.i : end], [s[self.i + 2 : end - 1]], expansions={"process"}))
                 self.i = end
-            elif op := next((o for o in _OPERATORS if s.startswith(o, self.i)), None):
+            elif c in _OPERATOR_START and (op := next(o for o in _OPERATORS if s.startswith(o, self.i))):
                 self._operator(op)
             else:
                 word = self._word()

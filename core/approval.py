@@ -164,7 +164,7 @@ class ApprovalPolicy:
         base = scope_key(tool, args)
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base
-        rule = self._dangerous(tool, args)
+        rule = self._dangerous(tool, args, workspace)
         if rule:
             reason = f"dangerous command: {rule}"
         elif outside:
@@ -246,8 +246,10 @@ class ApprovalPolicy:
         return tuple(seen)
 
     @staticmethod
-    def _dangerous(tool: Tool[Any], args: BaseModel) -> str | None:
+    def _dangerous(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> str | None:
         if tool.kind != "execute" or not tool.needs_approval:
             return None
         command = getattr(args, "command", None)
-        return dangerous_rule(command) if isinstance(command, str) else None
+        if not isinstance(command, str):
+            return None
+        return dangerous_rule(command, roots=[str(root) for root in workspace.scope.roots])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from core.fail_closed import (
     FAIL_CLOSED_RULES,
     RISKY_PROGRAMS,
+    WORKSPACE_ROOTS,
     git_rule,
     inline_code_unseen,
     interpreter_stdin_unseen,
@@ -370,17 +371,21 @@ WRITTEN_THEN_RUN = "runs a file that the same command downloads or writes (curl 
 _SHELL_COMPUTED = "runs shell code the shell computes (bash -c \"$X\", su -c \"$X\")"
 
 
-def dangerous_rule(command: str) -> str | None:
+def dangerous_rule(command: str, *, roots: Sequence[str] = ()) -> str | None:
     """The description of the first rule the command hits, or None when it can be shown
-    harmless.
+    harmless. `roots` are the workspace directories: absolute paths inside them are not
+    "outside" (without them, every absolute path but /tmp/… is).
 
     Fails closed: a command the reader cannot parse, or that nests deeper than it
     follows, counts as dangerous, so it asks in every mode.
     """
+    token = WORKSPACE_ROOTS.set(tuple(roots))
     try:
         return _check_source(command, 0)
     except RecursionError:
         return TOO_DEEP
+    finally:
+        WORKSPACE_ROOTS.reset(token)
 
 
 def _check_source(source: str, depth: int) -> str | None:

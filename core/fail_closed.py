@@ -15,6 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from core.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
@@ -36,14 +37,22 @@ def _names(text: str) -> frozenset[str]:
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 
 
+# The workspace roots of the command being checked, when the caller knows them: an
+# absolute path inside one is not outside.
+WORKSPACE_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("WORKSPACE_ROOTS", default=())
+
+
 def outside(text: str) -> bool:
-    """A literal path outside the working directory: absolute (other than a scratch path
-    under /tmp or a harmless device), in a home (`~`), or climbing out with `..`. A path
-    into a repository's `.git` counts too: its hooks and config run commands."""
+    """A literal path outside the working directory: absolute (other than a path in the
+    workspace, a scratch path under /tmp or a harmless device), in a home (`~`), or
+    climbing out with `..`. A path into a repository's `.git` counts too: its hooks and
+    config run commands."""
     if text.startswith("~") or ".git" in text.split("/"):
         return True
     if text.startswith("/"):
         norm = posixpath.normpath(text)
+        if any(norm == root or norm.startswith(root.rstrip("/") + "/") for root in WORKSPACE_ROOTS.get()):
+            return False
         return not (norm.startswith("/tmp/") or norm in _HARMLESS_TARGETS or norm.startswith("/dev/fd/"))
     norm = posixpath.normpath(text)
     return norm == ".." or norm.startswith("../")
@@ -148,6 +157,21 @@ def _deletes_computed(inv: Invocation) -> bool:
 
 def _deletes_outside(inv: Invocation) -> bool:
     return inv.program in _DELETERS and any(outside(w.text) for w in split_words(inv)[1])
+
+
+def _deletes_workspace(inv: Invocation) -> bool:
+    return inv.program in _DELETERS and any(_workspace_root(w.text) for w in split_words(inv)[1])
+
+
+def _workspace_root(text: str) -> bool:
+    """`rm -rf /home/me/project` (or a parent of it): the workspace itself, by its absolute path."""
+    if not text.startswith("/"):
+        return False
+    norm = posixpath.normpath(text)
+    return any(
+        norm == root or root.startswith(norm.rstrip("/") + "/")
+        for root in map(posixpath.normpath, WORKSPACE_ROOTS.get())
+    )
 
 
 def _fed_risky(inv: Invocation) -> bool:
@@ -878,6 +902,7 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
     Rule(f"runs {_PROGRAM_EXPANSIONS}", program_computed),
     Rule("deletes paths the shell computes ($VAR, globs, ~, {a,b}, $(…))", _deletes_computed),
     Rule("deletes outside the working directory", _deletes_outside),
+    Rule("deletes the workspace itself", _deletes_workspace),
     Rule("runs a risky program on input it reads (… | xargs rm)", _fed_risky),
     Rule("overwrites files with random data (shred)", _shreds),
     Rule("truncates files (truncate)", _truncates),

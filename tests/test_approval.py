@@ -366,3 +366,19 @@ def test_remembered_decisions_survive_a_round_trip(workspace: ScopedWorkspace) -
     restored = policy(Mode.ASK, ApprovalMemory.from_dict(memory.to_dict()))
     assert call(SHELL, workspace, restored, command="git status -s").action == "run"
     assert call(SHELL, workspace, restored, command="rm y").action == "reject"
+
+
+def test_absolute_paths_inside_the_workspace_are_not_outside_for_the_danger_rules(
+    workspace: ScopedWorkspace, project: Path
+) -> None:
+    pol = policy(Mode.YOLO)
+    assert call(SHELL, workspace, pol, command=f"echo x > {project}/out.txt").action == "run"
+    assert call(SHELL, workspace, pol, command=f"rm -r {project}/build").action == "run"
+    for command in (
+        f"rm -rf {project}",
+        f"rm -rf {project}/.",
+        f"rm -rf {project}/..",
+        "rm -rf /srv/elsewhere",
+    ):
+        verdict = call(SHELL, workspace, pol, command=command)
+        assert verdict.action == "ask", command

@@ -248,3 +248,15 @@ def test_a_command_nested_past_any_limit_asks_and_never_raises() -> None:
             command = opening * depth + "ls" + closing * depth
             assert dangerous_rule(command) is not None or depth < 8, command[:40]
             assert isinstance(command_scope(command), str)
+
+
+def test_workspace_roots_make_absolute_paths_inside_them_ordinary() -> None:
+    roots = ["/home/me/proj", "/opt/shared-lib"]
+    assert dangerous_rule("echo x > /home/me/proj/out.txt") is not None  # roots unknown: outside
+    assert dangerous_rule("echo x > /home/me/proj/out.txt", roots=roots) is None
+    assert dangerous_rule("cp a.txt /opt/shared-lib/a.txt", roots=roots) is None
+    assert dangerous_rule("cd /home/me/proj/src && rm -rf build", roots=roots) is None
+    assert dangerous_rule("rm -rf /home/me/proj", roots=roots) == "deletes the workspace itself"
+    assert dangerous_rule("rm -rf /home/me/projX", roots=roots) is not None
+    assert dangerous_rule("rm -rf /home/me/proj/.git", roots=roots) is not None
+    assert dangerous_rule("cd /home/me && rm -rf proj", roots=roots) is not None

@@ -79,10 +79,6 @@ _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/st
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh"})
 _ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1[^}]*\}")
-_RISKY_WORDS = re.compile(
-    r"\b(rm|sudo|doas|su|pkexec|mkfs\S*|fdisk|parted|wipefs|dd|chmod|chown|curl|wget|git|shutdown|"
-    r"reboot|halt|poweroff|kill|killall|pkill|find|eval|tee)\b|/dev/|/etc/|:\(\)"
-)
 
 FORK_BOMB = "fork bomb"
 DOWNLOAD_RUN = "runs a downloaded script (curl … | sh)"

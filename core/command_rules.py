@@ -784,15 +784,18 @@ def _writes_file(redirect: Redirect) -> bool:
 
 
 def command_scope(command: str) -> str:
-    """What an "always" answer for a command covers: its program and subcommand.
+    """What an "always" answer for a command covers: its program and subcommand, plus
+    its destructive options in one spelling, so "always" never widens to them.
 
     `git status -s` -> "git status", `npm run test` -> "npm run", `python -m pytest -x` ->
     "python -m pytest", `ls -la` -> "ls", `cd src && make` -> "make" (directory changes are
-    left out). Anything an "always" could not safely stretch to cover gets the whole
-    normalised command as its scope, so it only ever covers what was seen: compound
-    commands with more than one program, substitutions, wrappers (`sudo`, `env`, `xargs`,
-    …), leading `VAR=value`, inline code (`python -c`, `bash -c`), redirection into a
-    file, subshells and commands that cannot be parsed.
+    left out), `rm -R --forc x` -> "rm -f -r", `git push --del o b` -> "git push -d".
+    Anything an "always" could not safely stretch to cover gets the whole normalised
+    command as its scope, so it only ever covers what was seen: compound commands with
+    more than one program, substitutions, wrappers (`sudo`, `env`, `xargs`, …), leading
+    `VAR=value`, inline code (`python -c`, `bash -c`), redirection into a file, a risky
+    program with operands the shell computes (`rm *.txt`, `rm -rf $PWD`), programs like
+    `find` and `dd` whose every run differs, subshells and commands that cannot be parsed.
     """
     whole = _normalised(command)
     try:

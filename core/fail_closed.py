@@ -12,6 +12,7 @@ Each rule is a description the user sees and a test on one invocation.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable
@@ -456,8 +457,20 @@ def _checkout_discards(texts: list[str], options: list[str], operands: list[Word
     names = [w.text for w in operands]
     if len(names) > 1 and not _has(options, "-b", "-B", "--orphan", letters="bB"):
         return True  # `git checkout <tree> <paths>`
-    # A lone operand is a branch or a path; a path-like one (`.`, `src/`, `a.py`) discards.
-    return any(n in (".", "..", "*") or n.endswith("/") or re.search(r"\.[A-Za-z]\w*$", n) for n in names)
+    # A lone operand is a branch or a path; a path-like one (`.`, `src/`, `a.py`), or one
+    # that exists in the workspace (`git checkout src`), discards.
+    return any(
+        n in (".", "..", "*") or n.endswith("/") or re.search(r"\.[A-Za-z]\w*$", n) or _exists_in_workspace(n)
+        for n in names
+    )
+
+
+def _exists_in_workspace(name: str) -> bool:
+    roots = WORKSPACE_ROOTS.get()
+    try:
+        return bool(roots) and os.path.lexists(os.path.join(roots[0], name))
+    except (OSError, ValueError):
+        return True
 
 
 def _config_sets_code(texts: list[str]) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.command_rules import FORK_BOMB, UNPARSEABLE, command_scope, dangerous_rule
@@ -260,3 +262,10 @@ def test_workspace_roots_make_absolute_paths_inside_them_ordinary() -> None:
     assert dangerous_rule("rm -rf /home/me/projX", roots=roots) is not None
     assert dangerous_rule("rm -rf /home/me/proj/.git", roots=roots) is not None
     assert dangerous_rule("cd /home/me && rm -rf proj", roots=roots) is not None
+
+
+def test_git_checkout_of_a_name_that_exists_in_the_workspace_discards(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    roots = [str(tmp_path)]
+    assert dangerous_rule("git checkout src", roots=roots) is not None
+    assert dangerous_rule("git checkout feature-x", roots=roots) is None

@@ -898,6 +898,16 @@ def _carrier_code(inv: Invocation) -> bool:
     return False
 
 
+def _deletes_container_data(inv: Invocation) -> bool:
+    """`docker system prune`, `docker volume rm`: databases and caches kept outside the project."""
+    if inv.program not in ("docker", "podman", "nerdctl"):
+        return False
+    operands = [t for t in inv.args if not t.startswith("-")]
+    return operands[:2] in (["system", "prune"], ["volume", "prune"], ["volume", "rm"]) or (
+        operands[:2] == ["compose", "down"] and any(t in ("-v", "--volumes") for t in inv.args)
+    )
+
+
 def program_computed(inv: Invocation) -> bool:
     return not inv.words[0].literal
 
@@ -946,4 +956,5 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
         _writes_through_option,
     ),
     Rule("runs shell code handed over as text (script -c, sg)", _carrier_code),
+    Rule("deletes container volumes or prunes everything (docker system prune)", _deletes_container_data),
 )

@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from core.fail_closed import (
     FAIL_CLOSED_RULES,
     RISKY_PROGRAMS,
-    WORKSPACE_ROOTS,
-    git_rule,
     inline_code_unseen,
     interpreter_stdin_unseen,
-    outside,
     rm_flags,
     script_operand,
     variable_code,
 )
-from core.fail_closed import computed_or_outside as _computed_or_outside
+from core.git_rules import git_rule
+from core.rule_words import WORKSPACE_ROOTS, outside
+from core.rule_words import computed_or_outside as _computed_or_outside
 from core.shell import (
     ASSIGNMENT,
     CODE_OPTIONS,

@@ -12,14 +12,24 @@ Each rule is a description the user sees and a test on one invocation.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
+from core.rule_words import (
+    HARMLESS_TARGETS,
+    WORKSPACE_ROOTS,
+    beyond_working_directory,
+    computed_or_outside,
+    has_option,
+    long_options,
+    names,
+    outside,
+    short_letters,
+    split_words,
+)
 from core.shell import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -29,80 +39,6 @@ from core.shell import (
     Word,
     interpreter_family,
 )
-
-
-def _names(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
-
-
-# The workspace roots of the command being checked, when the caller knows them: an
-# absolute path inside one is not outside.
-WORKSPACE_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("WORKSPACE_ROOTS", default=())
-
-
-def outside(text: str) -> bool:
-    """A literal path outside the working directory: absolute (other than a path in the
-    workspace, a scratch path under /tmp or a harmless device), in a home (`~`), or
-    climbing out with `..`. A path into a repository's `.git` counts too: its hooks and
-    config run commands."""
-    if text.startswith("~") or ".git" in text.split("/"):
-        return True
-    if text.startswith("/"):
-        norm = posixpath.normpath(text)
-        if any(norm == root or norm.startswith(root.rstrip("/") + "/") for root in WORKSPACE_ROOTS.get()):
-            return False
-        return not (norm.startswith("/tmp/") or norm in _HARMLESS_TARGETS or norm.startswith("/dev/fd/"))
-    norm = posixpath.normpath(text)
-    return norm == ".." or norm.startswith("../")
-
-
-def computed_or_outside(word: Word) -> bool:
-    return not word.literal or outside(word.text)
-
-
-def beyond_working_directory(word: Word) -> bool:
-    """Like `computed_or_outside`, but a relative glob (`*.cfg`) only matches here."""
-    return bool(word.expansions - {"glob"}) or outside(word.text)
-
-
-def long_options(text: str, known: Iterable[str]) -> set[str]:
-    """The long options `text` may mean: GNU tools and git take any unambiguous prefix
-    (`--recu` is `--recursive`); an ambiguous one may mean any of them."""
-    name = text.partition("=")[0]
-    if not name.startswith("--") or len(name) < 3:
-        return set()
-    return {option for option in known if option.startswith(name)}
-
-
-def split_words(inv: Invocation, value_options: frozenset[str] = frozenset()) -> tuple[list[str], list[Word]]:
-    """Options (texts) and operands (words). A word the shell computes is an operand:
-    it may expand to anything."""
-    options: list[str] = []
-    operands: list[Word] = []
-    words = list(inv.words[1:])
-    i = 0
-    while i < len(words):
-        word = words[i]
-        if word.text == "--" and word.literal:
-            operands.extend(words[i + 1 :])
-            break
-        if word.literal and word.text.startswith("-") and word.text != "-":
-            options.append(word.text)
-            if word.text in value_options and i + 1 < len(words):
-                options.append(words[i + 1].text)
-                i += 1
-        else:
-            operands.append(word)
-        i += 1
-    return options, operands
-
-
-def _letters(options: Iterable[str]) -> set[str]:
-    return {c for o in options if o.startswith("-") and not o.startswith("--") for c in o[1:]}
-
 
 # --------------------------------------------------------------------------------------
 # Risky programs on operands that cannot be seen, or that reach outside
@@ -136,7 +72,7 @@ def rm_flags(inv: Invocation) -> set[str]:
     """`r`, `f` and `no-preserve-root` as given in any spelling (`-Rf`, `--recu`, `--forc`)."""
     flags: set[str] = set()
     options, _ = split_words(inv)
-    letters = _letters(options)
+    letters = short_letters(options)
     if letters & {"r", "R"}:
         flags.add("r")
     if "f" in letters:
@@ -189,7 +125,7 @@ def _truncates(inv: Invocation) -> bool:
 
 def _dd_writes(inv: Invocation) -> bool:
     return inv.program == "dd" and any(
-        a.startswith("of=") and a[3:] not in _HARMLESS_TARGETS for a in inv.args
+        a.startswith("of=") and a[3:] not in HARMLESS_TARGETS for a in inv.args
     )
 
 
@@ -232,12 +168,12 @@ def _ownership_unseen(inv: Invocation) -> bool:
     if inv.program not in _OWNERSHIP:
         return False
     options, operands = split_words(inv)
-    recursive = "R" in _letters(options) or any(long_options(o, ("--recursive",)) for o in options)
+    recursive = "R" in short_letters(options) or any(long_options(o, ("--recursive",)) for o in options)
     reaches = computed_or_outside if recursive else beyond_working_directory  # `chmod +x *.sh` stays here
     return any(reaches(w) for w in operands[1:])
 
 
-_FIND_FILTERS = _names(
+_FIND_FILTERS = names(
     "-name -iname -path -ipath -wholename -iwholename -regex -iregex -mtime -mmin -atime -amin -ctime "
     "-cmin -newer -size -empty -lname -ilname -inum -samefile"
 )
@@ -291,197 +227,6 @@ def _sed_has_expression(options: list[str]) -> bool:
 
 def _tee_unseen(inv: Invocation) -> bool:
     return inv.program == "tee" and any(computed_or_outside(w) for w in split_words(inv)[1])
-
-
-# --------------------------------------------------------------------------------------
-# git: discarding work, rewriting history, and the options through which it runs code
-
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
-# `git -c key=value`: keys that cannot make git run anything.
-_GIT_SAFE_CONFIG = re.compile(
-    r"(user\.(name|email)|color\.[\w.]+|core\.(quotepath|autocrlf|safecrlf|filemode|ignorecase|abbrev)|"
-    r"advice\.\w+|init\.defaultbranch|pull\.(rebase|ff)|push\.(default|autosetupremote)|commit\.gpgsign|"
-    r"tag\.gpgsign|safe\.directory|log\.\w+|diff\.(renames|algorithm|nopager)|merge\.conflictstyle|"
-    r"column\.ui|status\.\w+|protocol\.version|http\.\w+|gc\.auto)=.*",
-    re.IGNORECASE,
-)
-
-
-def git_subcommand(inv: Invocation) -> tuple[Word | None, list[Word]]:
-    """git's subcommand word (past `-C dir`, `-c k=v`, …) and the words after it."""
-    words = list(inv.words[1:])
-    i = 0
-    while i < len(words) and words[i].text.startswith("-"):
-        i += 2 if words[i].text in _GIT_VALUE_OPTIONS else 1
-    return (words[i], words[i + 1 :]) if i < len(words) else (None, [])
-
-
-def _git_global_options(inv: Invocation) -> list[str]:
-    words = list(inv.words[1:])
-    out: list[str] = []
-    i = 0
-    while i < len(words) and words[i].text.startswith("-"):
-        if words[i].text in _GIT_VALUE_OPTIONS and i + 1 < len(words):
-            out.append(f"{words[i].text} {words[i + 1].text}")
-            i += 2
-        else:
-            out.append(words[i].text)
-            i += 1
-    return out
-
-
-def _git_runs_configured_code(inv: Invocation) -> bool:
-    """`git -c core.pager=… `, `--config-env`, `--exec-path=`, `-c alias.x=!…`."""
-    if inv.program != "git":
-        return False
-    for option in _git_global_options(inv):
-        if option.startswith("-c "):
-            if not _GIT_SAFE_CONFIG.fullmatch(option[3:]):
-                return True
-        elif option.startswith(("--config-env", "--exec-path")):
-            return True
-    return False
-
-
-def _has(options: list[str], *names: str, letters: str = "") -> bool:
-    """Whether any option is one of `names` or a prefix of one (git and GNU tools take
-    unambiguous prefixes; an ambiguous one counts too), or a short cluster containing one
-    of `letters`."""
-    for option in options:
-        if option.partition("=")[0] in names or long_options(option, names):
-            return True
-        if letters and not option.startswith("--") and set(option[1:]) & set(letters):
-            return True
-    return False
-
-
-_GIT_CODE_OPTIONS = (
-    "--upload-pack",
-    "--receive-pack",
-    "--exec",
-    "--open-files-in-pager",
-    "--extcmd",
-    "--tool",
-)
-
-
-def git_rule(inv: Invocation) -> str | None:
-    """What a git command would destroy, or None."""
-    if inv.program != "git":
-        return None
-    sub_word, rest = git_subcommand(inv)
-    if sub_word is None:
-        return None
-    if not sub_word.literal:
-        return "git subcommand computed by the shell"
-    sub = sub_word.text
-    texts = [w.text for w in rest]
-    options = [t for t in texts if t.startswith("-") and t != "-"]
-    operands = [w for w in rest if not (w.text.startswith("-") and w.literal)]
-    if any(not w.literal for w in rest) and sub in _GIT_DESTRUCTIVE_SUBCOMMANDS:
-        return f"git {sub} on paths or refs computed by the shell"
-    if any(t.startswith("ext::") for t in texts) or _has(options, *_GIT_CODE_OPTIONS):
-        return "git runs a command given in its options (--upload-pack, ext::, --exec)"
-    if sub == "reset" and _has(options, "--hard", "--merge", "--keep"):
-        return "discards uncommitted changes (git reset --hard)"
-    if sub == "checkout" and _checkout_discards(texts, options, operands):
-        return "discards uncommitted changes (git checkout -- paths)"
-    if sub == "restore" and not (
-        _has(options, "--staged", letters="S") and not _has(options, "--worktree", letters="W")
-    ):
-        return "discards uncommitted changes (git restore)"
-    if sub == "switch" and _has(options, "--discard-changes", "--force", letters="fC"):
-        return "discards uncommitted changes (git switch --discard-changes)"
-    if (
-        sub == "clean"
-        and (_has(options, "--force", letters="f"))
-        and not _has(options, "--dry-run", letters="n")
-    ):
-        return "deletes untracked files (git clean -f)"
-    if sub == "stash" and texts[:1] and texts[0] in ("drop", "clear"):
-        return "deletes stashed changes (git stash drop/clear)"
-    if sub == "branch" and (
-        _has(options, "--force", letters="DMCf")
-        or (_has(options, "--delete", letters="d") and _has(options, "--force", letters="f"))
-    ):
-        return "deletes or overwrites a branch (git branch -D)"
-    if sub == "push" and (
-        _has(options, "--delete", "--mirror", "--prune", letters="d")
-        or any(w.text.startswith(":") for w in operands[1:])
-    ):
-        return "deletes remote branches (git push --delete, :branch)"
-    if sub in ("filter-branch", "filter-repo"):
-        return "rewrites history (git filter-branch)"
-    if sub == "rm" and _has(options, "--force", letters="f"):
-        return "deletes files and their uncommitted changes (git rm -f)"
-    if sub == "reflog" and texts[:1] and texts[0] in ("expire", "delete"):
-        return "deletes reflog entries (git reflog expire)"
-    if sub == "update-ref" and _has(options, "--delete", letters="d"):
-        return "deletes a ref (git update-ref -d)"
-    if sub == "config" and _config_sets_code(texts):
-        return "configures git to run a command (alias, pager, hooks, …)"
-    if sub in ("worktree", "submodule") and _has(options, "--force", letters="f"):
-        return f"discards changes (git {sub} --force)"
-    return None
-
-
-_GIT_DESTRUCTIVE_SUBCOMMANDS = frozenset(
-    {
-        "reset",
-        "checkout",
-        "restore",
-        "switch",
-        "clean",
-        "stash",
-        "branch",
-        "push",
-        "rm",
-        "config",
-        "update-ref",
-        "reflog",
-        "filter-branch",
-        "filter-repo",
-        "worktree",
-        "submodule",
-        "tag",
-        "mv",
-    }
-)
-
-
-def _checkout_discards(texts: list[str], options: list[str], operands: list[Word]) -> bool:
-    if "--" in texts or _has(
-        options, "--force", "--patch", "--ours", "--theirs", "--pathspec-from-file", letters="fp"
-    ):
-        return True
-    names = [w.text for w in operands]
-    if len(names) > 1 and not _has(options, "-b", "-B", "--orphan", letters="bB"):
-        return True  # `git checkout <tree> <paths>`
-    # A lone operand is a branch or a path; a path-like one (`.`, `src/`, `a.py`), or one
-    # that exists in the workspace (`git checkout src`), discards.
-    return any(
-        n in (".", "..", "*") or n.endswith("/") or re.search(r"\.[A-Za-z]\w*$", n) or _exists_in_workspace(n)
-        for n in names
-    )
-
-
-def _exists_in_workspace(name: str) -> bool:
-    roots = WORKSPACE_ROOTS.get()
-    try:
-        return bool(roots) and os.path.lexists(os.path.join(roots[0], name))
-    except (OSError, ValueError):
-        return True
-
-
-def _config_sets_code(texts: list[str]) -> bool:
-    reads = {"--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin", "get", "list"}
-    if any(t in reads for t in texts):
-        return False
-    keys = [t for t in texts if not t.startswith("-")]
-    if len(keys) < 2 and not any(t.startswith("--add") for t in texts):
-        return False  # reading one key
-    key = keys[0].lower() if keys[0] not in ("set",) else (keys[1].lower() if len(keys) > 1 else "")
-    return not _GIT_SAFE_CONFIG.fullmatch(f"{key}=")
 
 
 # --------------------------------------------------------------------------------------
@@ -720,7 +465,7 @@ def _tar_runs_code(inv: Invocation) -> bool:
     if inv.program not in ("tar", "gtar", "bsdtar"):
         return False
     options = [t for t in inv.args if t.startswith("-")]
-    if _has(options, *_TAR_CODE):
+    if has_option(options, *_TAR_CODE):
         return True
     return any(t in ("-I", "-F") for t in inv.args)
 
@@ -935,7 +680,6 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
     Rule("find deletes, runs commands or writes files beyond what can be checked", _find_unseen),
     Rule("edits files in place outside the working directory (sed -i)", _in_place_unseen),
     Rule("writes files outside the working directory (tee)", _tee_unseen),
-    Rule("git runs a command given in its configuration (git -c core.pager=…)", _git_runs_configured_code),
     Rule("defines a shell function or alias (what runs cannot be checked)", _defines_function),
     Rule('evaluates text the shell computes (eval "$X")', _eval_unseen),
     Rule("sources a script that cannot be checked (source $X, ~/…, <(…))", _sources_unseen),

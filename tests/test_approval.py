@@ -307,7 +307,9 @@ def test_reject_always_rejects_without_asking(workspace: ScopedWorkspace, mode: 
     verdict = call(SHELL, workspace, pol, command="rm -f other.txt")
     assert verdict.action == "reject"
     assert verdict.reason == "rejected: the user chose to always reject `rm`"
-    assert verdict.request is not None and verdict.request.scope == "terminal:rm"
+    # `rm -f` has a scope of its own (an "always allow" for `rm` would not cover it); a
+    # rejection of `rm` still covers it.
+    assert verdict.request is not None and verdict.request.scope == "terminal:rm -f"
     assert call(SHELL, workspace, pol, command="ls").action == ("ask" if mode is Mode.ASK else "run")
 
 
@@ -364,3 +366,19 @@ def test_remembered_decisions_survive_a_round_trip(workspace: ScopedWorkspace) -
     restored = policy(Mode.ASK, ApprovalMemory.from_dict(memory.to_dict()))
     assert call(SHELL, workspace, restored, command="git status -s").action == "run"
     assert call(SHELL, workspace, restored, command="rm y").action == "reject"
+
+
+def test_absolute_paths_inside_the_workspace_are_not_outside_for_the_danger_rules(
+    workspace: ScopedWorkspace, project: Path
+) -> None:
+    pol = policy(Mode.YOLO)
+    assert call(SHELL, workspace, pol, command=f"echo x > {project}/out.txt").action == "run"
+    assert call(SHELL, workspace, pol, command=f"rm -r {project}/build").action == "run"
+    for command in (
+        f"rm -rf {project}",
+        f"rm -rf {project}/.",
+        f"rm -rf {project}/..",
+        "rm -rf /srv/elsewhere",
+    ):
+        verdict = call(SHELL, workspace, pol, command=command)
+        assert verdict.action == "ask", command

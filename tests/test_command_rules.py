@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.command_rules import FORK_BOMB, UNPARSEABLE, command_scope, dangerous_rule
@@ -108,7 +110,6 @@ HARMLESS: list[str] = [
     "rm file.txt",
     "rm -rf node_modules .pytest_cache",
     "rm -rf /tmp/build-123",
-    "rm -rf ~/.cache/pip",
     "git push origin main",
     "git push -u origin feature",
     "git reset --soft HEAD~1",
@@ -127,7 +128,6 @@ HARMLESS: list[str] = [
     "curl -s https://e.com/api | python3 -m json.tool",
     "curl -s https://e.com/api | grep ok",
     'echo "$(curl -s https://e.com/version)"',
-    "dd if=a of=b",
     "dd if=/dev/zero of=/dev/null count=1",
     "ls /dev",
     "ls 2>/dev/null",
@@ -156,11 +156,12 @@ def test_dangerous_rules(command: str, fragment: str | None) -> None:
         assert fragment in rule
 
 
-def test_unparseable_command_is_dangerous_only_when_it_mentions_something_risky() -> None:
+def test_a_command_that_cannot_be_parsed_asks() -> None:
+    # A reader weaker than bash may fail on valid bash: what it cannot read, it cannot clear.
     assert dangerous_rule("rm -rf '/") == UNPARSEABLE
     assert dangerous_rule('git push "origin') == UNPARSEABLE
-    assert dangerous_rule("echo $(ls") is None
-    assert dangerous_rule("echo 'unfinished") is None
+    assert dangerous_rule("echo $(ls") == UNPARSEABLE
+    assert dangerous_rule("echo 'unfinished") == UNPARSEABLE
 
 
 @pytest.mark.parametrize(
@@ -192,7 +193,79 @@ def test_unparseable_command_is_dangerous_only_when_it_mentions_something_risky(
         ("bash -c 'ls'", "bash -c 'ls'"),
         ("(cd src; make)", "(cd src; make)"),
         ("ls 'unclosed", "ls 'unclosed"),
+        # destructive options get scopes of their own, in one spelling
+        ("rm tmpfile.txt", "rm"),
+        ("rm -f a.txt", "rm -f"),
+        ("rm -r build", "rm -r"),
+        ("rm -R build", "rm -r"),
+        ("rm --recu build", "rm -r"),
+        ("rm -fr build", "rm -f -r"),
+        ("rm --forc --recursive build", "rm -f -r"),
+        ("chmod -R u+w build", "chmod -R"),
+        ("sed -i.bak s/a/b/ f", "sed -i"),
+        ("sed -n 1p f", "sed"),
+        ("git push -d origin x", "git push -d"),
+        ("git push --del origin x", "git push -d"),
+        ("git push --force-with-lease", "git push -f"),
+        ("git branch -a", "git branch"),
+        ("git branch -D topic", "git branch -D"),
+        ("git reset --har", "git reset --hard"),
+        ("git clean -n", "git clean -n"),
+        ("git clean -fd", "git clean -d -f"),
+        ("git stash", "git stash"),
+        ("git stash drop", "git stash drop"),
+        ("git restore --staged a.py", "git restore --staged"),
+        ("git checkout -- a.py", "git checkout --"),
+        ("docker system prune -f", "docker system prune"),
+        # operands the shell computes: only the exact command
+        ("rm -rf $PWD", "rm -rf $PWD"),
+        ("rm *.txt", "rm *.txt"),
+        ("rm ~/x", "rm ~/x"),
+        ("git reset --hard $REF", "git reset --hard $REF"),
+        ("$X -rf /", "$X -rf /"),
+        ("find . -name x", "find . -name x"),
+        ("dd if=a of=b", "dd if=a of=b"),
     ],
 )
 def test_command_scope(command: str, scope: str) -> None:
     assert command_scope(command) == scope
+
+
+@pytest.mark.parametrize(
+    "later", ["rm -r build", "rm -rf $PWD", "rm -f a.txt", "rm *.txt", "rm --recu x", "\\rm -R x", "rm ~/x"]
+)
+def test_always_for_rm_never_covers_a_wider_rm(later: str) -> None:
+    assert command_scope("rm tmpfile.txt") != command_scope(later)
+
+
+def test_a_command_nested_past_any_limit_asks_and_never_raises() -> None:
+    for depth in (10, 100, 1_000, 20_000):
+        for opening, closing in (
+            ("$(", ")"),
+            ("(", ")"),
+            ("${x:-$(", ")}"),
+            ('"$(', ')"'),
+            ("$(( $(", ") ))"),
+        ):
+            command = opening * depth + "ls" + closing * depth
+            assert dangerous_rule(command) is not None or depth < 8, command[:40]
+            assert isinstance(command_scope(command), str)
+
+
+def test_workspace_roots_make_absolute_paths_inside_them_ordinary() -> None:
+    roots = ["/home/me/proj", "/opt/shared-lib"]
+    assert dangerous_rule("echo x > /home/me/proj/out.txt") is not None  # roots unknown: outside
+    assert dangerous_rule("echo x > /home/me/proj/out.txt", roots=roots) is None
+    assert dangerous_rule("cp a.txt /opt/shared-lib/a.txt", roots=roots) is None
+    assert dangerous_rule("cd /home/me/proj/src && rm -rf build", roots=roots) is None
+    assert dangerous_rule("rm -rf /home/me/proj", roots=roots) == "deletes the workspace itself"
+    assert dangerous_rule("rm -rf /home/me/projX", roots=roots) is not None
+    assert dangerous_rule("rm -rf /home/me/proj/.git", roots=roots) is not None
+    assert dangerous_rule("cd /home/me && rm -rf proj", roots=roots) is not None
+
+
+def test_git_checkout_of_a_name_that_exists_in_the_workspace_discards(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    roots = [str(tmp_path)]
+    assert dangerous_rule("git checkout src", roots=roots) is not None
+    assert dangerous_rule("git checkout feature-x", roots=roots) is None

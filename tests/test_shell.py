@@ -145,3 +145,90 @@ def test_all_invocations_reaches_into_substitutions_and_find_exec() -> None:
 def test_reads_code_from_stdin(source: str, reads_stdin: bool) -> None:
     invocation = unwrap(only_command(source).words)[0][-1]
     assert reads_code_from_stdin(invocation) is reads_stdin
+
+
+@pytest.mark.parametrize(
+    ("word", "expansions"),
+    [
+        ("plain", set()),
+        ("'quoted *'", set()),
+        ('"a b"', set()),
+        ("\\*", set()),
+        ("r\\m", set()),
+        ("$HOME", {"parameter"}),
+        ('"${HOME:?}"', {"parameter"}),
+        ("$(pwd)", {"command"}),
+        ("`pwd`", {"command"}),
+        ("$((1+2))", {"arithmetic"}),
+        ("$'\\x72m'", {"ansi-c"}),
+        ("*.py", {"glob"}),
+        ("file?.txt", {"glob"}),
+        ("[ab].txt", {"glob"}),
+        ("{a,b}", {"brace"}),
+        ("{1..3}", {"brace"}),
+        ("~", {"tilde"}),
+        ("~root/x", {"tilde"}),
+        ("--prefix=~/x", {"tilde"}),
+        ("'~'", set()),
+        ("{}", set()),
+        ("HEAD@{1}", set()),
+        ("$", set()),
+        ("${x@P}", {"parameter", "prompt"}),
+    ],
+)
+def test_words_know_what_the_shell_will_expand(word: str, expansions: set[str]) -> None:
+    assert only_command(f"echo {word}").words[1].expansions == expansions
+
+
+def test_ansi_c_escapes_are_decoded() -> None:
+    assert only_command("$'\\x72m' $'\\162' $'\\u00e9'").words[0].text == "rm"
+    assert [w.text for w in only_command("$'\\x72m' $'\\162' $'\\u00e9'").words] == ["rm", "r", "é"]
+
+
+def test_substitutions_inside_parameter_arithmetic_and_here_documents_are_found() -> None:
+    assert only_command("echo ${x:-$(rm -rf /)}").words[1].subs == ["rm -rf /"]
+    assert only_command("echo $(( $(id -u) + 1 ))").words[1].subs == ["id -u"]
+    heredoc = parse_command("cat <<EOF\nhello $(whoami) `id`\nEOF")[0][0]
+    assert isinstance(heredoc, SimpleCommand)
+    assert list(heredoc.substitutions()) == ["whoami", "id"]
+    quoted = parse_command("cat <<'EOF'\nhello $(whoami)\nEOF")[0][0]
+    assert isinstance(quoted, SimpleCommand) and list(quoted.substitutions()) == []
+    # quotes mean nothing in a here-document body: an apostrophe does not open one
+    assert parse_command("cat <<EOF > notes.md\nDon't panic\nEOF")
+
+
+def test_function_definitions_read_as_the_command_function() -> None:
+    assert commands("f(){ f|f& }; f")[0] == ["function", "f"]
+    assert commands("ls() { rm -rf x; }")[0] == ["function", "ls"]
+
+
+def test_array_assignments_keep_their_values_out_of_the_command() -> None:
+    command = only_command("a=(one $(two) *.py)")
+    assert [w.text for w in command.words] == ["a="]
+    assert command.words[0].subs == ["two"]
+    assert command.words[0].expansions == {"command", "glob"}
+
+
+def test_nesting_past_the_limit_is_too_deep_not_a_crash() -> None:
+    from core.shell import ShellTooDeep
+
+    for source in (
+        "(" * 5000 + "ls" + ")" * 5000,
+        "${x:-" * 200 + "y" + "}" * 200,
+        '"$(' * 3000 + ')"' * 3000,
+    ):
+        with pytest.raises(ShellTooDeep):
+            parse_command(source)
+
+
+def test_xargs_marks_what_it_runs_as_fed_by_input() -> None:
+    invocations, _ = unwrap(only_command("xargs -0 nice rm -f").words)
+    assert [(i.program, i.fed) for i in invocations] == [("xargs", False), ("nice", True), ("rm", True)]
+
+
+def test_package_runners_and_git_hand_over_what_they_run() -> None:
+    assert [i.program for i in unwrap(only_command("npx --yes rimraf dist").words)[0]] == ["npx", "rimraf"]
+    assert [i.program for i in unwrap(only_command("npm exec -- rimraf dist").words)[0]] == ["npm", "rimraf"]
+    assert unwrap(only_command("git submodule foreach 'git pull'").words)[1] == ["git pull"]
+    assert unwrap(only_command("git rebase -x 'make test' main").words)[1] == ["make test"]
+    assert unwrap(only_command("ssh -p 22 host ls -la").words)[1] == ["ls -la"]

@@ -74,6 +74,12 @@ HOST_SOCKETS: tuple[str, ...] = (
     "/run/containerd/containerd.sock",
     "/run/podman/podman.sock",
 )
+# The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
+# Bedrock reads: hidden from confined commands like the files under ~/.aws.
+CREDENTIAL_ENV = re.compile(
+    r"HERMES_ACP_\w*KEY\w*|(OPENAI|ANTHROPIC|OPENROUTER)_API_KEY(_\d+)?|"
+    r"AWS_(SECRET_ACCESS_KEY|SESSION_TOKEN|ACCESS_KEY_ID)"
+)
 _ENV_FILE = re.compile(r"^\.env(\..+)?$")
 
 
@@ -139,6 +145,7 @@ class Sandbox:
         network: bool = True,
         writable: tuple[str, ...] = DEFAULT_WRITABLE,
         hidden: tuple[Path, ...] = (),  # besides the secrets: the agent's own home
+        hidden_env: frozenset[str] = frozenset(),  # besides CREDENTIAL_ENV: fallbacks' key variables
         bwrap: str | None = None,
         home: Path | None = None,
     ) -> None:
@@ -147,6 +154,7 @@ class Sandbox:
         self.network = network
         self.writable = writable
         self.hidden = hidden
+        self.hidden_env = hidden_env
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
         self._tmp: Path | None = None
@@ -160,8 +168,21 @@ class Sandbox:
             network=settings.sandbox_network == "on",
             writable=tuple(settings.sandbox_writable),
             hidden=(settings.home,),
+            hidden_env=frozenset(e.api_key_env for e in settings.fallback if e.api_key_env),
             bwrap=settings.sandbox_bwrap,
         )
+
+    def environment(self, env: dict[str, str]) -> dict[str, str]:
+        """The environment a confined command sees: without the model credentials the
+        agent itself reads. A command the model wrote could otherwise send them anywhere
+        while the network is on, without anyone being asked."""
+        return {name: value for name, value in env.items() if not self._hides_variable(name)}
+
+    def _hides_variable(self, name: str) -> bool:
+        if CREDENTIAL_ENV.fullmatch(name):
+            return True
+        base, _, number = name.rpartition("_")
+        return name in self.hidden_env or (number.isdigit() and base in self.hidden_env)
 
     # -- state -----------------------------------------------------------------------
 

@@ -269,7 +269,7 @@ class LocalWorkspace:
                 # approval arrives here as `unconfined`; anything else fails closed.
                 raise WorkspaceError(f"the sandbox cannot start ({sandbox.availability.reason})")
             argv = sandbox.wrap(argv, cwd=directory.resolve())
-            full_env = sandbox_env(full_env)
+            full_env = sandbox.environment(full_env)
         loop = asyncio.get_running_loop()
         run = LocalCommand(output_limit=output_limit, kill_grace=self.kill_grace)
         run.sandbox = sandbox if confined else None
@@ -293,11 +293,6 @@ class LocalWorkspace:
 
             run._guard = UnconfinedGuard(transport.get_pid())
         return run
-
-
-def sandbox_env(env: dict[str, str]) -> dict[str, str]:
-    """The environment a sandboxed command sees: without hermes-acp's own keys."""
-    return {k: v for k, v in env.items() if not (k.startswith("HERMES_ACP_") and "KEY" in k)}
 
 
 class _CommandProtocol(asyncio.SubprocessProtocol):

@@ -84,6 +84,20 @@ async def test_secrets_are_not_readable_but_the_projects_own_env_is(project: Pat
     assert "PROJECT_SETTING=visible" in out  # inside the workspace: the project's own file
 
 
+async def test_the_agents_model_credentials_are_not_in_a_confined_commands_environment(
+    project: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the network on, `env | curl …` from a prompt-injected command would send them away.
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY_2", "HERMES_ACP_API_KEY", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, f"secret-{name}")
+    monkeypatch.setenv("MY_FALLBACK_KEY", "secret-fallback")
+    monkeypatch.setenv("PROJECT_TOKEN_NAME", "kept")
+    ws, _ = workspace(project, home, hidden_env=frozenset({"MY_FALLBACK_KEY"}))
+    code, out = await run(ws, "env", home)
+    assert code == 0 and "PROJECT_TOKEN_NAME=kept" in out
+    assert "secret-" not in out, out
+
+
 async def test_read_only_mode_writes_nothing_but_its_temp_dir(project: Path, home: Path) -> None:
     ws, _ = workspace(project, home, mode="read-only")
     code, out = await run(ws, "echo x > in.txt", home)

@@ -91,6 +91,8 @@ class Settings(BaseModel):
 
     default_mode: Literal["ask", "accept_edits", "plan", "yolo"] = "ask"
     command_timeout_seconds: float = Field(default=120.0, gt=0)
+    # how long a prompt still running when stdin ends (a piped script) may take to finish
+    end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @property

@@ -25,6 +25,11 @@ KEY_FIELDS = {
 }
 
 
+TERMINAL_HINT = (
+    "hermes-acp --stdio speaks ACP JSON-RPC on stdin/stdout; for a terminal chat run `hermes-acp chat`"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.version:
@@ -32,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "setup":
         return run_setup(sys.stdin, sys.stderr)
+    if args.command in ("run", "chat"):
+        from hermes_acp.terminal.commands import run_command
+
+        return run_command(args)
     if args.check:
         return run_check(sys.stdout)
     return run_stdio(args.log_level, args.log_file, args.trace)
@@ -61,6 +70,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
+    from hermes_acp.terminal.arguments import add_terminal_commands
+
+    add_terminal_commands(sub)
     return parser
 
 
@@ -72,6 +84,9 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     kept for the writer and fd 1 itself now points at stderr, so a stray print from any
     library lands in the log instead of corrupting the stream. Stdin likewise: commands
     we start must never eat protocol input."""
+    if os.isatty(0):
+        sys.stderr.write(TERMINAL_HINT + "\n")
+        sys.stderr.flush()
     protocol_in = os.dup(0)
     protocol_out = os.dup(1)
     os.dup2(2, 1)
@@ -101,11 +116,30 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
 
 
 async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
+    import signal
+
     from hermes_acp.server import AcpServer
     from hermes_acp.transport import open_fd_transport
 
     transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
-    await AcpServer(transport).serve()
+    server = AcpServer(transport)
+    transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
+    loop = asyncio.get_running_loop()
+    # A service manager or a closed terminal: the same orderly shutdown as end of input,
+    # except that turns are cancelled (their commands killed) rather than awaited.
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, transport.stop)
+    await server.serve()
+
+
+def end_of_input_seconds() -> float:
+    """The `end_of_input_seconds` setting (its default when the config cannot be read)."""
+    from core.config import ConfigError, Settings, load_settings
+
+    try:
+        return load_settings().end_of_input_seconds
+    except (ConfigError, ValueError):
+        return Settings.model_fields["end_of_input_seconds"].default
 
 
 # -- hermes-acp setup ------------------------------------------------------------------------------

@@ -143,7 +143,9 @@ class TurnRunner:
             # normally: a JSON-RPC error would be shown as a crash of the agent.
             log.warning("session %s: the model provider failed: %s", session.id, exc)
             await send_updates(self.channel, session.translator.close_open_tool_calls(f"Stopped: {exc}"))
-            await say(self.channel, session.id, f"\n\n**The model provider failed:** {exc}\n")
+            # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
+            failure = {"hermes": {"turnError": {"kind": str(exc.kind), "message": str(exc)}}}
+            await say(self.channel, session.id, f"\n\n**The model provider failed:** {exc}\n", failure)
         return stop
 
     async def _finish(self, session: Session, turn: Turn) -> str:

@@ -125,10 +125,19 @@ async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
     server = AcpServer(transport)
     transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
     loop = asyncio.get_running_loop()
-    # A service manager or a closed terminal: the same orderly shutdown as end of input,
-    # except that turns are cancelled (their commands killed) rather than awaited.
+    signals = 0
+
+    def shut_down() -> None:
+        # A service manager or a closed terminal: the shutdown end of input runs, except
+        # that turns are cancelled (their commands killed) rather than awaited. They
+        # still answer `cancelled` and are stored; a second signal stops waiting for that.
+        nonlocal signals
+        signals += 1
+        server.sessions.cancel_all()
+        transport.stop(settle=signals == 1)
+
     for signum in (signal.SIGTERM, signal.SIGHUP):
-        loop.add_signal_handler(signum, transport.stop)
+        loop.add_signal_handler(signum, shut_down)
     await server.serve()
 
 

@@ -97,7 +97,8 @@ class LineTransport:
         self._asked: set[Any] = set()  # ids of our requests the client has not answered
         self._ended = False
         self._no_client: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._stop = asyncio.Event()
+        self._stop = asyncio.Event()  # the input ends now, whatever is still unread
+        self._hurry = asyncio.Event()  # ...and without waiting for the work in flight
         self._reading: asyncio.Future[bytes | None] | None = None
 
     # -- the Transport protocol ------------------------------------------------------
@@ -105,7 +106,7 @@ class LineTransport:
     async def receive(self) -> dict[str, Any] | None:
         while True:
             if self._stop.is_set():
-                return None
+                return await self._end_of_input()
             if not self._no_client.empty():
                 return self._no_client.get_nowait()
             if self._held is None:
@@ -149,8 +150,11 @@ class LineTransport:
             if self._after:
                 await self._run_after(message["id"])
 
-    def stop(self) -> None:
-        """End the input now (a signal): receive() returns None without settling."""
+    def stop(self, *, settle: bool = True) -> None:
+        """End the input now, as if it had ended (a signal); `settle=False` does not wait
+        for the work in flight either."""
+        if not settle:
+            self._hurry.set()
         self._stop.set()
         self._wake.set()
 
@@ -206,19 +210,19 @@ class LineTransport:
             for request_id in self._asked:
                 self._no_client.put_nowait(_no_client_error(request_id[1]))
             self._asked.clear()
-            settling = self.settle() if self.settle is not None and not self._stop.is_set() else None
+            settling = self.settle() if self.settle is not None and not self._hurry.is_set() else None
             self._settled: asyncio.Future[Any] = asyncio.ensure_future(_awaited(settling))
         while not self._no_client.empty() or not self._settled.done():
             if not self._no_client.empty():
                 return self._no_client.get_nowait()
             answer = asyncio.ensure_future(self._no_client.get())
-            stopped = asyncio.ensure_future(self._stop.wait())
-            await asyncio.wait({answer, self._settled, stopped}, return_when=asyncio.FIRST_COMPLETED)
-            stopped.cancel()
+            hurried = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait({answer, self._settled, hurried}, return_when=asyncio.FIRST_COMPLETED)
+            hurried.cancel()
             if answer.done():
                 return answer.result()
             answer.cancel()
-            if self._stop.is_set():
+            if self._hurry.is_set():
                 self._settled.cancel()
                 break
         return None

@@ -3,7 +3,6 @@ a pipe written all at once and then closed, a terminal; and SIGTERM / SIGHUP."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal

@@ -188,3 +188,15 @@ def test_a_child_server_gives_the_same_run(fake: FakeProvider, tmp_path: Path, p
     result = hermes_run(server_env(tmp_path, fake), project, "--server", "child", "hello")
     assert result.returncode == exit_codes.OK, result.stderr
     assert result.stdout == "From the child.\n"
+
+
+def test_the_stdio_server_does_not_import_the_terminal_libraries() -> None:
+    probe = (
+        "import sys; from hermes_acp import cli; cli._parser().parse_args(['--stdio']);"
+        "import hermes_acp.server, hermes_acp.transport;"
+        "print(sorted(m for m in ('rich', 'prompt_toolkit', 'pexpect') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -34,10 +34,10 @@ async def run_once(args: Any, choices: Choices, task: str, answer: TextIO, progr
     if not task.strip():
         view.notice("error: the prompt is empty")
         return exit_codes.USAGE
-    ask_person = sys.stdin.isatty() and progress.isatty()
+    terminal = _terminal_to_ask_on(progress)
     approver: Any = (
-        TerminalApprover(view, tty_asker(progress), choices.cwd)
-        if ask_person
+        TerminalApprover(view, tty_asker(progress, terminal), choices.cwd)
+        if terminal is not None
         else NoTerminalApprover(view, NO_TERMINAL_HINT)
     )
     client = TerminalClient(view, approver)
@@ -72,6 +72,20 @@ async def run_once(args: Any, choices: Choices, task: str, answer: TextIO, progr
         loop.remove_signal_handler(signal.SIGINT)
         await link.close()
     return code
+
+
+def _terminal_to_ask_on(progress: TextIO) -> int | None:
+    """The fd to read a person's answers from: stdin when it is a terminal, else the
+    controlling terminal when progress shows on one (`git diff | hermes-acp run -`);
+    None when nobody is there to ask."""
+    if not progress.isatty():
+        return None
+    if sys.stdin.isatty():
+        return sys.stdin.fileno()
+    try:
+        return os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY)
+    except OSError:
+        return None
 
 
 def _ending(stop_reason: str, rejected: int) -> str:

@@ -21,10 +21,12 @@ End of input is not the end of the work: `settle` (set by whoever runs the serve
 is awaited before `receive()` reports the end, so a prompt a script piped in still
 finishes. Meanwhile no client is left to answer what the server asks (a permission),
 so each such request is answered here with an error, which the server treats as a
-rejection. `stop()` (SIGTERM, SIGHUP) ends the input at once, without settling.
+rejection. `stop()` (SIGTERM, SIGHUP) ends the input at once, unread lines and all.
 
 A request naming a session whose `session/load` or `session/resume` is still in
-flight is held until that answer is out, so a script may write both at once.
+flight is held until that answer is out, so a script may write both at once. A
+regular file is a script (`one_at_a_time`): each request waits for the answer to the
+one before, and what the server asks is refused at once, since a file cannot answer.
 """
 
 from __future__ import annotations

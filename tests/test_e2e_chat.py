@@ -76,3 +76,12 @@ def test_chat_in_a_pseudo_terminal(fake: FakeProvider, tmp_path: Path, project: 
     assert chat.exitstatus == 0
     history = (Path(env["HERMES_ACP_HOME"]) / "chat_history").read_text()
     assert re.search(r"please edit and touch", history)
+
+
+def test_chat_without_a_terminal_points_to_run(tmp_path: Path, project: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "hermes_acp", "chat"],
+        input="hello\n", capture_output=True, text=True, env=server_env(tmp_path), cwd=project, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "hermes-acp run" in result.stderr

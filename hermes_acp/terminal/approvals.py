@@ -46,8 +46,7 @@ class TerminalApprover:
         if command := command_of(raw_input):
             self.view.notice(f"  $ {command}")
         if change := proposed_change(raw_input, self.cwd):
-            for row in change.rstrip("\n").splitlines():
-                self.view.notice(f"  {row}")
+            self.view.diff(change)
         for number, option in enumerate(options, 1):
             self.view.notice(f"  {number}) {option.get('name', option['optionId'])}")
         while True:

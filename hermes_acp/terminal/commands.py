@@ -21,6 +21,9 @@ def run_command(args: Any) -> int:
         args.log_level or os.environ.get("HERMES_ACP_TERMINAL_LOG_LEVEL") or "warning", args.log_file
     )
     if args.command == "chat":
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            sys.stderr.write("hermes-acp chat needs a terminal; from a script, use `hermes-acp run`\n")
+            return exit_codes.USAGE
         from hermes_acp.terminal.chat import chat
 
         code = asyncio.run(chat(args, choices_from(args)))

@@ -44,6 +44,10 @@ class PlainView:
     def notice(self, text: str) -> None:
         self.line(text)
 
+    def diff(self, text: str) -> None:
+        for row in text.rstrip("\n").splitlines():
+            self.line(f"  {row}")
+
     def finish(self) -> None:
         if self._mid_line:
             self.answer.write("\n")
@@ -154,6 +158,14 @@ class RichView(PlainView):
         self._stop_spinner()
         self._print(Text(text, style="yellow"))
 
+    def diff(self, text: str) -> None:
+        from rich.padding import Padding
+        from rich.syntax import Syntax
+
+        self._stop_spinner()
+        syntax = Syntax(text.rstrip("\n"), "diff", theme="ansi_dark", background_color="default")
+        self._print(Padding(syntax, (0, 0, 0, 2)))
+
     def finish(self) -> None:
         self._stop_spinner()
         super().finish()
@@ -182,6 +194,9 @@ class JsonView:
     def notice(self, text: str) -> None:
         self.progress.write(text + "\n")
         self.progress.flush()
+
+    def diff(self, text: str) -> None:
+        self.notice(text.rstrip("\n"))
 
     def finish(self) -> None:
         self.out.flush()

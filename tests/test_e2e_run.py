@@ -200,3 +200,12 @@ def test_the_stdio_server_does_not_import_the_terminal_libraries() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_a_broken_config_is_a_config_error(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
+    env = server_env(tmp_path, fake)
+    Path(env["HERMES_ACP_HOME"]).mkdir(parents=True)
+    (Path(env["HERMES_ACP_HOME"]) / "config.toml").write_text('modle = "typo"\n')
+    result = hermes_run(env, project, "hello")
+    assert result.returncode == exit_codes.CONFIG
+    assert "modle" in result.stderr

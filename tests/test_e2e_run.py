@@ -88,9 +88,11 @@ def test_json_writes_every_update_as_a_schema_valid_line(
     assert (project / "new.txt").read_text() == "hello\n"
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 async def test_ctrl_c_mid_turn_cancels_keeps_the_session_and_a_second_run_resumes_it(
-    fake: FakeProvider, tmp_path: Path, project: Path
+    fake: FakeProvider, tmp_path: Path, project: Path, signum: int
 ) -> None:
+    """Ctrl-C (or a CI job's timeout, SIGTERM) cancels the turn; the session is kept."""
     env = server_env(tmp_path, fake)
     fake.script([Reply(text="word " * 400, chunk_size=5, chunk_delay=0.02), Reply(text="Resumed.")])
     process = await asyncio.create_subprocess_exec(
@@ -108,7 +110,7 @@ async def test_ctrl_c_mid_turn_cancels_keeps_the_session_and_a_second_run_resume
     assert process.stdout is not None and process.stderr is not None
     first = await asyncio.wait_for(process.stdout.read(5), 30)  # the answer is streaming
     assert first
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     rest, stderr = await asyncio.wait_for(asyncio.gather(process.stdout.read(), process.stderr.read()), 30)
     assert await process.wait() == exit_codes.CANCELLED
     assert len(first + rest) < len("word " * 400)  # cut short

@@ -21,6 +21,7 @@ from hermes_acp.terminal.connect import connect
 from hermes_acp.terminal.opening import Choices, initialize, open_session
 from hermes_acp.terminal.render import make_view
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 NO_TERMINAL_HINT = f"To allow such actions without asking, pass --mode ({' | '.join(MODE_IDS)})."
 
 
@@ -48,7 +49,8 @@ async def run_once(args: Any, choices: Choices, task: str, answer: TextIO, progr
         session_id = await open_session(link.connection, choices)
         view.notice(f"session {session_id} (continue it with --session {session_id})")
         interrupts = _Interrupts(link.connection, session_id, view)
-        loop.add_signal_handler(signal.SIGINT, interrupts.hit)
+        for signum in STOP_SIGNALS:  # Ctrl-C, a CI job's timeout, a closed terminal
+            loop.add_signal_handler(signum, interrupts.hit)
         result = await link.connection.send_request(
             "session/prompt", {"sessionId": session_id, "prompt": blocks}
         )
@@ -69,7 +71,8 @@ async def run_once(args: Any, choices: Choices, task: str, answer: TextIO, progr
         code = exit_codes.ERROR
     finally:
         view.finish()
-        loop.remove_signal_handler(signal.SIGINT)
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
         await link.close()
     return code
 

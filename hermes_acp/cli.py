@@ -87,7 +87,10 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     if os.isatty(0):
         sys.stderr.write(TERMINAL_HINT + "\n")
         sys.stderr.flush()
-    protocol_in = os.dup(0)
+    try:
+        protocol_in = os.dup(0)
+    except OSError:  # stdin closed (`<&-`): no input, as from /dev/null
+        protocol_in = os.open(os.devnull, os.O_RDONLY)
     protocol_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

@@ -72,6 +72,20 @@ def test_stdin_from_dev_null_ends_at_once_quietly(tmp_path: Path) -> None:
     assert b"Traceback" not in result.stderr
 
 
+def test_a_closed_stdin_ends_at_once_quietly(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "hermes_acp", "--stdio"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=server_env(tmp_path),
+        timeout=60,
+        preexec_fn=lambda: os.close(0),  # `hermes-acp --stdio <&-`
+    )
+    assert result.returncode == 0
+    assert result.stdout == b""
+    assert b"Traceback" not in result.stderr
+
+
 async def test_a_request_file_is_a_script_every_request_is_answered_in_order(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:

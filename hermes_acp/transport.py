@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-NO_CLIENT = -32000  # our answer to a request of the server's once the client is gone
+NO_CLIENT = -32099  # our own answer to a request nobody is left to answer (never on the wire)
 MAX_DEPTH = 200  # no ACP message comes near; deeper input is rejected before anything recurses
 _OPENING_METHODS = frozenset({"session/load", "session/resume"})
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a prompt with a few large images fits; a runaway line does not

@@ -211,3 +211,21 @@ def test_a_broken_config_is_a_config_error(fake: FakeProvider, tmp_path: Path, p
     result = hermes_run(env, project, "hello")
     assert result.returncode == exit_codes.CONFIG
     assert "modle" in result.stderr
+
+
+def test_command_output_and_its_exit_code_show_as_progress(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    command = ToolCallSpec("terminal", {"command": "echo first-line; echo second-line; exit 3"}, id="t1")
+    fake.script([Reply(tool_calls=[command]), Reply(text="It failed.")])
+    result = hermes_run(server_env(tmp_path, fake), project, "--mode", "yolo", "run it")
+    assert result.returncode == exit_codes.OK, result.stderr
+    assert result.stdout == "It failed.\n"
+    progress = result.stderr.splitlines()
+    start = progress.index("→ Run: echo first-line; echo second-line; exit 3")
+    assert progress[start + 1 : start + 5] == [
+        "  first-line",
+        "  second-line",
+        "✗ Run: echo first-line; echo second-line; exit 3 (failed)",
+        "  exit code 3",
+    ]

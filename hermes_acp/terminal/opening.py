@@ -27,15 +27,14 @@ def choices_from(args: Any) -> Choices:
     return Choices(Path(args.cwd or os.getcwd()).resolve(), args.mode, args.model, args.effort, args.session)
 
 
-async def initialize(connection: Connection, name: str) -> dict[str, Any]:
-    # No fs or terminal capability: the agent edits files and runs commands itself.
+async def initialize(connection: Connection, name: str, *, live_output: bool = True) -> dict[str, Any]:
+    """No fs or terminal capability: the agent edits files and runs commands itself.
+    `live_output` asks for command output as it comes (the `_meta.terminal_output`
+    convention Zed introduced); without it, output arrives with the finished call."""
+    capabilities: dict[str, Any] = {"_meta": {"terminal_output": True}} if live_output else {}
+    client = {"name": name, "version": __version__}
     return await connection.send_request(
-        "initialize",
-        {
-            "protocolVersion": 1,
-            "clientCapabilities": {},
-            "clientInfo": {"name": name, "version": __version__},
-        },
+        "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities, "clientInfo": client}
     )
 
 

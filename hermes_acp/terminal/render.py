@@ -20,6 +20,7 @@ class PlainView:
         self.progress = progress
         self._titles: dict[str, str] = {}
         self._finished: set[str] = set()
+        self._partial: dict[str, str] = {}  # live command output not yet ending a line
         self._mid_line = False  # the answer's last chunk did not end a line
         self.shared_screen = _same_terminal(answer, progress)
 
@@ -37,6 +38,7 @@ class PlainView:
             self.call_started(self._titles[call_id])
             self._call_update(update)  # a replayed call arrives finished
         elif kind == "tool_call_update":
+            self._live_output(update)
             self._call_update(update)
         elif kind == "plan":
             self.plan(list(update.get("entries") or []))
@@ -74,6 +76,9 @@ class PlainView:
             for row in text.rstrip("\n").splitlines():
                 self.line(f"  {row}")
 
+    def output_line(self, text: str) -> None:
+        self.line(f"  {text}")
+
     def plan(self, entries: list[dict[str, Any]]) -> None:
         self.line("plan:")
         for entry in entries:
@@ -86,6 +91,21 @@ class PlainView:
 
     # -- helpers --------------------------------------------------------------------------
 
+    def _live_output(self, update: dict[str, Any]) -> None:
+        """A running command's output as it comes (the `_meta.terminal_output` deltas a
+        client that asks for them gets), line by line."""
+        meta = update.get("_meta")
+        output = meta.get("terminal_output") if isinstance(meta, dict) else None
+        if not isinstance(output, dict) or not isinstance(output.get("data"), str):
+            return
+        call_id = str(update.get("toolCallId"))
+        text = self._partial.pop(call_id, "") + output["data"]
+        *lines, rest = text.split("\n")
+        for row in lines:
+            self.output_line(row.rstrip("\r"))
+        if rest:
+            self._partial[call_id] = rest
+
     def _call_update(self, update: dict[str, Any]) -> None:
         call_id = str(update.get("toolCallId"))
         if update.get("title"):
@@ -94,7 +114,15 @@ class PlainView:
         if status not in FINAL or call_id in self._finished:
             return
         self._finished.add(call_id)
+        if rest := self._partial.pop(call_id, ""):
+            self.output_line(rest)
         items = [shown for item in update.get("content") or [] if (shown := content_text(item))]
+        meta = update.get("_meta")
+        ended = meta.get("terminal_exit") if isinstance(meta, dict) else None
+        if isinstance(ended, dict) and ended.get("exit_code") not in (None, 0):
+            items.append(("output", f"exit code {ended['exit_code']}"))
+        elif isinstance(ended, dict) and ended.get("signal"):
+            items.append(("output", f"killed by {ended['signal']}"))
         self.call_finished(self._titles.get(call_id, "tool"), str(status), items)
 
     def _break_answer_line(self) -> None:
@@ -141,6 +169,12 @@ class RichView(PlainView):
             else:
                 body = Text(text, style="dim")
             self._print(Padding(body, (0, 0, 0, 4)))
+
+    def output_line(self, text: str) -> None:
+        from rich.text import Text
+
+        # Printed above the spinner, which keeps turning while the command runs.
+        self._print(Text("    " + text, style="dim"))
 
     def plan(self, entries: list[dict[str, Any]]) -> None:
         from rich.text import Text

@@ -45,7 +45,8 @@ async def run_once(args: Any, choices: Choices, task: str, answer: TextIO, progr
     link = await connect(args.server, client.handle)
     loop = asyncio.get_running_loop()
     try:
-        await initialize(link.connection, "hermes-acp run")
+        # --json gets the plain ACP content (the output with the finished call), no extension.
+        await initialize(link.connection, "hermes-acp run", live_output=not args.json)
         session_id = await open_session(link.connection, choices)
         view.notice(f"session {session_id} (continue it with --session {session_id})")
         interrupts = _Interrupts(link.connection, session_id, view)

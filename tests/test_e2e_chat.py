@@ -4,6 +4,7 @@ history kept, Ctrl-D to leave."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -54,13 +55,15 @@ def test_chat_in_a_pseudo_terminal(fake: FakeProvider, tmp_path: Path, project: 
         chat.send("/comp")
         chat.expect_exact("Summarise the conversation")  # the server's /compact, with its description
         chat.sendcontrol("u")
-        chat.sendline("please edit and touch")
+        chat.sendline("please edit @notes.txt and touch")
         chat.expect_exact("Edit notes.txt")
         chat.expect_exact(f"touch {marker}")  # the card shows the command first
         chat.expect(r"Choose 1-\d")
         chat.sendline("1")
         chat.expect_exact("Both done, as asked.")
         assert (project / "notes.txt").read_text() == "omega\n"
+        # @notes.txt went along, embedded with its text (the patch's arguments hold no newline)
+        assert any("alpha\\n" in json.dumps(r.body) for r in fake.requests)
         assert marker.exists()
         chat.sendline("/sessions")
         chat.expect_exact("an earlier question")
@@ -75,7 +78,7 @@ def test_chat_in_a_pseudo_terminal(fake: FakeProvider, tmp_path: Path, project: 
         chat.close()
     assert chat.exitstatus == 0
     history = (Path(env["HERMES_ACP_HOME"]) / "chat_history").read_text()
-    assert re.search(r"please edit and touch", history)
+    assert re.search(r"please edit @notes.txt and touch", history)
 
 
 def test_chat_without_a_terminal_points_to_run(tmp_path: Path, project: Path) -> None:

@@ -15,6 +15,7 @@ from acp.exceptions import RequestError
 from prompt_toolkit.completion import Completer, Completion
 
 from hermes_acp.terminal.approvals import TerminalApprover
+from hermes_acp.terminal.attachments import AttachmentError, prompt_blocks
 from hermes_acp.terminal.client import TerminalClient
 from hermes_acp.terminal.connect import connect
 from hermes_acp.terminal.opening import Choices, initialize, open_session
@@ -76,7 +77,12 @@ async def chat(args: Any, choices: Choices) -> int:
             elif text == "/sessions":
                 await _sessions(conversation, view, questions, choices.cwd)
             else:
-                await conversation.turn(text, view)
+                try:
+                    blocks = prompt_blocks(text, choices.cwd)
+                except AttachmentError as exc:
+                    view.notice(f"error: {exc}")
+                    continue
+                await conversation.turn(blocks, view)
     except RequestError as exc:
         view.notice(f"error: {exc}")
         return 1
@@ -95,12 +101,12 @@ class _Conversation:
         self._cancel_sent = False
         self._cancelling: asyncio.Future[None] | None = None
 
-    async def turn(self, text: str, view: Any) -> None:
+    async def turn(self, blocks: list[dict[str, Any]], view: Any) -> None:
         loop = asyncio.get_running_loop()
         self._cancel_sent = False
         loop.add_signal_handler(signal.SIGINT, self.cancel)
         try:
-            params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
+            params = {"sessionId": self.session_id, "prompt": blocks}
             result = await self.connection.send_request("session/prompt", params)
             view.finish()
             stop = result.get("stopReason")

@@ -15,11 +15,9 @@ from hermes_acp.terminal.opening import choices_from
 def run_command(args: Any) -> int:
     from hermes_acp.logs import setup_logging
 
-    # The server runs in this process; its log would bury the answer. Warnings only,
-    # unless asked (and all of it into --log-file).
-    setup_logging(
-        args.log_level or os.environ.get("HERMES_ACP_TERMINAL_LOG_LEVEL") or "warning", args.log_file
-    )
+    # The server runs in this process; its log would bury the answer: warnings only,
+    # unless `hermes-acp --log-level ... run` asks for more (or --log-file for a file).
+    setup_logging(args.log_level or "warning", args.log_file)
     if args.command == "chat":
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             sys.stderr.write("hermes-acp chat needs a terminal; from a script, use `hermes-acp run`\n")

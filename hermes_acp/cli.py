@@ -31,7 +31,8 @@ TERMINAL_HINT = (
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(terminal_commands=bool({"run", "chat"} & set(argv))).parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
         return 0
@@ -46,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     return run_stdio(args.log_level, args.log_file, args.trace)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
+    """The command line. `terminal_commands=False` names `run` and `chat` without their
+    arguments, so `--stdio` start-up does not import what only they need."""
     parser = argparse.ArgumentParser(
         prog="hermes-acp",
         description="A coding agent for editors, speaking the Agent Client Protocol on stdin/stdout.",
@@ -70,9 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
-    from hermes_acp.terminal.arguments import add_terminal_commands
+    if terminal_commands:
+        from hermes_acp.terminal.arguments import add_terminal_commands
 
-    add_terminal_commands(sub)
+        add_terminal_commands(sub)
+    else:
+        sub.add_parser("run", help="run one prompt in this directory and exit (for scripts and CI)")
+        sub.add_parser("chat", help="an interactive chat in the terminal")
     return parser
 
 

@@ -157,10 +157,21 @@ def test_no_api_key_is_a_config_error(tmp_path: Path, project: Path) -> None:
     assert "hermes-acp setup" in result.stderr
 
 
-def test_an_unknown_model_is_a_usage_error(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
-    result = hermes_run(server_env(tmp_path, fake), project, "--model", "no-such-model", "hello")
+def test_model_picks_the_model_of_a_new_session(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
+    fake.script([Reply(text="From the small one.")])
+    result = hermes_run(server_env(tmp_path, fake), project, "--model", "gpt-4.1-mini", "hello")
+    assert result.returncode == exit_codes.OK, result.stderr
+    assert fake.requests[-1].body["model"] == "gpt-4.1-mini"
+
+
+def test_an_effort_the_model_does_not_take_is_a_usage_error(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    before = len(fake.requests)
+    result = hermes_run(server_env(tmp_path, fake), project, "--effort", "high", "hello")  # gpt-4.1
     assert result.returncode == exit_codes.USAGE, result.stderr
-    assert "no-such-model" in result.stderr
+    assert "reasoning_effort" in result.stderr
+    assert not [r for r in fake.requests[before:] if r.path.endswith("/chat/completions")]
 
 
 def test_the_prompt_from_stdin_with_an_attached_file(

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from hermes_acp.terminal import exit_codes
-from hermes_acp.terminal.opening import choices_from
+from hermes_acp.terminal.opening import choices_from, model_for_new_sessions
 
 
 def run_command(args: Any) -> int:
@@ -24,7 +24,9 @@ def run_command(args: Any) -> int:
             return exit_codes.USAGE
         from hermes_acp.terminal.chat import chat
 
-        code = asyncio.run(chat(args, choices_from(args)))
+        choices = choices_from(args)
+        model_for_new_sessions(choices)
+        code = asyncio.run(chat(args, choices))
     else:
         code = _run(args)
     logging.shutdown()
@@ -45,8 +47,10 @@ def _run(args: Any) -> int:
     sys.stdout = sys.stderr
     from hermes_acp.terminal.run import run_once
 
+    choices = choices_from(args)
+    model_for_new_sessions(choices)
     try:
-        return asyncio.run(run_once(args, choices_from(args), task, answer, sys.stderr))
+        return asyncio.run(run_once(args, choices, task, answer, sys.stderr))
     except KeyboardInterrupt:
         return exit_codes.CANCELLED
     finally:

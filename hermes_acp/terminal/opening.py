@@ -38,6 +38,15 @@ async def initialize(connection: Connection, name: str, *, live_output: bool = T
     )
 
 
+def model_for_new_sessions(choices: Choices) -> None:
+    """`--model` for a new session goes in as the configured model does (the server reads
+    HERMES_ACP_MODEL when the session starts), so any model id the endpoint serves is
+    accepted, as in config.toml; the picker only offers the models it knows of. Call
+    before the server starts (a child inherits the environment)."""
+    if choices.model and not choices.session:
+        os.environ["HERMES_ACP_MODEL"] = choices.model
+
+
 async def open_session(connection: Connection, choices: Choices) -> str:
     """The session id: `choices.session` resumed, or a new one. Raises RequestError."""
     cwd = str(choices.cwd)
@@ -51,7 +60,7 @@ async def open_session(connection: Connection, choices: Choices) -> str:
         session_id = response["sessionId"]
     for option, value in (
         (MODE_OPTION, choices.mode),
-        (MODEL_OPTION, choices.model),
+        (MODEL_OPTION, choices.model if choices.session else None),  # a new one has it already
         (EFFORT_OPTION, choices.effort),
     ):
         if value is not None:

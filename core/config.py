@@ -102,6 +102,8 @@ class Settings(BaseModel):
     sandbox_writable: list[str] = Field(default_factory=lambda: list(_default_writable()))
     sandbox_bwrap: str | None = None  # a bwrap other than the bundled one
     command_timeout_seconds: float = Field(default=120.0, gt=0)
+    # how long a prompt still running when stdin ends (a piped script) may take to finish
+    end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @property

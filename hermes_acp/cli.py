@@ -25,19 +25,31 @@ KEY_FIELDS = {
 }
 
 
+TERMINAL_HINT = (
+    "hermes-acp --stdio speaks ACP JSON-RPC on stdin/stdout; for a terminal chat run `hermes-acp chat`"
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(terminal_commands=bool({"run", "chat"} & set(argv))).parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
         return 0
     if args.command == "setup":
         return run_setup(sys.stdin, sys.stderr)
+    if args.command in ("run", "chat"):
+        from hermes_acp.terminal.commands import run_command
+
+        return run_command(args)
     if args.check:
         return run_check(sys.stdout)
     return run_stdio(args.log_level, args.log_file, args.trace)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
+    """The command line. `terminal_commands=False` names `run` and `chat` without their
+    arguments, so `--stdio` start-up does not import what only they need."""
     parser = argparse.ArgumentParser(
         prog="hermes-acp",
         description="A coding agent for editors, speaking the Agent Client Protocol on stdin/stdout.",
@@ -61,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
+    if terminal_commands:
+        from hermes_acp.terminal.arguments import add_terminal_commands
+
+        add_terminal_commands(sub)
+    else:
+        sub.add_parser("run", help="run one prompt in this directory and exit (for scripts and CI)")
+        sub.add_parser("chat", help="an interactive chat in the terminal")
     return parser
 
 
@@ -72,7 +91,13 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     kept for the writer and fd 1 itself now points at stderr, so a stray print from any
     library lands in the log instead of corrupting the stream. Stdin likewise: commands
     we start must never eat protocol input."""
-    protocol_in = os.dup(0)
+    if os.isatty(0):
+        sys.stderr.write(TERMINAL_HINT + "\n")
+        sys.stderr.flush()
+    try:
+        protocol_in = os.dup(0)
+    except OSError:  # stdin closed (`<&-`): no input, as from /dev/null
+        protocol_in = os.open(os.devnull, os.O_RDONLY)
     protocol_out = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
@@ -101,11 +126,39 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
 
 
 async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
+    import signal
+
     from hermes_acp.server import AcpServer
     from hermes_acp.transport import open_fd_transport
 
     transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
-    await AcpServer(transport).serve()
+    server = AcpServer(transport)
+    transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
+    loop = asyncio.get_running_loop()
+    signals = 0
+
+    def shut_down() -> None:
+        # A service manager or a closed terminal: the shutdown end of input runs, except
+        # that turns are cancelled (their commands killed) rather than awaited. They
+        # still answer `cancelled` and are stored; a second signal stops waiting for that.
+        nonlocal signals
+        signals += 1
+        server.sessions.cancel_all()
+        transport.stop(settle=signals == 1)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(signum, shut_down)
+    await server.serve()
+
+
+def end_of_input_seconds() -> float:
+    """The `end_of_input_seconds` setting (its default when the config cannot be read)."""
+    from core.config import ConfigError, Settings, load_settings
+
+    try:
+        return load_settings().end_of_input_seconds
+    except (ConfigError, ValueError):
+        return Settings.model_fields["end_of_input_seconds"].default
 
 
 # -- hermes-acp setup ------------------------------------------------------------------------------

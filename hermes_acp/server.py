@@ -117,6 +117,13 @@ class AcpServer:
             await self.sessions.shutdown()
             await self.connection.close()
 
+    async def finish_in_flight(self, seconds: float) -> None:
+        """End of input: let the requests already read (a prompt a script piped in) finish,
+        for up to `seconds`; serve() cancels whatever is left after that."""
+        await asyncio.sleep(0)  # handlers of the last lines read register as in flight first
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight), timeout=seconds)
+
     # -- dispatch -------------------------------------------------------------------------
 
     async def dispatch(self, method: str, params: Any, is_notification: bool) -> Any:

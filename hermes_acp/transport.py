@@ -10,9 +10,23 @@ connection must never see itself and keeps serving:
   response (`id` plus `result` or `error`), or carries a wrong `jsonrpc` -> -32600,
   echoing its id when it has a usable one.
 
+- JSON nested deeper than MAX_DEPTH levels -> -32600 (-32700 when too deep even to
+  parse), instead of a RecursionError that would end the server.
+
 It also knows when a response has really been written, so a handler can ask for
 work to run right after its own response (`after_response`): `session/new` sends
 `available_commands_update` only once the client knows the session id.
+
+End of input is not the end of the work: `settle` (set by whoever runs the server)
+is awaited before `receive()` reports the end, so a prompt a script piped in still
+finishes. Meanwhile no client is left to answer what the server asks (a permission),
+so each such request is answered here with an error, which the server treats as a
+rejection. `stop()` (SIGTERM, SIGHUP) ends the input at once, unread lines and all.
+
+A request naming a session whose `session/load` or `session/resume` is still in
+flight is held until that answer is out, so a script may write both at once. A
+regular file is a script (`one_at_a_time`): each request waits for the answer to the
+one before, and what the server asks is refused at once, since a file cannot answer.
 """
 
 from __future__ import annotations
@@ -24,6 +38,7 @@ import inspect
 import json
 import logging
 import os
+import stat
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -31,6 +46,9 @@ log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+NO_CLIENT = -32099  # our own answer to a request nobody is left to answer (never on the wire)
+MAX_DEPTH = 200  # no ACP message comes near; deeper input is rejected before anything recurses
+_OPENING_METHODS = frozenset({"session/load", "session/resume"})
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a prompt with a few large images fits; a runaway line does not
 _READ_LIMIT = 1024 * 1024
 
@@ -71,28 +89,76 @@ class LineTransport:
         self._on_close = on_close
         self._after: dict[Any, list[AfterResponse]] = {}
         self._closed = False
+        # Awaited once input ends, before receive() says so (see the module docstring).
+        self.settle: Callable[[], Awaitable[None]] | None = None
+        # A regular file is a script: each request is answered before the next is read.
+        self.one_at_a_time = False
+        self._unanswered: dict[tuple[type, Any], str | None] = {}  # incoming request -> session opened
+        self._held: dict[str, Any] | None = None  # read, waiting for requests it depends on
+        self._wake = asyncio.Event()  # an answer went out, or one of ours was refused
+        self._asked: set[Any] = set()  # ids of our requests the client has not answered
+        self._ended = False
+        self._no_client: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._stop = asyncio.Event()  # the input ends now, whatever is still unread
+        self._hurry = asyncio.Event()  # ...and without waiting for the work in flight
+        self._reading: asyncio.Future[bytes | None] | None = None
 
     # -- the Transport protocol ------------------------------------------------------
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
-            line = await self._read_line()
-            if line is None:
-                return None
-            message = await self._accept(line)
-            if message is not None:
-                request_id = message.get("id") if "method" in message else None
-                current_request_id.set(request_id)
-                return message
+            if self._stop.is_set():
+                return await self._end_of_input()
+            if not self._no_client.empty():
+                return self._no_client.get_nowait()
+            if self._held is None:
+                line = await self._next_line()
+                if line is None:
+                    return await self._end_of_input()
+                message = await self._accept(line)
+                if message is None:
+                    continue
+                if "method" not in message:
+                    self._asked.discard(_key(message.get("id")))
+                    return message
+                self._held = message
+            if self._must_wait(self._held):
+                self._wake.clear()
+                if self._must_wait(self._held) and self._no_client.empty():
+                    await self._wake.wait()
+                continue
+            message, self._held = self._held, None
+            request_id = message.get("id")
+            if "id" in message:
+                self._unanswered[_key(request_id)] = _opened_session(message)
+            current_request_id.set(request_id if "id" in message else None)
+            return message
 
     async def send(self, message: dict[str, Any]) -> None:
         if self._closed:
             raise ConnectionError("transport closed")
+        is_request = "method" in message and "id" in message
+        if is_request and (self._ended or self.one_at_a_time):
+            self._refuse_for_absent_client(message)
+            return
         await self._write(encode(message))
         if self._tracer is not None:
             self._tracer.outgoing(message)
-        if self._after and "method" not in message and "id" in message:
-            await self._run_after(message["id"])
+        if is_request:
+            self._asked.add(_key(message["id"]))
+        elif "method" not in message and "id" in message:
+            if self._unanswered.pop(_key(message["id"]), _NO_ID) is not _NO_ID:
+                self._wake.set()
+            if self._after:
+                await self._run_after(message["id"])
+
+    def stop(self, *, settle: bool = True) -> None:
+        """End the input now, as if it had ended (a signal); `settle=False` does not wait
+        for the work in flight either."""
+        if not settle:
+            self._hurry.set()
+        self._stop.set()
+        self._wake.set()
 
     async def close(self) -> None:
         if self._closed:
@@ -110,6 +176,65 @@ class LineTransport:
         before anything that task sends next."""
         key = current_request_id.get() if request_id is _NO_ID else request_id
         self._after.setdefault(_key(key), []).append(callback)
+
+    # -- ordering and the end of input ---------------------------------------------------
+
+    async def _next_line(self) -> bytes | None:
+        if self._stop.is_set():
+            return None
+        if self._reading is None:
+            self._reading = asyncio.ensure_future(self._read_line())
+        stopped = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({self._reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+        if not self._reading.done():
+            return None
+        reading, self._reading = self._reading, None
+        return reading.result()
+
+    def _must_wait(self, message: dict[str, Any]) -> bool:
+        """Whether `message` must wait for requests in flight to be answered first."""
+        if not self._unanswered:
+            return False
+        if self.one_at_a_time:
+            return True
+        params = message.get("params")
+        session_id = params.get("sessionId") if isinstance(params, dict) else None
+        return session_id is not None and session_id in self._unanswered.values()
+
+    async def _end_of_input(self) -> dict[str, Any] | None:
+        """None once the work in flight has settled; until then, our own answers to the
+        requests the server sends the client that is no longer there."""
+        if not self._ended:
+            self._ended = True
+            for request_id in self._asked:
+                self._no_client.put_nowait(_no_client_error(request_id[1]))
+            self._asked.clear()
+            settling = self.settle() if self.settle is not None and not self._hurry.is_set() else None
+            self._settled: asyncio.Future[Any] = asyncio.ensure_future(_awaited(settling))
+        while not self._no_client.empty() or not self._settled.done():
+            if not self._no_client.empty():
+                return self._no_client.get_nowait()
+            answer = asyncio.ensure_future(self._no_client.get())
+            hurried = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait({answer, self._settled, hurried}, return_when=asyncio.FIRST_COMPLETED)
+            hurried.cancel()
+            if answer.done():
+                return answer.result()
+            answer.cancel()
+            if self._hurry.is_set():
+                self._settled.cancel()
+                break
+        return None
+
+    def _refuse_for_absent_client(self, message: dict[str, Any]) -> None:
+        log.warning("no client can answer %s (input ended, or a script); rejecting it", message["method"])
+        if self._tracer is not None:
+            self._tracer.outgoing(message)
+        self._no_client.put_nowait(_no_client_error(message["id"]))
+        self._wake.set()
 
     async def _run_after(self, request_id: Any) -> None:
         for callback in self._after.pop(_key(request_id), ()):
@@ -170,6 +295,19 @@ class LineTransport:
             self._trace_raw(line)
             await self._reject(PARSE_ERROR, "Parse error", None, f"not valid JSON: {exc}")
             return None
+        except RecursionError:
+            self._trace_raw(line[:200])
+            details = f"JSON nested too deeply to parse (the limit is {MAX_DEPTH} levels)"
+            await self._reject(PARSE_ERROR, "Parse error", None, details)
+            return None
+        if _deeper_than(message, MAX_DEPTH):
+            self._trace_raw(line[:200])
+            request_id = message.get("id") if isinstance(message, dict) else None
+            details = f"JSON nested deeper than {MAX_DEPTH} levels"
+            await self._reject(
+                INVALID_REQUEST, "Invalid request", request_id if _valid_id(request_id) else None, details
+            )
+            return None
         if self._tracer is not None:
             self._tracer.incoming(message)
         problem = _problem(message)
@@ -213,6 +351,41 @@ def _problem(message: Any) -> str | None:
     return 'a message needs a string "method", or an "id" with a "result" or an "error"'
 
 
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests more than `limit` containers deep (iterative: no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def _opened_session(message: dict[str, Any]) -> str | None:
+    params = message.get("params")
+    if message.get("method") in _OPENING_METHODS and isinstance(params, dict):
+        session_id = params.get("sessionId")
+        return session_id if isinstance(session_id, str) else None
+    return None
+
+
+def _no_client_error(request_id: Any) -> dict[str, Any]:
+    error = {"code": NO_CLIENT, "message": "No client: the input has ended, so nobody can answer"}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+async def _awaited(value: Awaitable[Any] | None) -> None:
+    if value is not None:
+        await value
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
@@ -239,22 +412,26 @@ async def open_fd_transport(
 ) -> LineTransport:
     """A LineTransport reading `read_fd` and writing `write_fd` without blocking the loop.
 
-    Pipes and sockets (how editors spawn us) go through the event loop; a regular file
-    (a test redirecting input) is read in a thread and written directly.
+    Pipes, sockets and terminals (how editors and people start us) go through the event
+    loop. What epoll refuses is read in a thread: a regular file (then read as a script,
+    one request at a time) and /dev/null (ends at once).
     """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_READ_LIMIT, loop=loop)
-    read_file = os.fdopen(read_fd, "rb", buffering=0, closefd=False)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_file)
-    except ValueError:
+    script = stat.S_ISREG(os.fstat(read_fd).st_mode)
+    if script or not _pollable(read_fd):
         _feed_in_thread(loop, reader, read_fd)
+    else:
+        read_file = os.fdopen(read_fd, "rb", buffering=0, closefd=False)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_file)
 
     write_file = os.fdopen(write_fd, "wb", buffering=0, closefd=False)
     try:
         transport, protocol = await loop.connect_write_pipe(lambda: _WriteProtocol(loop), write_file)
     except ValueError:
-        return LineTransport(reader, _blocking_writer(write_fd), tracer=tracer)
+        line_transport = LineTransport(reader, _blocking_writer(write_fd), tracer=tracer)
+        line_transport.one_at_a_time = script
+        return line_transport
 
     async def write(data: bytes) -> None:
         if transport.is_closing():
@@ -269,7 +446,27 @@ async def open_fd_transport(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(protocol.lost.wait(), 2.0)
 
-    return LineTransport(reader, write, tracer=tracer, on_close=close)
+    line_transport = LineTransport(reader, write, tracer=tracer, on_close=close)
+    line_transport.one_at_a_time = script
+    return line_transport
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop can watch `fd` (epoll refuses regular files and /dev/null;
+    asyncio would only find out in a callback, leaving a traceback and a reader that
+    never wakes)."""
+    import select
+
+    if not hasattr(select, "epoll"):
+        return not stat.S_ISREG(os.fstat(fd).st_mode)
+    poller = select.epoll()
+    try:
+        poller.register(fd, select.EPOLLIN)
+    except OSError:
+        return False
+    finally:
+        poller.close()
+    return True
 
 
 class _WriteProtocol(asyncio.Protocol):

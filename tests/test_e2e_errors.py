@@ -120,24 +120,27 @@ async def test_invalid_params_name_the_field(
     json.dumps(error["data"])  # plain JSON, no pydantic objects
 
 
-async def test_stdin_closed_mid_turn_cancels_it_stores_it_and_exits_0(
+async def test_stdin_closed_mid_turn_lets_the_turn_finish_stores_it_and_exits_0(
     fake: FakeProvider, tmp_path: Path
 ) -> None:
+    """End of input is a script done writing, not a user gone: the turn runs to its end."""
     project = tmp_path / "project"
     project.mkdir()
-    fake.script([Reply(text="a long answer " * 50, chunk_size=5, chunk_delay=0.05)])
+    story = "a long answer " * 10
+    fake.script([Reply(text=story, chunk_size=5, chunk_delay=0.02)])
     env = server_env(tmp_path, fake)
     async with connected(env) as (process, client):
         sid = (await client.new_session(project))["sessionId"]
         prompt = client.start_prompt(sid, "tell me a long story")
         await client.wait_for(lambda: client.session_updates(sid, "agent_message_chunk"))
         await process.close_stdin()
-        code = await process.wait(within=5)
-        prompt.cancel()
-        assert code == 0
+        assert (await prompt)["stopReason"] == "end_turn"
+        assert client.text(sid) == story
+        assert await process.wait(within=10) == 0
     db = sqlite3.connect(Path(env["HERMES_ACP_HOME"]) / "sessions.db")
     rows = db.execute("SELECT role, content FROM messages WHERE session_id = ?", (sid,)).fetchall()
-    assert rows and rows[0][0] == "user" and "long story" in rows[0][1]
+    assert rows[0][0] == "user" and "long story" in rows[0][1]
+    assert rows[-1][0] == "assistant" and story.strip() in rows[-1][1]
 
 
 async def test_requests_in_flight_when_stdin_closes_are_still_answered(
@@ -162,13 +165,15 @@ async def test_requests_in_flight_when_stdin_closes_are_still_answered(
         assert await process.wait(within=10) == 0
 
 
-async def test_a_prompt_running_when_stdin_closes_answers_cancelled(
+async def test_a_prompt_still_running_past_end_of_input_seconds_answers_cancelled(
     fake: FakeProvider, tmp_path: Path
 ) -> None:
+    """The wait for a turn at end of input is bounded by the `end_of_input_seconds` setting."""
     project = tmp_path / "project"
     project.mkdir()
-    fake.script([Reply(text="slow " * 100, chunk_size=5, chunk_delay=0.05)])
-    async with connected(server_env(tmp_path, fake)) as (process, client):
+    fake.script([Reply(text="slow " * 100, chunk_size=5, chunk_delay=0.05)])  # 5 s of answer
+    env = server_env(tmp_path, fake, HERMES_ACP_END_OF_INPUT_SECONDS="0.3")
+    async with connected(env) as (process, client):
         sid = (await client.new_session(project))["sessionId"]
         prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}
         await process.send({"jsonrpc": "2.0", "id": "p", "method": "session/prompt", "params": prompt})

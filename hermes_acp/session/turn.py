@@ -149,7 +149,9 @@ class TurnRunner:
             log.warning("session %s: the model provider failed: %s", session.id, exc)
             await send_updates(self.channel, session.translator.close_open_tool_calls(f"Stopped: {exc}"))
             text = f"\n\n**The model provider failed:** {exc}\n"
-            await say(self.channel, session.id, text)
+            # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
+            failure = {"hermes": {"turnError": {"kind": str(exc.kind), "message": str(exc)}}}
+            await say(self.channel, session.id, text, failure)
             record_turn_error(session, text)
         return stop
 

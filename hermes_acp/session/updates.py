@@ -12,7 +12,12 @@ async def send_update(channel: ClientChannel, session_id: str, update: dict[str,
     await channel.send_notification("session/update", {"sessionId": session_id, "update": update})
 
 
-async def say(channel: ClientChannel, session_id: str, text: str) -> None:
+async def say(channel: ClientChannel, session_id: str, text: str, meta: dict[str, Any] | None = None) -> None:
     """A message from the agent that no model wrote (command answers, notices)."""
-    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    chunk: dict[str, Any] = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text},
+    }
+    if meta:
+        chunk["_meta"] = meta
     await send_update(channel, session_id, chunk)

@@ -1,0 +1,59 @@
+"""The client side of the ACP connection for terminal use: shows updates, answers the
+server's permission requests, and keeps what it learns (tool calls, slash commands)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from acp.exceptions import RequestError
+
+
+class View(Protocol):
+    def update(self, update: dict[str, Any], params: dict[str, Any]) -> None: ...
+
+    def notice(self, text: str) -> None: ...
+
+    def diff(self, text: str) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+class Approver(Protocol):
+    async def decide(self, params: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+        """The `session/request_permission` result for `params`; `call` is what the
+        tool call's updates said so far (its rawInput, content)."""
+        ...
+
+
+class TerminalClient:
+    def __init__(self, view: View, approver: Approver) -> None:
+        self.view = view
+        self.approver = approver
+        self.calls: dict[str, dict[str, Any]] = {}
+        self.commands: list[dict[str, Any]] = []
+        self.turn_error: dict[str, Any] | None = None  # the model provider failed this turn
+
+    async def handle(self, method: str, params: Any, is_notification: bool) -> Any:
+        if method == "session/update" and isinstance(params, dict):
+            update = params.get("update") or {}
+            self._remember(update)
+            self.view.update(update, params)
+            return None
+        if method == "session/request_permission" and isinstance(params, dict):
+            call_id = (params.get("toolCall") or {}).get("toolCallId")
+            return await self.approver.decide(params, self.calls.get(call_id, {}))
+        if is_notification:
+            return None
+        raise RequestError.method_not_found(method)
+
+    def _remember(self, update: dict[str, Any]) -> None:
+        meta = update.get("_meta")
+        hermes = meta.get("hermes") if isinstance(meta, dict) else None
+        if isinstance(hermes, dict) and isinstance(hermes.get("turnError"), dict):
+            self.turn_error = hermes["turnError"]
+        kind = update.get("sessionUpdate")
+        if kind in ("tool_call", "tool_call_update"):
+            call = self.calls.setdefault(update.get("toolCallId", ""), {})
+            call.update({k: v for k, v in update.items() if v is not None})
+        elif kind == "available_commands_update":
+            self.commands = list(update.get("availableCommands") or [])

@@ -152,7 +152,7 @@ export class ChatController {
 
   private postSession(title?: string): void {
     if (this.sessionId) {
-      this.host.post({ type: "session", sessionId: this.sessionId, title, configOptions: this.configOptions });
+      this.host.post({ type: "session", sessionId: this.sessionId, cwd: this.host.cwd(), title, configOptions: this.configOptions });
       this.host.stateChanged?.(this.state, this.mode);
     }
   }

@@ -17,7 +17,7 @@ export interface Attachment {
 
 export type ToView =
   | { type: "state"; state: AgentState; detail?: string }
-  | { type: "session"; sessionId: string; title?: string; configOptions: SessionConfigOption[] }
+  | { type: "session"; sessionId: string; cwd: string; title?: string; configOptions: SessionConfigOption[] }
   | { type: "clear" }
   | { type: "update"; update: SessionUpdate }
   | { type: "userMessage"; text: string }

@@ -93,6 +93,7 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
     case "session":
       showPickers(message.configOptions);
       document.body.dataset.sessionId = message.sessionId;
+      thread.cwd = message.cwd;
       return;
     case "clear":
       return thread.clear();

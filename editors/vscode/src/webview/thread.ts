@@ -26,6 +26,8 @@ export class Thread {
   private readonly toolCards = new Map<string, HTMLElement>();
   private readonly terminalText = new Map<string, string>();
   private readonly permissionCards = new Map<string, HTMLElement>();
+  /** The session's folder: paths under it are shown relative. */
+  cwd = "";
 
   constructor(
     private readonly root: HTMLElement,
@@ -149,7 +151,7 @@ export class Thread {
           h(
             "a",
             { href: "#", className: "location", onclick: (event: Event) => (event.preventDefault(), this.post({ type: "open", path: location.path, line: location.line })) },
-            `${location.path}${location.line ? `:${location.line}` : ""}`,
+            `${this.shortPath(location.path)}${location.line ? `:${location.line}` : ""}`,
           ),
         ),
       );
@@ -167,12 +169,17 @@ export class Thread {
     if (item.type === "diff") {
       const before = (item.oldText ?? "").split("\n").length;
       const after = item.newText.split("\n").length;
-      return h("div", { className: "diff" }, `${item.path}: ${item.oldText == null ? "new file" : `${before} → ${after} lines`}`);
+      return h("div", { className: "diff" }, `${this.shortPath(item.path)}: ${item.oldText == null ? "new file" : `${before} → ${after} lines`}`);
     }
     const block = item.content;
     const div = h("div", { className: "markdown" });
     div.innerHTML = renderMarkdown(block.type === "text" ? block.text : "");
     return div;
+  }
+
+  private shortPath(file: string): string {
+    const prefix = this.cwd.endsWith("/") ? this.cwd : `${this.cwd}/`;
+    return this.cwd && file.startsWith(prefix) ? file.slice(prefix.length) : file;
   }
 
   terminalOutput(terminalId: string, text: string): void {

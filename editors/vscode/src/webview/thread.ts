@@ -46,11 +46,8 @@ export class Thread {
   }
 
   private append(node: HTMLElement): void {
-    const atBottom = this.root.scrollHeight - this.root.scrollTop - this.root.clientHeight < 40;
     this.root.append(node);
-    if (atBottom) {
-      this.root.scrollTop = this.root.scrollHeight;
-    }
+    this.root.scrollTop = this.root.scrollHeight;
   }
 
   userMessage(text: string): void {
@@ -218,11 +215,9 @@ export class Thread {
     const card = this.permissionCards.get(id);
     if (!card) return;
     card.classList.add("settled");
-    for (const button of Array.from(card.querySelectorAll("button"))) {
-      button.disabled = true;
-      if (button.dataset.optionId === optionId) button.classList.add("chosen");
-    }
-    if (optionId === null) card.append(h("div", { className: "answer" }, "Cancelled"));
+    const chosen = Array.from(card.querySelectorAll<HTMLButtonElement>("button.option")).find((button) => button.dataset.optionId === optionId);
+    const answer = chosen ? `✓ ${chosen.textContent ?? ""}` : "Cancelled";
+    card.querySelector(".options")?.replaceChildren(h("span", { className: `answer ${optionId ?? "cancelled"}` }, answer));
   }
 
   private showPlan(entries: PlanEntry[]): void {

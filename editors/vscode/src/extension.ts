@@ -84,7 +84,7 @@ export function activate(context: vscode.ExtensionContext): void {
     for (const attachment of attachments) {
       blocks.push({ type: "resource", resource: { uri: attachment.uri, text: attachment.text, mimeType: attachment.mimeType } });
     }
-    const shown = attachments.length ? `${text}\n\n📎 ${attachments.map((a) => a.label).join(", ")}` : text;
+    const shown = attachments.length ? `${text}\n\nAttached: ${attachments.map((a) => a.label).join(", ")}` : text;
     attachments = [];
     view.post({ type: "attachments", attachments: [] });
     await controller.prompt(blocks, shown);

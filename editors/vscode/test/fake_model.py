@@ -5,7 +5,7 @@ Prints one JSON line {"url": openai base url} when listening. Then each stdin li
 command, answered by one JSON line on stdout:
   {"script": [reply, ...]}   replace the queue (a reply: Reply's fields; tool_calls as
                              [{"name", "arguments", "id"?}])
-  {"requests": true}         -> {"count": n, "pending": m}
+  {"requests": true}         -> {"count": n, "pending": m, "last": the last request's body}
 Exits when stdin closes.
 """
 
@@ -32,7 +32,9 @@ def main() -> None:
                 fake.script([reply_from(item) for item in command["script"]])
                 print(json.dumps({"ok": True}), flush=True)
             elif "requests" in command:
-                print(json.dumps({"count": len(fake.requests), "pending": fake.pending}), flush=True)
+                requests = fake.requests
+                last = requests[-1].body if requests else None
+                print(json.dumps({"count": len(requests), "pending": fake.pending, "last": last}), flush=True)
 
 
 if __name__ == "__main__":

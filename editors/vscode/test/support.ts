@@ -41,9 +41,9 @@ export class FakeModel {
     await nextLine(this.lines);
   }
 
-  async requests(): Promise<{ count: number; pending: number }> {
+  async requests(): Promise<{ count: number; pending: number; last: unknown }> {
     this.child.stdin.write(`${JSON.stringify({ requests: true })}\n`);
-    return JSON.parse(await nextLine(this.lines)) as { count: number; pending: number };
+    return JSON.parse(await nextLine(this.lines)) as { count: number; pending: number; last: unknown };
   }
 
   /** The environment that points the agent at this server, with its store under `home`. */

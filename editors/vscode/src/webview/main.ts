@@ -69,7 +69,7 @@ function showSessions(list: SessionInfo[]): void {
 function showAttachments(list: Attachment[]): void {
   attachmentsBox.replaceChildren(
     ...list.map((attachment, index) =>
-      h("span", { className: "chip", title: attachment.uri }, `📎 ${attachment.label} `, h("button", { onclick: () => post({ type: "removeAttachment", index }) }, "×")),
+      h("span", { className: "chip", title: attachment.uri }, `${attachment.label} `, h("button", { onclick: () => post({ type: "removeAttachment", index }) }, "×")),
     ),
   );
 }

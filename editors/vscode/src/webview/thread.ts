@@ -47,7 +47,7 @@ export class Thread {
 
   private append(node: HTMLElement): void {
     this.root.append(node);
-    this.root.scrollTop = this.root.scrollHeight;
+    this.follow();
   }
 
   userMessage(text: string): void {
@@ -156,6 +156,12 @@ export class Thread {
     if (fields.content) {
       part("content").replaceChildren(...fields.content.map((item) => this.toolContent(item)));
     }
+    this.follow();
+  }
+
+  /** Keeps the newest content in sight as cards grow. */
+  private follow(): void {
+    this.root.scrollTop = this.root.scrollHeight;
   }
 
   private toolContent(item: ToolCallContent): HTMLElement {
@@ -186,6 +192,7 @@ export class Thread {
       pre.textContent = all;
       pre.scrollTop = pre.scrollHeight;
     }
+    this.follow();
   }
 
   terminalExit(terminalId: string, exitCode: number | null, signal: string | null): void {
@@ -218,6 +225,7 @@ export class Thread {
     const chosen = Array.from(card.querySelectorAll<HTMLButtonElement>("button.option")).find((button) => button.dataset.optionId === optionId);
     const answer = chosen ? `✓ ${chosen.textContent ?? ""}` : "Cancelled";
     card.querySelector(".options")?.replaceChildren(h("span", { className: `answer ${optionId ?? "cancelled"}` }, answer));
+    this.follow();
   }
 
   private showPlan(entries: PlanEntry[]): void {

@@ -162,6 +162,41 @@ test("switch mode: the picker sets it on the agent and the status bar shows it",
   assert.equal(await f.chat.locator('select[data-config-id="mode"]').inputValue(), "plan");
 });
 
+test("slash commands complete from the agent's list; @file and the selection reach the model", async () => {
+  const input = f.chat.locator("#input");
+  await input.fill("");
+  await input.pressSequentially("/he");
+  await f.chat.locator("#completions li", { hasText: "/help" }).waitFor();
+  await input.press("Tab");
+  assert.equal(await input.inputValue(), "/help ");
+  await input.fill("");
+
+  // The selection: line 2 of the open buffer, attached as an embedded resource.
+  await f.page.locator(".editor-group-container.active .view-line", { hasText: "# reviewed line" }).click();
+  await f.page.keyboard.press("Home");
+  await f.page.keyboard.press("Shift+End");
+  await runCommand(f.page, "Hermes: Send selection to Hermes");
+  await f.chat.locator("#attachments .chip", { hasText: "app.py:2-2" }).waitFor();
+
+  await input.pressSequentially("Explain @app");
+  await f.chat.locator("#completions li", { hasText: "@app.py" }).waitFor();
+  await f.shot("completions");
+  await input.press("Enter"); // picks the completion
+  assert.equal(await input.inputValue(), "Explain @app.py ");
+  await f.fake.script([{ text: "It prints." }]);
+  await input.press("Enter");
+  await f.chat.getByText("It prints.").waitFor();
+  const { last } = await f.fake.requests();
+  const messages = (last as { messages: Array<{ role: string }> }).messages;
+  const prompt = JSON.stringify(messages.filter((message) => message.role === "user").at(-1));
+  // The link was read through the editor (so from its unsaved buffer: "# reviewed line" is not
+  // on disk), and the selection went along as well: that line twice.
+  assert.match(prompt, /print\('old'\)/);
+  assert.equal(prompt.split("# reviewed line").length - 1, 2, prompt);
+  assert.equal(await f.chat.locator("#attachments .chip").count(), 0, "attachments go with one prompt");
+  await waitReady();
+});
+
 test("load a past session: it is listed and its thread replays into the view", async () => {
   await f.chat.locator("#new").click();
   await f.chat.locator(".message").first().waitFor({ state: "detached" });
@@ -177,4 +212,13 @@ test("load a past session: it is listed and its thread replays into the view", a
   await f.chat.locator(".message.user", { hasText: "Run the two-step command" }).waitFor();
   await f.shot("session-loaded");
   assert.ok(existsSync(path.join(f.project, "go")));
+});
+
+test("after a window reload the chat comes back with the session it showed", async () => {
+  await f.page.reload();
+  await f.page.locator(".statusbar-item", { hasText: "Hermes" }).first().waitFor();
+  await f.chat.locator(".message.user", { hasText: "What would you change in app.py?" }).waitFor();
+  await f.chat.locator(".message.agent", { hasText: "Here is the plan" }).waitFor();
+  await waitReady();
+  await f.shot("after-reload");
 });

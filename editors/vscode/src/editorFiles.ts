@@ -1,16 +1,6 @@
 import * as vscode from "vscode";
 import type { ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest } from "@agentclientprotocol/sdk";
-
-/** Lines `line` (1-based) .. `line + limit - 1` of `text`, as ACP's read asks. */
-export function sliceLines(text: string, line?: number | null, limit?: number | null): string {
-  if (!line && !limit) {
-    return text;
-  }
-  const lines = text.split(/(?<=\n)/);
-  const start = Math.max(0, (line ?? 1) - 1);
-  const end = limit ? start + limit : lines.length;
-  return lines.slice(start, end).join("");
-}
+import { sliceLines } from "./textEdits";
 
 function openDocument(path: string): vscode.TextDocument | undefined {
   return vscode.workspace.textDocuments.find((doc) => doc.uri.scheme === "file" && doc.uri.fsPath === path);

@@ -2,24 +2,9 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { RequestPermissionRequest } from "@agentclientprotocol/sdk";
 import { currentText } from "./editorFiles";
+import { proposedText } from "./textEdits";
 
 export const REVIEW_SCHEME = "hermes-review";
-
-/** The proposed text of an edit the agent asks permission for, computed from its arguments. */
-export function proposedText(current: string, input: Record<string, unknown>): string | undefined {
-  if (typeof input.content === "string") {
-    return input.content; // write_file
-  }
-  if (typeof input.old_text === "string" && typeof input.new_text === "string") {
-    if (!current.includes(input.old_text)) {
-      return undefined;
-    }
-    return input.replace_all === true
-      ? current.split(input.old_text).join(input.new_text)
-      : current.replace(input.old_text, () => input.new_text as string);
-  }
-  return undefined;
-}
 
 /** Serves the before/after texts of reviews as read-only virtual documents. */
 export class ReviewDocuments implements vscode.TextDocumentContentProvider {

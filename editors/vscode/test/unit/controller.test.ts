@@ -52,6 +52,12 @@ test("a new session shows the agent's mode and model pickers, and a prompt strea
   assert.deepEqual(host.of("userMessage").map((post) => post.text), ["hi"]);
   assert.deepEqual(host.of("turnEnded").map((post) => post.stopReason), ["end_turn"]);
   assert.equal(host.controller.state, "ready");
+  // The raw-traffic log saw both directions, in order.
+  const [direction, first] = host.traffic[0]!;
+  assert.deepEqual([direction, first.method], ["out", "initialize"]);
+  const answer = host.traffic.find(([way, message]) => way === "in" && message.id === first.id);
+  assert.equal((answer?.[1].result as { protocolVersion: number }).protocolVersion, 1);
+  assert.ok(host.traffic.some(([way, message]) => way === "in" && message.method === "session/update"));
 });
 
 test("the agent reads the open buffer's unsaved text, not the file on disk", async () => {

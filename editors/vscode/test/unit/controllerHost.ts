@@ -10,6 +10,8 @@ export class TestHost {
   readonly posts: ToView[] = [];
   readonly buffers = new Map<string, string>();
   readonly writes: WriteTextFileRequest[] = [];
+  /** The raw ACP traffic, as the "Show raw ACP traffic" channel gets it. */
+  readonly traffic: Array<["in" | "out", Record<string, unknown>]> = [];
   readonly controller: ChatController;
   private waiters: Array<() => void> = [];
 
@@ -17,6 +19,7 @@ export class TestHost {
     this.controller = new ChatController({
       locateAgent: () => command,
       cwd: () => cwd,
+      traffic: (direction, message) => this.traffic.push([direction, message as Record<string, unknown>]),
       post: (message) => {
         this.posts.push(message);
         for (const wake of this.waiters.splice(0)) wake();

@@ -1,0 +1,49 @@
+import * as vscode from "vscode";
+import type { ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest } from "@agentclientprotocol/sdk";
+import { sliceLines } from "./textEdits";
+
+function openDocument(path: string): vscode.TextDocument | undefined {
+  return vscode.workspace.textDocuments.find((doc) => doc.uri.scheme === "file" && doc.uri.fsPath === path);
+}
+
+/** The text the user sees: the open buffer (unsaved changes included), else the file on disk. */
+export async function currentText(path: string): Promise<string> {
+  const open = openDocument(path);
+  if (open) {
+    return open.getText();
+  }
+  const bytes = await vscode.workspace.fs.readFile(vscode.Uri.file(path));
+  return new TextDecoder("utf-8").decode(bytes);
+}
+
+export async function readTextFile(request: ReadTextFileRequest): Promise<ReadTextFileResponse> {
+  return { content: sliceLines(await currentText(request.path), request.line, request.limit) };
+}
+
+/**
+ * Writes through a WorkspaceEdit on the document, so the change lands in the buffer, shows as
+ * modified and Undo takes it back. A file that does not exist yet is created first.
+ */
+export async function writeTextFile(request: WriteTextFileRequest): Promise<void> {
+  const uri = vscode.Uri.file(request.path);
+  let exists = true;
+  try {
+    await vscode.workspace.fs.stat(uri);
+  } catch {
+    exists = false;
+  }
+  const edit = new vscode.WorkspaceEdit();
+  if (!exists && !openDocument(request.path)) {
+    edit.createFile(uri, { ignoreIfExists: true, contents: new TextEncoder().encode(request.content) });
+    if (!(await vscode.workspace.applyEdit(edit))) {
+      throw new Error(`could not create ${request.path}`);
+    }
+    return;
+  }
+  const document = await vscode.workspace.openTextDocument(uri);
+  const whole = new vscode.Range(document.positionAt(0), document.positionAt(document.getText().length));
+  edit.replace(uri, whole, request.content);
+  if (!(await vscode.workspace.applyEdit(edit))) {
+    throw new Error(`the editor refused the edit of ${request.path}`);
+  }
+}

@@ -1,0 +1,221 @@
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { ContentBlock } from "@agentclientprotocol/sdk";
+import { locateAgent, type AgentSettings } from "./agentLocator";
+import { ChatController, describe } from "./chatController";
+import { ChatView } from "./chatView";
+import { readTextFile, writeTextFile } from "./editorFiles";
+import type { Attachment, FromView } from "./protocol";
+import { PseudoterminalSink } from "./pseudoterminals";
+import { REVIEW_SCHEME, ReviewDocuments, reviewEdit } from "./review";
+import { StatusItem } from "./statusItem";
+
+interface SelectionAttachment extends Attachment {
+  text: string;
+  mimeType: string;
+}
+
+const SESSION_KEY = "hermes.sessions"; // workspace folder -> last session id
+
+export function activate(context: vscode.ExtensionContext): void {
+  const log = vscode.window.createOutputChannel("Hermes");
+  const traffic = vscode.window.createOutputChannel("Hermes ACP traffic", "jsonl");
+  const status = new StatusItem();
+  const reviews = new ReviewDocuments();
+  let attachments: SelectionAttachment[] = [];
+
+  const folder = (): string => {
+    const active = vscode.window.activeTextEditor?.document.uri;
+    const owner = active ? vscode.workspace.getWorkspaceFolder(active) : undefined;
+    return (owner ?? vscode.workspace.workspaceFolders?.[0])?.uri.fsPath ?? process.cwd();
+  };
+  let sessionFolder = folder();
+
+  const view = new ChatView(context.extensionUri, (message) => void handle(message), () => void resume());
+  const controller = new ChatController({
+    locateAgent: () => {
+      const config = vscode.workspace.getConfiguration("hermes");
+      const settings: AgentSettings = {
+        command: config.get<string>("command"),
+        args: config.get<string[]>("args"),
+        env: config.get<Record<string, string>>("env"),
+      };
+      return locateAgent(settings, (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath));
+    },
+    cwd: () => sessionFolder,
+    post: (message) => view.post(message),
+    files: { readTextFile, writeTextFile },
+    terminalSink: new PseudoterminalSink(),
+    log: (text) => log.append(text),
+    traffic: (direction, message) => traffic.appendLine(`${direction === "in" ? "<-" : "->"} ${JSON.stringify(message)}`),
+    stateChanged: (state, mode) => status.show(state, mode),
+  });
+
+  const remember = (): void => {
+    const sessions = context.workspaceState.get<Record<string, string>>(SESSION_KEY, {});
+    if (controller.sessionId) {
+      void context.workspaceState.update(SESSION_KEY, { ...sessions, [sessionFolder]: controller.sessionId });
+    }
+  };
+
+  let resumed = false;
+  async function resume(): Promise<void> {
+    if (resumed) {
+      return;
+    }
+    resumed = true;
+    const last = context.workspaceState.get<Record<string, string>>(SESSION_KEY, {})[sessionFolder];
+    try {
+      if (!(last && (await controller.loadSession(last)))) {
+        await controller.newSession();
+      }
+      remember();
+    } catch (error) {
+      log.appendLine(`could not start: ${describe(error)}`);
+    }
+  }
+
+  async function prompt(text: string, mentions: string[]): Promise<void> {
+    const blocks: ContentBlock[] = [{ type: "text", text }];
+    for (const mention of mentions) {
+      const file = path.resolve(sessionFolder, mention);
+      blocks.push({ type: "resource_link", uri: vscode.Uri.file(file).toString(), name: mention });
+    }
+    for (const attachment of attachments) {
+      blocks.push({ type: "resource", resource: { uri: attachment.uri, text: attachment.text, mimeType: attachment.mimeType } });
+    }
+    const shown = attachments.length ? `${text}\n\nAttached: ${attachments.map((a) => a.label).join(", ")}` : text;
+    attachments = [];
+    view.post({ type: "attachments", attachments: [] });
+    await controller.prompt(blocks, shown);
+    remember();
+  }
+
+  async function handle(message: FromView): Promise<void> {
+    switch (message.type) {
+      case "prompt":
+        return prompt(message.text, message.mentions);
+      case "cancel":
+        return controller.cancel();
+      case "permission":
+        controller.permissions.answer(message.id, message.optionId);
+        return;
+      case "review": {
+        const pending = controller.permissions.get(message.id);
+        if (pending) {
+          const problem = await reviewEdit(pending.request, sessionFolder, reviews);
+          if (problem) {
+            void vscode.window.showWarningMessage(problem);
+          }
+        }
+        return;
+      }
+      case "setConfig":
+        return controller.setConfig(message.configId, message.value);
+      case "open": {
+        const file = vscode.Uri.file(path.resolve(sessionFolder, message.path));
+        const line = Math.max(0, (message.line ?? 1) - 1);
+        await vscode.window.showTextDocument(file, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+        return;
+      }
+      case "newSession":
+        sessionFolder = folder();
+        await controller.newSession();
+        remember();
+        return;
+      case "listSessions":
+        await controller.listSessions().catch((error) => view.post({ type: "error", message: describe(error) }));
+        return;
+      case "loadSession":
+        if (await controller.loadSession(message.sessionId)) {
+          remember();
+        }
+        return;
+      case "findFiles": {
+        const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 20);
+        const files = found.map((uri) => vscode.workspace.asRelativePath(uri, false));
+        view.post({ type: "files", query: message.query, files });
+        return;
+      }
+      case "removeAttachment":
+        attachments.splice(message.index, 1);
+        view.post({ type: "attachments", attachments: attachments.map(({ label, uri }) => ({ label, uri })) });
+        return;
+      case "copy":
+        await vscode.env.clipboard.writeText(message.text);
+        return;
+      case "setup":
+        return setUp();
+      case "ready":
+        return;
+    }
+  }
+
+  async function setUp(): Promise<void> {
+    const command = controller.connection?.child.spawnfile ?? "hermes-acp";
+    const terminal = vscode.window.createTerminal({ name: "Hermes set-up" });
+    terminal.show();
+    terminal.sendText(`${JSON.stringify(command)} setup; exit`);
+    const closed = await new Promise<boolean>((resolve) => {
+      const listener = vscode.window.onDidCloseTerminal((t) => {
+        if (t === terminal) {
+          listener.dispose();
+          resolve(true);
+        }
+      });
+    });
+    if (closed) {
+      await controller.dispose(); // the agent reads its configuration at start
+      controller.connection = undefined;
+      await controller.newSession();
+      remember();
+    }
+  }
+
+  context.subscriptions.push(
+    log,
+    traffic,
+    status,
+    vscode.window.registerWebviewViewProvider(ChatView.id, view, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, reviews),
+    vscode.commands.registerCommand("hermes.open", () => vscode.commands.executeCommand(`${ChatView.id}.focus`)),
+    vscode.commands.registerCommand("hermes.newSession", () => handle({ type: "newSession" })),
+    vscode.commands.registerCommand("hermes.cancel", () => controller.cancel()),
+    vscode.commands.registerCommand("hermes.showLog", () => log.show()),
+    vscode.commands.registerCommand("hermes.showTraffic", () => traffic.show()),
+    vscode.commands.registerCommand("hermes.setup", () => setUp()),
+    vscode.commands.registerCommand("hermes.sessions", async () => {
+      const sessions = await controller.listSessions();
+      const picked = await vscode.window.showQuickPick(
+        sessions.map((s) => ({ label: s.title ?? s.sessionId, description: s.updatedAt ?? "", sessionId: s.sessionId })),
+        { title: "Hermes: open a past session" },
+      );
+      if (picked) {
+        await vscode.commands.executeCommand(`${ChatView.id}.focus`);
+        await handle({ type: "loadSession", sessionId: picked.sessionId });
+      }
+    }),
+    vscode.commands.registerCommand("hermes.sendSelection", async () => {
+      const editor = vscode.window.activeTextEditor;
+      if (!editor || editor.selection.isEmpty) {
+        void vscode.window.showInformationMessage("Select some text first.");
+        return;
+      }
+      const { start, end } = editor.selection;
+      const name = vscode.workspace.asRelativePath(editor.document.uri, false);
+      attachments.push({
+        label: `${name}:${start.line + 1}-${end.line + 1}`,
+        uri: `${editor.document.uri.toString()}#L${start.line + 1}-L${end.line + 1}`,
+        text: editor.document.getText(editor.selection),
+        mimeType: "text/plain",
+      });
+      view.post({ type: "attachments", attachments: attachments.map(({ label, uri }) => ({ label, uri })) });
+      await vscode.commands.executeCommand(`${ChatView.id}.focus`);
+    }),
+    { dispose: () => void controller.dispose() },
+  );
+}
+
+export function deactivate(): void {
+  // The controller's dispose (in subscriptions) stops the agent.
+}

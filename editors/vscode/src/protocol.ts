@@ -1,0 +1,49 @@
+/** Messages between the extension host and the chat webview (both sides import these types). */
+import type {
+  AvailableCommand,
+  RequestPermissionRequest,
+  SessionConfigOption,
+  SessionInfo,
+  SessionUpdate,
+  StopReason,
+} from "@agentclientprotocol/sdk";
+
+export type AgentState = "stopped" | "starting" | "ready" | "busy" | "error";
+
+export interface Attachment {
+  label: string;
+  uri: string;
+}
+
+export type ToView =
+  | { type: "state"; state: AgentState; detail?: string }
+  | { type: "session"; sessionId: string; cwd: string; title?: string; configOptions: SessionConfigOption[] }
+  | { type: "clear" }
+  | { type: "update"; update: SessionUpdate }
+  | { type: "userMessage"; text: string }
+  | { type: "turnEnded"; stopReason: StopReason }
+  | { type: "permission"; id: string; request: RequestPermissionRequest; reviewable: boolean }
+  | { type: "permissionSettled"; id: string; optionId: string | null }
+  | { type: "terminalOutput"; terminalId: string; text: string }
+  | { type: "terminalExit"; terminalId: string; exitCode: number | null; signal: string | null }
+  | { type: "commands"; commands: AvailableCommand[] }
+  | { type: "sessions"; sessions: SessionInfo[] }
+  | { type: "files"; query: string; files: string[] }
+  | { type: "attachments"; attachments: Attachment[] }
+  | { type: "error"; message: string; action?: "setup" | "install" };
+
+export type FromView =
+  | { type: "ready" }
+  | { type: "prompt"; text: string; mentions: string[] }
+  | { type: "cancel" }
+  | { type: "permission"; id: string; optionId: string }
+  | { type: "review"; id: string }
+  | { type: "setConfig"; configId: string; value: string }
+  | { type: "open"; path: string; line?: number | null }
+  | { type: "newSession" }
+  | { type: "listSessions" }
+  | { type: "loadSession"; sessionId: string }
+  | { type: "findFiles"; query: string }
+  | { type: "removeAttachment"; index: number }
+  | { type: "copy"; text: string }
+  | { type: "setup" };

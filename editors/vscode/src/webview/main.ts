@@ -1,0 +1,128 @@
+import type { SessionConfigOption, SessionInfo } from "@agentclientprotocol/sdk";
+import type { Attachment, FromView, ToView } from "../protocol";
+import { Composer } from "./composer";
+import { byId, h } from "./dom";
+import { Thread } from "./thread";
+
+declare function acquireVsCodeApi(): { postMessage(message: FromView): void };
+
+const vscode = acquireVsCodeApi();
+const post = (message: FromView): void => vscode.postMessage(message);
+
+const status = byId<HTMLElement>("status");
+const pickers = byId<HTMLElement>("pickers");
+const sessions = byId<HTMLElement>("sessions");
+const sendButton = byId<HTMLButtonElement>("send");
+const stopButton = byId<HTMLButtonElement>("stop");
+const attachmentsBox = byId<HTMLElement>("attachments");
+const thread = new Thread(byId("thread"), byId("plan"), byId("usage"), post);
+const composer = new Composer(byId("input"), byId("completions"), post, send);
+
+function send(): void {
+  if (status.dataset.state === "busy") return;
+  const { text, mentions } = composer.take();
+  if (text) post({ type: "prompt", text, mentions });
+}
+
+sendButton.addEventListener("click", send);
+stopButton.addEventListener("click", () => post({ type: "cancel" }));
+byId("new").addEventListener("click", () => post({ type: "newSession" }));
+byId("history").addEventListener("click", () => {
+  if (sessions.hidden) post({ type: "listSessions" });
+  else sessions.hidden = true;
+});
+
+function showPickers(options: SessionConfigOption[]): void {
+  pickers.replaceChildren(
+    ...options
+      .filter((option) => option.type === "select")
+      .map((option) => {
+        const select = h("select", { "data-config-id": option.id, title: option.description ?? option.name });
+        const flat = option.options.flatMap((entry) => ("options" in entry ? entry.options : [entry]));
+        for (const choice of flat) {
+          const element = h("option", { value: choice.value, title: choice.description ?? "" }, choice.name);
+          element.selected = choice.value === option.currentValue;
+          select.append(element);
+        }
+        select.addEventListener("change", () => post({ type: "setConfig", configId: option.id, value: select.value }));
+        return h("label", { className: "picker" }, select);
+      }),
+  );
+}
+
+function showSessions(list: SessionInfo[]): void {
+  sessions.hidden = false;
+  sessions.replaceChildren(
+    ...(list.length === 0
+      ? [h("div", { className: "empty" }, "No past sessions in this folder.")]
+      : list.map((info) =>
+          h(
+            "button",
+            { className: "session", "data-session-id": info.sessionId, onclick: () => ((sessions.hidden = true), post({ type: "loadSession", sessionId: info.sessionId })) },
+            h("span", { className: "title" }, info.title ?? "(untitled)"),
+            h("span", { className: "date" }, info.updatedAt ? new Date(info.updatedAt).toLocaleString() : ""),
+          ),
+        )),
+  );
+}
+
+function showAttachments(list: Attachment[]): void {
+  attachmentsBox.replaceChildren(
+    ...list.map((attachment, index) =>
+      h("span", { className: "chip", title: attachment.uri }, `${attachment.label} `, h("button", { onclick: () => post({ type: "removeAttachment", index }) }, "×")),
+    ),
+  );
+}
+
+function showError(message: string, action?: "setup" | "install"): void {
+  const box = thread.notice(message, "error");
+  if (action === "setup") {
+    box.append(" ", h("button", { className: "setup", onclick: () => post({ type: "setup" }) }, "Set up Hermes"));
+  }
+}
+
+window.addEventListener("message", (event: MessageEvent<ToView>) => {
+  const message = event.data;
+  switch (message.type) {
+    case "state":
+      status.dataset.state = message.state;
+      status.textContent = message.detail ? `${message.state}: ${message.detail}` : message.state;
+      stopButton.disabled = message.state !== "busy";
+      sendButton.disabled = message.state === "busy";
+      return;
+    case "session":
+      showPickers(message.configOptions);
+      document.body.dataset.sessionId = message.sessionId;
+      thread.cwd = message.cwd;
+      return;
+    case "clear":
+      return thread.clear();
+    case "update":
+      return thread.update(message.update);
+    case "userMessage":
+      return thread.userMessage(message.text);
+    case "turnEnded":
+      if (message.stopReason !== "end_turn") thread.notice(message.stopReason === "cancelled" ? "Stopped." : `Turn ended: ${message.stopReason}`);
+      return;
+    case "permission":
+      return thread.permission(message.id, message.request, message.reviewable);
+    case "permissionSettled":
+      return thread.permissionSettled(message.id, message.optionId);
+    case "terminalOutput":
+      return thread.terminalOutput(message.terminalId, message.text);
+    case "terminalExit":
+      return thread.terminalExit(message.terminalId, message.exitCode, message.signal);
+    case "commands":
+      return composer.setCommands(message.commands);
+    case "sessions":
+      return showSessions(message.sessions);
+    case "files":
+      return composer.files(message.query, message.files);
+    case "attachments":
+      return showAttachments(message.attachments);
+    case "error":
+      return showError(message.message, message.action);
+  }
+});
+
+post({ type: "ready" });

@@ -47,7 +47,7 @@ test("open the view: the agent starts and the pickers show its modes and models"
   await widenSidebar(f.page, 480);
   const mode = f.chat.locator('select[data-config-id="mode"]');
   await mode.locator('option[value="yolo"]').waitFor({ state: "attached" });
-  assert.deepEqual(await mode.locator("option").allInnerTexts(), ["Ask", "Accept edits", "Plan", "Yolo"]);
+  assert.deepEqual(await mode.locator("option").allInnerTexts(), ["Ask", "Accept edits", "Plan", "Auto", "Yolo"]);
   assert.equal(await mode.inputValue(), "ask");
   await f.page.locator(".statusbar-item", { hasText: "Hermes · ask" }).waitFor();
   await f.shot("view-open");

@@ -410,6 +410,7 @@ class Agent:
             extra_roots=list(self.workspace.scope.extra_roots),
             tool_names=self.tools.names(),
             memory=self.memory,
+            skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
 
     def _estimate_context(self) -> int:

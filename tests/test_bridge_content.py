@@ -191,9 +191,12 @@ def test_available_commands_validate_and_hint_their_arguments():
         ("/model claude-sonnet-4-5", ("model", "claude-sonnet-4-5")),
         ("/compact keep the API notes", ("compact", "keep the API notes")),
         ("/etc/hosts is broken", None),
-        ("/unknown thing", None),
+        ("/usr/bin is missing python", None),
+        ("/unknown thing", ("unknown", "thing")),
         ("please /help", None),
-        ("/helpme", None),
+        ("/helpme", ("helpme", "")),
+        ("/ alone", None),
+        ("/42 is the answer", None),
     ],
 )
 def test_parse_command(text, parsed):

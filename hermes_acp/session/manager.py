@@ -126,13 +126,24 @@ class SessionManager:
         """After the client knows the session id: the commands menu, what went wrong with
         its MCP servers, then the endpoint's model list in the background."""
         from hermes_acp.bridge.commands import commands_update
+        from hermes_acp.session.custom_commands import menu_entries
 
         async def announce() -> None:
-            await self._notify(commands_update(session.id))
+            extra = await asyncio.to_thread(menu_entries, session)
+            await self._notify(commands_update(session.id, extra))
             await self._report_mcp_problems(session)
 
         await self._send_beside_turns(session, announce)
         self._spawn(self._refresh_models(session, settings))
+
+    async def _announce_custom_commands(self, session: Session) -> None:
+        """The replayed menu has the built-ins; the session's skills and prompts follow."""
+        from hermes_acp.bridge.commands import commands_update
+        from hermes_acp.session.custom_commands import menu_entries
+
+        extra = await asyncio.to_thread(menu_entries, session)
+        if extra:
+            await self._notify(commands_update(session.id, extra))
 
     async def _report_mcp_problems(self, session: Session) -> None:
         if session.mcp_problems:
@@ -221,6 +232,7 @@ class SessionManager:
                 cost_usd=agent.cost_usd,
             )
             await send_updates(self.channel, updates)  # all of it before the response
+            await self._announce_custom_commands(session)
             await self._report_mcp_problems(session)
             self._after_response(lambda: self._spawn(self._refresh_models(session, settings)))
         else:

@@ -156,9 +156,7 @@ async def test_an_unknown_command_is_answered_without_the_model(
     assert "/usr/bin is where python lives?" in last_user_text(fake.requests[-1].body)
 
 
-async def test_mcp_prompts_are_commands(
-    client: AcpClient, fake: FakeProvider, project: Path
-) -> None:
+async def test_mcp_prompts_are_commands(client: AcpClient, fake: FakeProvider, project: Path) -> None:
     entry = {"name": "tester", "command": sys.executable, "args": [MCP_SERVER], "env": []}
     session = (await client.new_session(project, mcpServers=[entry]))["sessionId"]
     commands = await menu(client, session)

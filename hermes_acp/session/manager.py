@@ -31,7 +31,7 @@ from hermes_acp.session.errors import (
 )
 from hermes_acp.session.factory import SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
-from hermes_acp.session.options import MODE_OPTION, config_options
+from hermes_acp.session.options import MODE_OPTION, config_options, prompt_usage
 from hermes_acp.session.persist import SharedStore
 from hermes_acp.session.records import (
     estimated_context,
@@ -78,7 +78,7 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._store = SharedStore(lambda: (self._settings or self.load_settings()).db_path)
         self._catalog = ModelCatalog()
-        self.controls = SessionControls(channel, self._catalog)
+        self.controls = SessionControls(channel, self._catalog, self.client)
         self.factory = SessionFactory(channel, self.client, self._store)
         self.turns = TurnRunner(channel, SlashCommands(channel, self.controls), sdks_ready=sdks_ready)
         self._background: set[asyncio.Task[Any]] = set()
@@ -385,11 +385,27 @@ class SessionManager:
         await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
 
+    async def set_model(self, session_id: str, model_id: str) -> None:
+        """session/set_model (older clients): the `model` option, any model id accepted as
+        `/model` accepts it."""
+        session = self.get(session_id)
+        if model_id not in self.controls.options(session).offered_models():
+            session.extra_models.append(model_id)
+        self.controls.apply_model(session, model_id)
+        self._after_response(
+            lambda: self._send_beside_turns(session, lambda: self.controls.notify_config(session))
+        )
+
     # -- prompt and cancel ----------------------------------------------------------------
 
     async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
         session = self.get(session_id)
-        return {"stopReason": await self.turns.prompt(session, blocks)}
+        before = session.agent.usage_total
+        result: dict[str, Any] = {"stopReason": await self.turns.prompt(session, blocks)}
+        turn_usage = prompt_usage(before, session.agent.usage_total)
+        if turn_usage is not None:
+            result["usage"] = turn_usage
+        return result
 
     def cancel(self, session_id: str) -> None:
         session = self._sessions.get(session_id)

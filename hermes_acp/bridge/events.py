@@ -335,7 +335,9 @@ class EventTranslator:
         }
         content: list[dict[str, Any]] = []
         terminal_id = event.terminal_id or call.terminal_id
-        if terminal_id:
+        if event.shown is not None:  # the result is written for the model, not the user
+            content = [_text_content(event.shown)] if event.shown else []
+        elif terminal_id:
             if event.diff is not None:
                 content.append(_diff(event.diff.path, event.diff.old_text, event.diff.new_text))
             content.append(_terminal(terminal_id))
@@ -507,9 +509,13 @@ def _replayed_result(message: Message) -> dict[str, Any]:
         update["locations"] = locations
     stored = display.get("diff")
     diff = FileDiff(stored["path"], stored.get("old_text"), stored["new_text"]) if stored else None
-    content = _result_content(
-        _kind(display), status, result, diff, display.get("exit_code"), display.get("signal")
-    )
+    shown = display.get("shown")
+    if isinstance(shown, str):
+        content = [_text_content(shown)] if shown else []
+    else:
+        content = _result_content(
+            _kind(display), status, result, diff, display.get("exit_code"), display.get("signal")
+        )
     if content:
         update["content"] = content
     return update

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
 from hermes_acp.request_cancel import REQUEST_CANCELLED, InFlightRequests, RequestIdTap
-from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help
+from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.manager import SessionManager
 from hermes_acp.session.options import SetModelParams
 from hermes_acp.session.state import ClientProfile
@@ -256,7 +256,7 @@ class AcpServer:
         from core.providers.resolve import has_credentials
 
         if not has_credentials(settings):
-            raise RequestError(AUTH_REQUIRED, auth_help(settings))
+            raise user_error(AUTH_REQUIRED, auth_help(settings))
         return {}
 
     async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:

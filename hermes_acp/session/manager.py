@@ -28,6 +28,7 @@ from hermes_acp.session.errors import (
     auth_help,
     not_found,
     protocol_error,
+    user_error,
 )
 from hermes_acp.session.factory import SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
@@ -96,7 +97,7 @@ class SessionManager:
         try:
             self._settings = load_settings(self._environ)
         except ConfigError as exc:
-            raise protocol_error(INTERNAL_ERROR, f"hermes-acp is misconfigured: {exc}") from exc
+            raise user_error(INTERNAL_ERROR, f"hermes-acp is misconfigured: {exc}") from exc
         return self._settings
 
     def require_credentials(self) -> Settings:
@@ -104,7 +105,7 @@ class SessionManager:
 
         settings = self.load_settings()
         if not has_credentials(settings):
-            raise protocol_error(AUTH_REQUIRED, auth_help(settings))
+            raise user_error(AUTH_REQUIRED, auth_help(settings))
         return settings
 
     async def store(self) -> SessionStore:

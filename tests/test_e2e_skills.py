@@ -149,6 +149,10 @@ async def test_an_unknown_command_is_answered_without_the_model(
     assert await client.prompt(session, "/frobnicate now") == {"stopReason": "end_turn"}
     assert len(fake.requests) == before
     assert "Unknown command `/frobnicate`" in client.text(session)
+    await client.prompt(session, "/help")
+    assert len(fake.requests) == before
+    assert "`/lint <what to apply it to>`" in client.text(session)
+    assert "`/explain <arguments>`" in client.text(session)
     # A path at the start is a prompt, not a command.
     fake.script([Reply(text="yes")])
     await client.prompt(session, "/usr/bin is where python lives?")

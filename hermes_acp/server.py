@@ -21,7 +21,7 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
-from hermes_acp.request_cancel import REQUEST_CANCELLED, InFlightRequests, RequestIdTap
+from hermes_acp.request_cancel import REQUEST_CANCELLED, InFlightRequests
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.manager import SessionManager
 from hermes_acp.session.options import SetModelParams
@@ -76,9 +76,8 @@ def _config_option_model(params: Params) -> type[BaseModel]:
 class AcpServer:
     def __init__(self, transport: LineTransport, *, environ: dict[str, str] | None = None) -> None:
         self.transport = transport
-        tap = RequestIdTap(transport)
-        self.in_flight_requests = InFlightRequests(tap)
-        self.connection = Connection(self.dispatch, tap, listening=False)
+        self.in_flight_requests = InFlightRequests()
+        self.connection = Connection(self.dispatch, transport, listening=False)
         self.client = ClientProfile()
         self._in_flight: set[asyncio.Task[Any]] = set()
         self.warmup = Warmup()
@@ -137,7 +136,7 @@ class AcpServer:
     async def dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
         if is_notification:
             return await self._dispatch(method, params, is_notification)
-        key = self.in_flight_requests.enter()  # first, before anything can fail
+        key = self.in_flight_requests.enter()
         if method == "session/prompt" and isinstance(params, dict):
             self.in_flight_requests.note_prompt(key, params.get("sessionId"))
         try:

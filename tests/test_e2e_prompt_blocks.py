@@ -72,4 +72,4 @@ async def test_a_file_mention_is_set_apart_from_the_words_around_it(
     await client.prompt(session, blocks)
     text = user_text(fake.requests[-1].body)
     uri = (project / "app.py").as_uri()
-    assert f'Explain\n<file uri="{uri}">\nprint(\'hi\')\n</file>\nbriefly' in text
+    assert f"Explain\n<file uri=\"{uri}\">\nprint('hi')\n</file>\nbriefly" in text

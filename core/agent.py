@@ -410,6 +410,7 @@ class Agent:
             extra_roots=list(self.workspace.scope.extra_roots),
             tool_names=self.tools.names(),
             memory=self.memory,
+            skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
 
     def _estimate_context(self) -> int:
@@ -423,7 +424,9 @@ class Agent:
         self.context_tokens = self._estimate_context()
         window = self.context_window
         threshold = self.settings.compression_threshold
-        if not force and not should_compress(self.context_tokens, window, threshold):
+        if not force and not (
+            self.settings.auto_compact and should_compress(self.context_tokens, window, threshold)
+        ):
             return
         plan = plan_compression(self.messages, keep_last=self.settings.compression_keep_last)
         if plan is None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import BaseModel
 
 from core.command_rules import command_scope, dangerous_rule
-from core.events import ToolKind
+from core.events import FileDiff, ToolKind
 from core.shell import parse_command
 
 if TYPE_CHECKING:
@@ -72,6 +72,7 @@ class ApprovalRequest:
     # For commands: "sandboxed", "unconfined" (sandbox off, unavailable or an approved
     # re-run outside it); None for other tools.
     sandbox: str | None = None
+    diff: FileDiff | None = None  # an edit's change, shown while the user decides
 
     @property
     def dangerous(self) -> bool:
@@ -128,7 +129,9 @@ def scope_key(tool: Tool[Any], args: BaseModel) -> str:
     plus what its `approval_scope` narrows it to (`terminal:git status`). A tool whose
     scope is its own name (edits) gets one key for all its calls."""
     inner = tool.approval_scope(args)
-    return inner if inner == tool.name else f"{tool.name}:{inner}"
+    if inner == tool.name:
+        return tool.approval_group or tool.name
+    return f"{tool.name}:{inner}"
 
 
 def _outside_key(base: str, paths: tuple[Path, ...]) -> str:

@@ -93,6 +93,7 @@ class Settings(BaseModel):
 
     compression_threshold: float = Field(default=0.5, gt=0, le=1)
     compression_keep_last: int = Field(default=20, ge=2)
+    auto_compact: bool = True  # off: compress only when the provider says the context overflowed
     auxiliary_model: str | None = None  # compression summaries; the session's model when unset
 
     default_mode: Literal["ask", "accept_edits", "plan", "auto", "yolo"] = "ask"

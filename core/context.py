@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import platform as _platform
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +24,7 @@ from pathlib import Path
 from core.memory import MemoryStore
 from core.messages import ImagePart, Message, TextPart, repair_alternation
 from core.providers.base import ToolSpec
+from core.skills import Skill
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +248,18 @@ def _memory_section(memory: MemoryStore | None) -> str:
     )
 
 
+def _skills_section(skills: Sequence[Skill]) -> str:
+    """Names and descriptions only: a body enters the conversation when the model loads it."""
+    if not skills:
+        return ""
+    lines = [f"- `{skill.name}`: {skill.description}" for skill in skills]
+    return (
+        "## Skills\n"
+        "Instructions for particular kinds of task. When a task fits one, load it with the "
+        "`skill` tool before you start and follow it.\n" + "\n".join(lines)
+    )
+
+
 def build_system_prompt(
     *,
     cwd: Path,
@@ -255,6 +268,7 @@ def build_system_prompt(
     memory: MemoryStore | None,
     now: datetime | None = None,
     platform: str | None = None,
+    skills: Sequence[Skill] = (),
 ) -> str:
     """The session's system prompt. Same inputs (and files on disk), same bytes."""
     cwd = Path(cwd).resolve()
@@ -266,6 +280,7 @@ def build_system_prompt(
         _environment(cwd, extra_roots, now, platform or _operating_system()),
         _context_section(cwd),
         _memory_section(memory),
+        _skills_section(skills),
     ]
     return "\n\n".join(section for section in sections if section) + "\n"
 

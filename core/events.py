@@ -95,6 +95,7 @@ class ToolCallFinished:
     exit_code: int | None = None
     signal: str | None = None
     terminal_id: str | None = None
+    shown: str | None = None  # what the user sees instead of `result` ("" for nothing)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,8 @@ from core.workspace import Workspace
 if TYPE_CHECKING:
     import anyio
     from mcp import Client
-    from mcp.types import CallToolResult
+    from mcp.types import CallToolResult, GetPromptResult
+    from mcp.types import Prompt as McpPromptInfo
     from mcp.types import Tool as McpToolInfo
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,26 @@ class McpConnections:
     def tools(self) -> list[Tool]:
         return list(self._tools)
 
+    def prompts(self) -> list[tuple[str, McpPromptInfo]]:
+        """(server, prompt) for every prompt the connected servers offer."""
+        return [(link.config.name, prompt) for link in self._links if link.usable for prompt in link.prompts]
+
+    async def get_prompt(self, server: str, name: str, arguments: dict[str, str]) -> GetPromptResult:
+        """The server's prompt filled in; McpCallFailed when the server cannot give it."""
+        from mcp import MCPError
+
+        link = next((link for link in self._links if link.config.name == server), None)
+        client = link._client if link is not None else None
+        if link is None or client is None or link.failure is not None:
+            raise McpCallFailed(f"The MCP server {server!r} is not connected.")
+        try:
+            async with asyncio.timeout(self.call_timeout):
+                return await client.get_prompt(name, arguments)
+        except TimeoutError:
+            raise McpCallFailed(_timed_out(server, name, self.call_timeout)) from None
+        except MCPError as exc:
+            raise McpCallFailed(f"The MCP server {server!r} refused the prompt {name}: {exc}") from None
+
     def connected(self) -> list[str]:
         """Names of the servers whose tools are on offer and whose connection still stands."""
         return [link.config.name for link in self._links if link.usable]
@@ -254,6 +275,7 @@ class _ServerLink:
         self.ready = asyncio.Event()  # set once connected or failed
         self.failure: str | None = None  # why the server is not (or no longer) usable
         self.tools: list[McpToolInfo] = []
+        self.prompts: list[McpPromptInfo] = []
         self._client: Client | None = None
         self._stop = asyncio.Event()
         self._scope: anyio.CancelScope | None = None
@@ -274,6 +296,7 @@ class _ServerLink:
                 async with AsyncExitStack() as stack:
                     client = await stack.enter_async_context(await self._client_context(stack))
                     self.tools = await _list_tools(client)
+                    self.prompts = await _list_prompts(client, self.config.name)
                     self._client = client
                     self.ready.set()
                     await self._stop.wait()
@@ -379,6 +402,25 @@ async def _list_tools(client: Client) -> list[McpToolInfo]:
         if not cursor:
             break
     return tools
+
+
+async def _list_prompts(client: Client, server: str) -> list[McpPromptInfo]:
+    """The server's prompts; none (with a log line) when listing fails: prompts are extras."""
+    if client.server_capabilities.prompts is None:
+        return []
+    prompts: list[McpPromptInfo] = []
+    cursor: str | None = None
+    try:
+        for _ in range(_LIST_PAGE_LIMIT):
+            page = await client.list_prompts(cursor=cursor)
+            prompts.extend(page.prompts)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except Exception as exc:
+        log.warning("MCP server %r: listing its prompts failed: %s", server, _describe(exc))
+        return []
+    return prompts
 
 
 def render_result(result: CallToolResult) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ from core.events import (
     ToolCallStarted,
 )
 from core.messages import Message, ToolCall
-from core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
+from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace, WorkspaceError
 
@@ -209,7 +210,15 @@ class ToolRunner:
             item.result = ToolResult.error(verdict.reason)
             return False
         assert verdict.request is not None
-        decision = await self.approver.decide(verdict.request)
+        request = verdict.request
+        try:
+            diff = await item.tool.preview(item.args, self.workspace, allow_outside=verdict.allow_outside)
+        except CannotRun as exc:
+            item.result = ToolResult.error(str(exc))  # nobody is asked about a call that cannot work
+            return False
+        if diff is not None:
+            request = dataclasses.replace(request, diff=diff)
+        decision = await self.approver.decide(request)
         self.policy.record(verdict.request, decision)
         if decision is Decision.CANCELLED:
             raise TurnCancelled
@@ -219,8 +228,10 @@ class ToolRunner:
         if decision is Decision.REJECT_ALWAYS:
             remembered = " (and any like it for the rest of this session)"
         item.result = ToolResult.error(
-            f"The user rejected this call{remembered}. Do not retry it as is; ask or take another approach."
+            f"The user rejected this call{remembered}. Do not retry it as is; ask or take another approach.",
+            rejected=True,
         )
+        item.result.shown = "Rejected" + (f" ({remembered.strip(' ()')})" if remembered else "")
         return False
 
     async def _execute(self, items: list[PreparedCall]) -> AsyncIterator[Event]:
@@ -277,6 +288,7 @@ class ToolRunner:
             exit_code=result.exit_code,
             signal=result.signal,
             terminal_id=result.terminal_id,
+            shown=result.shown,
         )
         yield finished
         message = Message(
@@ -323,6 +335,8 @@ def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[s
             display["diff"] = {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
         else:
             display["diff_omitted"] = diff.path  # a replay shows the path, not megabytes of text
+    if finished.shown is not None:
+        display["shown"] = finished.shown
     if finished.exit_code is not None or finished.signal is not None:
         display["exit_code"] = finished.exit_code
         display["signal"] = finished.signal

@@ -108,6 +108,11 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     from hermes_acp.logs import TraceWriter, setup_logging
 
     setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
+    problem = config_problem()
+    if problem is not None:  # serving would only fail every session: say why, now
+        sys.stderr.write(f"hermes-acp: {problem}\nFix the setting (or run `hermes-acp setup`) and restart.\n")
+        sys.stderr.flush()
+        return 2
     tracer = TraceWriter(trace) if trace else None
     try:
         asyncio.run(_serve(protocol_in, protocol_out, tracer))
@@ -149,6 +154,17 @@ async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, shut_down)
     await server.serve()
+
+
+def config_problem() -> str | None:
+    """What is wrong with the configuration (config.toml and HERMES_ACP_* variables), if anything."""
+    from core.config import ConfigError, load_settings
+
+    try:
+        load_settings()
+    except ConfigError as exc:
+        return f"hermes-acp is misconfigured: {exc}"
+    return None
 
 
 def end_of_input_seconds() -> float:

@@ -21,8 +21,10 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
-from hermes_acp.session.errors import AUTH_REQUIRED, INVALID_PARAMS, auth_help
+from hermes_acp.request_cancel import REQUEST_CANCELLED, InFlightRequests
+from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.manager import SessionManager
+from hermes_acp.session.options import SetModelParams
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport
 
@@ -74,6 +76,7 @@ def _config_option_model(params: Params) -> type[BaseModel]:
 class AcpServer:
     def __init__(self, transport: LineTransport, *, environ: dict[str, str] | None = None) -> None:
         self.transport = transport
+        self.in_flight_requests = InFlightRequests()
         self.connection = Connection(self.dispatch, transport, listening=False)
         self.client = ClientProfile()
         self._in_flight: set[asyncio.Task[Any]] = set()
@@ -98,9 +101,13 @@ class AcpServer:
             "session/list": (schema.ListSessionsRequest, self.list_sessions),
             "session/close": (schema.CloseSessionRequest, self.close_session),
             "session/delete": (schema.DeleteSessionRequest, self.delete_session),
+            "logout": (schema.LogoutRequest, self.logout),
+            # Gone from the spec; clients from before config options still send it.
+            "session/set_model": (SetModelParams, self.set_model),
         }
         self.notifications: dict[str, tuple[ParamsModel, Handler]] = {
             "session/cancel": (schema.CancelNotification, self.cancel),
+            "$/cancel_request": (schema.CancelRequestNotification, self.cancel_request),
         }
 
     async def serve(self) -> None:
@@ -127,6 +134,25 @@ class AcpServer:
     # -- dispatch -------------------------------------------------------------------------
 
     async def dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
+        if is_notification:
+            return await self._dispatch(method, params, is_notification)
+        key = self.in_flight_requests.enter()
+        if method == "session/prompt" and isinstance(params, dict):
+            self.in_flight_requests.note_prompt(key, params.get("sessionId"))
+        try:
+            return await self._dispatch(method, params, is_notification)
+        except asyncio.CancelledError:
+            if key not in self.in_flight_requests.cancelled:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            log.info("request %s (%s) cancelled by the client", key[1], method)
+            raise RequestError(REQUEST_CANCELLED, "Request cancelled", {"requestId": key[1]}) from None
+        finally:
+            self.in_flight_requests.leave(key)
+
+    async def _dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
         table = self.notifications if is_notification else self.requests
         entry = table.get(method)
         if entry is None:
@@ -157,7 +183,9 @@ class AcpServer:
         caps = request.client_capabilities or schema.ClientCapabilities()
         fs = caps.fs
         meta = caps.field_meta or {}
+        configs = caps.session.config_options if caps.session else None
         profile = ClientProfile(
+            boolean_options=bool(configs and configs.boolean is not None),
             read_file=bool(fs and fs.read_text_file),
             write_file=bool(fs and fs.write_text_file),
             terminal=bool(caps.terminal),
@@ -174,6 +202,7 @@ class AcpServer:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
+                "auth": {"logout": {}},
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": True},
                 # fork is in the unstable schema only; clients that do not know it ignore it
@@ -226,7 +255,7 @@ class AcpServer:
         from core.providers.resolve import has_credentials
 
         if not has_credentials(settings):
-            raise RequestError(AUTH_REQUIRED, auth_help(settings))
+            raise user_error(AUTH_REQUIRED, auth_help(settings))
         return {}
 
     async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
@@ -284,6 +313,38 @@ class AcpServer:
 
     async def cancel(self, request: schema.CancelNotification, raw: Params) -> None:
         self.sessions.cancel(request.session_id)
+
+    async def cancel_request(self, request: schema.CancelRequestNotification, raw: Params) -> None:
+        """A prompt is cancelled as session/cancel does it (its turn ends "cancelled"); any
+        other request in flight stops and answers -32800."""
+        request_id = raw.get("requestId")
+        session_id = self.in_flight_requests.prompt_session(request_id)
+        if session_id is not None:
+            self.sessions.cancel(session_id)
+        elif not self.in_flight_requests.cancel(request_id):
+            log.debug("$/cancel_request for %r: no such request in flight", request_id)
+
+    async def logout(self, request: schema.LogoutRequest, raw: Params) -> Params:
+        """Forget the API keys `hermes-acp setup` wrote to config.toml. Keys in the
+        environment are the editor's to remove: they are named, not touched."""
+        from core.credentials import forget_stored_keys
+        from core.providers.resolve import has_credentials
+
+        settings = await asyncio.to_thread(self.sessions.load_settings)
+        try:
+            removed = await asyncio.to_thread(forget_stored_keys, settings.home)
+        except ValueError as exc:
+            raise RequestError(INTERNAL_ERROR, str(exc), {"details": str(exc)}) from None
+        log.info("logout: removed %s from %s", ", ".join(removed) or "nothing", settings.config_path)
+        try:
+            still = has_credentials(await asyncio.to_thread(self.sessions.load_settings))
+        except RequestError:
+            still = False
+        return {"_meta": {"hermes": {"removed": removed, "keysStillInEnvironment": still}}}
+
+    async def set_model(self, request: SetModelParams, raw: Params) -> Params:
+        await self.sessions.set_model(request.session_id, request.model_id)
+        return {}
 
 
 def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:

@@ -48,7 +48,8 @@ async def test_resource_link_is_read_and_wrapped(ws, root):
     (root / "app.py").write_text("def main():\n    pass\n")
     text, part = await convert([{"type": "text", "text": "see"}, link(root / "app.py")], ws)
     assert text == TextPart("see")
-    assert part == TextPart(f'<file uri="{(root / "app.py").as_uri()}">\ndef main():\n    pass\n</file>')
+    # on its own line: providers join text parts as they are
+    assert part == TextPart(f'\n<file uri="{(root / "app.py").as_uri()}">\ndef main():\n    pass\n</file>')
 
 
 async def test_resource_link_with_spaces_in_the_path(ws, root):
@@ -143,8 +144,8 @@ async def test_image_blocks_depend_on_the_model(ws):
 
 
 async def test_unknown_or_broken_blocks_are_value_errors(ws):
-    with pytest.raises(ValueError, match="'audio'"):
-        await convert([{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}], ws)
+    with pytest.raises(ValueError, match="'video'"):
+        await convert([{"type": "video", "data": "AAAA"}], ws)
     with pytest.raises(ValueError, match="'text'"):
         await convert([{"type": "text"}], ws)
     with pytest.raises(ValueError, match="resource"):
@@ -191,9 +192,12 @@ def test_available_commands_validate_and_hint_their_arguments():
         ("/model claude-sonnet-4-5", ("model", "claude-sonnet-4-5")),
         ("/compact keep the API notes", ("compact", "keep the API notes")),
         ("/etc/hosts is broken", None),
-        ("/unknown thing", None),
+        ("/usr/bin is missing python", None),
+        ("/unknown thing", ("unknown", "thing")),
         ("please /help", None),
-        ("/helpme", None),
+        ("/helpme", ("helpme", "")),
+        ("/ alone", None),
+        ("/42 is the answer", None),
     ],
 )
 def test_parse_command(text, parsed):

@@ -91,8 +91,14 @@ async def test_text_and_thought_deltas_become_message_and_thought_chunks(pair):
     t = translator()
     got = await deliver(pair, run(t, ThoughtDelta("Let me look."), TextDelta("Hello "), TextDelta("world")))
     message_id = got[1]["messageId"]
+    thought_id = got[0]["messageId"]
+    assert thought_id != message_id  # the thinking and the answer are two messages
     assert got == [
-        {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "Let me look."}},
+        {
+            "sessionUpdate": "agent_thought_chunk",
+            "content": {"type": "text", "text": "Let me look."},
+            "messageId": thought_id,
+        },
         {
             "sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": "Hello "},

@@ -159,14 +159,14 @@ async def test_outside_paths_and_reason_travel_in_meta(pair):
         kind="edit",
         arguments={"path": "/etc/hosts", "content": ""},
         reason="outside the workspace",
-        scope="write_file",
+        scope="edits in /etc",
         outside_paths=("/etc/hosts",),
     )
     await AcpApprover(pair.agent, SID).decide(request)
     [asked] = pair.calls("session/request_permission")
     assert asked["_meta"]["hermes"] == {
         "reason": "outside the workspace",
-        "scope": "write_file",
+        "scope": "edits in /etc",
         "outsidePaths": ["/etc/hosts"],
     }
-    assert {o["name"] for o in asked["options"]} >= {"Always allow `write_file`"}
+    assert {o["name"] for o in asked["options"]} >= {"Always allow edits in /etc in this session"}

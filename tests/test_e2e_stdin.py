@@ -110,7 +110,7 @@ async def test_a_request_file_is_a_script_every_request_is_answered_in_order(
     assert "Traceback" not in stderr
     answered = [m["id"] for m in messages if "method" not in m]
     assert answered == [1, 2, 3, 4]
-    assert answer(messages, 3)["result"] == {"stopReason": "end_turn"}
+    assert answer(messages, 3)["result"]["stopReason"] == "end_turn"
     chunks = [
         m["params"]["update"]["content"]["text"]
         for m in messages
@@ -144,7 +144,7 @@ async def test_a_script_prompt_that_needs_permission_is_rejected_not_hung(
         tmp_path / "requests.jsonl",
     )
     assert code == 0, stderr
-    assert answer(messages, 3)["result"] == {"stopReason": "end_turn"}
+    assert answer(messages, 3)["result"]["stopReason"] == "end_turn"
     statuses = [
         m["params"]["update"].get("status")
         for m in messages
@@ -169,7 +169,7 @@ async def test_requests_piped_at_once_run_the_prompt_to_its_end(
             rpc(3, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}),
         )
         await server.close_stdin()
-        assert (await server.response_to(3))["result"] == {"stopReason": "end_turn"}
+        assert (await server.response_to(3))["result"]["stopReason"] == "end_turn"
         assert "result" in await server.response_to(2)
         assert await server.wait() == 0
 
@@ -194,7 +194,7 @@ async def test_a_permission_a_prompt_needs_after_stdin_closed_is_rejected(
         while not any(m.get("method") == "session/update" for m in server.received):
             await server.next_message()
         await server.close_stdin()
-        assert (await server.response_to(3))["result"] == {"stopReason": "end_turn"}
+        assert (await server.response_to(3))["result"]["stopReason"] == "end_turn"
         assert await server.wait() == 0
     statuses = [
         m["params"]["update"].get("status")

@@ -59,10 +59,17 @@ class ToolResult:
     exit_code: int | None = None
     signal: str | None = None
     terminal_id: str | None = None
+    # What the user sees instead of `text`, when that is written for the model ("" for nothing).
+    shown: str | None = None
 
     @classmethod
     def error(cls, text: str, **raw: Any) -> ToolResult:
         return cls(text=text, ok=False, raw_output=raw or None)
+
+
+class CannotRun(Exception):
+    """A call that would fail for sure (a patch whose old_text is not in the file): it fails
+    with this message before anyone is asked to approve it."""
 
 
 class Tool(ABC, Generic[Args]):
@@ -73,6 +80,8 @@ class Tool(ABC, Generic[Args]):
     needs_approval: ClassVar[bool] = False  # edits and commands
     read_only: ClassVar[bool] = True  # offered in plan mode; runs concurrently with other reads
     interactive: ClassVar[bool] = False  # always runs alone, in order
+    # One "always" answer covers every tool of the group ("edits": writes and patches alike).
+    approval_group: ClassVar[str | None] = None
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
@@ -99,6 +108,13 @@ class Tool(ABC, Generic[Args]):
     def approval_scope(self, args: Args) -> str:
         """What an "allow always" for this call covers (a command's program and subcommand)."""
         return self.name
+
+    async def preview(
+        self, args: Args, workspace: Workspace, *, allow_outside: bool = False
+    ) -> FileDiff | None:
+        """The change this call would make, shown while the user decides; None when there is
+        nothing to show. Raises CannotRun when the call is bound to fail."""
+        return None
 
     @abstractmethod
     async def run(self, args: Args, ctx: ToolContext) -> ToolResult: ...

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import difflib
 import re
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from core.events import FileDiff, ToolKind
-from core.tools.base import Tool, ToolContext, ToolResult
+from core.tools.base import CannotRun, Tool, ToolContext, ToolResult
 from core.tools.search import GIT_DIR_EXCLUDED, run_rg, strip_dot_slash
 from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
+EDITS = "edits"  # the approval scope of every file edit
 _MAX_LISTED_FILES = 1_000
 _MAX_MATCH_LINES_SHOWN = 20
 
@@ -148,12 +150,27 @@ class WriteFileTool(Tool[WriteFileArgs]):
     kind: ToolKind = "edit"
     needs_approval = True
     read_only = False
+    approval_group = EDITS
 
     def title(self, args: WriteFileArgs, workspace: Workspace) -> str:
         return f"Write {args.path}"
 
     def paths(self, args: WriteFileArgs) -> list[str]:
         return [args.path]
+
+    async def preview(
+        self, args: WriteFileArgs, workspace: Workspace, *, allow_outside: bool = False
+    ) -> FileDiff | None:
+        try:
+            resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
+            old: str | None = await workspace.read_text(resolved)
+        except FileNotFoundError:
+            old = None
+        except (BinaryFile, FileTooLarge) as exc:
+            raise CannotRun(f"Not overwriting: {exc}") from None
+        except (OSError, WorkspaceError):
+            return None  # the run says what is wrong with the path
+        return FileDiff(str(resolved), old, args.content)
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         try:
@@ -207,6 +224,7 @@ class PatchTool(Tool[PatchArgs]):
     kind: ToolKind = "edit"
     needs_approval = True
     read_only = False
+    approval_group = EDITS
 
     def title(self, args: PatchArgs, workspace: Workspace) -> str:
         return f"Edit {args.path}"
@@ -214,44 +232,18 @@ class PatchTool(Tool[PatchArgs]):
     def paths(self, args: PatchArgs) -> list[str]:
         return [args.path]
 
+    async def preview(
+        self, args: PatchArgs, workspace: Workspace, *, allow_outside: bool = False
+    ) -> FileDiff | None:
+        path, text, updated, _ = await _plan_patch(args, workspace, allow_outside)
+        return FileDiff(str(path), text, updated)
+
     async def run(self, args: PatchArgs, ctx: ToolContext) -> ToolResult:
-        if not args.old_text:
-            return ToolResult.error(
-                "old_text is empty. Give the exact text to replace (include a neighbouring line to "
-                "insert next to it); to create a file use write_file."
-            )
         try:
-            resolved = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
-            if resolved.is_dir():
-                raise IsADirectoryError(args.path)
-            text = await ctx.workspace.read_text(resolved)
-        except FileNotFoundError:
-            return ToolResult.error(f"File not found: {args.path}. To create a new file use write_file.")
-        except (OSError, WorkspaceError) as exc:
-            return _failure(exc, args.path)
-        old_text, new_text = args.old_text, args.new_text
-        if "\r\n" in text and "\r\n" not in old_text:  # the model writes \n; keep the file's CRLF
-            old_text = old_text.replace("\n", "\r\n")
-            new_text = new_text.replace("\n", "\r\n")
-        if old_text == new_text:
-            return ToolResult.error("old_text and new_text are identical; there is nothing to change.")
-        count = text.count(old_text)
-        if count == 0:
-            return ToolResult.error(_not_found_message(text, args.old_text, args.path))
-        if count > 1 and not args.replace_all:
-            starts = _match_lines(text, old_text)
-            shown = ", ".join(str(n) for n in starts[:_MAX_MATCH_LINES_SHOWN])
-            hidden = len(starts) - _MAX_MATCH_LINES_SHOWN
-            more = f" and {hidden} more" if hidden > 0 else ""
-            return ToolResult.error(
-                f"old_text occurs {count} times in {args.path} (starting at lines {shown}{more}). "
-                "Include more surrounding lines to make it unique, or set replace_all to replace "
-                "every occurrence.",
-                matches=count,
-            )
-        updated = text.replace(old_text, new_text, -1 if args.replace_all else 1)
-        try:
+            resolved, text, updated, count = await _plan_patch(args, ctx.workspace, ctx.allow_outside)
             await ctx.workspace.write_text(resolved, updated)
+        except CannotRun as exc:
+            return ToolResult.error(str(exc), **(exc.args[1] if len(exc.args) > 1 else {}))
         except (OSError, WorkspaceError) as exc:
             return _failure(exc, args.path)
         what = f"{count} replacements" if count > 1 else "1 replacement"
@@ -261,6 +253,48 @@ class PatchTool(Tool[PatchArgs]):
             diff=FileDiff(str(resolved), text, updated),
             raw_output={"replacements": count},
         )
+
+
+async def _plan_patch(
+    args: PatchArgs, workspace: Workspace, allow_outside: bool
+) -> tuple[Path, str, str, int]:
+    """(path, text now, text after, replacements). CannotRun with the message the model
+    reads when the patch cannot apply; OSError or WorkspaceError when the file cannot be read."""
+    if not args.old_text:
+        raise CannotRun(
+            "old_text is empty. Give the exact text to replace (include a neighbouring line to "
+            "insert next to it); to create a file use write_file."
+        )
+    try:
+        resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
+        if resolved.is_dir():
+            raise IsADirectoryError(args.path)
+        text = await workspace.read_text(resolved)
+    except FileNotFoundError:
+        raise CannotRun(f"File not found: {args.path}. To create a new file use write_file.") from None
+    except (OSError, WorkspaceError) as exc:
+        raise CannotRun(_failure(exc, args.path).text) from None
+    old_text, new_text = args.old_text, args.new_text
+    if "\r\n" in text and "\r\n" not in old_text:  # the model writes \n; keep the file's CRLF
+        old_text = old_text.replace("\n", "\r\n")
+        new_text = new_text.replace("\n", "\r\n")
+    if old_text == new_text:
+        raise CannotRun("old_text and new_text are identical; there is nothing to change.")
+    count = text.count(old_text)
+    if count == 0:
+        raise CannotRun(_not_found_message(text, args.old_text, args.path))
+    if count > 1 and not args.replace_all:
+        starts = _match_lines(text, old_text)
+        shown = ", ".join(str(n) for n in starts[:_MAX_MATCH_LINES_SHOWN])
+        hidden = len(starts) - _MAX_MATCH_LINES_SHOWN
+        more = f" and {hidden} more" if hidden > 0 else ""
+        raise CannotRun(
+            f"old_text occurs {count} times in {args.path} (starting at lines {shown}{more}). "
+            "Include more surrounding lines to make it unique, or set replace_all to replace "
+            "every occurrence.",
+            {"matches": count},
+        )
+    return resolved, text, text.replace(old_text, new_text, -1 if args.replace_all else 1), count
 
 
 def _match_lines(text: str, needle: str) -> list[int]:

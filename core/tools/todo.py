@@ -51,7 +51,8 @@ class TodoTool(Tool[TodoArgs]):
         entries = tuple(PlanEntry(item.content, item.status, item.priority) for item in args.items)
         ctx.state.plan = entries
         ctx.emit(PlanUpdated(entries))
-        return ToolResult(render_plan(entries))
+        # The plan update shows the plan; the card repeating it as text would show it twice.
+        return ToolResult(render_plan(entries), shown="")
 
 
 def _inline(node: Any, definitions: dict[str, Any]) -> Any:

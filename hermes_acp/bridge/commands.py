@@ -30,17 +30,22 @@ _COMMAND = re.compile(r"/([A-Za-z][\w-]*)(?:\s+(.*))?", re.DOTALL)
 
 
 def parse_command(text: str) -> tuple[str, str] | None:
-    """`("mode", "plan")` for "/mode plan"; None unless the text starts with a known command
-    (so "/etc/hosts is broken" stays a prompt)."""
+    """`("mode", "plan")` for "/mode plan". Only a `/word` followed by a space or the end is a
+    command (known or not: an unknown one is answered as such); "/etc/hosts is broken" and
+    "/usr/bin is ..." stay prompts, since their word runs on into a path."""
     match = _COMMAND.fullmatch(text.strip())
-    if match is None or match.group(1) not in COMMAND_NAMES:
+    if match is None:
         return None
     return match.group(1), (match.group(2) or "").strip()
 
 
-def commands_update(session_id: str) -> dict[str, Any]:
-    """The `available_commands_update` params for a session."""
+def commands_update(session_id: str, extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The `available_commands_update` params for a session: the built-ins, then `extra`
+    (skills, prompt commands, MCP prompts)."""
     return {
         "sessionId": session_id,
-        "update": {"sessionUpdate": "available_commands_update", "availableCommands": AVAILABLE_COMMANDS},
+        "update": {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [*AVAILABLE_COMMANDS, *(extra or [])],
+        },
     }

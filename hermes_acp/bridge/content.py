@@ -21,6 +21,11 @@ from core.workspace import BinaryFile, FileTooLarge, OutsideWorkspace, Workspace
 
 NO_IMAGES = "[An image was attached, but the current model does not accept images; it was left out.]"
 
+NO_AUDIO = (
+    "[An audio clip was attached ({mime}, {size:,} bytes); hermes cannot listen to audio, so it was "
+    "left out. Ask the user for a transcript if it matters.]"
+)
+
 _LINES = re.compile(r"^L(\d+)(?:(?::\d+)?[-:]L?(\d+))?")  # #L10, #L10-20, #L10:20 (1-based)
 _TEXT_MIME = re.compile(r"^(text/|application/(json|xml|javascript|x-(sh|python|yaml|toml)))")
 
@@ -33,12 +38,19 @@ async def prompt_to_content(
     max_resource_bytes: int = 200_000,
 ) -> list[ContentPart]:
     parts: list[ContentPart] = []
+    attached: set[int] = set()  # parts made from a block other than text
     for block in blocks:
         if not isinstance(block, dict):
             raise ValueError(f"a prompt block must be an object, not {type(block).__name__}")
         kind = block.get("type")
+        if kind != "text":
+            attached.add(len(parts))
         if kind == "text":
             parts.append(TextPart(_required(block, "text")))
+        elif kind == "audio":
+            mime = block.get("mimeType") or "audio"
+            size = _decoded_size(block["data"]) if isinstance(block.get("data"), str) else 0
+            parts.append(TextPart(NO_AUDIO.format(mime=mime, size=size)))
         elif kind == "image":
             data, mime = _required(block, "data"), _required(block, "mimeType")
             parts.append(ImagePart(mime_type=mime, data=data) if accepts_images else TextPart(NO_IMAGES))
@@ -51,7 +63,26 @@ async def prompt_to_content(
             parts.append(_embedded(resource, accepts_images=accepts_images, max_bytes=max_resource_bytes))
         else:
             raise ValueError(f"unsupported prompt content block type {kind!r}")
-    return parts
+    return _separated(parts, attached)
+
+
+def _separated(parts: list[ContentPart], attached: set[int]) -> list[ContentPart]:
+    """An attachment on its own lines: providers join adjacent text parts as they are, and
+    "look at" + `<file ...>` would reach the model as "look at<file ...>"."""
+    out = list(parts)
+    for index in sorted(attached):
+        part = out[index]
+        if not isinstance(part, TextPart):
+            continue
+        text = part.text
+        before = out[index - 1] if index > 0 else None
+        after = out[index + 1] if index + 1 < len(out) else None
+        if isinstance(before, TextPart) and before.text and not before.text.endswith("\n"):
+            text = "\n" + text
+        if isinstance(after, TextPart) and after.text and not text.endswith("\n"):
+            text += "\n"
+        out[index] = TextPart(text)
+    return out
 
 
 async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -> TextPart:

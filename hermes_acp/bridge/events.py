@@ -107,6 +107,7 @@ class EventTranslator:
         # The live answer's ACP messageId: one per model call, a new one when a retry
         # discards what was shown, so a client knows where one message ends.
         self._message_id: str | None = None
+        self._thought_id: str | None = None  # the same for the model call's thinking
         self._handlers: dict[type, Callable[[Any], list[dict[str, Any]]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -131,7 +132,7 @@ class EventTranslator:
 
     def start_turn(self) -> None:
         """A new turn: its text is a new message, whatever the last turn left open."""
-        self._message_id = None
+        self._message_id = self._thought_id = None
 
     @property
     def open_tool_calls(self) -> tuple[str, ...]:
@@ -204,18 +205,21 @@ class EventTranslator:
         return self._status(Status("notice", ANSWER_RESTARTED))
 
     def _step_finished(self, event: StepFinished) -> list[dict[str, Any]]:
-        self._message_id = None  # the next model call's text is a new message
+        self._message_id = self._thought_id = None  # the next model call's text is a new message
         return []
 
     def _thought(self, event: ThoughtDelta) -> list[dict[str, Any]]:
         if not event.text:
             return []
+        if self._thought_id is None:
+            self._thought_id = uuid.uuid4().hex
         return [
             {
                 "sessionId": self.session_id,
                 "update": {
                     "sessionUpdate": "agent_thought_chunk",
                     "content": {"type": "text", "text": event.text},
+                    "messageId": self._thought_id,
                 },
             }
         ]
@@ -331,7 +335,9 @@ class EventTranslator:
         }
         content: list[dict[str, Any]] = []
         terminal_id = event.terminal_id or call.terminal_id
-        if terminal_id:
+        if event.shown is not None:  # the result is written for the model, not the user
+            content = [_text_content(event.shown)] if event.shown else []
+        elif terminal_id:
             if event.diff is not None:
                 content.append(_diff(event.diff.path, event.diff.old_text, event.diff.new_text))
             content.append(_terminal(terminal_id))
@@ -428,17 +434,18 @@ class EventTranslator:
     def replay_message(self, message: Message) -> list[dict[str, Any]]:
         """One stored message as updates (user chunks; thought, text and tool calls;
         a tool result's final card)."""
+        # Each stored message is one ACP message: its chunks share a messageId.
+        message_id = uuid.uuid4().hex
         if message.role == "user":
-            return [self._wrap(_chunk("user_message_chunk", block)) for block in _typed_blocks(message)]
+            blocks = _typed_blocks(message)
+            return [self._wrap(_chunk("user_message_chunk", block, message_id)) for block in blocks]
         if message.role == "assistant":
             updates = []
             if message.reasoning:
-                updates.append(
-                    self._wrap(_chunk("agent_thought_chunk", {"type": "text", "text": message.reasoning}))
-                )
-            updates.extend(
-                self._wrap(_chunk("agent_message_chunk", block)) for block in _blocks(message.content)
-            )
+                thought = {"type": "text", "text": message.reasoning}
+                updates.append(self._wrap(_chunk("agent_thought_chunk", thought, uuid.uuid4().hex)))
+            for block in _blocks(message.content):
+                updates.append(self._wrap(_chunk("agent_message_chunk", block, message_id)))
             cards = (message.display or {}).get("tool_calls") or {}
             for call in message.tool_calls:
                 # The result's display is complete; the assistant's own card stands in
@@ -502,9 +509,13 @@ def _replayed_result(message: Message) -> dict[str, Any]:
         update["locations"] = locations
     stored = display.get("diff")
     diff = FileDiff(stored["path"], stored.get("old_text"), stored["new_text"]) if stored else None
-    content = _result_content(
-        _kind(display), status, result, diff, display.get("exit_code"), display.get("signal")
-    )
+    shown = display.get("shown")
+    if isinstance(shown, str):
+        content = [_text_content(shown)] if shown else []
+    else:
+        content = _result_content(
+            _kind(display), status, result, diff, display.get("exit_code"), display.get("signal")
+        )
     if content:
         update["content"] = content
     return update
@@ -534,8 +545,11 @@ def _result_content(
     return content
 
 
-def _chunk(kind: str, block: dict[str, Any]) -> dict[str, Any]:
-    return {"sessionUpdate": kind, "content": block}
+def _chunk(kind: str, block: dict[str, Any], message_id: str | None = None) -> dict[str, Any]:
+    chunk = {"sessionUpdate": kind, "content": block}
+    if message_id is not None:
+        chunk["messageId"] = message_id
+    return chunk
 
 
 def _typed_blocks(message: Message) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from typing import Any
 from acp.exceptions import RequestError
 
 from core.approval import ApprovalRequest, Decision
+from core.tools.files import EDITS
 from hermes_acp.bridge.channel import ClientChannel
 
 log = logging.getLogger(__name__)
@@ -82,23 +83,35 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         hermes["outsidePaths"] = list(request.outside_paths)
     if request.sandbox is not None:
         hermes["sandboxed"] = request.sandbox == "sandboxed"
+    tool_call: dict[str, Any] = {
+        "toolCallId": request.call_id,
+        "title": title,
+        "kind": request.kind,
+        "status": "pending",
+        "rawInput": request.arguments,
+    }
+    if request.diff is not None:  # the user sees the change before deciding on it
+        diff = request.diff
+        tool_call["content"] = [
+            {"type": "diff", "path": diff.path, "oldText": diff.old_text, "newText": diff.new_text}
+        ]
     return {
         "sessionId": session_id,
-        "toolCall": {
-            "toolCallId": request.call_id,
-            "title": title,
-            "kind": request.kind,
-            "status": "pending",
-            "rawInput": request.arguments,
-        },
+        "toolCall": tool_call,
         "options": options,
         "_meta": {"hermes": hermes},
     }
 
 
 def _scope_label(scope: str) -> str:
-    """What an "always" answer covers, for the option's label: "terminal:git status"
-    -> "`git status`", a bare tool name -> "`edit_file`"."""
+    """What an "always" answer covers, in the user's words: "edits" -> "edits in this
+    session", "edits in /etc" -> "edits in /etc in this session", "terminal:git status"
+    -> "`git status`", another tool -> "`its name` in this session"."""
+    if scope == EDITS or scope.startswith(f"{EDITS} in "):
+        return f"{scope} in this session"
+    if ":" not in scope:
+        quoted = scope.replace("`", "'")
+        return f"`{quoted}` in this session"
     _, _, subject = scope.partition(":")
     subject = (subject or scope).strip() or scope
     subject = subject.replace("`", "'")

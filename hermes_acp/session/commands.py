@@ -5,10 +5,14 @@ The texts are in `slash`; parsing and the commands menu are in `bridge.commands`
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.bridge.commands import COMMAND_NAMES
 from hermes_acp.session import slash
+from hermes_acp.session.custom_commands import command_message, menu_entries, session_commands
 from hermes_acp.session.options import MODE_IDS
 from hermes_acp.session.records import replace_history
 from hermes_acp.session.updates import say
@@ -17,6 +21,8 @@ if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.controls import SessionControls
     from hermes_acp.session.state import Session
+
+log = logging.getLogger(__name__)
 
 # Sends a stream of agent events to the client and the store (the turn's own path).
 StreamEvents = Callable[["Session", AsyncIterator[Any]], Awaitable[str]]
@@ -31,8 +37,11 @@ class SlashCommands:
         """Run one command; the turn's stop reason."""
         agent = session.agent
         controls = self.controls
+        if name not in COMMAND_NAMES:
+            return await self._run_custom(session, name, argument, stream)
         if name == "help":
-            await self._say(session, slash.help_text(agent.mode.value, session.model))
+            extra = await asyncio.to_thread(menu_entries, session)
+            await self._say(session, slash.help_text(agent.mode.value, session.model, extra))
         elif name == "mode":
             new_mode = argument if argument in MODE_IDS else None
             if new_mode is not None:
@@ -70,6 +79,25 @@ class SlashCommands:
                 session, slash.compact_text(len(before), len(agent.messages), agent.messages != before)
             )
         return "end_turn"
+
+    async def _run_custom(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
+        """A skill, prompt command or MCP prompt: its text goes to the model as the user's
+        message. An unknown name is answered here and never reaches the model."""
+        from core.mcp_tools import McpCallFailed
+        from core.messages import TextPart
+        from core.skills import SkillError
+
+        command = (await asyncio.to_thread(session_commands, session)).get(name)
+        if command is None:
+            await self._say(session, slash.unknown_text(name))
+            return "end_turn"
+        try:
+            text = await command_message(session, command, argument)
+        except (McpCallFailed, SkillError, OSError, UnicodeDecodeError) as exc:
+            log.warning("session %s: /%s failed: %s", session.id, name, exc)
+            await self._say(session, slash.command_failed_text(name, str(exc)))
+            return "end_turn"
+        return await stream(session, session.agent.run_turn([TextPart(text)]))
 
     async def _say(self, session: Session, text: str) -> None:
         await say(self.channel, session.id, text)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_acp.session.catalog import ModelCatalog, model_takes_effort
 from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
 from hermes_acp.session.options import (
+    AUTO_COMPACT_OPTION,
     EFFORT_OPTION,
     MODE_IDS,
     MODE_OPTION,
@@ -23,13 +24,16 @@ from hermes_acp.session.updates import send_update
 
 if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel
-    from hermes_acp.session.state import Session
+    from hermes_acp.session.state import ClientProfile, Session
 
 
 class SessionControls:
-    def __init__(self, channel: ClientChannel, catalog: ModelCatalog) -> None:
+    def __init__(
+        self, channel: ClientChannel, catalog: ModelCatalog, client: ClientProfile | None = None
+    ) -> None:
         self.channel = channel
         self.catalog = catalog
+        self.client = client  # shared with the server: filled in by `initialize`
 
     def options(self, session: Session) -> OptionState:
         settings = session.agent.settings
@@ -40,6 +44,7 @@ class SessionControls:
             reasoning_effort=session.agent.reasoning_effort,
             models=[settings.model, *settings.models, *session.extra_models, *self.catalog.known(settings)],
             reasoning=model_takes_effort(model),
+            auto_compact=settings.auto_compact if self.client and self.client.boolean_options else None,
         )
 
     def session_state(self, session: Session) -> dict[str, Any]:
@@ -70,6 +75,8 @@ class SessionControls:
         elif config_id == MODEL_OPTION:
             assert new_value is not None
             self.apply_model(session, new_value)
+        elif config_id == AUTO_COMPACT_OPTION:
+            session.agent.settings.auto_compact = bool(new_value)
         elif config_id == EFFORT_OPTION:
             session.agent.reasoning_effort = new_value
             save_record(session, reasoning_effort=new_value)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from acp.exceptions import RequestError
 
 if TYPE_CHECKING:
     from core.config import Settings
+
+log = logging.getLogger(__name__)
 
 AUTH_REQUIRED = -32000
 INVALID_REQUEST = -32600
@@ -19,6 +22,13 @@ ALREADY_RUNNING = "a prompt is already running in this session; cancel it first"
 
 def protocol_error(code: int, message: str, data: Any = None) -> RequestError:
     return RequestError(code, message, data)
+
+
+def user_error(code: int, message: str, data: dict[str, Any] | None = None) -> RequestError:
+    """An error the user must read and act on (no key, a bad setting). Some clients (Toad)
+    show only `error.data.details`, so the message is there too; and it goes to the log."""
+    log.error("%s", message)
+    return RequestError(code, message, {**(data or {}), "details": message})
 
 
 def not_found(session_id: str) -> RequestError:

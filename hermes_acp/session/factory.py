@@ -57,6 +57,7 @@ class SessionFactory:
         mcp, problems = await mcp_servers.connect(mcp_entries, cwd)
         extra_tools: list[Tool] = mcp.tools() if mcp is not None else []
         workspace = await asyncio.to_thread(self._workspace, settings, session_id, cwd, extra_dirs)
+        extra_tools += await asyncio.to_thread(_skill_tools, settings, cwd)
         approver = AcpApprover(self.channel, session_id)
         mode = Mode(record.mode if record and record.mode in MODE_IDS else settings.default_mode)
 
@@ -126,6 +127,15 @@ class SessionFactory:
             terminal=self.client.terminal,
             local=local,
         )
+
+
+def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:
+    """The `skill` tool when there are skills (fixed for the session, like its prompt)."""
+    from core.skills import discover_skills, skill_folders
+    from core.tools.skill import SkillTool
+
+    skills = discover_skills(skill_folders(settings.home, Path(cwd)))
+    return [SkillTool(skills)] if skills else []
 
 
 def check_directories(cwd: str, extra_dirs: Iterable[str]) -> tuple[str, list[str]]:

@@ -28,10 +28,11 @@ from hermes_acp.session.errors import (
     auth_help,
     not_found,
     protocol_error,
+    user_error,
 )
 from hermes_acp.session.factory import SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
-from hermes_acp.session.options import MODE_OPTION, config_options
+from hermes_acp.session.options import MODE_OPTION, config_options, prompt_usage
 from hermes_acp.session.persist import SharedStore
 from hermes_acp.session.records import (
     estimated_context,
@@ -78,7 +79,7 @@ class SessionManager:
         self._sessions: dict[str, Session] = {}
         self._store = SharedStore(lambda: (self._settings or self.load_settings()).db_path)
         self._catalog = ModelCatalog()
-        self.controls = SessionControls(channel, self._catalog)
+        self.controls = SessionControls(channel, self._catalog, self.client)
         self.factory = SessionFactory(channel, self.client, self._store)
         self.turns = TurnRunner(channel, SlashCommands(channel, self.controls), sdks_ready=sdks_ready)
         self._background: set[asyncio.Task[Any]] = set()
@@ -96,7 +97,7 @@ class SessionManager:
         try:
             self._settings = load_settings(self._environ)
         except ConfigError as exc:
-            raise protocol_error(INTERNAL_ERROR, f"hermes-acp is misconfigured: {exc}") from exc
+            raise user_error(INTERNAL_ERROR, f"hermes-acp is misconfigured: {exc}") from exc
         return self._settings
 
     def require_credentials(self) -> Settings:
@@ -104,7 +105,7 @@ class SessionManager:
 
         settings = self.load_settings()
         if not has_credentials(settings):
-            raise protocol_error(AUTH_REQUIRED, auth_help(settings))
+            raise user_error(AUTH_REQUIRED, auth_help(settings))
         return settings
 
     async def store(self) -> SessionStore:
@@ -126,13 +127,24 @@ class SessionManager:
         """After the client knows the session id: the commands menu, what went wrong with
         its MCP servers, then the endpoint's model list in the background."""
         from hermes_acp.bridge.commands import commands_update
+        from hermes_acp.session.custom_commands import menu_entries
 
         async def announce() -> None:
-            await self._notify(commands_update(session.id))
+            extra = await asyncio.to_thread(menu_entries, session)
+            await self._notify(commands_update(session.id, extra))
             await self._report_mcp_problems(session)
 
         await self._send_beside_turns(session, announce)
         self._spawn(self._refresh_models(session, settings))
+
+    async def _announce_custom_commands(self, session: Session) -> None:
+        """The replayed menu has the built-ins; the session's skills and prompts follow."""
+        from hermes_acp.bridge.commands import commands_update
+        from hermes_acp.session.custom_commands import menu_entries
+
+        extra = await asyncio.to_thread(menu_entries, session)
+        if extra:
+            await self._notify(commands_update(session.id, extra))
 
     async def _report_mcp_problems(self, session: Session) -> None:
         if session.mcp_problems:
@@ -221,6 +233,7 @@ class SessionManager:
                 cost_usd=agent.cost_usd,
             )
             await send_updates(self.channel, updates)  # all of it before the response
+            await self._announce_custom_commands(session)
             await self._report_mcp_problems(session)
             self._after_response(lambda: self._spawn(self._refresh_models(session, settings)))
         else:
@@ -373,11 +386,27 @@ class SessionManager:
         await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
 
+    async def set_model(self, session_id: str, model_id: str) -> None:
+        """session/set_model (older clients): the `model` option, any model id accepted as
+        `/model` accepts it."""
+        session = self.get(session_id)
+        if model_id not in self.controls.options(session).offered_models():
+            session.extra_models.append(model_id)
+        self.controls.apply_model(session, model_id)
+        self._after_response(
+            lambda: self._send_beside_turns(session, lambda: self.controls.notify_config(session))
+        )
+
     # -- prompt and cancel ----------------------------------------------------------------
 
     async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
         session = self.get(session_id)
-        return {"stopReason": await self.turns.prompt(session, blocks)}
+        before = session.agent.usage_total
+        result: dict[str, Any] = {"stopReason": await self.turns.prompt(session, blocks)}
+        turn_usage = prompt_usage(before, session.agent.usage_total)
+        if turn_usage is not None:
+            result["usage"] = turn_usage
+        return result
 
     def cancel(self, session_id: str) -> None:
         session = self._sessions.get(session_id)

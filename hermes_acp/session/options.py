@@ -8,11 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from core.events import Usage
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
 EFFORT_OPTION = "reasoning_effort"
+AUTO_COMPACT_OPTION = "auto_compact"
 DEFAULT_EFFORT = "default"  # send no effort: the model's own default
 
 MODES: tuple[tuple[str, str, str], ...] = (
@@ -37,6 +43,14 @@ EFFORTS: tuple[tuple[str, str, str], ...] = (
 EFFORT_IDS = tuple(effort for effort, _, _ in EFFORTS)
 
 
+class SetModelParams(BaseModel):
+    """`session/set_model`, which older clients send (now the `model` config option)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    session_id: str = Field(alias="sessionId")
+    model_id: str = Field(alias="modelId", min_length=1)
+
+
 class InvalidOption(ValueError):
     """A config id or value the session does not offer; the message says what it does."""
 
@@ -52,6 +66,7 @@ class OptionState:
     reasoning_effort: str | None = None
     models: list[str] = field(default_factory=list)  # offered in the picker, besides `model`
     reasoning: bool = False  # the model takes a reasoning effort
+    auto_compact: bool | None = None  # None: not offered (the client takes no boolean options)
 
     def offered_models(self) -> list[str]:
         return _unique([self.model, *self.models])
@@ -97,16 +112,34 @@ def config_options(state: OptionState) -> list[dict[str, Any]]:
                 "How long the model thinks before it answers",
             )
         )
+    if state.auto_compact is not None:
+        options.append(
+            {
+                "id": AUTO_COMPACT_OPTION,
+                "name": "Auto-compact",
+                "description": "Summarise the middle of a long conversation when the context fills up",
+                "type": "boolean",
+                "currentValue": state.auto_compact,
+            }
+        )
     return options
 
 
-def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, str | None]:
+def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, Any]:
     """Validate a set_config_option request: (config id, the new value for the state —
     None meaning "no reasoning effort"). Raises InvalidOption naming what is valid."""
     valid_ids = [MODE_OPTION, MODEL_OPTION] + ([EFFORT_OPTION] if state.reasoning else [])
+    if state.auto_compact is not None:
+        valid_ids.append(AUTO_COMPACT_OPTION)
     if config_id not in valid_ids:
         offered = _listed(valid_ids)
         raise InvalidOption(f"unknown configId {config_id!r}; this session offers {offered}", "configId")
+    if config_id == AUTO_COMPACT_OPTION:
+        if not isinstance(value, bool):
+            raise InvalidOption(
+                f"configId {config_id!r} is a boolean option; its value must be true or false", "value"
+            )
+        return config_id, value
     if not isinstance(value, str):
         raise InvalidOption(f"configId {config_id!r} is a select option; its value must be a string", "value")
     if config_id == MODE_OPTION:
@@ -141,6 +174,22 @@ def _select(
         "type": "select",
         "currentValue": current,
         "options": options,
+    }
+
+
+def prompt_usage(before: Usage, after: Usage) -> dict[str, int] | None:
+    """`PromptResponse.usage`: the tokens this turn used; None when it made no model call."""
+    inputs = after.input_tokens - before.input_tokens
+    outputs = after.output_tokens - before.output_tokens
+    if not inputs and not outputs:
+        return None
+    return {
+        "totalTokens": inputs + outputs,
+        "inputTokens": inputs,
+        "outputTokens": outputs,
+        "thoughtTokens": after.reasoning_tokens - before.reasoning_tokens,
+        "cachedReadTokens": after.cached_tokens - before.cached_tokens,
+        "cachedWriteTokens": after.cache_write_tokens - before.cache_write_tokens,
     }
 
 

@@ -5,7 +5,7 @@ Every function returns Markdown for one agent message; none needs a model call.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.commands import AVAILABLE_COMMANDS
 from hermes_acp.session.options import MODES
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from core.tools.registry import ToolRegistry
 
 
-def help_text(mode: str, model: str) -> str:
+def help_text(mode: str, model: str, extra: list[dict[str, Any]] | None = None) -> str:
     lines = [
         "**hermes** is a coding agent: it reads and edits files in this workspace, runs commands, "
         "and asks before doing anything the current mode does not allow.",
@@ -24,13 +24,30 @@ def help_text(mode: str, model: str) -> str:
         "",
         "Commands:",
     ]
-    for command in AVAILABLE_COMMANDS:
-        hint = command.get("input", {}).get("hint")
-        usage = f"/{command['name']}" + (f" <{hint}>" if hint else "")
-        lines.append(f"- `{usage}` — {command['description']}")
+    lines += [_usage_line(command) for command in AVAILABLE_COMMANDS]
+    if extra:
+        lines += ["", "Skills and prompts (sent to the model as your message):"]
+        lines += [_usage_line(command) for command in extra]
     lines += ["", "Modes:"]
     lines += [f"- `{mode_id}` — {description}" for mode_id, _, description in MODES]
     return "\n".join(lines)
+
+
+def _usage_line(command: dict[str, Any]) -> str:
+    hint = command.get("input", {}).get("hint")
+    usage = f"/{command['name']}" + (f" <{hint}>" if hint else "")
+    return f"- `{usage}` — {command['description']}"
+
+
+def unknown_text(name: str) -> str:
+    return (
+        f"Unknown command `/{name}`; nothing was sent to the model. `/help` lists the commands. "
+        "To send text that starts with a slash, put something before it."
+    )
+
+
+def command_failed_text(name: str, reason: str) -> str:
+    return f"`/{name}` could not be run: {reason}"
 
 
 def mode_text(new_mode: str | None, current: str, requested: str) -> str:

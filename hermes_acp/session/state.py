@@ -27,6 +27,7 @@ class ClientProfile:
     terminal: bool = False
     terminal_auth: bool = False  # may be offered a `type: "terminal"` auth method
     terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
+    boolean_options: bool = False  # may be sent `type: "boolean"` config options
 
     @property
     def offers_workspace(self) -> bool:

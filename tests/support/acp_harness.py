@@ -82,7 +82,8 @@ def server_env(
 
 # Responses validated against the draft schema: the initialize response advertises the
 # draft-only `fork` session capability, and session/fork exists only in the drafts.
-UNSTABLE_RESPONSES = frozenset({"initialize", "session/fork"})
+# session/prompt: its `usage` is in the draft schema only.
+UNSTABLE_RESPONSES = frozenset({"initialize", "session/fork", "session/prompt"})
 
 
 @functools.cache
@@ -404,6 +405,9 @@ class AcpClient:
         self.calls: list[tuple[str, dict[str, Any]]] = []  # every request the server made
         self.terminals: dict[str, Terminal] = {}
         self.violations: list[str] = []
+        # PromptResponse.usage of each prompt answered, by session (prompt() returns the
+        # rest, so a test that checks the stop reason compares one key)
+        self.prompt_usage: dict[str, list[dict[str, Any] | None]] = {}
         self._changed = asyncio.Event()
         self.connection = Connection(self._handle, _PipeTransport(server))
 
@@ -432,7 +436,10 @@ class AcpClient:
         self, session_id: str, text: str | list[dict[str, Any]], within: float = DEFAULT_TIMEOUT
     ) -> dict[str, Any]:
         blocks = [{"type": "text", "text": text}] if isinstance(text, str) else text
-        return await self.request("session/prompt", {"sessionId": session_id, "prompt": blocks}, within)
+        result = await self.request("session/prompt", {"sessionId": session_id, "prompt": blocks}, within)
+        if isinstance(result, dict):
+            self.prompt_usage.setdefault(session_id, []).append(result.pop("usage", None))
+        return result
 
     def start_prompt(
         self, session_id: str, text: str | list[dict[str, Any]], within: float = DEFAULT_TIMEOUT

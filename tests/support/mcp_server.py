@@ -26,6 +26,11 @@ from mcp.types import EmbeddedResource, TextContent, TextResourceContents, ToolA
 def build_server() -> MCPServer:
     server = MCPServer("hermes-test")
 
+    @server.prompt()
+    def review(path: str) -> str:
+        """Ask for a careful review of one file."""
+        return f"Review {path} carefully and list every bug you find."
+
     @server.tool()
     def add(a: int, b: int) -> int:
         """Add two integers."""

@@ -53,6 +53,8 @@ GRACE_PROMPT = (
     "did, where things stand, and what remains to be done."
 )
 TITLE_LENGTH = 60
+INTERRUPTED_MARK = "[Interrupted by the user.]"
+STEER_PREFIX = "(The user added this while you were working; take it into account:)"
 
 TurnResult = TurnEnded  # the last event of a turn is its result
 
@@ -112,6 +114,9 @@ class Agent:
         self.context_tokens = 0
         self._used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
         self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
+        self._steers: list[str] = []  # the user's additions to the running turn (/steer)
+        # What a cancelled turn had shown when it stopped; the embedder stores it.
+        self.interrupted: Message | None = None
 
     # -- settable state -------------------------------------------------------------
 
@@ -201,6 +206,25 @@ class Agent:
         self._known_facts.update(fresh)
         return "\n".join(f"- {fact}" for fact in fresh) or None
 
+    def steer(self, text: str) -> None:
+        """Add the user's text to the running turn: the model reads it at its next call."""
+        self._steers.append(text)
+
+    def _steer_message(self) -> Message | None:
+        if not self._steers:
+            return None
+        texts, self._steers = self._steers, []
+        # A new user message at the end: the cached prefix of the conversation stays as it was.
+        return Message(role="user", content="\n\n".join([STEER_PREFIX, *texts]))
+
+    def _keep_interrupted(self, partial: str) -> None:
+        """A cancel cut the turn short: keep what the user saw, marked, for the model and a
+        reloaded session."""
+        text = f"{partial}\n\n{INTERRUPTED_MARK}" if partial.strip() else INTERRUPTED_MARK
+        message = Message(role="assistant", content=text, finish_reason="interrupted")
+        self.messages.append(message)
+        self.interrupted = message
+
     async def run_turn(
         self, content: str | list[ContentPart], *, preamble: str | None = None
     ) -> AsyncIterator[Event]:
@@ -226,6 +250,8 @@ class Agent:
         repairs = 0
         iteration = 0
         stop = StopReason.END_TURN
+        partial: list[str] = []  # the text streamed by the model call in flight
+        self.interrupted = None
         try:
             if self.watcher is not None:
                 self.watcher.turn_started()  # from here on, changes are the agent's own work
@@ -239,17 +265,25 @@ class Agent:
                     stop = StopReason.MAX_TURN_REQUESTS
                     break
                 iteration += 1
+                steered = self._steer_message()
+                if steered is not None:
+                    self.messages.append(steered)
+                    yield MessageCommitted(steered)
                 async for event in self._maybe_compress():
                     yield event
                 response: ModelResponse | None = None
+                partial.clear()
                 async for item in self._call_with_continuations():
                     if isinstance(item, ModelResponse):
                         response = item
                     elif isinstance(item, Usage):
                         turn_usage += item
                     else:
+                        if isinstance(item, TextDelta):
+                            partial.append(item.text)
                         yield item
                 assert response is not None
+                partial.clear()
                 yield self._usage_event(turn_usage)
                 assistant = self._assistant_message(response)
                 calls = self.runner.prepare(assistant.tool_calls)
@@ -262,6 +296,8 @@ class Agent:
                     text_parts.append(response.text)
 
                 if not assistant.tool_calls:
+                    if self._steers:
+                        continue  # the user added something the model has not read yet
                     stop = self._stop_reason(response)
                     if stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
                         yield Status(
@@ -286,7 +322,11 @@ class Agent:
                     break
         except TurnCancelled:
             stop = StopReason.CANCELLED
+        except asyncio.CancelledError:
+            self._keep_interrupted("".join(partial))
+            raise
         finally:
+            # A steer that came too late for this turn's last call opens the next one.
             if self.watcher is not None:
                 self.watcher.turn_finished()
         yield TurnEnded(stop, turn_usage, tuple(self.messages[turn_start:]), "".join(text_parts))

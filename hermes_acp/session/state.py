@@ -40,6 +40,15 @@ class Turn:
 
 
 @dataclass(slots=True)
+class QueuedPrompt:
+    """A prompt that came in while a turn ran: it waits for its place, then runs."""
+
+    preview: str  # for /queue
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: bool = False  # answered `cancelled` instead of running
+
+
+@dataclass(slots=True)
 class Session:
     id: str
     cwd: str
@@ -52,6 +61,7 @@ class Session:
     stored: bool = False  # the store has a record for it
     closed: bool = False  # closed, deleted or shut down: nothing more is written
     turn: Turn | None = None
+    waiting: list[QueuedPrompt] = field(default_factory=list)  # in arrival order
     pending_model: str | None = None  # set during a turn; applied when it ends
     extra_models: list[str] = field(default_factory=list)  # picked with /model, not in any list
     created: float = field(default_factory=time.time)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Decision, Mode
+from core.budget import IterationBudget
 from core.config import Settings
 from core.events import (
     Event,
@@ -41,6 +42,7 @@ from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.tools.delegate import ChildReport, ChildSink
     from core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -78,8 +80,11 @@ class Agent:
         tool_state: SessionToolState | None = None,
         title: str | None = None,
         watcher: WorkspaceWatcher | None = None,
+        delegation: bool = True,
+        session_id: str | None = None,
     ) -> None:
         self.settings = settings
+        self.session_id = session_id
         self.workspace = workspace
         self.approver = approver
         self.memory = _memory_store(settings, workspace)
@@ -88,6 +93,10 @@ class Agent:
         self.tools = tools if tools is not None else _default_registry(self.memory)
         for tool in extra_tools:
             self.tools.register(tool)
+        if delegation and settings.max_subagents > 0 and tools is None:
+            from core.tools.delegate import DelegateTool
+
+            self.tools.register(DelegateTool(self))
         self.approvals = approvals if approvals is not None else ApprovalMemory()
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
         self.messages: list[Message] = list(messages or [])
@@ -115,6 +124,9 @@ class Agent:
         self._used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
         self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
         self._steers: list[str] = []  # the user's additions to the running turn (/steer)
+        self.budget: IterationBudget | None = None  # the running turn's, shared with its subagents
+        self.child_sink: ChildSink | None = None  # stores a finished subagent's transcript
+        self._child_usage = Usage()  # subagents' usage not yet counted in the turn's
         # What a cancelled turn had shown when it stopped; the embedder stores it.
         self.interrupted: Message | None = None
 
@@ -217,6 +229,47 @@ class Agent:
         # A new user message at the end: the cached prefix of the conversation stays as it was.
         return Message(role="user", content="\n\n".join([STEER_PREFIX, *texts]))
 
+    # -- subagents ---------------------------------------------------------------------
+
+    def subagent(self, tool_names: Sequence[str], approver: Approver) -> Agent:
+        """A child for delegate_task: this workspace, mode, model, "always" answers and
+        provider clients; its own conversation, tool state and the named tools only."""
+        tools = ToolRegistry([tool for tool in self.tools if tool.name in set(tool_names)])
+        child = Agent(
+            settings=self.settings,
+            workspace=self.workspace,
+            approver=approver,
+            providers=self.providers,
+            tools=tools,
+            mode=self.mode,
+            approvals=self.approvals,
+            title="subagent",
+            delegation=False,
+        )
+        child._model = self._model  # not the setter: it would retire (close) the shared clients
+        child._providers = self.providers  # shared; the parent closes them
+        child.reasoning_effort = self.reasoning_effort
+        return child
+
+    def child_budget(self) -> IterationBudget:
+        assert self.budget is not None, "subagents run inside a turn"
+        return self.budget.child(self.settings.subagent_max_iterations)
+
+    def absorb_child(self, child: Agent) -> None:
+        """A subagent's usage and cost count as this session's."""
+        self.usage_total += child.usage_total
+        self._child_usage += child.usage_total
+        if child.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + child.cost_usd
+
+    async def report_child(self, report: ChildReport) -> None:
+        if self.child_sink is None:
+            return
+        try:
+            await self.child_sink(report)
+        except Exception:  # a transcript that cannot be stored must not fail the parent's turn
+            log.warning("a subagent's transcript could not be stored", exc_info=True)
+
     def _keep_interrupted(self, partial: str) -> None:
         """A cancel cut the turn short: keep what the user saw, marked, for the model and a
         reloaded session."""
@@ -226,11 +279,17 @@ class Agent:
         self.interrupted = message
 
     async def run_turn(
-        self, content: str | list[ContentPart], *, preamble: str | None = None
+        self,
+        content: str | list[ContentPart],
+        *,
+        preamble: str | None = None,
+        budget: IterationBudget | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the turn's events; the last is TurnEnded unless the consuming task is
         cancelled, in which case CancelledError propagates once streams are closed,
-        commands killed and pending approvals withdrawn."""
+        commands killed and pending approvals withdrawn. `budget`: a subagent's share of
+        its parent's turn (a turn of its own has `max_iterations` calls)."""
+        self.budget = budget or IterationBudget(self.settings.max_iterations)
         await self.close_retired()  # a switch made outside the ACP server (library use)
         context = await self._turn_context()
         preamble = "\n\n".join(p for p in (context, preamble) if p) or None
@@ -249,6 +308,7 @@ class Agent:
 
         repairs = 0
         iteration = 0
+        budget = self.budget
         stop = StopReason.END_TURN
         partial: list[str] = []  # the text streamed by the model call in flight
         self.interrupted = None
@@ -256,7 +316,7 @@ class Agent:
             if self.watcher is not None:
                 self.watcher.turn_started()  # from here on, changes are the agent's own work
             while True:
-                if iteration >= self.settings.max_iterations:
+                if not budget.take():
                     async for event in self._grace_call(text_parts):
                         if isinstance(event, Usage):
                             turn_usage += event
@@ -317,6 +377,10 @@ class Agent:
                     if isinstance(event, MessageCommitted):
                         self.messages.append(event.message)
                     yield event
+                if self._child_usage != Usage():  # subagents ran: their spending shows now
+                    turn_usage += self._child_usage
+                    self._child_usage = Usage()
+                    yield self._usage_event(turn_usage)
                 if repairs > MAX_ARGUMENT_REPAIRS:
                     yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
                     break
@@ -537,14 +601,18 @@ class Agent:
             self.cost_usd = (self.cost_usd or 0.0) + cost_usd(usage, price)
         self.context_tokens = usage.input_tokens + usage.output_tokens
 
-    async def aclose(self) -> None:
-        """Kill background processes, stop the watcher, close provider clients."""
-        if self.watcher is not None:
-            await self.watcher.aclose()
+    async def release_processes(self) -> None:
+        """Kill the background processes this agent's tools started."""
         for handle, process in list(self.tool_state.processes.items()):
             with contextlib.suppress(Exception):
                 await process.release()
             self.tool_state.processes.pop(handle, None)
+
+    async def aclose(self) -> None:
+        """Kill background processes, stop the watcher, close provider clients."""
+        if self.watcher is not None:
+            await self.watcher.aclose()
+        await self.release_processes()
         await self.close_retired()
         for provider in self._providers or []:
             with contextlib.suppress(Exception):

@@ -42,6 +42,7 @@ from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.tools.clarify import Asker
     from core.tools.delegate import ChildReport, ChildSink
     from core.watch import WorkspaceWatcher
 
@@ -93,10 +94,14 @@ class Agent:
         self.tools = tools if tools is not None else _default_registry(self.memory)
         for tool in extra_tools:
             self.tools.register(tool)
-        if delegation and settings.max_subagents > 0 and tools is None:
-            from core.tools.delegate import DelegateTool
+        if tools is None:
+            from core.tools.clarify import ClarifyTool
 
-            self.tools.register(DelegateTool(self))
+            self.tools.register(ClarifyTool(self))
+            if delegation and settings.max_subagents > 0:
+                from core.tools.delegate import DelegateTool
+
+                self.tools.register(DelegateTool(self))
         self.approvals = approvals if approvals is not None else ApprovalMemory()
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
         self.messages: list[Message] = list(messages or [])
@@ -126,6 +131,8 @@ class Agent:
         self._steers: list[str] = []  # the user's additions to the running turn (/steer)
         self.budget: IterationBudget | None = None  # the running turn's, shared with its subagents
         self.child_sink: ChildSink | None = None  # stores a finished subagent's transcript
+        self.asker: Asker | None = None  # puts the clarify tool's questions to the user
+        self._final_message: str | None = None  # a tool ended the turn with this text
         self._child_usage = Usage()  # subagents' usage not yet counted in the turn's
         # What a cancelled turn had shown when it stopped; the embedder stores it.
         self.interrupted: Message | None = None
@@ -270,6 +277,14 @@ class Agent:
         except Exception:  # a transcript that cannot be stored must not fail the parent's turn
             log.warning("a subagent's transcript could not be stored", exc_info=True)
 
+    def end_turn_with(self, text: str) -> None:
+        """A tool asks that the turn end once its calls are done, with this as the answer."""
+        self._final_message = text
+
+    def _closing_message(self) -> Message | None:
+        text, self._final_message = self._final_message, None
+        return Message(role="assistant", content=text) if text else None
+
     def _keep_interrupted(self, partial: str) -> None:
         """A cancel cut the turn short: keep what the user saw, marked, for the model and a
         reloaded session."""
@@ -312,6 +327,7 @@ class Agent:
         stop = StopReason.END_TURN
         partial: list[str] = []  # the text streamed by the model call in flight
         self.interrupted = None
+        self._final_message = None
         try:
             if self.watcher is not None:
                 self.watcher.turn_started()  # from here on, changes are the agent's own work
@@ -381,6 +397,13 @@ class Agent:
                     turn_usage += self._child_usage
                     self._child_usage = Usage()
                     yield self._usage_event(turn_usage)
+                closing = self._closing_message()
+                if closing is not None:  # a question the editor cannot show: it ends the turn
+                    yield TextDelta(closing.text)
+                    self.messages.append(closing)
+                    yield MessageCommitted(closing)
+                    text_parts.append(closing.text)
+                    break
                 if repairs > MAX_ARGUMENT_REPAIRS:
                     yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
                     break

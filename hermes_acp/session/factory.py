@@ -111,6 +111,10 @@ class SessionFactory:
             store_child(session, report)
 
         agent.child_sink = store_subagent
+        if self.client.elicitation_form:
+            from hermes_acp.bridge.elicitation import ElicitationAsker
+
+            agent.asker = ElicitationAsker(self.channel, session_id)
         return session
 
     def _workspace(self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:

@@ -27,6 +27,7 @@ class ClientProfile:
     terminal: bool = False
     terminal_auth: bool = False  # may be offered a `type: "terminal"` auth method
     terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
+    elicitation_form: bool = False  # may be sent `elicitation/create` in form mode
 
     @property
     def offers_workspace(self) -> bool:

@@ -124,9 +124,9 @@ class DelegateTool(Tool[DelegateArgs]):
         ctx.emit(
             ToolCallStarted(card, "subagent", f"{label}: {_short(task.goal)}", "think", task.model_dump())
         )
-        child = parent.subagent(
-            task.tools or sorted(self._child_tools()), NamedApprover(parent.approver, label)
-        )
+        # In a thread: building a child reads the context files for its system prompt.
+        tools = task.tools or sorted(self._child_tools())
+        child = await asyncio.to_thread(parent.subagent, tools, NamedApprover(parent.approver, label))
         progress = _Progress(card, ctx)
         ended: TurnEnded | None = None
         try:

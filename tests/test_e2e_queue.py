@@ -188,3 +188,12 @@ async def test_a_reloaded_session_shows_the_interrupted_answer(
     )
     assert replayed.endswith("[Interrupted by the user.]")
     assert seen.strip() in replayed  # what the user saw before the cancel
+
+
+async def test_steer_with_no_turn_running_is_a_prompt(
+    client: AcpClient, fake: FakeProvider, session: str
+) -> None:
+    fake.script([Reply(text="on it")])
+    assert await client.prompt(session, "/steer rename the module") == {"stopReason": "end_turn"}
+    assert fake.requests[-1].body["messages"][-1] == {"role": "user", "content": "rename the module"}
+    assert client.text(session).endswith("on it")

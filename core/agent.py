@@ -226,7 +226,9 @@ class Agent:
         return "\n".join(f"- {fact}" for fact in fresh) or None
 
     def steer(self, text: str) -> None:
-        """Add the user's text to the running turn: the model reads it at its next call."""
+        """Add the user's text to the running turn: the model reads it at its next call (one
+        more call if it was about to finish; a steer that lands after the turn's last call
+        opens the next turn)."""
         self._steers.append(text)
 
     def _steer_message(self) -> Message | None:
@@ -268,6 +270,10 @@ class Agent:
         self._child_usage += child.usage_total
         if child.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + child.cost_usd
+
+    def _take_child_usage(self) -> Usage | None:
+        usage, self._child_usage = self._child_usage, Usage()
+        return usage if usage != Usage() else None
 
     async def report_child(self, report: ChildReport) -> None:
         if self.child_sink is None:
@@ -393,9 +399,9 @@ class Agent:
                     if isinstance(event, MessageCommitted):
                         self.messages.append(event.message)
                     yield event
-                if self._child_usage != Usage():  # subagents ran: their spending shows now
-                    turn_usage += self._child_usage
-                    self._child_usage = Usage()
+                children = self._take_child_usage()
+                if children is not None:  # subagents ran: their spending shows now
+                    turn_usage += children
                     yield self._usage_event(turn_usage)
                 closing = self._closing_message()
                 if closing is not None:  # a question the editor cannot show: it ends the turn
@@ -413,7 +419,6 @@ class Agent:
             self._keep_interrupted("".join(partial))
             raise
         finally:
-            # A steer that came too late for this turn's last call opens the next one.
             if self.watcher is not None:
                 self.watcher.turn_finished()
         yield TurnEnded(stop, turn_usage, tuple(self.messages[turn_start:]), "".join(text_parts))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Decision, Mode
+from core.budget import IterationBudget
 from core.config import Settings
 from core.events import (
     Event,
@@ -41,6 +42,8 @@ from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.tools.clarify import Asker
+    from core.tools.delegate import ChildReport, ChildSink
     from core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -53,6 +56,8 @@ GRACE_PROMPT = (
     "did, where things stand, and what remains to be done."
 )
 TITLE_LENGTH = 60
+INTERRUPTED_MARK = "[Interrupted by the user.]"
+STEER_PREFIX = "(The user added this while you were working; take it into account:)"
 
 TurnResult = TurnEnded  # the last event of a turn is its result
 
@@ -76,8 +81,11 @@ class Agent:
         tool_state: SessionToolState | None = None,
         title: str | None = None,
         watcher: WorkspaceWatcher | None = None,
+        delegation: bool = True,
+        session_id: str | None = None,
     ) -> None:
         self.settings = settings
+        self.session_id = session_id
         self.workspace = workspace
         self.approver = approver
         self.memory = _memory_store(settings, workspace)
@@ -86,6 +94,14 @@ class Agent:
         self.tools = tools if tools is not None else _default_registry(self.memory)
         for tool in extra_tools:
             self.tools.register(tool)
+        if tools is None:
+            from core.tools.clarify import ClarifyTool
+
+            self.tools.register(ClarifyTool(self))
+            if delegation and settings.max_subagents > 0:
+                from core.tools.delegate import DelegateTool
+
+                self.tools.register(DelegateTool(self))
         self.approvals = approvals if approvals is not None else ApprovalMemory()
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
         self.messages: list[Message] = list(messages or [])
@@ -112,6 +128,14 @@ class Agent:
         self.context_tokens = 0
         self._used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
         self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
+        self._steers: list[str] = []  # the user's additions to the running turn (/steer)
+        self.budget: IterationBudget | None = None  # the running turn's, shared with its subagents
+        self.child_sink: ChildSink | None = None  # stores a finished subagent's transcript
+        self.asker: Asker | None = None  # puts the clarify tool's questions to the user
+        self._final_message: str | None = None  # a tool ended the turn with this text
+        self._child_usage = Usage()  # subagents' usage not yet counted in the turn's
+        # What a cancelled turn had shown when it stopped; the embedder stores it.
+        self.interrupted: Message | None = None
 
     # -- settable state -------------------------------------------------------------
 
@@ -201,12 +225,92 @@ class Agent:
         self._known_facts.update(fresh)
         return "\n".join(f"- {fact}" for fact in fresh) or None
 
+    def steer(self, text: str) -> None:
+        """Add the user's text to the running turn: the model reads it at its next call (one
+        more call if it was about to finish; a steer that lands after the turn's last call
+        opens the next turn)."""
+        self._steers.append(text)
+
+    def _steer_message(self) -> Message | None:
+        if not self._steers:
+            return None
+        texts, self._steers = self._steers, []
+        # A new user message at the end: the cached prefix of the conversation stays as it was.
+        return Message(role="user", content="\n\n".join([STEER_PREFIX, *texts]))
+
+    # -- subagents ---------------------------------------------------------------------
+
+    def subagent(self, tool_names: Sequence[str], approver: Approver) -> Agent:
+        """A child for delegate_task: this workspace, mode, model, "always" answers and
+        provider clients; its own conversation, tool state and the named tools only."""
+        tools = ToolRegistry([tool for tool in self.tools if tool.name in set(tool_names)])
+        child = Agent(
+            settings=self.settings,
+            workspace=self.workspace,
+            approver=approver,
+            providers=self.providers,
+            tools=tools,
+            mode=self.mode,
+            approvals=self.approvals,
+            title="subagent",
+            delegation=False,
+        )
+        child._model = self._model  # not the setter: it would retire (close) the shared clients
+        child._providers = self.providers  # shared; the parent closes them
+        child.reasoning_effort = self.reasoning_effort
+        return child
+
+    def child_budget(self) -> IterationBudget:
+        assert self.budget is not None, "subagents run inside a turn"
+        return self.budget.child(self.settings.subagent_max_iterations)
+
+    def absorb_child(self, child: Agent) -> None:
+        """A subagent's usage and cost count as this session's."""
+        self.usage_total += child.usage_total
+        self._child_usage += child.usage_total
+        if child.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + child.cost_usd
+
+    def _take_child_usage(self) -> Usage | None:
+        usage, self._child_usage = self._child_usage, Usage()
+        return usage if usage != Usage() else None
+
+    async def report_child(self, report: ChildReport) -> None:
+        if self.child_sink is None:
+            return
+        try:
+            await self.child_sink(report)
+        except Exception:  # a transcript that cannot be stored must not fail the parent's turn
+            log.warning("a subagent's transcript could not be stored", exc_info=True)
+
+    def end_turn_with(self, text: str) -> None:
+        """A tool asks that the turn end once its calls are done, with this as the answer."""
+        self._final_message = text
+
+    def _closing_message(self) -> Message | None:
+        text, self._final_message = self._final_message, None
+        return Message(role="assistant", content=text) if text else None
+
+    def _keep_interrupted(self, partial: str) -> None:
+        """A cancel cut the turn short: keep what the user saw, marked, for the model and a
+        reloaded session."""
+        text = f"{partial}\n\n{INTERRUPTED_MARK}" if partial.strip() else INTERRUPTED_MARK
+        message = Message(role="assistant", content=text, finish_reason="interrupted")
+        self.messages.append(message)
+        self.interrupted = message
+
     async def run_turn(
-        self, content: str | list[ContentPart], *, preamble: str | None = None
+        self,
+        content: str | list[ContentPart],
+        *,
+        preamble: str | None = None,
+        budget: IterationBudget | None = None,
     ) -> AsyncIterator[Event]:
         """Yield the turn's events; the last is TurnEnded unless the consuming task is
         cancelled, in which case CancelledError propagates once streams are closed,
-        commands killed and pending approvals withdrawn."""
+        commands killed and pending approvals withdrawn. `budget`: a subagent's share of
+        its parent's turn (a turn of its own has `max_iterations` calls)."""
+        self.budget = budget or IterationBudget(self.settings.max_iterations)
         await self.close_retired()  # a switch made outside the ACP server (library use)
         context = await self._turn_context()
         preamble = "\n\n".join(p for p in (context, preamble) if p) or None
@@ -225,12 +329,16 @@ class Agent:
 
         repairs = 0
         iteration = 0
+        budget = self.budget
         stop = StopReason.END_TURN
+        partial: list[str] = []  # the text streamed by the model call in flight
+        self.interrupted = None
+        self._final_message = None
         try:
             if self.watcher is not None:
                 self.watcher.turn_started()  # from here on, changes are the agent's own work
             while True:
-                if iteration >= self.settings.max_iterations:
+                if not budget.take():
                     async for event in self._grace_call(text_parts):
                         if isinstance(event, Usage):
                             turn_usage += event
@@ -239,17 +347,25 @@ class Agent:
                     stop = StopReason.MAX_TURN_REQUESTS
                     break
                 iteration += 1
+                steered = self._steer_message()
+                if steered is not None:
+                    self.messages.append(steered)
+                    yield MessageCommitted(steered)
                 async for event in self._maybe_compress():
                     yield event
                 response: ModelResponse | None = None
+                partial.clear()
                 async for item in self._call_with_continuations():
                     if isinstance(item, ModelResponse):
                         response = item
                     elif isinstance(item, Usage):
                         turn_usage += item
                     else:
+                        if isinstance(item, TextDelta):
+                            partial.append(item.text)
                         yield item
                 assert response is not None
+                partial.clear()
                 yield self._usage_event(turn_usage)
                 assistant = self._assistant_message(response)
                 calls = self.runner.prepare(assistant.tool_calls)
@@ -262,6 +378,8 @@ class Agent:
                     text_parts.append(response.text)
 
                 if not assistant.tool_calls:
+                    if self._steers:
+                        continue  # the user added something the model has not read yet
                     stop = self._stop_reason(response)
                     if stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
                         yield Status(
@@ -281,11 +399,25 @@ class Agent:
                     if isinstance(event, MessageCommitted):
                         self.messages.append(event.message)
                     yield event
+                children = self._take_child_usage()
+                if children is not None:  # subagents ran: their spending shows now
+                    turn_usage += children
+                    yield self._usage_event(turn_usage)
+                closing = self._closing_message()
+                if closing is not None:  # a question the editor cannot show: it ends the turn
+                    yield TextDelta(closing.text)
+                    self.messages.append(closing)
+                    yield MessageCommitted(closing)
+                    text_parts.append(closing.text)
+                    break
                 if repairs > MAX_ARGUMENT_REPAIRS:
                     yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
                     break
         except TurnCancelled:
             stop = StopReason.CANCELLED
+        except asyncio.CancelledError:
+            self._keep_interrupted("".join(partial))
+            raise
         finally:
             if self.watcher is not None:
                 self.watcher.turn_finished()
@@ -500,14 +632,18 @@ class Agent:
             self.cost_usd = (self.cost_usd or 0.0) + cost_usd(usage, price)
         self.context_tokens = usage.input_tokens + usage.output_tokens
 
-    async def aclose(self) -> None:
-        """Kill background processes, stop the watcher, close provider clients."""
-        if self.watcher is not None:
-            await self.watcher.aclose()
+    async def release_processes(self) -> None:
+        """Kill the background processes this agent's tools started."""
         for handle, process in list(self.tool_state.processes.items()):
             with contextlib.suppress(Exception):
                 await process.release()
             self.tool_state.processes.pop(handle, None)
+
+    async def aclose(self) -> None:
+        """Kill background processes, stop the watcher, close provider clients."""
+        if self.watcher is not None:
+            await self.watcher.aclose()
+        await self.release_processes()
         await self.close_retired()
         for provider in self._providers or []:
             with contextlib.suppress(Exception):

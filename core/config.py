@@ -84,7 +84,8 @@ class Settings(BaseModel):
     max_output_tokens: int | None = Field(default=None, gt=0)
 
     max_iterations: int = Field(default=90, gt=0)  # model calls per turn
-    subagent_max_iterations: int = Field(default=30, gt=0)
+    subagent_max_iterations: int = Field(default=30, gt=0)  # per child, within the turn's budget
+    max_subagents: int = Field(default=3, ge=0)  # children one delegate_task call may start; 0: none
     max_retries: int = Field(default=3, ge=0)
     retry_base_seconds: float = Field(default=1.0, ge=0)
     retry_cap_seconds: float = Field(default=30.0, ge=0)

@@ -86,6 +86,14 @@ class ToolCallProgress:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallNote:
+    """The card's text so far, replacing what it showed (a subagent's progress)."""
+
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallFinished:
     call_id: str
     status: Literal["completed", "failed"]
@@ -176,6 +184,7 @@ Event = (
     | ToolCallStarted
     | ToolCallRunning
     | ToolCallProgress
+    | ToolCallNote
     | ToolCallFinished
     | PlanUpdated
     | UsageUpdated

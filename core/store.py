@@ -305,7 +305,8 @@ class SessionStore:
         """
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        conditions: list[str] = ["compacted_into IS NULL"]
+        # Archives and subagents' transcripts are history, not sessions to open.
+        conditions: list[str] = ["compacted_into IS NULL", "json_extract(config, '$.subagent') IS NULL"]
         params: list[Any] = []
         if cwd is not None:
             conditions.append("cwd = ?")

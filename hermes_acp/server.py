@@ -191,6 +191,7 @@ class AcpServer:
             terminal=bool(caps.terminal),
             terminal_auth=bool(caps.auth and caps.auth.terminal),
             terminal_meta=meta.get("terminal_output") is True,
+            elicitation_form=bool(caps.elicitation and caps.elicitation.form is not None),
         )
         # One object shared with the manager: sessions made later see these capabilities.
         for name in profile.__slots__:

@@ -178,9 +178,20 @@ async def test_resource_link_reads_the_editors_unsaved_buffer(root):
 def test_available_commands_validate_and_hint_their_arguments():
     validate("SessionNotification", commands_update("s"))
     names = [c["name"] for c in AVAILABLE_COMMANDS]
-    assert names == ["help", "mode", "model", "compact", "clear", "tools", "context", "cost"]
+    assert names == [
+        "help",
+        "mode",
+        "model",
+        "compact",
+        "clear",
+        "tools",
+        "context",
+        "cost",
+        "steer",
+        "queue",
+    ]
     hints = {c["name"]: c["input"]["hint"] for c in AVAILABLE_COMMANDS if "input" in c}
-    assert set(hints) == {"mode", "model"}
+    assert set(hints) == {"mode", "model", "steer"}
     assert all(mode in hints["mode"] for mode in ("ask", "accept_edits", "plan", "yolo"))
 
 

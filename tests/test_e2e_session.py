@@ -78,7 +78,18 @@ async def test_commands_and_the_endpoint_model_list_follow_the_response(
     sid = session["sessionId"]
     commands = await client.wait_for_update("available_commands_update", sid)
     names = {c["name"] for c in commands["availableCommands"]}
-    assert names == {"help", "mode", "model", "compact", "clear", "tools", "context", "cost"}
+    assert names == {
+        "help",
+        "mode",
+        "model",
+        "compact",
+        "clear",
+        "tools",
+        "context",
+        "cost",
+        "steer",
+        "queue",
+    }
     # the client must know the session id before any update for it arrives
     response_at = next(
         i for i, m in enumerate(server.received) if m.get("result", {}).get("sessionId") == sid

@@ -22,6 +22,12 @@ AVAILABLE_COMMANDS: list[dict[str, Any]] = [
     {"name": "tools", "description": "List the tools the agent can use in this mode"},
     {"name": "context", "description": "Show how much of the context window is in use"},
     {"name": "cost", "description": "Show tokens used and cost so far in this session"},
+    {
+        "name": "steer",
+        "description": "Add a note to the running turn; the model reads it at its next step",
+        "input": {"hint": "what the agent should also know or do"},
+    },
+    {"name": "queue", "description": "Show the prompts waiting for the running turn to end"},
 ]
 
 COMMAND_NAMES = frozenset(command["name"] for command in AVAILABLE_COMMANDS)

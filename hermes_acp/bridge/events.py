@@ -29,6 +29,7 @@ from core.events import (
     ThoughtDelta,
     TitleChanged,
     ToolCallFinished,
+    ToolCallNote,
     ToolCallProgress,
     ToolCallRunning,
     ToolCallStarted,
@@ -114,6 +115,7 @@ class EventTranslator:
             ToolCallStarted: self._started,
             ToolCallRunning: self._running,
             ToolCallProgress: self._progress,
+            ToolCallNote: self._note,
             ToolCallFinished: self._finished,
             PlanUpdated: self._plan,
             UsageUpdated: self._usage,
@@ -284,6 +286,17 @@ class EventTranslator:
         if not (due or burst):
             return []
         return [self._output_update(event.call_id, call)]
+
+    def _note(self, event: ToolCallNote) -> list[dict[str, Any]]:
+        if self._call(event.call_id) is None:
+            return []
+        update = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": event.call_id,
+            "status": "in_progress",
+            "content": [_text_content(event.text)],
+        }
+        return [self._wrap(update)]
 
     def _meta_output(self, call_id: str, call: _OpenCall, data: str) -> list[dict[str, Any]]:
         updates = []

@@ -71,6 +71,12 @@ class SlashCommands:
             agent.context_tokens = 0
             replace_history(session, [])
             await self._say(session, slash.CLEARED)
+        elif name == "steer":
+            if argument:  # no turn runs: the text is the prompt
+                return await stream(session, agent.run_turn(argument))
+            await self._say(session, slash.steer_text(False))
+        elif name == "queue":
+            await self._say(session, slash.queue_text(False, []))
         elif name == "compact":
             before = list(agent.messages)
             if before:
@@ -98,6 +104,17 @@ class SlashCommands:
             await self._say(session, slash.command_failed_text(name, str(exc)))
             return "end_turn"
         return await stream(session, session.agent.run_turn([TextPart(text)]))
+
+    async def beside_turn(self, session: Session, name: str, argument: str) -> str:
+        """`/steer` and `/queue` while a turn runs: they act on it instead of waiting for it."""
+        if name == "steer":
+            if argument:
+                session.agent.steer(argument)
+            await self._say(session, slash.steer_text(bool(argument)))
+        else:
+            waiting = [entry.preview for entry in session.waiting if not entry.cancelled]
+            await self._say(session, slash.queue_text(session.turn is not None, waiting))
+        return "end_turn"
 
     async def _say(self, session: Session, text: str) -> None:
         await say(self.channel, session.id, text)

@@ -17,7 +17,7 @@ from hermes_acp.session import mcp_servers
 from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
 from hermes_acp.session.options import MODE_IDS
 from hermes_acp.session.persist import Persister, SharedStore
-from hermes_acp.session.records import restore_agent
+from hermes_acp.session.records import restore_agent, store_child
 from hermes_acp.session.state import ClientProfile, Session, release
 
 if TYPE_CHECKING:
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from core.messages import Message
     from core.store import SessionRecord
     from core.tools.base import Tool
+    from core.tools.delegate import ChildReport
     from core.workspace import Workspace
     from hermes_acp.bridge.channel import ClientChannel
 
@@ -93,7 +94,7 @@ class SessionFactory:
             await release(agent, mcp)
             raise
         translator = EventTranslator(session_id, terminal_meta=self.client.terminal_meta, cwd=cwd)
-        return Session(
+        session = Session(
             id=session_id,
             cwd=cwd,
             extra_dirs=extra_dirs,
@@ -105,6 +106,17 @@ class SessionFactory:
             stored=record is not None,
             created=record.created_at if record is not None else time.time(),
         )
+        agent.session_id = session_id
+
+        async def store_subagent(report: ChildReport) -> None:
+            store_child(session, report)
+
+        agent.child_sink = store_subagent
+        if self.client.elicitation_form:
+            from hermes_acp.bridge.elicitation import ElicitationAsker
+
+            agent.asker = ElicitationAsker(self.channel, session_id)
+        return session
 
     def _workspace(self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
         from core.sandbox import Sandbox

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from core.agent import Agent
     from core.messages import Message
     from core.store import SessionRecord, SessionStore
+    from core.tools.delegate import ChildReport
     from hermes_acp.session.state import Session
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,33 @@ def persist(session: Session, write: Callable[[SessionStore], Any]) -> None:
 
 def persist_message(session: Session, message: Message) -> None:
     persist(session, lambda store: store.append_message(session.id, message))
+
+
+def store_child(session: Session, report: ChildReport) -> None:
+    """A subagent's transcript as a child session of this one: searchable, never listed."""
+    from core.store import SessionRecord
+
+    record = SessionRecord(
+        id=report.child_id,
+        cwd=session.cwd,
+        extra_dirs=list(session.extra_dirs),
+        parent_id=session.id,
+        title=f"Subagent: {report.goal}"[:200],
+        mode=session.agent.mode.value,
+        model=session.model,
+        input_tokens=report.usage.input_tokens,
+        output_tokens=report.usage.output_tokens,
+        cached_tokens=report.usage.cached_tokens,
+        cost_usd=report.cost_usd,
+        config={"subagent": {"parent": session.id, "toolCallId": report.parent_call_id}},
+    )
+
+    def write(store: SessionStore) -> None:
+        store.create_session(record)
+        for message in report.messages:
+            store.append_message(report.child_id, message)
+
+    persist(session, write)
 
 
 def record_turn_error(session: Session, text: str) -> None:

@@ -104,3 +104,17 @@ def compact_text(before: int, after: int, changed: bool) -> str:
 
 
 CLEARED = "Conversation cleared. The next prompt starts from an empty history."
+
+
+def queue_text(running: bool, waiting: list[str]) -> str:
+    if not waiting:
+        return "Nothing is waiting." + (" A turn is running." if running else "")
+    lines = [f"{len(waiting)} prompt{'s' if len(waiting) != 1 else ''} waiting for the running turn:"]
+    lines += [f"{number}. {preview}" for number, preview in enumerate(waiting, 1)]
+    return "\n".join(lines)
+
+
+def steer_text(added: bool) -> str:
+    if added:
+        return "Added to the running turn: the model reads it at its next step."
+    return "Nothing to add it to: write what the agent should know after `/steer`."

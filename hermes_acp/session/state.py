@@ -28,6 +28,7 @@ class ClientProfile:
     terminal_auth: bool = False  # may be offered a `type: "terminal"` auth method
     terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
     boolean_options: bool = False  # may be sent `type: "boolean"` config options
+    elicitation_form: bool = False  # may be sent `elicitation/create` in form mode
 
     @property
     def offers_workspace(self) -> bool:
@@ -38,6 +39,15 @@ class ClientProfile:
 class Turn:
     task: asyncio.Task[str] | None = None
     cancel_requested: bool = False
+
+
+@dataclass(slots=True)
+class QueuedPrompt:
+    """A prompt that came in while a turn ran: it waits for its place, then runs."""
+
+    preview: str  # for /queue
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: bool = False  # answered `cancelled` instead of running
 
 
 @dataclass(slots=True)
@@ -53,6 +63,7 @@ class Session:
     stored: bool = False  # the store has a record for it
     closed: bool = False  # closed, deleted or shut down: nothing more is written
     turn: Turn | None = None
+    waiting: list[QueuedPrompt] = field(default_factory=list)  # in arrival order
     pending_model: str | None = None  # set during a turn; applied when it ends
     extra_models: list[str] = field(default_factory=list)  # picked with /model, not in any list
     created: float = field(default_factory=time.time)

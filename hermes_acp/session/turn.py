@@ -3,8 +3,13 @@ store, cancel, and errors.
 
 The turn runs in its own task so a `session/cancel` can cancel it while the prompt
 request waits; a cancelled turn answers `stopReason: "cancelled"` and closes the tool
-calls it left open. A failing model provider ends the turn normally with the error
-shown where the answer would be; anything else is a JSON-RPC error.
+calls it left open. A prompt that arrives while a turn runs (or is still ending after a
+cancel) waits in the session's queue and runs after it, answered when its own turn ends;
+a cancel answers the prompts queued before it `cancelled` too (the user said stop), while
+one sent after the cancel (Zed's "interrupt with a new message") runs. `/steer` and
+`/queue` do not wait: they act on the running turn. A failing model provider ends the
+turn normally with the error shown where the answer would be; anything else is a
+JSON-RPC error.
 """
 
 from __future__ import annotations
@@ -17,13 +22,7 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import send_updates
-from hermes_acp.session.errors import (
-    ALREADY_RUNNING,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    protocol_error,
-)
+from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, protocol_error
 from hermes_acp.session.records import (
     persist_message,
     record_turn_error,
@@ -31,7 +30,7 @@ from hermes_acp.session.records import (
     save_record,
     save_turn_state,
 )
-from hermes_acp.session.state import Session, Turn
+from hermes_acp.session.state import QueuedPrompt, Session, Turn
 from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
@@ -41,6 +40,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED_NOTE = "Cancelled by the user."
+BESIDE_THE_TURN = frozenset({"steer", "queue"})  # commands that act on the running turn
+PREVIEW_LENGTH = 80
 
 
 class TurnRunner:
@@ -57,9 +58,12 @@ class TurnRunner:
         self._sdks_ready = sdks_ready
 
     async def prompt(self, session: Session, blocks: list[dict[str, Any]]) -> str:
-        """Run one turn to its end; its stop reason."""
-        if session.turn is not None:
-            raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session.id})
+        """Run one turn to its end, after the turns before it; its stop reason."""
+        command = _command(blocks)
+        if command is not None and command[0] in BESIDE_THE_TURN and session.turn is not None:
+            return await self.commands.beside_turn(session, *command)
+        if not await _wait_for_place(session, blocks):
+            return "cancelled"
         turn = Turn()
         session.turn = turn
         session.prompted = True
@@ -78,9 +82,11 @@ class TurnRunner:
                 session.agent.model = session.pending_model
                 session.pending_model = None
                 await session.agent.close_retired()
+            _wake_next(session)
 
     @staticmethod
     def cancel(session: Session) -> None:
+        _cancel_waiting(session)
         if session.turn is None:
             return  # idle: nothing to cancel, and nothing carries over
         session.turn.cancel_requested = True
@@ -90,6 +96,7 @@ class TurnRunner:
     @staticmethod
     async def stop(session: Session) -> None:
         """Cancel the running turn, if any, and wait until its task has ended."""
+        _cancel_waiting(session)
         turn = session.turn
         if turn is not None and turn.task is not None:
             turn.cancel_requested = True
@@ -99,9 +106,7 @@ class TurnRunner:
     async def _turn(self, session: Session, blocks: list[dict[str, Any]]) -> str:
         if self._sdks_ready is not None:
             await self._sdks_ready()  # inside the turn: a cancel during the wait still counts
-        from hermes_acp.bridge.commands import parse_command
-
-        command = parse_command(_plain_text(blocks)) if _only_text(blocks) else None
+        command = _command(blocks)
         if command is not None:
             return await self.commands.run(session, *command, self.stream)
         from core.models import model_info
@@ -161,6 +166,9 @@ class TurnRunner:
         if task.cancelled() or turn.cancel_requested:
             if not task.cancelled() and task.exception() is not None:
                 log.info("turn of %s ended with %r after a cancel", session.id, task.exception())
+            interrupted, session.agent.interrupted = session.agent.interrupted, None
+            if interrupted is not None:
+                persist_message(session, interrupted)
             await send_updates(self.channel, session.translator.close_open_tool_calls(CANCELLED_NOTE))
             await _end_of_turn(session)
             return "cancelled"
@@ -185,6 +193,48 @@ async def _end_of_turn(session: Session) -> None:
     save_turn_state(session)
     await session.send_held_updates()
     await session.persister.flush()
+
+
+async def _wait_for_place(session: Session, blocks: list[dict[str, Any]]) -> bool:
+    """Wait until the turns before this prompt have ended; False when a cancel answered it."""
+    if session.turn is None and not session.waiting:
+        return True
+    entry = QueuedPrompt(_preview(blocks))
+    session.waiting.append(entry)
+    runs = False
+    try:
+        await entry.ready.wait()
+        runs = not entry.cancelled
+    finally:
+        session.waiting.remove(entry)
+        if not runs:
+            _wake_next(session)  # it gave up its place: the next one may run
+    return runs
+
+
+def _wake_next(session: Session) -> None:
+    if session.turn is None and session.waiting:
+        session.waiting[0].ready.set()
+
+
+def _cancel_waiting(session: Session) -> None:
+    for entry in session.waiting:
+        entry.cancelled = True
+        entry.ready.set()
+
+
+def _preview(blocks: list[dict[str, Any]]) -> str:
+    texts = [b for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+    text = " ".join(_plain_text(texts).split())
+    if len(text) > PREVIEW_LENGTH:
+        text = text[: PREVIEW_LENGTH - 1] + "…"
+    return text or "(a prompt without text)"
+
+
+def _command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
+    from hermes_acp.bridge.commands import parse_command
+
+    return parse_command(_plain_text(blocks)) if _only_text(blocks) else None
 
 
 def _only_text(blocks: list[dict[str, Any]]) -> bool:

@@ -99,7 +99,10 @@ def _method_defs(unstable: bool = False) -> tuple[dict[str, str], dict[str, str]
             continue
         if side == "agent" and name.endswith("Response"):
             responses[method] = name
-        elif side == "client" and (name.endswith("Request") or name.endswith("Notification")):
+            continue
+        to_client = side == "client" and (name.endswith("Request") or name.endswith("Notification"))
+        either_way = side == "protocol" and name.endswith("Notification")  # $/cancel_request
+        if to_client or either_way:
             client_side[method] = name
     return responses, client_side
 
@@ -402,6 +405,11 @@ class AcpClient:
         self.terminal_create_delay = 0.0  # seconds between starting a command and answering create
         self.updates: list[dict[str, Any]] = []  # session/update params, in order
         self.permission_requests: list[dict[str, Any]] = []
+        # Answers `elicitation/create`: a response dict, or a callable (params -> one, or an
+        # awaitable of one). Only asked when the capabilities advertise elicitation.
+        self.elicitation: Any = {"action": "decline"}
+        self.elicitations: list[dict[str, Any]] = []
+        self.withdrawn: list[Any] = []  # request ids the server cancelled with $/cancel_request
         self.calls: list[tuple[str, dict[str, Any]]] = []  # every request the server made
         self.terminals: dict[str, Terminal] = {}
         self.violations: list[str] = []
@@ -507,6 +515,11 @@ class AcpClient:
             if method == "session/request_permission":
                 self.permission_requests.append(params)
                 return await self._permission(params)
+            if method == "elicitation/create":
+                return await self._elicit(params)
+            if method == "$/cancel_request":
+                self.withdrawn.append(params.get("requestId"))
+                return None
             if method.startswith("fs/"):
                 return await self._fs(method, params)
             if method.startswith("terminal/"):
@@ -527,6 +540,18 @@ class AcpClient:
         if choice == "cancelled":
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": choice}}
+
+    async def _elicit(self, params: dict[str, Any]) -> dict[str, Any]:
+        if (self.capabilities.get("elicitation") or {}).get("form") is None:
+            self.violations.append("the server sent elicitation/create, which the client did not advertise")
+            raise RequestError(-32601, "Method not found: elicitation/create")
+        self.elicitations.append(params)
+        answer = self.elicitation
+        if callable(answer):
+            answer = answer(params)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        return answer
 
     def _advertised(self, method: str) -> bool:
         caps = self.capabilities

@@ -131,6 +131,9 @@ class FakeProvider:
     def __init__(self) -> None:
         self.models: list[str] = []
         self._queue: list[Reply] = []
+        # Replies for requests whose first user message contains the key (parallel
+        # subagents, whose calls arrive in no fixed order); the rest take from the queue.
+        self._routes: dict[str, list[Reply]] = {}
         self._requests: list[RecordedRequest] = []
         self._disconnects = 0
         self._models_served = 0
@@ -155,6 +158,11 @@ class FakeProvider:
     def script(self, replies: list[Reply]) -> None:
         with self._changed:
             self._queue = list(replies)
+            self._routes = {}
+
+    def route(self, key: str, replies: list[Reply]) -> None:
+        with self._changed:
+            self._routes[key] = list(replies)
 
     def add(self, reply: Reply) -> None:
         with self._changed:
@@ -240,7 +248,12 @@ class FakeProvider:
     def _take(self, request: RecordedRequest) -> Reply:
         with self._changed:
             self._requests.append(request)
-            reply = self._queue.pop(0) if self._queue else _EXHAUSTED
+            first = _first_user_text(request.body)
+            routed = next((queue for key, queue in self._routes.items() if key in first), None)
+            if routed is not None:
+                reply = routed.pop(0) if routed else _EXHAUSTED
+            else:
+                reply = self._queue.pop(0) if self._queue else _EXHAUSTED
             self._changed.notify_all()
             return reply
 
@@ -410,6 +423,17 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 # -- rendering: helpers ----------------------------------------------------------------
+
+
+def _first_user_text(body: dict[str, Any]) -> str:
+    """The first user message of a request, whatever the wire format, as text."""
+    messages = body.get("messages") or body.get("input") or []
+    if isinstance(messages, str):
+        return messages
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "user":
+            return json.dumps(message.get("content"))
+    return ""
 
 
 def _pieces(text: str, size: int) -> list[str]:

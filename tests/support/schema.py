@@ -47,6 +47,13 @@ def _mixins(defs: dict[str, Any]) -> set[str]:
                     name = _ref_name(part)
                     if name:
                         found.add(name)
+                # A variant of such a node pulling in a definition (ElicitationFormMode's
+                # session or request scope) adds to the same object: also closed by the user.
+                for variant in [*node.get("anyOf", []), *node.get("oneOf", [])]:
+                    for part in variant.get("allOf", []) if isinstance(variant, dict) else []:
+                        name = _ref_name(part)
+                        if name:
+                            found.add(name)
             for value in node.values():
                 walk(value)
         elif isinstance(node, list):
@@ -81,9 +88,10 @@ def _closed(defs: dict[str, Any]) -> dict[str, Any]:
             if key == "properties":
                 for prop in value.values():
                     close(prop)
-            elif key in ("allOf", "oneOf", "anyOf") and has_properties:
-                # This node closes itself over everything its parts evaluate; a part
-                # closed on its own would reject the keys this node adds.
+            elif key in ("allOf", "oneOf", "anyOf") and (has_properties or open_):
+                # This node (or, when open, the one using it) closes itself over
+                # everything its parts evaluate; a part closed on its own would reject
+                # the keys that node adds.
                 for part in value:
                     close(part, open_=True)
             else:

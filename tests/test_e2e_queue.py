@@ -91,7 +91,7 @@ async def test_a_prompt_right_after_a_cancel_waits_for_the_ending_turn_and_runs(
     )
     assert await asyncio.wait_for(first, 5) == {"stopReason": "cancelled"}
     reply = await server.response_to("after-cancel")
-    assert reply.get("result") == {"stopReason": "end_turn"}, reply
+    assert reply["result"]["stopReason"] == "end_turn", reply
     assert client.text(session).endswith("the new answer")
     # The model saw what the user saw of the cancelled answer, marked as interrupted.
     sent = sent_to_model(fake)

@@ -80,6 +80,18 @@ CREDENTIAL_ENV = re.compile(
     r"HERMES_ACP_\w*KEY\w*|(OPENAI|ANTHROPIC|OPENROUTER)_API_KEY(_\d+)?|"
     r"AWS_(SECRET_ACCESS_KEY|SESSION_TOKEN|ACCESS_KEY_ID)"
 )
+CREDENTIAL_NAMES: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "HERMES_ACP_API_KEY",
+    "HERMES_ACP_OPENAI_API_KEY",
+    "HERMES_ACP_ANTHROPIC_API_KEY",
+    "HERMES_ACP_OPENROUTER_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+)
 _ENV_FILE = re.compile(r"^\.env(\..+)?$")
 
 
@@ -250,6 +262,10 @@ class Sandbox:
             args += ["--tmpfs", str(path), "--remount-ro", str(path)]
         for path in self._hidden_files(roots):
             args += ["--ro-bind", "/dev/null", str(path)]
+        # An editor's terminal starts from the editor's environment, which the agent never
+        # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
+        for name in (*CREDENTIAL_NAMES, *sorted(self.hidden_env)):
+            args += ["--unsetenv", name]
         args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
         return args
 

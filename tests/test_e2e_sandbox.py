@@ -63,6 +63,22 @@ def final_update(client: AcpClient, call_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("where", ["local", "editor"])
+async def test_a_sandboxed_command_does_not_see_the_model_credentials(
+    fake: FakeProvider, home: Path, project: Path, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's own key (OPENAI_API_KEY=test, from server_env) for the local path; for
+    # the editor path, the editor's environment (this test process, whose terminal runs it).
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-editors-environment")
+    fake.script(tool_turn(ToolCallSpec("terminal", {"command": "env"}, id="call_env")))
+    async with connected(home, fake, PATHS[where]) as client:
+        sid = await start(client, project, "yolo")
+        assert await client.prompt(sid, "show the environment") == {"stopReason": "end_turn"}
+    [listing] = tool_results(fake)
+    assert "TMPDIR=" in listing  # the command ran, sandboxed
+    assert "OPENAI_API_KEY" not in listing, listing
+
+
+@pytest.mark.parametrize("where", ["local", "editor"])
 async def test_a_sandboxed_command_cannot_write_outside_or_read_secrets(
     fake: FakeProvider, tmp_path: Path, home: Path, project: Path, where: str
 ) -> None:

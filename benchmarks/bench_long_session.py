@@ -1,0 +1,101 @@
+"""Per-turn cost over a long session: turn 1 against turn 500 of the same session.
+
+One real `hermes-acp --stdio`, the scripted provider at zero latency in a process of its
+own, 500 prompts in one session (every fifth answer asks for a tool first, so the
+history holds tool calls and results too). A turn is timed from the prompt to its
+response; the figure is the median of the last 25 turns over the median of turns 6-30
+(the first five warm up): 1.0 is flat, the history's growth costing nothing per turn.
+
+    python -m benchmarks.bench_long_session [--turns N] [--profile FILE]
+
+`--profile FILE` records the server with py-spy (when installed) into FILE (speedscope).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
+from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
+from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
+
+TARGET = 1.25  # late turns over early ones; noise on a shared box stays under this
+ANSWER = "Here is what I found in the project, in a few sentences of ordinary length. " * 4
+
+
+async def turn(server: ServerProcess, request_id: int, session: str, text: str) -> float:
+    started = time.perf_counter()
+    await server.send(
+        {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "session/prompt",
+            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]},
+        }
+    )
+    while True:
+        message = await server.next_message(60)
+        if message.get("id") == request_id and "method" not in message:
+            assert message.get("result", {}).get("stopReason") == "end_turn", message
+            return time.perf_counter() - started
+
+
+async def main(turns: int, profile: Path | None) -> int:
+    load = os.getloadavg()[0]
+    with FakeProviderProcess() as fake, tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        project = home / "project"
+        project.mkdir()
+        (project / "notes.txt").write_text("a note\n" * 20)
+        env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning")
+        env.update(OPENAI_BASE_URL=fake.openai_base_url, OPENAI_API_KEY="test")
+        async with spawn_server(env, check_schema=False) as server:
+            recorder = None
+            spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
+            if profile is not None and spy:
+                recorder = await asyncio.create_subprocess_exec(
+                    spy, "record", "--pid", str(server.pid), "--format", "speedscope",
+                    "--output", str(profile), "--rate", "50",
+                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                )  # fmt: skip
+            await server.request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+            reply = await server.request(2, "session/new", {"cwd": str(project), "mcpServers": []})
+            session = reply["result"]["sessionId"]
+            await server.request(3, "session/set_mode", {"sessionId": session, "modeId": "yolo"})
+            samples = []
+            for i in range(turns):
+                replies = [Reply(text=ANSWER)]
+                if i % 5 == 4:
+                    call = ToolCallSpec("read_file", {"path": "notes.txt"})
+                    replies.insert(0, Reply(tool_calls=[call]))
+                fake.script(replies)
+                samples.append(await turn(server, 10 + i, session, f"turn {i}: what next?"))
+            if recorder is not None:
+                recorder.send_signal(2)
+                await recorder.wait()
+    early = statistics.median(samples[5:30])
+    late = statistics.median(samples[-25:])
+    ratio = late / early
+    print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores); {turns} turns")
+    print(f"turns 6-30: {early * 1e3:.1f} ms median; last 25: {late * 1e3:.1f} ms median")
+    print(f"late / early: {ratio:.2f}x (target <= {TARGET}x)  {'yes' if ratio <= TARGET else 'NO'}")
+    return 0 if ratio <= TARGET else 1
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--profile", type=Path, default=None)
+    arguments = parser.parse_args()
+    sys.exit(asyncio.run(main(arguments.turns, arguments.profile)))

@@ -26,13 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_protocol import Result  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply  # noqa: E402
@@ -50,19 +50,6 @@ PROVIDERS: dict[str, dict[str, str]] = {
     },
     "anthropic": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
 }
-
-
-@dataclass
-class Result:
-    name: str
-    value: float
-    unit: str
-    target: float
-    detail: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.value <= self.target
 
 
 # -- the reference ---------------------------------------------------------------------------------

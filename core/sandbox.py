@@ -73,6 +73,9 @@ HOST_SOCKETS: tuple[str, ...] = (
     "/run/docker.sock",
     "/run/containerd/containerd.sock",
     "/run/podman/podman.sock",
+    # systemd's bus: a command running as root could stop services or reboot through it.
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
 )
 # The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
 # Bedrock reads: hidden from confined commands like the files under ~/.aws.

@@ -224,7 +224,9 @@ async def test_switching_models_closes_the_retired_clients_connections(project: 
         env = server_env(tmp_path / "home", own, HERMES_ACP_MODELS="gpt-4.1,gpt-5-mini")
         async with connected(env, ZED_CAPABILITIES) as (server, client):
             sid = (await client.new_session(project))["sessionId"]
-            await asyncio.to_thread(own.wait_for_open_connections, 0)  # the model list was fetched
+            # the model list was fetched: it follows the SDK's import, after session/new
+            await asyncio.to_thread(own.wait_for_models_served, 1, 60)
+            await asyncio.to_thread(own.wait_for_open_connections, 0)
             own.script([Reply(text="first")])
             assert await client.prompt(sid, "hi") == {"stopReason": "end_turn"}
             assert own.open_connections == 1  # the SDK keeps its connection for the next call
@@ -248,6 +250,7 @@ async def test_a_model_switch_during_a_turn_closes_the_old_client_when_the_turn_
         env = server_env(tmp_path / "home", own, HERMES_ACP_MODELS="gpt-4.1,gpt-5-mini")
         async with connected(env, ZED_CAPABILITIES) as (server, client):
             sid = (await client.new_session(project))["sessionId"]
+            await asyncio.to_thread(own.wait_for_models_served, 1, 60)
             await asyncio.to_thread(own.wait_for_open_connections, 0)
 
             async def switch_now(params: dict[str, Any]) -> str:

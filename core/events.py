@@ -38,6 +38,17 @@ class Usage:
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
 
+    @classmethod
+    def split_input(cls, uncached: int, output: int, cache_read: int, cache_write: int) -> Usage:
+        """Usage from APIs that count cached input apart from the rest (Anthropic, Bedrock):
+        `input_tokens` here is all of it."""
+        return cls(
+            input_tokens=uncached + cache_read + cache_write,
+            output_tokens=output,
+            cached_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.input_tokens + other.input_tokens,

@@ -210,18 +210,16 @@ def _response(
     finish = _FINISH.get(stop_reason or "end_turn", "stop")
     if tool_calls and finish == "stop":
         finish = "tool_calls"
-    cache_read = usage.get("cache_read_input_tokens", 0)
-    cache_write = usage.get("cache_creation_input_tokens", 0)
     return ModelResponse(
         text=text,
         reasoning=reasoning,
         tool_calls=tool_calls,
         finish_reason=finish,
-        usage=Usage(
-            input_tokens=usage.get("input_tokens", 0) + cache_read + cache_write,
-            output_tokens=usage.get("output_tokens", 0),
-            cached_tokens=cache_read,
-            cache_write_tokens=cache_write,
+        usage=Usage.split_input(
+            usage.get("input_tokens", 0),
+            usage.get("output_tokens", 0),
+            cache_read=usage.get("cache_read_input_tokens", 0),
+            cache_write=usage.get("cache_creation_input_tokens", 0),
         ),
         provider_data={"thinking_blocks": thinking} if thinking else None,
         model=model,

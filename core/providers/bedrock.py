@@ -352,18 +352,16 @@ def _response(
     finish = _FINISH.get(stop_reason, "stop")
     if tool_calls and finish == "stop":
         finish = "tool_calls"
-    cache_read = usage.get("cacheReadInputTokens", 0)
-    cache_write = usage.get("cacheWriteInputTokens", 0)
     return ModelResponse(
         text="".join(b.text for b in ordered if b.type == "text"),
         reasoning="".join(b.text for b in ordered if b.type == "reasoning"),
         tool_calls=tool_calls,
         finish_reason=finish,
-        usage=Usage(
-            input_tokens=usage.get("inputTokens", 0) + cache_read + cache_write,
-            output_tokens=usage.get("outputTokens", 0),
-            cached_tokens=cache_read,
-            cache_write_tokens=cache_write,
+        usage=Usage.split_input(
+            usage.get("inputTokens", 0),
+            usage.get("outputTokens", 0),
+            cache_read=usage.get("cacheReadInputTokens", 0),
+            cache_write=usage.get("cacheWriteInputTokens", 0),
         ),
         provider_data={"reasoning_blocks": reasoning_blocks} if reasoning_blocks else None,
         model=model,

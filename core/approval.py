@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from core.command_rules import command_scope, dangerous_rule
 from core.events import FileDiff, ToolKind
-from core.shell import parse_command
+from core.shell.parse import parse_command
 
 if TYPE_CHECKING:
     from core.tools.base import Tool

@@ -30,7 +30,16 @@ from core.fail_closed import (
 from core.git_rules import git_rule
 from core.rule_words import WORKSPACE_ROOTS, outside
 from core.rule_words import computed_or_outside as _computed_or_outside
-from core.shell import (
+from core.shell.parse import (
+    Pipeline,
+    Script,
+    SimpleCommand,
+    Subshell,
+    parse_command,
+    parse_or_empty,
+    simple_commands,
+)
+from core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
     EXEC_ACTIONS,
@@ -40,22 +49,14 @@ from core.shell import (
     WRAPPERS,
     Invocation,
     Nested,
-    Pipeline,
-    Redirect,
-    Script,
-    ShellSyntaxError,
-    ShellTooDeep,
-    SimpleCommand,
-    Subshell,
-    Word,
     after_options,
     all_invocations,
     interpreter_family,
-    parse_command,
-    parse_or_empty,
     reads_code_from_stdin,
     unwrap,
+    unwrapped,
 )
+from core.shell.words import Redirect, ShellSyntaxError, ShellTooDeep, Word
 
 # --------------------------------------------------------------------------------------
 # Dangerous-command rules
@@ -363,7 +364,7 @@ RULES: tuple[Rule, ...] = (
 WRITES_UNSEEN = "writes to a file outside the working directory or named by an expansion (> ~/.bashrc, > $F)"
 PIPED_CODE = "runs code piped into an interpreter (… | sh, … | python)"
 WRITTEN_THEN_RUN = "runs a file that the same command downloads or writes (curl -o x.sh && sh x.sh)"
-_SHELL_COMPUTED = "runs shell code the shell computes (bash -c \"$X\", su -c \"$X\")"
+_SHELL_COMPUTED = 'runs shell code the shell computes (bash -c "$X", su -c "$X")'
 
 
 def dangerous_rule(command: str, *, roots: Sequence[str] = ()) -> str | None:
@@ -430,7 +431,7 @@ def _check_command(command: SimpleCommand, depth: int) -> str | None:
                 return SYSTEM_WRITE
             if _redirect_unseen(redirect):
                 return WRITES_UNSEEN
-    return _check_words(command.words, command.redirects, depth, command.unwrapped())
+    return _check_words(command.words, command.redirects, depth, unwrapped(command))
 
 
 def _check_words(
@@ -526,7 +527,7 @@ def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
             invocations = list(all_invocations(element.body))
             last = None
         else:
-            invocations = element.unwrapped()[0]
+            invocations = unwrapped(element)[0]
             last = invocations[-1] if invocations else None
         if last is not None and position > 0 and reads_code_from_stdin(last):
             if downloaded:
@@ -553,12 +554,12 @@ def _written_then_run(script: Script) -> str | None:
     ran: set[str] = set()
     fetched_tree = False
     for pipeline in script:
-        simple = _simple_commands_of([pipeline])
-        programs = [inv.program for command in simple for inv in command.unwrapped()[0]]
+        simple = list(simple_commands([pipeline]))
+        programs = [inv.program for command in simple for inv in unwrapped(command)[0]]
         if any(p in _DOWNLOADERS for p in programs) and any(p in _EXTRACTORS for p in programs):
             fetched_tree = True  # `curl … | tar xz`
         for command in simple:
-            invocations = command.unwrapped()[0]
+            invocations = unwrapped(command)[0]
             for redirect in command.redirects:
                 if redirect.writes and not redirect.target.text.isdigit():
                     written.add(posixpath.basename(redirect.target.text))
@@ -596,8 +597,8 @@ def _works_elsewhere(script: Script) -> str | None:
     """`cd / && rm -rf usr`: after moving out of the working directory, relative paths
     are outside too."""
     moved = False
-    for command in _simple_commands_of(script):
-        invocations = command.unwrapped()[0]
+    for command in simple_commands(script):
+        invocations = unwrapped(command)[0]
         if moved and (
             any(inv.program in _WORKS_ON_FILES for inv in invocations)
             or any(_writes_file(r) for r in command.redirects)
@@ -627,17 +628,6 @@ def _ran_file(inv: Invocation) -> str | None:
         return script.text
     first = inv.words[0].text
     return first if "/" in first else None
-
-
-def _simple_commands_of(script: Script) -> list[SimpleCommand]:
-    out: list[SimpleCommand] = []
-    for pipeline in script:
-        for element in pipeline:
-            if isinstance(element, Subshell):
-                out.extend(_simple_commands_of(element.body))
-            else:
-                out.append(element)
-    return out
 
 
 # --------------------------------------------------------------------------------------

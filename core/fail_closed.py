@@ -30,15 +30,14 @@ from core.rule_words import (
     short_letters,
     split_words,
 )
-from core.shell import (
+from core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
     INTERPRETER_CODE_FLAGS,
     Invocation,
-    Redirect,
-    Word,
     interpreter_family,
 )
+from core.shell.words import Redirect, Word
 
 # --------------------------------------------------------------------------------------
 # Risky programs on operands that cannot be seen, or that reach outside

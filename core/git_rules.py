@@ -11,7 +11,8 @@ import os
 import re
 
 from core.rule_words import WORKSPACE_ROOTS, has_option, names
-from core.shell import Invocation, Word
+from core.shell.programs import Invocation
+from core.shell.words import Word
 
 _GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 # `git -c key=value`: keys that cannot make git run anything.

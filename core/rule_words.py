@@ -7,7 +7,8 @@ import posixpath
 from collections.abc import Iterable
 from contextvars import ContextVar
 
-from core.shell import Invocation, Word
+from core.shell.programs import Invocation
+from core.shell.words import Word
 
 
 def names(text: str) -> frozenset[str]:

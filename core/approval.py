@@ -1,8 +1,7 @@
 """Approvals: the Approver port and the policy that decides, per call, to run, ask or reject.
 
-The dangerous-command rules and what an "always" covers for a command live in
-`core.command_rules`, on top of the shell reader in `core.shell`; the names callers need
-from there are re-exported here.
+The dangerous-command rules (`core.command_rules.check`) decide which commands ask in
+every mode; what an "always" covers for a command is `core.command_rules.scope`.
 """
 
 from __future__ import annotations
@@ -14,9 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from core.command_rules import command_scope, dangerous_rule
+from core.command_rules.check import dangerous_rule
 from core.events import FileDiff, ToolKind
-from core.shell.parse import parse_command
 
 if TYPE_CHECKING:
     from core.tools.base import Tool
@@ -31,9 +29,6 @@ __all__ = [
     "Decision",
     "Mode",
     "PolicyVerdict",
-    "command_scope",
-    "dangerous_rule",
-    "parse_command",
     "scope_key",
 ]
 

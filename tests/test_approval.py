@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
-from core.command_rules import command_scope
+from core.command_rules.scope import command_scope
 from core.events import ToolKind
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import Workspace, WorkspaceScope

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from core.command_rules import FORK_BOMB, UNPARSEABLE, command_scope, dangerous_rule
+from core.command_rules.check import FORK_BOMB, UNPARSEABLE, dangerous_rule
+from core.command_rules.scope import command_scope
 
 # --------------------------------------------------------------------------------------
 # Dangerous commands, and harmless near-misses that must not fire

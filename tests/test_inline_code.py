@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.inline_code import awk_is_harmless, python_is_harmless, script_is_harmless, sed_is_harmless
+from core.command_rules.inline_code import (
+    awk_is_harmless,
+    python_is_harmless,
+    script_is_harmless,
+    sed_is_harmless,
+)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, scope_key
-from core.command_rules import command_scope
+from core.command_rules.scope import command_scope
 from core.events import Event, ToolCallProgress
 from core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
 from core.tools.terminal import ProcessTool, TerminalTool

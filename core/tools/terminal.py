@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from core.command_rules import command_scope
+from core.command_rules.scope import command_scope
 from core.events import ToolCallProgress, ToolKind
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError

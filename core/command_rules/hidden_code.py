@@ -1,33 +1,21 @@
-"""Rules that ask when a command cannot be shown harmless.
+"""Code that cannot be read from the command line: it asks.
 
-`core.command_rules` names known disasters (`rm -rf /`, `mkfs`, a force push). These
-rules ask about what cannot be seen from the command line: a risky program (`rm`, `mv`,
-`dd`, `git reset`, …) whose operands the shell computes (`$X`, `$(…)`, globs, `{a,b}`,
-`~`) or that reach outside the working directory; code handed over where it cannot be
-read (`eval "$X"`, `bash -c "$X"`, inline Python that imports `shutil`, a function
-definition, `xargs rm`); and the options through which ordinary tools run other code
-(`git -c core.pager=…`, `tar --to-command`, `sed 's/x/y/e'`, `awk 'BEGIN{system(…)}'`).
-Each rule is a description the user sees and a test on one invocation.
+A program name the shell computes, `eval "$X"`, a function definition, variables that load
+code (`LD_PRELOAD`, `GIT_PAGER=…`), inline code an interpreter runs (`python -c`, here-documents;
+read by `core.command_rules.inline_code`), awk and sed scripts that run commands, and the
+options through which ordinary tools run a command given to them (`tar --to-command`,
+`ssh -o ProxyCommand`, `vim -c`, `make --eval`).
 """
 
 from __future__ import annotations
 
-import posixpath
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
 
-from core.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
-from core.rule_words import (
-    HARMLESS_TARGETS,
-    WORKSPACE_ROOTS,
-    beyond_working_directory,
+from core.command_rules.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
+from core.command_rules.words import (
     computed_or_outside,
     has_option,
-    long_options,
-    names,
     outside,
-    short_letters,
     split_words,
 )
 from core.shell.programs import (
@@ -39,199 +27,6 @@ from core.shell.programs import (
 )
 from core.shell.words import Redirect, Word
 
-# --------------------------------------------------------------------------------------
-# Risky programs on operands that cannot be seen, or that reach outside
-
-_DELETERS = frozenset(
-    {"rm", "rmdir", "unlink", "srm", "rimraf", "del", "del-cli", "trash", "trash-put", "wipe"}
-)
-_RM_LONG = (
-    "--recursive",
-    "--force",
-    "--no-preserve-root",
-    "--preserve-root",
-    "--dir",
-    "--interactive",
-    "--one-file-system",
-    "--verbose",
-    "--help",
-    "--version",
-)
-_MOVERS = frozenset({"mv", "cp", "ln", "install", "rsync", "scp"})
-_OWNERSHIP = frozenset({"chmod", "chown", "chgrp", "chattr", "setfacl"})
-RISKY_PROGRAMS = (
-    _DELETERS
-    | _MOVERS
-    | _OWNERSHIP
-    | frozenset({"shred", "truncate", "dd", "find", "git", "tee", "sed", "perl", "kill", "mkfs", "fallocate"})
-)
-
-
-def rm_flags(inv: Invocation) -> set[str]:
-    """`r`, `f` and `no-preserve-root` as given in any spelling (`-Rf`, `--recu`, `--forc`)."""
-    flags: set[str] = set()
-    options, _ = split_words(inv)
-    letters = short_letters(options)
-    if letters & {"r", "R"}:
-        flags.add("r")
-    if "f" in letters:
-        flags.add("f")
-    for option in options:
-        for name in long_options(option, _RM_LONG):
-            if name == "--recursive":
-                flags.add("r")
-            elif name == "--force":
-                flags.add("f")
-            elif name == "--no-preserve-root":
-                flags.add("no-preserve-root")
-    return flags
-
-
-def _deletes_computed(inv: Invocation) -> bool:
-    return inv.program in _DELETERS and any(not w.literal for w in split_words(inv)[1])
-
-
-def _deletes_outside(inv: Invocation) -> bool:
-    return inv.program in _DELETERS and any(outside(w.text) for w in split_words(inv)[1])
-
-
-def _deletes_workspace(inv: Invocation) -> bool:
-    return inv.program in _DELETERS and any(_workspace_root(w.text) for w in split_words(inv)[1])
-
-
-def _workspace_root(text: str) -> bool:
-    """`rm -rf /home/me/project` (or a parent of it): the workspace itself, by its absolute path."""
-    if not text.startswith("/"):
-        return False
-    norm = posixpath.normpath(text)
-    return any(
-        norm == root or root.startswith(norm.rstrip("/") + "/")
-        for root in map(posixpath.normpath, WORKSPACE_ROOTS.get())
-    )
-
-
-def _fed_risky(inv: Invocation) -> bool:
-    return inv.fed and (inv.program in RISKY_PROGRAMS or interpreter_family(inv.program) is not None)
-
-
-def _shreds(inv: Invocation) -> bool:
-    return inv.program == "shred"
-
-
-def _truncates(inv: Invocation) -> bool:
-    return inv.program == "truncate"
-
-
-def _dd_writes(inv: Invocation) -> bool:
-    return inv.program == "dd" and any(
-        a.startswith("of=") and a[3:] not in HARMLESS_TARGETS for a in inv.args
-    )
-
-
-_MOVER_VALUE_OPTIONS = frozenset(
-    {"-t", "-S", "--suffix", "-m", "--mode", "-o", "-g", "--owner", "--group", "-e"}
-)
-
-
-def _destination(inv: Invocation) -> tuple[list[Word], Word | None]:
-    """Sources and destination of mv/cp/ln/install (`-t dir` or the last operand)."""
-    words = list(inv.words[1:])
-    for i, word in enumerate(words):
-        if word.text in ("-t", "--target-directory") and i + 1 < len(words):
-            return split_words(inv, _MOVER_VALUE_OPTIONS)[1], words[i + 1]
-        if word.text.startswith("--target-directory="):
-            return split_words(inv, _MOVER_VALUE_OPTIONS)[1], Word(
-                word.text.partition("=")[2], expansions=word.expansions
-            )
-    operands = split_words(inv, _MOVER_VALUE_OPTIONS)[1]
-    return (operands[:-1], operands[-1]) if len(operands) > 1 else (operands, None)
-
-
-def _moves_unseen(inv: Invocation) -> bool:
-    """mv takes its sources away and any of the four overwrites their destination."""
-    if inv.program not in _MOVERS:
-        return False
-    sources, destination = _destination(inv)
-    if inv.program == "rsync":
-        options = split_words(inv)[0]
-        deletes = any(o.startswith(("--del", "--remove-source")) for o in options)
-        return deletes or (destination is not None and computed_or_outside(destination))
-    if inv.program in ("mv", "ln") and any(computed_or_outside(w) for w in sources):
-        return True
-    return destination is not None and (
-        computed_or_outside(destination) or destination.text.startswith("/dev/")
-    )
-
-
-def _ownership_unseen(inv: Invocation) -> bool:
-    if inv.program not in _OWNERSHIP:
-        return False
-    options, operands = split_words(inv)
-    recursive = "R" in short_letters(options) or any(long_options(o, ("--recursive",)) for o in options)
-    reaches = computed_or_outside if recursive else beyond_working_directory  # `chmod +x *.sh` stays here
-    return any(reaches(w) for w in operands[1:])
-
-
-_FIND_FILTERS = names(
-    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -mtime -mmin -atime -amin -ctime "
-    "-cmin -newer -size -empty -lname -ilname -inum -samefile"
-)
-_FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
-_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
-
-
-def _find_unseen(inv: Invocation) -> bool:
-    if inv.program != "find":
-        return False
-    words = list(inv.words[1:])
-    texts = [w.text for w in words]
-    if any(t in _FIND_WRITES for t in texts):
-        return True
-    if not any(t in _FIND_ACTIONS for t in texts):
-        return False
-    i = 0
-    while i < len(words) and (texts[i] in ("-H", "-L", "-P", "-D") or re.fullmatch(r"-O\d", texts[i])):
-        i += 2 if texts[i] == "-D" else 1
-    starts = []
-    while i < len(words) and not texts[i].startswith(("-", "(", "!", ")")):
-        starts.append(words[i])
-        i += 1
-    if any(computed_or_outside(w) for w in starts):
-        return True
-    # `find . -delete`, with nothing to narrow it (`-name '*'` does not), is `rm -rf .`
-    return not any(
-        t in _FIND_FILTERS and (j + 1 >= len(texts) or texts[j + 1] not in ("*", ".*", "**"))
-        for j, t in enumerate(texts)
-    )
-
-
-def _in_place_unseen(inv: Invocation) -> bool:
-    """`sed -i`/`perl -i` edit their operands: outside or computed ones ask."""
-    if inv.program not in ("sed", "perl"):
-        return False
-    options, operands = split_words(inv, frozenset({"-e", "-f", "--expression", "--file"}))
-    in_place = any(
-        o.startswith("-i") or o.startswith("--in-place") or ("i" in o[1:] and not o.startswith("--"))
-        for o in options
-    )
-    if not in_place:
-        return False
-    files = operands if inv.program == "perl" or _sed_has_expression(options) else operands[1:]
-    return any(beyond_working_directory(w) for w in files)
-
-
-def _sed_has_expression(options: list[str]) -> bool:
-    return any(o in ("-e", "--expression", "-f", "--file") or o.startswith("--expression=") for o in options)
-
-
-def _tee_unseen(inv: Invocation) -> bool:
-    return inv.program == "tee" and any(computed_or_outside(w) for w in split_words(inv)[1])
-
-
-# --------------------------------------------------------------------------------------
-# Code that cannot be read here
-
-_PROGRAM_EXPANSIONS = "a program name the shell computes ($X, $(…), `…`, $'…', globs, {a,b})"
 # Variables through which a program loads other code than the one named: they ask.
 _LOADER_VARIABLES = re.compile(
     r"(LD_PRELOAD|LD_AUDIT|BASH_ENV|ENV|PS4|SHELLOPTS|BASHOPTS|PERL5OPT|RUBYOPT|PYTHONSTARTUP|"
@@ -273,15 +68,15 @@ def variable_code(words: list[Word]) -> tuple[bool, list[str]]:
     return False, commands
 
 
-def _defines_function(inv: Invocation) -> bool:
+def defines_function(inv: Invocation) -> bool:
     return inv.program in ("function", "coproc", "alias") or (inv.program == "enable" and "-f" in inv.args)
 
 
-def _eval_unseen(inv: Invocation) -> bool:
+def eval_unseen(inv: Invocation) -> bool:
     return inv.program == "eval" and any(not w.literal for w in inv.words[1:])
 
 
-def _sources_unseen(inv: Invocation) -> bool:
+def sources_unseen(inv: Invocation) -> bool:
     if inv.program not in ("source", "."):
         return False
     operands = split_words(inv)[1]
@@ -406,7 +201,7 @@ def interpreter_stdin_unseen(inv: Invocation, redirects: list[Redirect]) -> str 
     return None
 
 
-def _awk_unseen(inv: Invocation) -> bool:
+def awk_unseen(inv: Invocation) -> bool:
     if not re.fullmatch(r"[gmn]?awk|busybox-awk", inv.program):
         return False
     words = list(inv.words[1:])
@@ -425,7 +220,7 @@ def _awk_unseen(inv: Invocation) -> bool:
     return False
 
 
-def _sed_unseen(inv: Invocation) -> bool:
+def sed_unseen(inv: Invocation) -> bool:
     if inv.program not in ("sed", "gsed"):
         return False
     words = list(inv.words[1:])
@@ -460,7 +255,7 @@ _TAR_CODE = (
 )
 
 
-def _tar_runs_code(inv: Invocation) -> bool:
+def tar_runs_code(inv: Invocation) -> bool:
     if inv.program not in ("tar", "gtar", "bsdtar"):
         return False
     options = [t for t in inv.args if t.startswith("-")]
@@ -469,7 +264,7 @@ def _tar_runs_code(inv: Invocation) -> bool:
     return any(t in ("-I", "-F") for t in inv.args)
 
 
-def _editor_runs_commands(inv: Invocation) -> bool:
+def editor_runs_commands(inv: Invocation) -> bool:
     if inv.program in ("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"):
         return any(t in ("-c", "-S", "--cmd", "-s", "-u") or t.startswith("+") for t in inv.args)
     if inv.program == "emacs":
@@ -482,19 +277,19 @@ def _editor_runs_commands(inv: Invocation) -> bool:
     return False
 
 
-def _schedules_code(inv: Invocation) -> bool:
+def schedules_code(inv: Invocation) -> bool:
     if inv.program == "crontab":
         return not any(t == "-l" for t in inv.args)
     return inv.program in ("at", "batch", "parallel", "sem")
 
 
-def _sqlite_shells_out(inv: Invocation) -> bool:
+def sqlite_shells_out(inv: Invocation) -> bool:
     return inv.program.startswith("sqlite") and any(
         re.search(r"(^|\s|;)\.(shell|system|sh)\b", t) for t in inv.args
     )
 
 
-def _container_mounts_host(inv: Invocation) -> bool:
+def container_mounts_host(inv: Invocation) -> bool:
     """`docker run -v /:/host …` hands the container the host's files."""
     if inv.program not in ("docker", "podman", "nerdctl"):
         return False
@@ -522,7 +317,7 @@ def _mount_reaches_host(value: Word) -> bool:
     return source in (".", "..", "~") or (source.startswith(("/", "~", "..")) and outside(source))
 
 
-def _runs_given_command(inv: Invocation) -> bool:
+def runs_given_command(inv: Invocation) -> bool:
     """Options through which ordinary tools run a command given to them."""
     texts = list(inv.args)
     program = inv.program
@@ -567,70 +362,7 @@ def _runs_given_command(inv: Invocation) -> bool:
     return False
 
 
-def _kills_computed(inv: Invocation) -> bool:
-    if inv.program not in ("kill", "pkill", "killall"):
-        return False
-    operands = [w for w in inv.words[1:] if not (w.literal and w.text.startswith("-"))]
-    return any(not w.literal or w.text == "0" for w in operands)
-
-
-_OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
-    "curl": ("-o", "--output", "--output-dir"),
-    "wget": ("-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a"),
-    "sort": ("-o", "--output"),
-    "shuf": ("-o", "--output"),
-    "patch": ("-o", "--output"),
-    "iconv": ("-o", "--output"),
-    "openssl": ("-out",),
-    "git": ("--output",),
-    "tar": ("-C", "--directory"),
-    "unzip": ("-d",),
-    "cmake": (),
-}
-
-
-def _writes_through_option(inv: Invocation) -> bool:
-    """`curl -o ~/.bashrc`, `sort -o ~/x`, `tar -xf a.tar -C ~`, `unzip a.zip -d /`."""
-    names = _OUTPUT_OPTIONS.get(inv.program)
-    if names is None:
-        return False
-    words = list(inv.words[1:])
-    if inv.program == "cmake":
-        texts = [w.text for w in words]
-        if "-E" in texts and any(
-            t in texts
-            for t in (
-                "rm",
-                "remove",
-                "remove_directory",
-                "rename",
-                "copy",
-                "copy_directory",
-                "create_symlink",
-                "touch",
-            )
-        ):
-            return any(
-                computed_or_outside(w) for w in words[texts.index("-E") + 2 :] if not w.text.startswith("-")
-            )
-        return False
-    if inv.program == "tar" and any(w.text in ("-P", "--absolute-names") for w in words):
-        return True
-    for i, word in enumerate(words):
-        text = word.text
-        value: Word | None = None
-        if text in names and i + 1 < len(words):
-            value = words[i + 1]
-        elif text.startswith("--") and "=" in text and text.partition("=")[0] in names:
-            value = Word(text.partition("=")[2], expansions=word.expansions)
-        elif len(names) and any(text.startswith(n) and len(text) > len(n) and len(n) == 2 for n in names):
-            value = Word(text[2:], expansions=word.expansions)  # `-o~/x`, `-C/`
-        if value is not None and computed_or_outside(value):
-            return True
-    return False
-
-
-def _carrier_code(inv: Invocation) -> bool:
+def carrier_code(inv: Invocation) -> bool:
     """`script -qc CODE`, `sg group CODE`: code handed over in a spelling unwrap does not read."""
     texts = list(inv.args)
     if inv.program == "script":
@@ -642,62 +374,5 @@ def _carrier_code(inv: Invocation) -> bool:
     return False
 
 
-def _deletes_container_data(inv: Invocation) -> bool:
-    """`docker system prune`, `docker volume rm`: databases and caches kept outside the project."""
-    if inv.program not in ("docker", "podman", "nerdctl"):
-        return False
-    operands = [t for t in inv.args if not t.startswith("-")]
-    return operands[:2] in (["system", "prune"], ["volume", "prune"], ["volume", "rm"]) or (
-        operands[:2] == ["compose", "down"] and any(t in ("-v", "--volumes") for t in inv.args)
-    )
-
-
 def program_computed(inv: Invocation) -> bool:
     return not inv.words[0].literal
-
-
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    description: str  # shown to the user: what the command would do
-    matches: Callable[[Invocation], bool]
-
-
-FAIL_CLOSED_RULES: tuple[Rule, ...] = (
-    Rule(f"runs {_PROGRAM_EXPANSIONS}", program_computed),
-    Rule("deletes paths the shell computes ($VAR, globs, ~, {a,b}, $(…))", _deletes_computed),
-    Rule("deletes outside the working directory", _deletes_outside),
-    Rule("deletes the workspace itself", _deletes_workspace),
-    Rule("runs a risky program on input it reads (… | xargs rm)", _fed_risky),
-    Rule("overwrites files with random data (shred)", _shreds),
-    Rule("truncates files (truncate)", _truncates),
-    Rule("writes raw data to a file (dd of=…)", _dd_writes),
-    Rule("moves or overwrites paths outside the working directory or computed by the shell", _moves_unseen),
-    Rule("chmod/chown outside the working directory or on computed paths", _ownership_unseen),
-    Rule("find deletes, runs commands or writes files beyond what can be checked", _find_unseen),
-    Rule("edits files in place outside the working directory (sed -i)", _in_place_unseen),
-    Rule("writes files outside the working directory (tee)", _tee_unseen),
-    Rule("defines a shell function or alias (what runs cannot be checked)", _defines_function),
-    Rule('evaluates text the shell computes (eval "$X")', _eval_unseen),
-    Rule("sources a script that cannot be checked (source $X, ~/…, <(…))", _sources_unseen),
-    Rule("awk program runs commands or writes files (system(), |, >)", _awk_unseen),
-    Rule("sed script runs commands or writes files (e, w)", _sed_unseen),
-    Rule("tar runs a command (--to-command, -I, --checkpoint-action)", _tar_runs_code),
-    Rule("an editor or debugger runs commands given on its command line", _editor_runs_commands),
-    Rule("schedules or distributes commands (crontab, at, parallel)", _schedules_code),
-    Rule("sqlite runs a shell command (.shell)", _sqlite_shells_out),
-    Rule("a container gets the host's files or privileges (docker run -v /:…)", _container_mounts_host),
-    Rule(
-        "runs a command given in its options (ssh -o ProxyCommand, rsync -e, man -P, make --eval, …)",
-        _runs_given_command,
-    ),
-    Rule("kills processes the shell computes (kill $PID, kill 0)", _kills_computed),
-    Rule(
-        "writes outside the working directory through an option (curl -o ~/…, tar -C ~, sort -o)",
-        _writes_through_option,
-    ),
-    Rule("runs shell code handed over as text (script -c, sg)", _carrier_code),
-    Rule("deletes container volumes or prunes everything (docker system prune)", _deletes_container_data),
-)

@@ -10,11 +10,17 @@ import difflib
 import os
 import re
 
-from core.rule_words import WORKSPACE_ROOTS, has_option, names
-from core.shell.programs import Invocation
+from core.command_rules.words import (
+    GIT_VALUE_OPTIONS,
+    WORKSPACE_ROOTS,
+    has_option,
+    names,
+)
+from core.shell.programs import (
+    Invocation,
+)
 from core.shell.words import Word
 
-_GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 # `git -c key=value`: keys that cannot make git run anything.
 _GIT_SAFE_CONFIG = re.compile(
     r"(user\.(name|email)|color\.[\w.]+|core\.(quotepath|autocrlf|safecrlf|filemode|ignorecase|abbrev)|"
@@ -30,7 +36,7 @@ def git_subcommand(inv: Invocation) -> tuple[Word | None, list[Word]]:
     words = list(inv.words[1:])
     i = 0
     while i < len(words) and words[i].text.startswith("-"):
-        i += 2 if words[i].text in _GIT_VALUE_OPTIONS else 1
+        i += 2 if words[i].text in GIT_VALUE_OPTIONS else 1
     return (words[i], words[i + 1 :]) if i < len(words) else (None, [])
 
 
@@ -39,7 +45,7 @@ def _git_global_options(inv: Invocation) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(words) and words[i].text.startswith("-"):
-        if words[i].text in _GIT_VALUE_OPTIONS and i + 1 < len(words):
+        if words[i].text in GIT_VALUE_OPTIONS and i + 1 < len(words):
             out.append(f"{words[i].text} {words[i + 1].text}")
             i += 2
         else:

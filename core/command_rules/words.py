@@ -1,26 +1,38 @@
 """Words of a command line as the danger rules see them: paths outside the workspace,
-options in any spelling (`--recu`, `-Rf`), operands the shell computes."""
+options in any spelling (`--recu`, `-Rf`), operands the shell computes, and the shape of
+a rule (a description the user sees and a test on one invocation).
+"""
 
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from core.shell.programs import Invocation
-from core.shell.words import Word
+from core.shell.words import Redirect, Word
 
 
 def names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+HARMLESS_TARGETS = HARMLESS_DEVICES | {"-"}
+GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
 
 # The workspace roots of the command being checked, when the caller knows them: an
 # absolute path inside one is not outside.
 WORKSPACE_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("WORKSPACE_ROOTS", default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    description: str  # shown to the user: what the command would do
+    matches: Callable[[Invocation], bool]
 
 
 def outside(text: str) -> bool:
@@ -94,3 +106,53 @@ def has_option(options: list[str], *names: str, letters: str = "") -> bool:
         if letters and not option.startswith("--") and set(option[1:]) & set(letters):
             return True
     return False
+
+
+def short_flags(text: str) -> str:
+    """The letters of a short-option cluster (`-rf` -> `rf`), or "" for anything else."""
+    return text[1:] if text.startswith("-") and not text.startswith("--") and len(text) > 1 else ""
+
+
+def split_options(args: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Options and operands; everything after `--` is an operand."""
+    options: list[str] = []
+    operands: list[str] = []
+    args = list(args)
+    for i, text in enumerate(args):
+        if text == "--":
+            operands.extend(args[i + 1 :])
+            break
+        (options if text.startswith("-") and text != "-" else operands).append(text)
+    return options, operands
+
+
+def subcommand_at(program: str, args: Sequence[str]) -> int:
+    """Where the subcommand is: past the leading options (and the values of git's `-C dir`)."""
+    value_options = GIT_VALUE_OPTIONS if program == "git" else frozenset()
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in value_options else 1
+    return i
+
+
+def writes_file(redirect: Redirect) -> bool:
+    """Output into a file (not /dev/null, not `2>&1`)."""
+    if not redirect.writes:
+        return False
+    target = redirect.target.text
+    return not (target in HARMLESS_DEVICES or (redirect.op == ">&" and target.isdigit()))
+
+
+def find_starts(inv: Invocation) -> list[Word]:
+    """The starting points of a `find`: the operands before its first test or action."""
+    words = list(inv.words[1:])
+    i = 0
+    while i < len(words) and (
+        words[i].text in ("-H", "-L", "-P", "-D") or re.fullmatch(r"-O\d", words[i].text)
+    ):
+        i += 2 if words[i].text == "-D" else 1
+    starts = []
+    while i < len(words) and not words[i].text.startswith(("-", "(", "!", ")")):
+        starts.append(words[i])
+        i += 1
+    return starts

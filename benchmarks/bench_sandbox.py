@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.sandbox import Sandbox
+from core.sandbox.bwrap import Sandbox
 from core.workspace import LocalWorkspace, WorkspaceScope
 
 TARGET_ADDED_MS = 20.0

@@ -756,7 +756,7 @@ def _local_agent(
     settings: Settings | None, cwd: str | Path, approver: Approver | None, **agent_options: Any
 ) -> Agent:
     from core.config import load_settings
-    from core.sandbox import Sandbox
+    from core.sandbox.bwrap import Sandbox
     from core.workspace import LocalWorkspace, WorkspaceScope
 
     settings = settings or load_settings()

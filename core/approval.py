@@ -6,7 +6,8 @@ every mode; what an "always" covers for a command is `core.command_rules.scope`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -78,20 +79,37 @@ class Approver(Protocol):
     async def decide(self, request: ApprovalRequest) -> Decision: ...
 
 
-@dataclass(slots=True)
 class ApprovalMemory:
-    """The "always" decisions of one session (persisted with it)."""
+    """The "always" decisions of one session (persisted with it).
 
-    allowed: set[str] = field(default_factory=set)
-    rejected: set[str] = field(default_factory=set)
+    `stored` is the form the session record keeps, worked out when an answer changes rather
+    than each time a turn is saved: a turn that asks nothing runs no approval code.
+    """
 
-    def to_dict(self) -> dict[str, list[str]]:
+    __slots__ = ("allowed", "rejected", "stored")
+
+    def __init__(self, allowed: Iterable[str] = (), rejected: Iterable[str] = ()) -> None:
+        self.allowed: frozenset[str] = frozenset(allowed)
+        self.rejected: frozenset[str] = frozenset(rejected)
+        self.stored: dict[str, list[str]] = self._as_stored()
+
+    def allow(self, scope: str) -> None:
+        self.allowed |= {scope}
+        self.rejected -= {scope}
+        self.stored = self._as_stored()
+
+    def reject(self, scope: str) -> None:
+        self.rejected |= {scope}
+        self.allowed -= {scope}
+        self.stored = self._as_stored()
+
+    def _as_stored(self) -> dict[str, list[str]]:
         return {"allowed": sorted(self.allowed), "rejected": sorted(self.rejected)}
 
     @classmethod
     def from_dict(cls, data: dict[str, list[str]] | None) -> ApprovalMemory:
         data = data or {}
-        return cls(set(data.get("allowed", [])), set(data.get("rejected", [])))
+        return cls(data.get("allowed", []), data.get("rejected", []))
 
 
 # --------------------------------------------------------------------------------------
@@ -243,11 +261,9 @@ class ApprovalPolicy:
         an answer given to `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
         if decision is Decision.ALLOW_ALWAYS and not request.dangerous:
-            self.memory.allowed.add(request.scope)
-            self.memory.rejected.discard(request.scope)
+            self.memory.allow(request.scope)
         elif decision is Decision.REJECT_ALWAYS:
-            self.memory.rejected.add(request.scope)
-            self.memory.allowed.discard(request.scope)
+            self.memory.reject(request.scope)
 
     def _rejected_scope(self, scope: str) -> str | None:
         """The remembered rejection covering `scope`: the same scope, or a wider one it

@@ -125,7 +125,7 @@ _LIST_KEYS = {"models", "api_keys", "sandbox_writable"}
 
 
 def _default_writable() -> tuple[str, ...]:
-    from core.sandbox import DEFAULT_WRITABLE
+    from core.sandbox.bwrap import DEFAULT_WRITABLE
 
     return DEFAULT_WRITABLE
 

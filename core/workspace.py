@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from core.sandbox import Sandbox, UnconfinedGuard
+    from core.sandbox.bwrap import Sandbox
+    from core.sandbox.unconfined import UnconfinedGuard
 
 logger = logging.getLogger(__name__)
 
@@ -289,7 +290,7 @@ class LocalWorkspace:
         run._attach(transport)
         if not confined:
             # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.
-            from core.sandbox import UnconfinedGuard
+            from core.sandbox.unconfined import UnconfinedGuard
 
             run._guard = UnconfinedGuard(transport.get_pid())
         return run

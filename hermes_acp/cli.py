@@ -289,7 +289,7 @@ async def _check(out: TextIO) -> int:
     from core.providers.resolve import build_chain, has_credentials
 
     line(True, "provider", f"{settings.provider}, model {settings.model}")
-    from core.sandbox import check_line
+    from core.sandbox.bwrap import check_line
 
     line(*check_line(settings))
     if not has_credentials(settings):

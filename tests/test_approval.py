@@ -292,7 +292,7 @@ def test_allow_once_and_reject_once_are_not_remembered(workspace: ScopedWorkspac
     assert request is not None
     for decision in (Decision.ALLOW_ONCE, Decision.REJECT_ONCE, Decision.CANCELLED):
         pol.record(request, decision)
-    assert memory.to_dict() == {"allowed": [], "rejected": []}
+    assert memory.stored == {"allowed": [], "rejected": []}
     assert call(SHELL, workspace, pol, command="make").action == "ask"
 
 
@@ -330,7 +330,7 @@ def test_a_later_allow_always_replaces_a_reject_always(workspace: ScopedWorkspac
     assert call(SCRIBBLE, workspace, pol, path="b.py").action == "reject"
     pol.record(request, Decision.ALLOW_ALWAYS)
     assert call(SCRIBBLE, workspace, pol, path="b.py").action == "run"
-    assert memory.to_dict() == {"allowed": ["scribble"], "rejected": []}
+    assert memory.stored == {"allowed": ["scribble"], "rejected": []}
 
 
 def test_allow_always_outside_covers_that_directory_only(workspace: ScopedWorkspace, elsewhere: Path) -> None:
@@ -363,7 +363,7 @@ def test_remembered_decisions_survive_a_round_trip(workspace: ScopedWorkspace) -
         request = call(SHELL, workspace, pol, command=command).request
         assert request is not None
         pol.record(request, decision)
-    restored = policy(Mode.ASK, ApprovalMemory.from_dict(memory.to_dict()))
+    restored = policy(Mode.ASK, ApprovalMemory.from_dict(memory.stored))
     assert call(SHELL, workspace, restored, command="git status -s").action == "run"
     assert call(SHELL, workspace, restored, command="rm y").action == "reject"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
-from core.sandbox import Sandbox
+from core.sandbox.bwrap import Sandbox
 from core.tools.files import WriteFileTool
 from core.tools.terminal import TerminalTool
 from core.workspace import LocalWorkspace, WorkspaceScope

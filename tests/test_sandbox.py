@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox import Sandbox
+from core.sandbox.bwrap import Sandbox
 from core.workspace import LocalWorkspace, WorkspaceError, WorkspaceScope
 
 
@@ -106,6 +106,15 @@ async def test_read_only_mode_writes_nothing_but_its_temp_dir(project: Path, hom
     assert code == 0 and out.startswith("x\n")
     code, out = await run(ws, "echo x > ~/.cache/c", home)
     assert code != 0  # the caches are not writable in read-only mode either
+
+
+def test_the_notice_for_the_first_turn_is_known_once_the_sandbox_is_made(project: Path, home: Path) -> None:
+    # A turn reads the notice instead of probing bwrap: it must be there before any turn.
+    _, broken = workspace(project, home, bwrap=str(project / "missing-bwrap"))
+    assert broken.notice is not None
+    assert "cannot start" in broken.notice and "bwrap not found" in broken.notice
+    _, turned_off = workspace(project, home, mode="off", bwrap=str(project / "missing-bwrap"))
+    assert turned_off.notice is None  # the user chose no sandbox: nothing to warn about
 
 
 async def test_the_sandbox_cannot_start_without_bwrap_and_fails_closed(project: Path, home: Path) -> None:

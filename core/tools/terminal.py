@@ -13,7 +13,7 @@ from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
-    from core.sandbox import Sandbox
+    from core.sandbox.bwrap import Sandbox
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
 _TITLE_CHARS = 120

@@ -30,7 +30,7 @@ from core.workspace import (
 from hermes_acp.bridge.channel import ClientChannel
 
 if TYPE_CHECKING:
-    from core.sandbox import Sandbox
+    from core.sandbox.bwrap import Sandbox
 
 log = logging.getLogger(__name__)
 

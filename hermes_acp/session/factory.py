@@ -119,7 +119,7 @@ class SessionFactory:
         return session
 
     def _workspace(self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
-        from core.sandbox import Sandbox
+        from core.sandbox.bwrap import Sandbox
         from core.workspace import LocalWorkspace, WorkspaceScope
 
         scope = WorkspaceScope(Path(cwd), tuple(Path(d) for d in extra_dirs))

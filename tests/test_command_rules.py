@@ -8,6 +8,9 @@ import pytest
 
 from core.command_rules.check import FORK_BOMB, UNPARSEABLE, dangerous_rule
 from core.command_rules.scope import command_scope
+from core.command_rules.words import find_starts
+from core.shell.parse import SimpleCommand, parse_command
+from core.shell.programs import unwrap
 
 # --------------------------------------------------------------------------------------
 # Dangerous commands, and harmless near-misses that must not fire
@@ -270,3 +273,20 @@ def test_git_checkout_of_a_name_that_exists_in_the_workspace_discards(tmp_path: 
     roots = [str(tmp_path)]
     assert dangerous_rule("git checkout src", roots=roots) is not None
     assert dangerous_rule("git checkout feature-x", roots=roots) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "starts"),
+    [
+        ("find . -name '*.pyc' -delete", ["."]),
+        ("find -L -O2 src /tmp/x -type f", ["src", "/tmp/x"]),
+        ("find -D tree / -delete", ["/"]),
+        ("find \\( -name a \\) -delete", []),
+    ],
+)
+def test_find_start_points_are_read_past_its_leading_options(command: str, starts: list[str]) -> None:
+    # Both the broad-delete rule and the fail-closed find rule judge these paths.
+    [[simple]] = parse_command(command)
+    assert isinstance(simple, SimpleCommand)
+    [invocation] = unwrap(simple.words)[0]
+    assert [w.text for w in find_starts(invocation)] == starts

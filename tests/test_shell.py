@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.shell.parse import SimpleCommand, Subshell, parse_command, parse_or_empty
-from core.shell.programs import all_invocations, reads_code_from_stdin, unwrap
+from core.shell.parse import SimpleCommand, Subshell, parse_command, parse_or_empty, simple_commands
+from core.shell.programs import all_invocations, reads_code_from_stdin, unwrap, unwrapped
 from core.shell.words import ShellSyntaxError
 
 
@@ -225,3 +225,15 @@ def test_package_runners_and_git_hand_over_what_they_run() -> None:
     assert unwrap(only_command("git submodule foreach 'git pull'").words)[1] == ["git pull"]
     assert unwrap(only_command("git rebase -x 'make test' main").words)[1] == ["make test"]
     assert unwrap(only_command("ssh -p 22 host ls -la").words)[1] == ["ls -la"]
+
+
+def test_simple_commands_reach_into_subshells_in_order() -> None:
+    script = parse_command("a; (b && (c | d)); e")
+    assert [c.words[0].text for c in simple_commands(script)] == ["a", "b", "c", "d", "e"]
+
+
+def test_a_command_is_unwrapped_once_however_often_the_rules_ask() -> None:
+    command = only_command("sudo env X=1 rm -rf /tmp/x")
+    first = unwrapped(command)
+    assert [i.program for i in first[0]] == ["sudo", "env", "rm"]
+    assert unwrapped(command) is first  # the rules ask several times per command

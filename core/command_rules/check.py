@@ -34,6 +34,7 @@ from core.command_rules.words import (
     split_options,
     writes_file,
 )
+from core.shell.lexer import Redirect, ShellSyntaxError, ShellTooDeep, Word
 from core.shell.parse import (
     Pipeline,
     Script,
@@ -53,7 +54,6 @@ from core.shell.programs import (
     unwrap,
     unwrapped,
 )
-from core.shell.words import Redirect, ShellSyntaxError, ShellTooDeep, Word
 
 UNPARSEABLE = "could not parse the command"
 TOO_DEEP = "command nested too deeply to check"

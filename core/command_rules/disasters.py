@@ -20,6 +20,7 @@ from core.command_rules.words import (
     split_options,
     subcommand_at,
 )
+from core.shell.lexer import Word
 from core.shell.parse import (
     parse_or_empty,
 )
@@ -29,7 +30,6 @@ from core.shell.programs import (
     all_invocations,
     interpreter_family,
 )
-from core.shell.words import Word
 
 _SYSTEM_DIRS = names(
     "/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run /sbin "

@@ -16,10 +16,10 @@ from core.command_rules.words import (
     has_option,
     names,
 )
+from core.shell.lexer import Word
 from core.shell.programs import (
     Invocation,
 )
-from core.shell.words import Word
 
 # `git -c key=value`: keys that cannot make git run anything.
 _GIT_SAFE_CONFIG = re.compile(

@@ -18,6 +18,7 @@ from core.command_rules.words import (
     outside,
     split_words,
 )
+from core.shell.lexer import Redirect, Word
 from core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -25,7 +26,6 @@ from core.shell.programs import (
     Invocation,
     interpreter_family,
 )
-from core.shell.words import Redirect, Word
 
 # Variables through which a program loads other code than the one named: they ask.
 _LOADER_VARIABLES = re.compile(

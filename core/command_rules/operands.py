@@ -22,11 +22,11 @@ from core.command_rules.words import (
     short_letters,
     split_words,
 )
+from core.shell.lexer import Word
 from core.shell.programs import (
     Invocation,
     interpreter_family,
 )
-from core.shell.words import Word
 
 _DELETERS = frozenset(
     {"rm", "rmdir", "unlink", "srm", "rimraf", "del", "del-cli", "trash", "trash-put", "wipe"}

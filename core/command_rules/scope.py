@@ -15,6 +15,7 @@ from core.command_rules.words import (
     subcommand_at,
     writes_file,
 )
+from core.shell.lexer import ShellSyntaxError, Word
 from core.shell.parse import (
     Subshell,
     parse_command,
@@ -30,7 +31,6 @@ from core.shell.programs import (
     interpreter_family,
     unwrap,
 )
-from core.shell.words import ShellSyntaxError, Word
 
 # Programs whose first operand is a subcommand: `git status` -> "git status".
 _SUBCOMMAND_PROGRAMS = names(

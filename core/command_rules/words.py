@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from core.shell.lexer import Redirect, Word
 from core.shell.programs import Invocation
-from core.shell.words import Redirect, Word
 
 
 def names(text: str) -> frozenset[str]:

@@ -1,6 +1,6 @@
 """Commands from a command line: pipelines of simple commands and subshells.
 
-The parser takes the tokens of `core.shell.words` apart at the operators between commands
+The parser takes the tokens of `core.shell.lexer` apart at the operators between commands
 (`&&`, `||`, `;`, `|`, `&`, newlines) and parentheses, keeps redirections with their
 command, and reads `name() { …; }` as the command `function name` so the rules see it.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.shell.words import (
+from core.shell.lexer import (
     MAX_PARSE_DEPTH,
     REDIRECTS,
     Operator,

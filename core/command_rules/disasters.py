@@ -21,15 +21,8 @@ from core.command_rules.words import (
     subcommand_at,
 )
 from core.shell.lexer import Word
-from core.shell.parse import (
-    parse_or_empty,
-)
-from core.shell.programs import (
-    EXEC_ACTIONS,
-    Invocation,
-    all_invocations,
-    interpreter_family,
-)
+from core.shell.parse import parse_or_empty
+from core.shell.programs import EXEC_ACTIONS, Invocation, all_invocations, interpreter_family
 
 _SYSTEM_DIRS = names(
     "/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run /sbin "

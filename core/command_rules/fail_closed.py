@@ -42,12 +42,8 @@ from core.command_rules.operands import (
     truncates,
     writes_through_option,
 )
-from core.command_rules.words import (
-    Rule,
-)
-from core.shell.programs import (
-    Invocation,
-)
+from core.command_rules.words import Rule
+from core.shell.programs import Invocation
 
 _PROGRAM_EXPANSIONS = "a program name the shell computes ($X, $(…), `…`, $'…', globs, {a,b})"
 

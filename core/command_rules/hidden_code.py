@@ -12,12 +12,7 @@ from __future__ import annotations
 import re
 
 from core.command_rules.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
-from core.command_rules.words import (
-    computed_or_outside,
-    has_option,
-    outside,
-    split_words,
-)
+from core.command_rules.words import computed_or_outside, has_option, outside, split_words
 from core.shell.lexer import Redirect, Word
 from core.shell.programs import (
     ASSIGNMENT,

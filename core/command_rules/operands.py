@@ -23,10 +23,7 @@ from core.command_rules.words import (
     split_words,
 )
 from core.shell.lexer import Word
-from core.shell.programs import (
-    Invocation,
-    interpreter_family,
-)
+from core.shell.programs import Invocation, interpreter_family
 
 _DELETERS = frozenset(
     {"rm", "rmdir", "unlink", "srm", "rimraf", "del", "del-cli", "trash", "trash-put", "wipe"}

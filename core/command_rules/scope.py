@@ -9,17 +9,9 @@ from collections.abc import Sequence
 
 from core.command_rules.disasters import ELEVATORS
 from core.command_rules.operands import RISKY_PROGRAMS, rm_flags
-from core.command_rules.words import (
-    names,
-    short_flags,
-    subcommand_at,
-    writes_file,
-)
+from core.command_rules.words import names, short_flags, subcommand_at, writes_file
 from core.shell.lexer import ShellSyntaxError, Word
-from core.shell.parse import (
-    Subshell,
-    parse_command,
-)
+from core.shell.parse import Subshell, parse_command
 from core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,

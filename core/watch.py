@@ -1,7 +1,7 @@
 """Which files the user changed in the workspace between the agent's turns.
 
 The agent loop asks `drain()` at the start of a turn and passes the answer to
-`core.context.turn_preamble`, so the model hears "since your last turn these files
+`core.turn_context.turn_preamble`, so the model hears "since your last turn these files
 changed" and re-reads them instead of trusting what it saw before.
 
 Whose change is it? Everything that happens while a turn runs is the agent's (its
@@ -45,7 +45,7 @@ from pathlib import Path
 
 from watchfiles import BaseFilter, Change, DefaultFilter
 
-from core.context import MAX_CHANGED_FILES
+from core.turn_context import MAX_CHANGED_FILES
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import core.watch
-from core.context import turn_preamble
+from core.turn_context import turn_preamble
 from core.watch import WorkspaceWatcher
 
 DEADLINE = 3.0

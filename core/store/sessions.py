@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from core.messages import Message
 from core.store.schema import check_version, migrate, row_to_message, row_to_record
 from core.store.search import SearchHit, search_messages
 from core.store.writer import (
@@ -40,7 +41,6 @@ from core.store.writer import (
 
 if TYPE_CHECKING:
     from core.agent import Agent
-    from core.messages import Message
     from core.tools.delegate import ChildReport
 
 log = logging.getLogger(__name__)
@@ -320,8 +320,6 @@ def store_child(session: LiveSession, report: ChildReport) -> None:
 def record_turn_error(session: LiveSession, text: str) -> None:
     """Keep why the turn failed in its history, so a reloaded session shows it. A notice:
     the model never reads it (the next turn starts as if the failed one had no answer)."""
-    from core.messages import Message
-
     notice = Message(role="assistant", content=text, display={"notice": "turn_error"})
     session.agent.messages.append(notice)
     persist_message(session, notice)

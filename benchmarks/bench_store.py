@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from core.messages import Message, ToolCall
-from core.store import SessionRecord, SessionStore
+from core.store.sessions import SessionStore
+from core.store.writer import SessionRecord
 
 APPEND_TARGET_MS = 1.0
 LIST_TARGET_MS = 50.0

@@ -200,7 +200,7 @@ class Agent:
         """What changed outside the conversation since the last turn: files the user
         edited, and memory saved since the system prompt was fixed (by another session,
         or by hand) that the model has not seen yet."""
-        from core.context import turn_preamble
+        from core.turn_context import turn_preamble
 
         changed: list[str] = []
         if self.watcher is not None:
@@ -546,12 +546,13 @@ class Agent:
         )
 
     def _estimate_context(self) -> int:
-        from core.context import estimate_messages_tokens
+        from core.turn_context import estimate_messages_tokens
 
         return estimate_messages_tokens(self.system_prompt, self.messages, self.tools.specs())
 
     async def _maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
-        from core.context import apply_compression, plan_compression, should_compress, summary_request
+        from core.compression import apply_compression, plan_compression, summary_request
+        from core.turn_context import should_compress
 
         self.context_tokens = self._estimate_context()
         window = self.context_window

@@ -12,13 +12,12 @@ two hermes-acp processes adding at the same moment both keep their facts.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Literal
+
+from core.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
 
 try:
     import fcntl
@@ -27,42 +26,17 @@ except ImportError:  # Windows: no advisory locks; atomic replace still avoids t
 
 log = logging.getLogger(__name__)
 
-Scope = Literal["user", "workspace"]
-SCOPES: tuple[Scope, ...] = ("user", "workspace")
-
 MAX_FACT_CHARS = 500
 MAX_FILE_BYTES = 8 * 1024
-_BULLETS = ("- ", "* ")
 
 
 class MemoryFull(ValueError):
     """Saving would make a memory file larger than its limit."""
 
 
-class MemoryStore:
-    def __init__(self, home_memory_dir: Path, workspace_root: Path) -> None:
-        self.memory_dir = Path(home_memory_dir)
-        self.workspace_root = Path(workspace_root).resolve()
-        digest = hashlib.sha256(str(self.workspace_root).encode("utf-8")).hexdigest()[:16]
-        self._paths: dict[Scope, Path] = {
-            "user": self.memory_dir / "user.md",
-            "workspace": self.memory_dir / "workspaces" / f"{digest}.md",
-        }
-        self._headers: dict[Scope, str] = {
-            "user": "# hermes-acp memory: user",
-            "workspace": f"# hermes-acp memory: workspace {self.workspace_root}",
-        }
-        self.added_here: set[str] = set()  # facts saved through this store: their saver knows them
-
-    def path(self, scope: Scope) -> Path:
-        return self._paths[_check_scope(scope)]
-
-    def list(self, scope: Scope) -> list[str]:
-        return _facts(self._read_lines(scope))
-
-    def all_facts(self) -> list[str]:
-        """Every saved fact, user scope first."""
-        return [fact for scope in SCOPES for fact in self.list(scope)]
+class MemoryStore(MemoryFiles):
+    """Memory written: facts added and removed, one process at a time per file. What a
+    turn reads (`all_facts`, `render`) is `MemoryFiles`, in the module a turn runs."""
 
     def add(self, scope: Scope, fact: str) -> bool:
         """Save a fact; False when the same fact is already saved.
@@ -73,7 +47,7 @@ class MemoryStore:
         fact = normalize_fact(fact)
         with self._locked(scope):
             lines = self._read_lines(scope)
-            if fact in _facts(lines):
+            if fact in facts_in(lines):
                 return False
             if not lines:
                 lines = [self._headers[scope], ""]
@@ -97,32 +71,11 @@ class MemoryStore:
             raise ValueError("Say which entries to remove: give part of their text.")
         with self._locked(scope):
             lines = self._read_lines(scope)
-            kept = [line for line in lines if not (_is_fact(line) and needle in _fact(line).casefold())]
+            kept = [line for line in lines if not (is_fact(line) and needle in fact_text(line).casefold())]
             removed = len(lines) - len(kept)
             if removed:
                 self._write(scope, _join(kept))
             return removed
-
-    def render(self) -> str:
-        """Both files' facts as Markdown for the system prompt; "" when there are none."""
-        sections = []
-        titles: dict[Scope, str] = {
-            "user": "About the user (all workspaces)",
-            "workspace": f"About this workspace ({self.workspace_root})",
-        }
-        for scope in SCOPES:
-            facts = self.list(scope)
-            if facts:
-                bullets = "\n".join(f"- {fact}" for fact in facts)
-                sections.append(f"### {titles[scope]}\n{bullets}")
-        return "\n\n".join(sections)
-
-    def _read_lines(self, scope: Scope) -> list[str]:
-        try:
-            text = self.path(scope).read_text(encoding="utf-8", errors="replace")
-        except FileNotFoundError:
-            return []
-        return text.splitlines()
 
     def _write(self, scope: Scope, text: str) -> None:
         path = self.path(scope)
@@ -158,7 +111,7 @@ class MemoryStore:
 def normalize_fact(fact: str) -> str:
     """One line, no bullet of its own, within the length limit."""
     text = " ".join(fact.split())
-    if text.startswith(_BULLETS):
+    if text.startswith(BULLETS):
         text = text[2:].strip()
     if not text:
         raise ValueError("The fact to remember is empty.")
@@ -168,24 +121,6 @@ def normalize_fact(fact: str) -> str:
             "Condense it to the essential point (or split it into separate facts) and try again."
         )
     return text
-
-
-def _check_scope(scope: str) -> Scope:
-    if scope not in SCOPES:
-        raise ValueError(f"Unknown memory scope {scope!r}; use 'user' or 'workspace'.")
-    return scope  # type: ignore[return-value]
-
-
-def _is_fact(line: str) -> bool:
-    return line.startswith(_BULLETS) and bool(line[2:].strip())
-
-
-def _fact(line: str) -> str:
-    return line[2:].strip()
-
-
-def _facts(lines: list[str]) -> list[str]:
-    return [_fact(line) for line in lines if _is_fact(line)]
 
 
 def _join(lines: list[str]) -> str:

@@ -43,7 +43,7 @@ ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
 # What the first session/new imports; loaded by the warm-up thread after initialize.
 WARM_MODULES = (
     "core.agent",
-    "core.store",
+    "core.store.sessions",
     "core.tools.session_search",
     "core.watch",
     "hermes_acp.bridge.commands",

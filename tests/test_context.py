@@ -9,25 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from core.context import (
-    CONTEXT_FILE_MAX_BYTES,
-    MAX_CHANGED_FILES,
+from core.compression import (
     MAX_TOOL_RESULT_CHARS,
     SUMMARY_PREFIX,
     CompressionPlan,
     apply_compression,
-    build_system_prompt,
-    estimate_messages_tokens,
-    estimate_tokens,
-    find_context_files,
     plan_compression,
-    should_compress,
     summary_request,
-    turn_preamble,
 )
+from core.context import CONTEXT_FILE_MAX_BYTES, build_system_prompt, find_context_files
 from core.memory import MemoryStore
 from core.messages import ImagePart, Message, TextPart, ToolCall, repair_alternation
 from core.providers.base import ToolSpec
+from core.turn_context import (
+    MAX_CHANGED_FILES,
+    estimate_messages_tokens,
+    estimate_tokens,
+    should_compress,
+    turn_preamble,
+)
 
 NOW = datetime(2025, 3, 14, 15, 9, 26)
 

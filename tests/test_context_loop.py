@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.context import SUMMARY_PREFIX
+from core.compression import SUMMARY_PREFIX
 from core.events import HistoryReplaced, Status, UsageUpdated
 from core.messages import Message, ToolCall
 from tests.support.agents import close_open_agents, collect, ended, make_agent, of_type

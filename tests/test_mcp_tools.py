@@ -16,7 +16,8 @@ import pytest_asyncio
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Mode
 from core.events import Event, ToolCallFinished
-from core.mcp_tools import McpConnections, McpServerConfig, McpTool, tool_name
+from core.mcp_connections import McpConnections, McpServerConfig
+from core.mcp_tools import McpTool, tool_name
 from core.messages import ToolCall
 from core.tool_runner import ToolRunner
 from core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits

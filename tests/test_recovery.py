@@ -22,7 +22,8 @@ from core.providers.limits import FILE_NAME, stated_context_limit, stated_output
 from core.providers.resilient import ResilientModel
 from core.providers.resolve import build_chain, build_provider
 from core.providers.responses import ResponsesProvider
-from core.store import SessionRecord, SessionStore
+from core.store.sessions import SessionStore
+from core.store.writer import SessionRecord
 from tests.support.agents import close_open_agents, collect, ended, make_agent
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 

@@ -10,7 +10,8 @@ import pytest
 
 from core.events import Event
 from core.messages import Message
-from core.store import SessionRecord, SessionStore
+from core.store.sessions import SessionStore
+from core.store.writer import SessionRecord
 from core.tools.base import SessionToolState, ToolContext
 from core.tools.session_search import SessionSearchTool
 from core.workspace import LocalWorkspace, WorkspaceScope

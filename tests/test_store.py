@@ -17,13 +17,9 @@ from pathlib import Path
 import pytest
 
 from core.messages import ImagePart, Message, TextPart, ToolCall
-from core.store import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    SchemaVersionError,
-    SessionRecord,
-    SessionStore,
-)
+from core.store.schema import MIGRATIONS, SCHEMA_VERSION, SchemaVersionError
+from core.store.sessions import SessionStore
+from core.store.writer import SessionRecord
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -489,7 +485,7 @@ APPENDER = """
     import sys
     from pathlib import Path
     from core.messages import Message
-    from core.store import SessionStore
+    from core.store.sessions import SessionStore
 
     path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     store = SessionStore(path)
@@ -537,7 +533,7 @@ KILLED_WRITER = """
     import sys
     from pathlib import Path
     from core.messages import Message
-    from core.store import SessionStore
+    from core.store.sessions import SessionStore
 
     store = SessionStore(Path(sys.argv[1]))
     i = 0

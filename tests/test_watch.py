@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from watchfiles import Change
 
 import core.watch
-from core.context import turn_preamble
+from core.turn_context import turn_preamble
 from core.watch import WorkspaceWatcher
 
 DEADLINE = 3.0
@@ -340,3 +341,18 @@ def test_no_stdout(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     asyncio.run(main())
     assert capfd.readouterr().out == ""
     assert os.listdir(tmp_path) == ["a.txt"]  # the watcher writes nothing into the workspace
+
+
+async def test_a_batch_handled_late_after_a_boundary_goes_by_the_files_change_time(workspace: Path) -> None:
+    """A starved watcher thread (a loaded machine) may handle a batch long after the turn
+    boundary it straddles: the user's save before the turn must still be the user's."""
+    watcher = WorkspaceWatcher([workspace], debounce_ms=1, grace_ms=0)
+    batch_began = time.monotonic()
+    write(workspace / "README.md", "saved before the prompt")
+    await asyncio.sleep(3 * CLOCK_TICK)  # the turn starts clearly after the save
+    watcher.turn_started()
+    await asyncio.sleep(3 * CLOCK_TICK)  # and the batch is handled well past the grace period
+
+    watcher._attribute({str(workspace / "README.md"): {Change.modified}}, batch_began)
+
+    assert watcher.drain() == [str(workspace / "README.md")]

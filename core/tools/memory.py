@@ -13,8 +13,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from core.events import ToolKind
-from core.memory import MemoryFull, MemoryStore, Scope
+from core.memory import MemoryFull, MemoryStore
 from core.tools.base import Tool, ToolContext, ToolResult
+from core.turn_context import Scope
 from core.workspace import Workspace
 
 _TITLE_CHARS = 80

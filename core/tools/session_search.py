@@ -12,7 +12,8 @@ from pydantic import BaseModel, Field
 
 from core.context import repository_root
 from core.events import ToolKind
-from core.store import SearchHit, SessionStore
+from core.store.search import SearchHit
+from core.store.sessions import SessionStore
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import Workspace
 

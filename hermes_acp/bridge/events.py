@@ -568,7 +568,7 @@ def _chunk(kind: str, block: dict[str, Any], message_id: str | None = None) -> d
 def _typed_blocks(message: Message) -> list[dict[str, Any]]:
     """A user message's blocks as the user sent them: the turn context the loop added
     (changed files, recalled memory) is for the model, not the editor's transcript."""
-    from core.context import without_turn_preamble
+    from core.turn_context import without_turn_preamble
 
     blocks = []
     for block in _blocks(message.content):

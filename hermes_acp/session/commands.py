@@ -14,7 +14,6 @@ from hermes_acp.bridge.commands import COMMAND_NAMES
 from hermes_acp.session import slash
 from hermes_acp.session.custom_commands import command_message, menu_entries, session_commands
 from hermes_acp.session.options import MODE_IDS
-from hermes_acp.session.records import replace_history
 from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
@@ -35,6 +34,8 @@ class SlashCommands:
 
     async def run(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
         """Run one command; the turn's stop reason."""
+        from core.store.sessions import replace_history
+
         agent = session.agent
         controls = self.controls
         if name not in COMMAND_NAMES:

@@ -19,7 +19,6 @@ from hermes_acp.session.options import (
     modes_state,
     parse_change,
 )
-from hermes_acp.session.records import save_record
 from hermes_acp.session.updates import send_update
 
 if TYPE_CHECKING:
@@ -65,6 +64,8 @@ class SessionControls:
 
     def change(self, session: Session, config_id: str, value: Any) -> str:
         """Apply a session/set_config_option; the id of the option that changed."""
+        from core.store.writer import save_record
+
         try:
             config_id, new_value = parse_change(self.options(session), config_id, value)
         except InvalidOption as exc:
@@ -84,11 +85,14 @@ class SessionControls:
 
     def apply_mode(self, session: Session, mode_id: str) -> None:
         from core.approval import Mode
+        from core.store.writer import save_record
 
         session.agent.mode = Mode(mode_id)
         save_record(session, mode=mode_id)
 
     def apply_model(self, session: Session, model: str) -> None:
+        from core.store.writer import save_record
+
         if session.turn is not None:
             # The running turn keeps its provider chain; the next one gets the new model.
             session.pending_model = model

@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING, Any
 from hermes_acp.session import mcp_servers
 from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
 from hermes_acp.session.options import MODE_IDS
-from hermes_acp.session.persist import Persister, SharedStore
-from hermes_acp.session.records import restore_agent, store_child
+from hermes_acp.session.records import SharedStore
 from hermes_acp.session.state import ClientProfile, Session, release
 
 if TYPE_CHECKING:
     from core.agent import Agent
     from core.config import Settings
     from core.messages import Message
-    from core.store import SessionRecord
+    from core.store.writer import SessionRecord
     from core.tools.base import Tool
     from core.tools.delegate import ChildReport
     from core.workspace import Workspace
@@ -51,6 +50,8 @@ class SessionFactory:
         """A ready session, fresh or restored from `record` and `messages`. Its MCP
         servers are connected (the ones that failed are in `mcp_problems`)."""
         from core.approval import ApprovalMemory, Mode
+        from core.store.sessions import restore_agent, store_child
+        from core.store.writer import Persister
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
 

@@ -1,7 +1,7 @@
 """The sessions of one connection: the table, and what each session request does to it.
 
 Building a session is `factory`, running a prompt turn is `turn`, mode and model changes
-are `controls`, the store side is `records` and `persist`. Heavy modules (the agent
+are `controls`, the store side is `records` (and `core.store`). Heavy modules (the agent
 loop, provider SDKs, SQLite, the MCP SDK) are imported on first use, so starting the
 server costs no more than the SDK.
 """
@@ -33,21 +33,15 @@ from hermes_acp.session.errors import (
 from hermes_acp.session.factory import SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
 from hermes_acp.session.options import MODE_OPTION, config_options, prompt_usage
-from hermes_acp.session.persist import SharedStore
-from hermes_acp.session.records import (
-    estimated_context,
-    existing_dirs,
-    save_record,
-    save_turn_state,
-    session_info,
-)
+from hermes_acp.session.records import SharedStore, existing_dirs, session_info
 from hermes_acp.session.state import ClientProfile, Session
 from hermes_acp.session.turn import TurnRunner
 from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
     from core.config import Settings
-    from core.store import SessionRecord, SessionStore
+    from core.store.sessions import SessionStore
+    from core.store.writer import SessionRecord
     from hermes_acp.bridge.channel import ClientChannel
 
 log = logging.getLogger(__name__)
@@ -205,6 +199,8 @@ class SessionManager:
         *,
         replay: bool,
     ) -> dict[str, Any]:
+        from core.store.sessions import estimated_context
+
         cwd, extra_dirs = check_directories(cwd, extra_dirs)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
@@ -271,6 +267,8 @@ class SessionManager:
     async def _restore_session(
         self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]
     ) -> tuple[Session, SessionRecord]:
+        from core.store.writer import save_record
+
         store = await self.store()
         record = await asyncio.to_thread(store.get_session, session_id)
         if record is None or record.compacted_into is not None:  # archives are history, not sessions
@@ -327,6 +325,8 @@ class SessionManager:
     async def _drop(self, session: Session) -> None:
         """Cancel a running turn, write what is pending, release the agent's resources
         (watcher, background processes, provider clients) and the MCP servers."""
+        from core.store.writer import save_turn_state
+
         self._sessions.pop(session.id, None)
         await self.turns.stop(session)
         save_turn_state(session)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from core.agent import Agent
-    from core.mcp_tools import McpConnections
+    from core.mcp_connections import McpConnections
+    from core.store.writer import Persister
     from hermes_acp.bridge.events import EventTranslator
-    from hermes_acp.session.persist import Persister
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,6 @@ from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import send_updates
 from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, protocol_error
-from hermes_acp.session.records import (
-    persist_message,
-    record_turn_error,
-    replace_history,
-    save_record,
-    save_turn_state,
-)
 from hermes_acp.session.state import QueuedPrompt, Session, Turn
 from hermes_acp.session.updates import say
 
@@ -124,6 +117,8 @@ class TurnRunner:
         """Send a stream of agent events to the client and the store; the stop reason."""
         from core.events import HistoryReplaced, MessageCommitted, TitleChanged, TurnEnded
         from core.providers.base import ProviderError
+        from core.store.sessions import record_turn_error, replace_history
+        from core.store.writer import persist_message, save_record, save_turn_state
 
         session.translator.start_turn()
         translate = session.translator.translate
@@ -161,6 +156,9 @@ class TurnRunner:
         return stop
 
     async def _finish(self, session: Session, turn: Turn) -> str:
+        from core.store.sessions import record_turn_error
+        from core.store.writer import persist_message
+
         assert turn.task is not None
         task = turn.task
         if task.cancelled() or turn.cancel_requested:
@@ -190,6 +188,8 @@ class TurnRunner:
 
 async def _end_of_turn(session: Session) -> None:
     """Before the prompt's response: nothing of the session may be sent after it."""
+    from core.store.writer import save_turn_state
+
     save_turn_state(session)
     await session.send_held_updates()
     await session.persister.flush()

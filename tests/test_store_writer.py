@@ -1,0 +1,82 @@
+"""The write queue a live session persists through: order, one open, failures contained."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from core.messages import Message
+from core.store.sessions import SessionStore
+from core.store.writer import Persister, SessionRecord
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SessionStore]:
+    with SessionStore(tmp_path / "sessions.db") as opened:
+        yield opened
+
+
+def append(text: str) -> Callable[[SessionStore], int]:
+    return lambda store: store.append_message("s1", Message(role="user", content=text))
+
+
+async def test_queued_writes_land_in_order_and_the_store_is_opened_once(store: SessionStore) -> None:
+    opens = 0
+
+    async def open_store() -> SessionStore:
+        nonlocal opens
+        opens += 1
+        return store
+
+    persister = Persister("s1", open_store)
+    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    for n in range(30):
+        persister.submit(append(f"m{n}"))
+    await persister.flush()
+    for n in range(30, 40):  # a second burst, after the worker went idle
+        persister.submit(append(f"m{n}"))
+    await persister.flush()
+
+    assert [m.text for m in store.load_messages("s1")] == [f"m{n}" for n in range(40)]
+    assert opens == 1
+
+
+async def test_a_failing_write_is_logged_and_the_ones_after_it_still_land(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def open_store() -> SessionStore:
+        return store
+
+    persister = Persister("s1", open_store)
+    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    persister.submit(lambda s: s.append_message("no-such-session", Message(role="user", content="x")))
+    persister.submit(append("after the failure"))
+    with caplog.at_level(logging.ERROR, logger="core.store.writer"):
+        await persister.flush()
+
+    assert [m.text for m in store.load_messages("s1")] == ["after the failure"]
+    assert "a write for session s1 failed" in caplog.text
+
+
+async def test_a_store_that_cannot_open_loses_that_batch_and_is_tried_again(store: SessionStore) -> None:
+    attempts = 0
+
+    async def open_store() -> SessionStore:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            raise OSError("disk gone")
+        return store
+
+    persister = Persister("s1", open_store)
+    persister.submit(lambda s: s.create_session(SessionRecord(id="lost", cwd="/work")))
+    await persister.flush()
+    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    persister.submit(append("kept"))
+    await persister.flush()
+
+    assert store.get_session("lost") is None
+    assert [m.text for m in store.load_messages("s1")] == ["kept"]

@@ -46,11 +46,11 @@ WARM_MODULES = (
     "core.store",
     "core.tools.session_search",
     "core.watch",
-    "hermes_acp.bridge.commands",
     "hermes_acp.bridge.content",
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",
     "hermes_acp.bridge.workspace",
+    "hermes_acp.session.slash.menu",
 )
 
 

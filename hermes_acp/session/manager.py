@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import send_updates
 from hermes_acp.session.catalog import ModelCatalog
-from hermes_acp.session.commands import SlashCommands
 from hermes_acp.session.controls import SessionControls
 from hermes_acp.session.errors import (
     ALREADY_RUNNING,
@@ -41,6 +40,7 @@ from hermes_acp.session.records import (
     save_turn_state,
     session_info,
 )
+from hermes_acp.session.slash.run import SlashCommands
 from hermes_acp.session.state import ClientProfile, Session
 from hermes_acp.session.turn import TurnRunner
 from hermes_acp.session.updates import say
@@ -126,12 +126,11 @@ class SessionManager:
     async def _session_ready(self, session: Session, settings: Settings) -> None:
         """After the client knows the session id: the commands menu, what went wrong with
         its MCP servers, then the endpoint's model list in the background."""
-        from hermes_acp.bridge.commands import commands_update
-        from hermes_acp.session.custom_commands import menu_entries
+        from hermes_acp.session.slash.menu import session_menu
 
         async def announce() -> None:
-            extra = await asyncio.to_thread(menu_entries, session)
-            await self._notify(commands_update(session.id, extra))
+            menu, _ = await session_menu(session)
+            await self._notify(menu)
             await self._report_mcp_problems(session)
 
         await self._send_beside_turns(session, announce)
@@ -139,12 +138,11 @@ class SessionManager:
 
     async def _announce_custom_commands(self, session: Session) -> None:
         """The replayed menu has the built-ins; the session's skills and prompts follow."""
-        from hermes_acp.bridge.commands import commands_update
-        from hermes_acp.session.custom_commands import menu_entries
+        from hermes_acp.session.slash.menu import session_menu
 
-        extra = await asyncio.to_thread(menu_entries, session)
-        if extra:
-            await self._notify(commands_update(session.id, extra))
+        menu, custom = await session_menu(session)
+        if custom:
+            await self._notify(menu)
 
     async def _report_mcp_problems(self, session: Session) -> None:
         if session.mcp_problems:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from hermes_acp.bridge.commands import commands_update
+from hermes_acp.session.slash.menu import commands_update
 
 if TYPE_CHECKING:
     from core.events import PlanEntry

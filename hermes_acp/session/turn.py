@@ -35,7 +35,7 @@ from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel
-    from hermes_acp.session.commands import SlashCommands
+    from hermes_acp.session.slash.run import SlashCommands
 
 log = logging.getLogger(__name__)
 
@@ -232,7 +232,7 @@ def _preview(blocks: list[dict[str, Any]]) -> str:
 
 
 def _command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
-    from hermes_acp.bridge.commands import parse_command
+    from hermes_acp.session.slash.menu import parse_command
 
     return parse_command(_plain_text(blocks)) if _only_text(blocks) else None
 

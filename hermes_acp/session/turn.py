@@ -152,7 +152,7 @@ class TurnRunner:
             # The editor shows the error where the answer would be, and the turn ends
             # normally: a JSON-RPC error would be shown as a crash of the agent.
             log.warning("session %s: the model provider failed: %s", session.id, exc)
-            await send_updates(self.channel, session.translator.close_open_tool_calls(f"Stopped: {exc}"))
+            await send_updates(self.channel, session.translator.cards.close_open(f"Stopped: {exc}"))
             text = f"\n\n**The model provider failed:** {exc}\n"
             # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
             failure = {"hermes": {"turnError": {"kind": str(exc.kind), "message": str(exc)}}}
@@ -169,16 +169,14 @@ class TurnRunner:
             interrupted, session.agent.interrupted = session.agent.interrupted, None
             if interrupted is not None:
                 persist_message(session, interrupted)
-            await send_updates(self.channel, session.translator.close_open_tool_calls(CANCELLED_NOTE))
+            await send_updates(self.channel, session.translator.cards.close_open(CANCELLED_NOTE))
             await _end_of_turn(session)
             return "cancelled"
         error = task.exception()
         if error is None:
             await _end_of_turn(session)
             return task.result()
-        await send_updates(
-            self.channel, session.translator.close_open_tool_calls(f"Stopped by an error: {error}")
-        )
+        await send_updates(self.channel, session.translator.cards.close_open(f"Stopped by an error: {error}"))
         if not isinstance(error, RequestError):  # a bad request changed nothing worth keeping
             record_turn_error(session, f"\n\n**The turn failed:** {type(error).__name__}: {error}\n")
         await _end_of_turn(session)

@@ -15,9 +15,7 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from hermes_acp.bridge.channel import send_updates
-from hermes_acp.session.catalog import ModelCatalog
-from hermes_acp.session.controls import SessionControls
+from hermes_acp.bridge.channel import say, send_updates
 from hermes_acp.session.errors import (
     ALREADY_RUNNING,
     AUTH_REQUIRED,
@@ -31,7 +29,7 @@ from hermes_acp.session.errors import (
 )
 from hermes_acp.session.factory import SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
-from hermes_acp.session.options import MODE_OPTION, config_options, prompt_usage
+from hermes_acp.session.options import MODE_OPTION, ModelCatalog, SessionControls, config_options
 from hermes_acp.session.persist import SharedStore
 from hermes_acp.session.records import (
     estimated_context,
@@ -42,8 +40,7 @@ from hermes_acp.session.records import (
 )
 from hermes_acp.session.slash.run import SlashCommands
 from hermes_acp.session.state import ClientProfile, Session
-from hermes_acp.session.turn import TurnRunner
-from hermes_acp.session.updates import say
+from hermes_acp.session.turn import TurnRunner, prompt_usage
 
 if TYPE_CHECKING:
     from core.config import Settings

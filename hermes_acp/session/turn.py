@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp.exceptions import RequestError
 
-from hermes_acp.bridge.channel import send_updates
+from hermes_acp.bridge.channel import say, send_updates
 from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, protocol_error
 from hermes_acp.session.records import (
     persist_message,
@@ -31,9 +31,9 @@ from hermes_acp.session.records import (
     save_turn_state,
 )
 from hermes_acp.session.state import QueuedPrompt, Session, Turn
-from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
+    from core.events import Usage
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.slash.run import SlashCommands
 
@@ -253,3 +253,19 @@ async def _with_sandbox_notice(session: Session, events: AsyncIterator[Any]) -> 
         yield Status("notice", notice)
     async for event in events:
         yield event
+
+
+def prompt_usage(before: Usage, after: Usage) -> dict[str, int] | None:
+    """`PromptResponse.usage`: the tokens this turn used; None when it made no model call."""
+    inputs = after.input_tokens - before.input_tokens
+    outputs = after.output_tokens - before.output_tokens
+    if not inputs and not outputs:
+        return None
+    return {
+        "totalTokens": inputs + outputs,
+        "inputTokens": inputs,
+        "outputTokens": outputs,
+        "thoughtTokens": after.reasoning_tokens - before.reasoning_tokens,
+        "cachedReadTokens": after.cached_tokens - before.cached_tokens,
+        "cachedWriteTokens": after.cache_write_tokens - before.cache_write_tokens,
+    }

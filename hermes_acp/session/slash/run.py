@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.bridge.channel import say
 from hermes_acp.session.options import MODE_IDS, MODES
 from hermes_acp.session.records import replace_history
 from hermes_acp.session.slash.menu import (
@@ -20,13 +21,12 @@ from hermes_acp.session.slash.menu import (
     menu_entries,
     session_commands,
 )
-from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
     from core.events import Usage
     from core.tools.registry import ToolRegistry
     from hermes_acp.bridge.channel import ClientChannel
-    from hermes_acp.session.controls import SessionControls
+    from hermes_acp.session.options import SessionControls
     from hermes_acp.session.state import Session
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import say, send_updates
@@ -40,7 +40,7 @@ from hermes_acp.session.records import (
 )
 from hermes_acp.session.slash.run import SlashCommands
 from hermes_acp.session.state import ClientProfile, Session
-from hermes_acp.session.turn import TurnRunner, prompt_usage
+from hermes_acp.session.turn import TurnRunner
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -63,12 +63,12 @@ class SessionManager:
         after_response: AfterResponse,
         client: ClientProfile | None = None,
         environ: dict[str, str] | None = None,
-        sdks_ready: Callable[[], Awaitable[None]] | None = None,
+        sdks_imported: asyncio.Event | None = None,
     ) -> None:
         self.channel = channel
         # Awaited before anything that may import a provider SDK (seconds of imports that
         # must not block the event loop): a turn, the model list.
-        self._sdks_ready = sdks_ready
+        self._sdks_imported = sdks_imported
         self.client = client or ClientProfile()
         self._after_response = after_response
         self._environ = environ
@@ -78,7 +78,9 @@ class SessionManager:
         self._catalog = ModelCatalog()
         self.controls = SessionControls(channel, self._catalog, self.client)
         self.factory = SessionFactory(channel, self.client, self._store)
-        self.turns = TurnRunner(channel, SlashCommands(channel, self.controls), sdks_ready=sdks_ready)
+        self.turns = TurnRunner(
+            channel, self._sessions, SlashCommands(channel, self.controls), sdks_imported=sdks_imported
+        )
         self._background: set[asyncio.Task[Any]] = set()
         # One lifecycle change of a session id at a time (load, resume, close, delete): two
         # loads in flight together would each open the session, and one would leak with its
@@ -130,7 +132,7 @@ class SessionManager:
             await self._notify(menu)
             await self._report_mcp_problems(session)
 
-        await self._send_beside_turns(session, announce)
+        await self.turns.send_beside(session, announce)
         self._spawn(self._refresh_models(session, settings))
 
     async def _announce_custom_commands(self, session: Session) -> None:
@@ -147,30 +149,15 @@ class SessionManager:
 
     async def _refresh_models(self, session: Session, settings: Settings) -> None:
         before = self.controls.options(session).offered_models()
-        if self._sdks_ready is not None:
-            await self._sdks_ready()
+        if self._sdks_imported is not None:
+            await self._sdks_imported.wait()
         await self._catalog.fetch(settings)
         if self._sessions.get(session.id) is not session:
             return  # closed, or opened again by a later load (that one refreshes itself)
         if self.controls.options(session).offered_models() != before:
-            await self._send_beside_turns(
+            await self.turns.send_beside(
                 session, lambda: self.controls.notify_config(session), unsolicited=True
             )
-
-    async def _send_beside_turns(
-        self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
-    ) -> None:
-        """Send now, unless it could land after a prompt's response, which reads as part of
-        a turn that already ended (acp-tck ACP-CANCEL-002). While a turn runs, it is held
-        and sent before that turn's response. An unsolicited update (a background refresh,
-        not the follow-up of a request just answered) is also held once the session was
-        prompted, until the next turn: the client may be watching the prompt it just got
-        an answer to."""
-        if session.turn is None and not (unsolicited and session.prompted):
-            await send()
-            return
-        log.debug("session %s: update held until its turn ends or the next one starts", session.id)
-        session.held_updates.append(send)
 
     # -- session/load, resume, fork, list, close, delete ---------------------------------
 
@@ -369,14 +356,14 @@ class SessionManager:
             await self.controls.notify_mode(session)
             await self.controls.notify_config(session)
 
-        self._after_response(lambda: self._send_beside_turns(session, announce))
+        self._after_response(lambda: self.turns.send_beside(session, announce))
         return {}
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
         session = self.get(session_id)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
             self._after_response(
-                lambda: self._send_beside_turns(session, lambda: self.controls.notify_mode(session))
+                lambda: self.turns.send_beside(session, lambda: self.controls.notify_mode(session))
             )
         await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
@@ -389,29 +376,8 @@ class SessionManager:
             session.extra_models.append(model_id)
         self.controls.apply_model(session, model_id)
         self._after_response(
-            lambda: self._send_beside_turns(session, lambda: self.controls.notify_config(session))
+            lambda: self.turns.send_beside(session, lambda: self.controls.notify_config(session))
         )
-
-    # -- prompt and cancel ----------------------------------------------------------------
-
-    async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-        session = self.get(session_id)
-        before = session.agent.usage_total
-        result: dict[str, Any] = {"stopReason": await self.turns.prompt(session, blocks)}
-        turn_usage = prompt_usage(before, session.agent.usage_total)
-        if turn_usage is not None:
-            result["usage"] = turn_usage
-        return result
-
-    def cancel(self, session_id: str) -> None:
-        session = self._sessions.get(session_id)
-        if session is not None:  # unknown: nothing to cancel
-            self.turns.cancel(session)
-
-    def cancel_all(self) -> None:
-        """Cancel every running turn (the input ended: nobody is left to watch them)."""
-        for session in self._sessions.values():
-            self.turns.cancel(session)
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import say, send_updates
-from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, protocol_error
+from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, not_found, protocol_error
 from hermes_acp.session.records import (
     persist_message,
     record_turn_error,
@@ -48,17 +48,56 @@ class TurnRunner:
     def __init__(
         self,
         channel: ClientChannel,
+        sessions: dict[str, Session],
         commands: SlashCommands,
         *,
-        sdks_ready: Callable[[], Awaitable[None]] | None = None,
+        sdks_imported: asyncio.Event | None = None,
     ) -> None:
         self.channel = channel
+        self.sessions = sessions  # the manager's table of open sessions
         self.commands = commands
         # Awaited inside the turn before anything that may import a provider SDK.
-        self._sdks_ready = sdks_ready
+        self._sdks_imported = sdks_imported
 
-    async def prompt(self, session: Session, blocks: list[dict[str, Any]]) -> str:
-        """Run one turn to its end, after the turns before it; its stop reason."""
+    async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        """session/prompt: run one turn to its end, after the turns before it; the response."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise not_found(session_id)
+        before = session.agent.usage_total
+        result: dict[str, Any] = {"stopReason": await self._run(session, blocks)}
+        turn_usage = prompt_usage(before, session.agent.usage_total)
+        if turn_usage is not None:
+            result["usage"] = turn_usage
+        return result
+
+    def cancel(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:  # unknown: nothing to cancel
+            _cancel(session)
+
+    def cancel_all(self) -> None:
+        """Cancel every running turn (the input ended: nobody is left to watch them)."""
+        for session in self.sessions.values():
+            _cancel(session)
+
+    async def send_beside(
+        self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
+    ) -> None:
+        """Send now, unless it could land after a prompt's response, which reads as part of
+        a turn that already ended (acp-tck ACP-CANCEL-002). While a turn runs, it is held
+        and sent before that turn's response. An unsolicited update (a background refresh,
+        not the follow-up of a request just answered) is also held once the session was
+        prompted, until the next turn: the client may be watching the prompt it just got
+        an answer to."""
+        if session.turn is None and not (unsolicited and session.prompted):
+            await send()
+            return
+        log.debug("session %s: update held until its turn ends or the next one starts", session.id)
+        session.held_updates.append(send)
+
+    async def _run(self, session: Session, blocks: list[dict[str, Any]]) -> str:
+        """The turn of one prompt, once its place in the queue comes; its stop reason."""
         command = _command(blocks)
         if command is not None and command[0] in BESIDE_THE_TURN and session.turn is not None:
             return await self.commands.beside_turn(session, *command)
@@ -68,7 +107,7 @@ class TurnRunner:
         session.turn = turn
         session.prompted = True
         try:
-            await session.send_held_updates()
+            await _send_held_updates(session)
             turn.task = asyncio.create_task(self._turn(session, blocks), name=f"turn {session.id}")
             try:
                 await asyncio.wait({turn.task})
@@ -85,15 +124,6 @@ class TurnRunner:
             _wake_next(session)
 
     @staticmethod
-    def cancel(session: Session) -> None:
-        _cancel_waiting(session)
-        if session.turn is None:
-            return  # idle: nothing to cancel, and nothing carries over
-        session.turn.cancel_requested = True
-        if session.turn.task is not None:
-            session.turn.task.cancel()
-
-    @staticmethod
     async def stop(session: Session) -> None:
         """Cancel the running turn, if any, and wait until its task has ended."""
         _cancel_waiting(session)
@@ -104,8 +134,8 @@ class TurnRunner:
             await asyncio.wait({turn.task})
 
     async def _turn(self, session: Session, blocks: list[dict[str, Any]]) -> str:
-        if self._sdks_ready is not None:
-            await self._sdks_ready()  # inside the turn: a cancel during the wait still counts
+        if self._sdks_imported is not None:
+            await self._sdks_imported.wait()  # inside the turn: a cancel during the wait still counts
         command = _command(blocks)
         if command is not None:
             return await self.commands.run(session, *command, self.stream)
@@ -186,10 +216,28 @@ class TurnRunner:
         raise protocol_error(INTERNAL_ERROR, f"the turn failed: {error}", {"details": str(error)})
 
 
+def _cancel(session: Session) -> None:
+    _cancel_waiting(session)
+    if session.turn is None:
+        return  # idle: nothing to cancel, and nothing carries over
+    session.turn.cancel_requested = True
+    if session.turn.task is not None:
+        session.turn.task.cancel()
+
+
+async def _send_held_updates(session: Session) -> None:
+    while session.held_updates:
+        send = session.held_updates.pop(0)
+        try:
+            await send()
+        except Exception:  # a notice that cannot be sent must not break the turn
+            log.warning("session %s: a held update could not be sent", session.id, exc_info=True)
+
+
 async def _end_of_turn(session: Session) -> None:
     """Before the prompt's response: nothing of the session may be sent after it."""
     save_turn_state(session)
-    await session.send_held_updates()
+    await _send_held_updates(session)
     await session.persister.flush()
 
 
@@ -230,9 +278,14 @@ def _preview(blocks: list[dict[str, Any]]) -> str:
 
 
 def _command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
+    if not _only_text(blocks):
+        return None
+    text = _plain_text(blocks)
+    if not text.lstrip().startswith("/"):
+        return None  # the common case, decided without the commands module
     from hermes_acp.session.slash.menu import parse_command
 
-    return parse_command(_plain_text(blocks)) if _only_text(blocks) else None
+    return parse_command(text)
 
 
 def _only_text(blocks: list[dict[str, Any]]) -> bool:

@@ -105,7 +105,7 @@ class AcpServer:
             await self.connection.main_loop()
         finally:
             log.info("input closed; shutting down")
-            self.turns.cancel_all()
+            self.sessions.cancel_all()
             if self._in_flight:
                 await asyncio.wait(set(self._in_flight), timeout=DRAIN_SECONDS)
             await self.sessions.shutdown()

@@ -379,6 +379,11 @@ class SessionManager:
             lambda: self.turns.send_beside(session, lambda: self.controls.notify_config(session))
         )
 
+    def cancel_all(self) -> None:
+        """Cancel every running turn (the input ended: nobody is left to watch them)."""
+        for session_id in self._sessions:
+            self.turns.cancel(session_id)
+
     # -- plumbing ------------------------------------------------------------------------------
 
     async def _notify(self, params: dict[str, Any]) -> None:

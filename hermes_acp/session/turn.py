@@ -76,11 +76,6 @@ class TurnRunner:
         if session is not None:  # unknown: nothing to cancel
             _cancel(session)
 
-    def cancel_all(self) -> None:
-        """Cancel every running turn (the input ended: nobody is left to watch them)."""
-        for session in self.sessions.values():
-            _cancel(session)
-
     async def send_beside(
         self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
     ) -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
+from hermes_acp.session.factory import Placement
 from hermes_acp.session.manager import SessionManager
 from hermes_acp.session.options import SetModelParams
 from hermes_acp.session.state import ClientProfile
@@ -255,9 +256,7 @@ class AcpServer:
 
     async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.new_session(
-            request.cwd, list(request.additional_directories or []), list(request.mcp_servers or [])
-        )
+        return await self.sessions.new_session(Placement.of(request))
 
     async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
@@ -278,22 +277,11 @@ class AcpServer:
         self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
     ) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.load_session(
-            request.session_id,
-            request.cwd,
-            list(request.additional_directories or []),
-            list(request.mcp_servers or []),
-            replay=replay,
-        )
+        return await self.sessions.load_session(request.session_id, Placement.of(request), replay=replay)
 
     async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.fork_session(
-            request.session_id,
-            request.cwd,
-            list(request.additional_directories or []),
-            list(request.mcp_servers or []),
-        )
+        return await self.sessions.fork_session(request.session_id, Placement.of(request))
 
     async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 from collections.abc import AsyncIterator, Callable
@@ -27,7 +28,7 @@ from hermes_acp.session.errors import (
     protocol_error,
     user_error,
 )
-from hermes_acp.session.factory import SessionFactory, check_directories
+from hermes_acp.session.factory import Placement, SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
 from hermes_acp.session.options import MODE_OPTION, ModelCatalog, SessionControls, config_options
 from hermes_acp.session.persist import SharedStore
@@ -112,13 +113,13 @@ class SessionManager:
 
     # -- session/new --------------------------------------------------------------------
 
-    async def new_session(self, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]) -> dict[str, Any]:
-        cwd, extra_dirs = check_directories(cwd, extra_dirs)
+    async def new_session(self, place: Placement) -> dict[str, Any]:
+        check_directories(place)
         settings = self.require_credentials()
         session_id = secrets.token_hex(16)
-        session = await self.factory.open(settings, session_id, cwd, extra_dirs, mcp_servers)
+        session = await self.factory.open(settings, session_id, place)
         self._sessions[session_id] = session
-        log.info("session %s started in %s", session_id, cwd)
+        log.info("session %s started in %s", session_id, place.cwd)
         self._after_response(lambda: self._session_ready(session, settings))
         return {"sessionId": session_id, **self.session_state(session)}
 
@@ -161,33 +162,17 @@ class SessionManager:
 
     # -- session/load, resume, fork, list, close, delete ---------------------------------
 
-    async def load_session(
-        self,
-        session_id: str,
-        cwd: str,
-        extra_dirs: list[str],
-        mcp_servers: list[Any],
-        *,
-        replay: bool,
-    ) -> dict[str, Any]:
+    async def load_session(self, session_id: str, place: Placement, *, replay: bool) -> dict[str, Any]:
         """session/load (replay the history, then answer) or session/resume (no replay).
 
         A second load or resume of the id while one is in flight waits for it, then does
         what a load of an open session does: closes it and opens it again with its own
         cwd and MCP servers, and (load) replays the whole history before it answers."""
         async with self._owning(session_id):
-            return await self._load_session(session_id, cwd, extra_dirs, mcp_servers, replay=replay)
+            return await self._load_session(session_id, place, replay=replay)
 
-    async def _load_session(
-        self,
-        session_id: str,
-        cwd: str,
-        extra_dirs: list[str],
-        mcp_servers: list[Any],
-        *,
-        replay: bool,
-    ) -> dict[str, Any]:
-        cwd, extra_dirs = check_directories(cwd, extra_dirs)
+    async def _load_session(self, session_id: str, place: Placement, *, replay: bool) -> dict[str, Any]:
+        check_directories(place)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
         if live is not None:
@@ -197,7 +182,7 @@ class SessionManager:
                 self._after_response(lambda: self._session_ready(live, settings))
                 return self.session_state(live)
             await self._drop(live)
-        session, record = await self._restore_session(settings, session_id, cwd, extra_dirs, mcp_servers)
+        session, record = await self._restore_session(settings, session_id, place)
         if replay:
             from hermes_acp.session.replay import replay_updates
 
@@ -225,14 +210,12 @@ class SessionManager:
             # The model has seen these files: what the user changes before the next prompt
             # is news to it. (A fresh session's watcher starts with its first turn.)
             self._after_response(lambda: self._spawn(watcher.start()))
-        log.info("session %s %s in %s", session_id, "loaded" if replay else "resumed", cwd)
+        log.info("session %s %s in %s", session_id, "loaded" if replay else "resumed", place.cwd)
         return self.session_state(session)
 
-    async def fork_session(
-        self, session_id: str, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]
-    ) -> dict[str, Any]:
+    async def fork_session(self, session_id: str, place: Placement) -> dict[str, Any]:
         """A new session with a copy of the history (the store keeps the lineage)."""
-        cwd, extra_dirs = check_directories(cwd, extra_dirs)
+        check_directories(place)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
         if live is not None:
@@ -240,30 +223,29 @@ class SessionManager:
         store = await self.store()
         new_id = secrets.token_hex(16)
         try:
-            await asyncio.to_thread(store.fork_session, session_id, new_id, cwd=cwd)
+            await asyncio.to_thread(store.fork_session, session_id, new_id, cwd=place.cwd)
         except KeyError:
             raise not_found(session_id) from None
-        if extra_dirs:
-            await asyncio.to_thread(store.update_session, new_id, extra_dirs=extra_dirs)
-        session, _ = await self._restore_session(settings, new_id, cwd, extra_dirs, mcp_servers)
+        if place.extra_dirs:
+            await asyncio.to_thread(store.update_session, new_id, extra_dirs=place.extra_dirs)
+        session, _ = await self._restore_session(settings, new_id, place)
         self._after_response(lambda: self._session_ready(session, settings))
         log.info("session %s forked from %s", new_id, session_id)
         return {"sessionId": new_id, **self.session_state(session)}
 
     async def _restore_session(
-        self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]
+        self, settings: Settings, session_id: str, place: Placement
     ) -> tuple[Session, SessionRecord]:
         store = await self.store()
         record = await asyncio.to_thread(store.get_session, session_id)
         if record is None or record.compacted_into is not None:  # archives are history, not sessions
             raise not_found(session_id)
         messages = await asyncio.to_thread(store.load_messages, session_id)
-        extra_dirs = extra_dirs or existing_dirs(record.extra_dirs)
-        session = await self.factory.open(
-            settings, session_id, cwd, extra_dirs, mcp_servers, record=record, messages=messages
-        )
-        if (record.cwd, record.extra_dirs) != (cwd, extra_dirs):
-            save_record(session, cwd=cwd, extra_dirs=extra_dirs)
+        if not place.extra_dirs:  # none named: the ones it had, if they still exist
+            place = dataclasses.replace(place, extra_dirs=existing_dirs(record.extra_dirs))
+        session = await self.factory.open(settings, session_id, place, record=record, messages=messages)
+        if (record.cwd, record.extra_dirs) != (place.cwd, place.extra_dirs):
+            save_record(session, cwd=place.cwd, extra_dirs=place.extra_dirs)
         self._sessions[session_id] = session
         return session, record
 

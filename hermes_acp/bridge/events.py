@@ -40,6 +40,8 @@ ANSWER_RESTARTED = (
     "above was discarded; the answer below replaces it."
 )
 
+ANSWER = "agent_message_chunk"
+THOUGHT = "agent_thought_chunk"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
 
 Update = dict[str, Any]
@@ -60,10 +62,10 @@ class EventTranslator:
     ) -> None:
         self.session_id = session_id
         self.cards = ToolCards(session_id, terminal_meta, cwd, clock, coalesce_seconds, coalesce_chars)
-        # The live answer's ACP messageId: one per model call, a new one when a retry
-        # discards what was shown, so a client knows where one message ends.
-        self._message_id: str | None = None
-        self._thought_id: str | None = None  # the same for the model call's thinking
+        # The ACP messageId of the live answer and of its thinking, by chunk kind: one per
+        # model call, a new one when a retry discards what was shown, so a client knows
+        # where one message ends.
+        self._message_ids: dict[str, str] = {}
         self._handlers: dict[type, Callable[[Any], list[Update]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -87,7 +89,7 @@ class EventTranslator:
 
     def start_turn(self) -> None:
         """A new turn: its text is a new message, whatever the last turn left open."""
-        self._message_id = self._thought_id = None
+        self._message_ids.clear()
 
     def plan_update(self, entries: Iterable[PlanEntry]) -> Update:
         """The `session/update` params for a whole plan (e.g. the stored plan on load)."""
@@ -97,34 +99,30 @@ class EventTranslator:
         return {"sessionId": self.session_id, "update": update}
 
     def _text(self, event: TextDelta) -> list[Update]:
-        if not event.text:
-            return []
-        if self._message_id is None:
-            self._message_id = uuid.uuid4().hex
-        return [
-            self._wrap(chunk("agent_message_chunk", {"type": "text", "text": event.text}, self._message_id))
-        ]
+        return self._streamed(ANSWER, event.text)
 
     def _thought(self, event: ThoughtDelta) -> list[Update]:
-        if not event.text:
+        return self._streamed(THOUGHT, event.text)
+
+    def _streamed(self, kind: str, text: str) -> list[Update]:
+        if not text:
             return []
-        if self._thought_id is None:
-            self._thought_id = uuid.uuid4().hex
-        return [
-            self._wrap(chunk("agent_thought_chunk", {"type": "text", "text": event.text}, self._thought_id))
-        ]
+        message_id = self._message_ids.get(kind)
+        if message_id is None:
+            message_id = self._message_ids[kind] = uuid.uuid4().hex
+        return [self._wrap(chunk(kind, {"type": "text", "text": text}, message_id))]
 
     def _restarted(self, event: AnswerRestarted) -> list[Update]:
         # Two signals, for two kinds of client: a new messageId for those that follow it,
         # and a line in the thought stream that every client shows between the dropped
         # text and the new answer (Zed starts a new text block after a thought).
-        self._message_id = None
+        self._message_ids.pop(ANSWER, None)
         if not event.discarded:
             return []
         return self._status(Status("notice", ANSWER_RESTARTED))
 
     def _step_finished(self, event: StepFinished) -> list[Update]:
-        self._message_id = self._thought_id = None  # the next model call's text is a new message
+        self._message_ids.clear()  # the next model call's text is a new message
         return []
 
     def _plan(self, event: PlanUpdated) -> list[Update]:
@@ -164,7 +162,7 @@ class EventTranslator:
         if not line:
             return []
         escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", line)
-        return [self._wrap(chunk("agent_thought_chunk", {"type": "text", "text": f"\n\n_{escaped}_\n\n"}))]
+        return [self._wrap(chunk(THOUGHT, {"type": "text", "text": f"\n\n_{escaped}_\n\n"}))]
 
 
 def plan_update(entries: Iterable[PlanEntry]) -> Update:

@@ -114,12 +114,6 @@ class ToolCards:
         self.open.clear()
         return updates
 
-    def flush_output(self) -> list[Update]:
-        """Refresh cards whose local output was held back by coalescing. Optional: a caller
-        may run it on a timer so a command that prints and then goes quiet shows its
-        last lines before it finishes (the final update carries everything anyway)."""
-        return [self._output_update(call_id, call) for call_id, call in self.open.items() if call.unsent]
-
     def started(self, event: ToolCallStarted) -> list[Update]:
         self.opened(event.call_id, event.kind)
         update: Update = {

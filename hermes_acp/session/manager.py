@@ -1,9 +1,10 @@
-"""The sessions of one connection: the table, and what each session request does to it.
+"""The sessions of one connection: the table, and the lifecycle requests that change it
+(new, load, resume, fork, list, close, delete), with mode and model changes.
 
-Building a session is `factory`, running a prompt turn is `turn`, mode and model changes
-are `controls`, the store side is `records` and `persist`. Heavy modules (the agent
-loop, provider SDKs, SQLite, the MCP SDK) are imported on first use, so starting the
-server costs no more than the SDK.
+Building a session is `factory`; `session/prompt` and `session/cancel` go straight to
+`turn`, which shares this table; the options are `options`, the store side `records` and
+`persist`. Heavy modules (the agent loop, provider SDKs, SQLite, the MCP SDK) are
+imported on first use, so starting the server costs no more than the SDK.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Running one prompt turn of a session: agent events to `session/update`, history to the
-store, cancel, and errors.
+"""`session/prompt` and `session/cancel`: running one prompt turn of a session, agent
+events to `session/update`, history to the store, cancel, errors, and the response with
+the turn's token usage. This is everything of the session layer a plain prompt runs.
 
 The turn runs in its own task so a `session/cancel` can cancel it while the prompt
 request waits; a cancelled turn answers `stopReason: "cancelled"` and closes the tool
@@ -9,7 +10,8 @@ a cancel answers the prompts queued before it `cancelled` too (the user said sto
 one sent after the cancel (Zed's "interrupt with a new message") runs. `/steer` and
 `/queue` do not wait: they act on the running turn. A failing model provider ends the
 turn normally with the error shown where the answer would be; anything else is a
-JSON-RPC error.
+JSON-RPC error. An update that background work sends while a turn runs is held and
+goes out before that turn's response (`send_beside`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.bridge.channel import send_update
-from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
 from hermes_acp.session.records import save_record
 
 if TYPE_CHECKING:
@@ -28,6 +27,9 @@ if TYPE_CHECKING:
     from hermes_acp.session.state import ClientProfile, Session
 
 log = logging.getLogger(__name__)
+
+# The terminal client imports this module for the option names and ids: what only the
+# server needs (the JSON-RPC errors, which load the ACP SDK's schema) is imported where used.
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
@@ -225,6 +227,8 @@ class SessionControls:
 
     def check_mode(self, mode_id: str) -> None:
         if mode_id not in MODE_IDS:
+            from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+
             valid = ", ".join(repr(m) for m in MODE_IDS)
             raise protocol_error(
                 INVALID_PARAMS,
@@ -237,6 +241,8 @@ class SessionControls:
         try:
             config_id, new_value = parse_change(self.options(session), config_id, value)
         except InvalidOption as exc:
+            from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+
             raise protocol_error(INVALID_PARAMS, str(exc), {"field": exc.field}) from exc
         if config_id == MODE_OPTION:
             assert new_value is not None

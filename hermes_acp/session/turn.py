@@ -21,8 +21,6 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from acp.exceptions import RequestError
-
 from hermes_acp.bridge.channel import say, send_updates
 from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, not_found, protocol_error
 from hermes_acp.session.records import (
@@ -204,6 +202,9 @@ class TurnRunner:
             await _end_of_turn(session)
             return task.result()
         await send_updates(self.channel, session.translator.cards.close_open(f"Stopped by an error: {error}"))
+        # Any acp import loads the SDK schema; this module loads before `initialize` is answered.
+        from acp.exceptions import RequestError
+
         if not isinstance(error, RequestError):  # a bad request changed nothing worth keeping
             record_turn_error(session, f"\n\n**The turn failed:** {type(error).__name__}: {error}\n")
         await _end_of_turn(session)

@@ -2,7 +2,9 @@
 
 `AcpServer.requests` and `AcpServer.notifications` are the table of contents:
 method name -> (params model, handler). Params are validated with the SDK's schema
-models; a bad field is a -32602 that names it. Sessions live in the SessionManager.
+models; a bad field is a -32602 that names it. Sessions live in the SessionManager;
+`session/prompt` and `session/cancel` go to its turn runner. The requests in flight are
+kept by id here, for `$/cancel_request`.
 """
 
 from __future__ import annotations

@@ -2,17 +2,17 @@
 
 `AcpServer.requests` and `AcpServer.notifications` are the table of contents:
 method name -> (params model, handler). Params are validated with the SDK's schema
-models; a bad field is a -32602 that names it. Sessions live in the SessionManager.
+models; a bad field is a -32602 that names it. Sessions live in the SessionManager;
+`session/prompt` and `session/cancel` go to its turn runner. The requests in flight are
+kept by id here, for `$/cancel_request`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib
 import logging
-import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from acp import schema
@@ -21,17 +21,19 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
-from hermes_acp.request_cancel import REQUEST_CANCELLED, InFlightRequests
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
+from hermes_acp.session.factory import Placement
 from hermes_acp.session.manager import SessionManager
 from hermes_acp.session.options import SetModelParams
 from hermes_acp.session.state import ClientProfile
-from hermes_acp.transport import LineTransport
+from hermes_acp.transport import LineTransport, current_request_id
+from hermes_acp.warmup import Warmup
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 METHOD_NOT_FOUND = -32601
+REQUEST_CANCELLED = -32800
 ENV_AUTH = "env"
 DRAIN_SECONDS = 10.0  # how long requests in flight at end of input may take to answer
 SETUP_AUTH = "setup"
@@ -39,19 +41,6 @@ SETUP_AUTH = "setup"
 Params = dict[str, Any]
 Handler = Callable[[Any, Params], Awaitable[Any]]
 ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
-
-# What the first session/new imports; loaded by the warm-up thread after initialize.
-WARM_MODULES = (
-    "core.agent",
-    "core.store.sessions",
-    "core.tools.session_search",
-    "core.watch",
-    "hermes_acp.bridge.commands",
-    "hermes_acp.bridge.content",
-    "hermes_acp.bridge.events",
-    "hermes_acp.bridge.permissions",
-    "hermes_acp.bridge.workspace",
-)
 
 
 def _initialize_model(params: Params) -> type[BaseModel]:
@@ -76,7 +65,7 @@ def _config_option_model(params: Params) -> type[BaseModel]:
 class AcpServer:
     def __init__(self, transport: LineTransport, *, environ: dict[str, str] | None = None) -> None:
         self.transport = transport
-        self.in_flight_requests = InFlightRequests()
+        self._requests: dict[RequestKey, InFlight] = {}  # by id, for $/cancel_request
         self.connection = Connection(self.dispatch, transport, listening=False)
         self.client = ClientProfile()
         self._in_flight: set[asyncio.Task[Any]] = set()
@@ -86,8 +75,9 @@ class AcpServer:
             after_response=transport.after_response,
             client=self.client,
             environ=environ,
-            sdks_ready=self.warmup.sdks_ready,
+            sdks_imported=self.warmup.sdks_imported,
         )
+        self.turns = self.sessions.turns
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
             "initialize": (_initialize_model, self.initialize),
             "authenticate": (schema.AuthenticateRequest, self.authenticate),
@@ -136,21 +126,28 @@ class AcpServer:
     async def dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
         if is_notification:
             return await self._dispatch(method, params, is_notification)
-        key = self.in_flight_requests.enter()
-        if method == "session/prompt" and isinstance(params, dict):
-            self.in_flight_requests.note_prompt(key, params.get("sessionId"))
+        # The transport sets the id as it hands the request over; the SDK does not pass it on.
+        key = request_key(current_request_id.get())
+        task = asyncio.current_task()
+        if task is None or key in self._requests:  # an id reused while in flight: not cancellable
+            return await self._dispatch(method, params, is_notification)
+        entry = self._requests[key] = InFlight(task)
+        if (
+            method == "session/prompt"
+            and isinstance(params, dict)
+            and isinstance(params.get("sessionId"), str)
+        ):
+            entry.prompt_session = params["sessionId"]
         try:
             return await self._dispatch(method, params, is_notification)
         except asyncio.CancelledError:
-            if key not in self.in_flight_requests.cancelled:
+            if not entry.cancelled:
                 raise
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
+            task.uncancel()
             log.info("request %s (%s) cancelled by the client", key[1], method)
             raise RequestError(REQUEST_CANCELLED, "Request cancelled", {"requestId": key[1]}) from None
         finally:
-            self.in_flight_requests.leave(key)
+            del self._requests[key]
 
     async def _dispatch(self, method: str, params: Any, is_notification: bool) -> Any:
         table = self.notifications if is_notification else self.requests
@@ -261,9 +258,7 @@ class AcpServer:
 
     async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.new_session(
-            request.cwd, list(request.additional_directories or []), list(request.mcp_servers or [])
-        )
+        return await self.sessions.new_session(Placement.of(request))
 
     async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
@@ -272,7 +267,7 @@ class AcpServer:
         return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
 
     async def prompt(self, request: schema.PromptRequest, raw: Params) -> Params:
-        return await self.sessions.prompt(request.session_id, list(raw["prompt"]))
+        return await self.turns.prompt(request.session_id, list(raw["prompt"]))
 
     async def load_session(self, request: schema.LoadSessionRequest, raw: Params) -> Params:
         return await self._restore(request, replay=True)
@@ -284,22 +279,11 @@ class AcpServer:
         self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
     ) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.load_session(
-            request.session_id,
-            request.cwd,
-            list(request.additional_directories or []),
-            list(request.mcp_servers or []),
-            replay=replay,
-        )
+        return await self.sessions.load_session(request.session_id, Placement.of(request), replay=replay)
 
     async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.fork_session(
-            request.session_id,
-            request.cwd,
-            list(request.additional_directories or []),
-            list(request.mcp_servers or []),
-        )
+        return await self.sessions.fork_session(request.session_id, Placement.of(request))
 
     async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
@@ -313,17 +297,20 @@ class AcpServer:
         return await self.sessions.delete_session(request.session_id)
 
     async def cancel(self, request: schema.CancelNotification, raw: Params) -> None:
-        self.sessions.cancel(request.session_id)
+        self.turns.cancel(request.session_id)
 
     async def cancel_request(self, request: schema.CancelRequestNotification, raw: Params) -> None:
         """A prompt is cancelled as session/cancel does it (its turn ends "cancelled"); any
         other request in flight stops and answers -32800."""
         request_id = raw.get("requestId")
-        session_id = self.in_flight_requests.prompt_session(request_id)
-        if session_id is not None:
-            self.sessions.cancel(session_id)
-        elif not self.in_flight_requests.cancel(request_id):
+        entry = self._requests.get(request_key(request_id))
+        if entry is None or entry.task.done():
             log.debug("$/cancel_request for %r: no such request in flight", request_id)
+        elif entry.prompt_session is not None:
+            self.turns.cancel(entry.prompt_session)
+        else:
+            entry.cancelled = True
+            entry.task.cancel()
 
     async def logout(self, request: schema.LogoutRequest, raw: Params) -> Params:
         """Forget the API keys `hermes-acp setup` wrote to config.toml. Keys in the
@@ -383,67 +370,18 @@ def _dotted(loc: tuple[Any, ...]) -> str:
     return out
 
 
-class Warmup:
-    """Imports what the first session and the first prompt need, in a thread, right
-    after the initialize response is out: neither start-up nor the first prompt pays.
-
-    Session creation waits for the module imports and a prompt for the SDK imports,
-    so the main thread never imports a module the warm-up thread is half-way through.
-    """
-
-    def __init__(self) -> None:
-        self._started = False
-        self._modules = asyncio.Event()
-        self._sdks = asyncio.Event()
-
-    def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
-        loop = asyncio.get_running_loop()
-        threading.Thread(target=self._run, args=(loop,), name="hermes-acp-warmup", daemon=True).start()
-
-    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
-        try:
-            for module in WARM_MODULES:
-                importlib.import_module(module)
-        except Exception:
-            log.exception("warm-up import failed")
-        finally:
-            _call_soon(loop, self._modules.set)
-        try:
-            _import_provider_sdk()
-        except Exception:
-            log.exception("warm-up of the provider SDK failed")
-        finally:
-            _call_soon(loop, self._sdks.set)
-
-    async def modules_ready(self) -> None:
-        self.start()
-        await self._modules.wait()
-
-    async def sdks_ready(self) -> None:
-        """Returns once the provider SDK is imported, without ever importing it on the loop."""
-        self.start()
-        await self._sdks.wait()
+RequestKey = tuple[type, Any]
 
 
-def _import_provider_sdk() -> None:
-    """Import the SDK the configured provider uses (openai or anthropic: 1-3 s each), or
-    both when the settings cannot tell. A fallback of the other kind imports its own later."""
-    from core.config import load_settings
-    from core.providers.resolve import resolve_api_mode, warm_up_sdks
+@dataclass(slots=True)
+class InFlight:
+    """A request being served: its task and, for a prompt, the prompt's session."""
 
-    try:
-        settings = load_settings()
-    except Exception:
-        warm_up_sdks()
-        return
-    mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
-    importlib.import_module("anthropic" if mode == "anthropic_messages" else "openai")
+    task: asyncio.Task[Any]
+    prompt_session: str | None = None  # $/cancel_request cancels a prompt as session/cancel does
+    cancelled: bool = False  # by $/cancel_request: the request answers -32800
 
 
-def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:
-    # RuntimeError: the loop is gone, the server is shutting down
-    with contextlib.suppress(RuntimeError):
-        loop.call_soon_threadsafe(callback)
+def request_key(request_id: Any) -> RequestKey:
+    # 1 and "1" are different ids; True is not 1
+    return (type(request_id), request_id)

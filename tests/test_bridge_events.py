@@ -31,6 +31,7 @@ from core.messages import ImagePart, Message, TextPart, ToolCall
 from core.tool_runner import tool_display
 from hermes_acp.bridge.channel import send_updates
 from hermes_acp.bridge.events import EventTranslator, plan_update
+from hermes_acp.session.replay import replay_conversation, replay_message
 from tests.support.bridge_pair import BridgePair, open_pair
 from tests.support.schema import validate
 
@@ -145,7 +146,7 @@ async def test_edit_lifecycle_pending_running_completed_with_new_file_diff(pair)
         "newText": "print('hi')\n",
     }
     assert len(done["content"]) == 1
-    assert t.open_tool_calls == ()
+    assert tuple(t.cards.open) == ()
 
 
 async def test_failed_edit_keeps_diff_and_says_why(pair):
@@ -279,8 +280,6 @@ def test_a_flood_of_small_chunks_becomes_few_updates():
     t.translate(ToolCallStarted("c1", "run", "`yes`", "execute", {"command": "yes"}))
     updates = [u for _ in range(10_000) for u in t.translate(ToolCallProgress("c1", output="y\n"))]
     assert 1 <= len(updates) <= 10
-    assert len(t.flush_output()) == 1  # the held-back tail, for a caller with a timer
-    assert t.flush_output() == []
 
 
 async def test_nonzero_exit_is_said_after_streamed_output(pair):
@@ -301,15 +300,15 @@ async def test_close_open_tool_calls_fails_every_unfinished_call(pair):
         EDIT,
         ToolCallFinished("a", "completed", "text"),
     )
-    assert set(t.open_tool_calls) == {"b", "call-1"}
-    closing = t.close_open_tool_calls("Cancelled by the user.")
+    assert set(tuple(t.cards.open)) == {"b", "call-1"}
+    closing = t.cards.close_open("Cancelled by the user.")
     got = await deliver(pair, closing)
     by_id = {u["toolCallId"]: u for u in got}
     assert set(by_id) == {"b", "call-1"}
     assert all(u["status"] == "failed" for u in got)
     assert "Cancelled by the user." in text_of(by_id["call-1"])
     assert by_id["b"]["_meta"]["terminal_exit"]["terminal_id"] == "b"
-    assert t.open_tool_calls == ()
+    assert tuple(t.cards.open) == ()
     # A result that arrives after the cancel does not flip the card back.
     assert t.translate(ToolCallFinished("b", "completed", "done")) == []
 
@@ -423,7 +422,7 @@ async def test_replay_of_a_stored_conversation(pair):
     ]
     # What the store hands back went through JSON.
     stored = [Message.from_dict(json.loads(json.dumps(m.to_dict()))) for m in stored]
-    got = await deliver(pair, translator().replay_conversation(stored))
+    got = await deliver(pair, replay_conversation(translator(), stored))
     kinds = [u["sessionUpdate"] for u in got]
     assert kinds == [
         "user_message_chunk",
@@ -452,14 +451,14 @@ async def test_replay_of_a_stored_conversation(pair):
 
 async def test_replay_of_a_tool_message_without_display_still_reaches_a_final_status(pair):
     t = translator()
-    updates = t.replay_message(
-        Message(role="assistant", content="", tool_calls=[ToolCall("c", "grep", "{not json")])
-    ) + t.replay_message(Message(role="tool", content="no matches", tool_call_id="c", is_error=True))
+    updates = replay_message(
+        t, Message(role="assistant", content="", tool_calls=[ToolCall("c", "grep", "{not json")])
+    ) + replay_message(t, Message(role="tool", content="no matches", tool_call_id="c", is_error=True))
     got = await deliver(pair, updates)
     assert got[0]["title"] == "grep" and got[0]["rawInput"] == {"arguments": "{not json"}
     assert got[1]["status"] == "failed"
     assert "no matches" in text_of(got[1])
-    assert t.open_tool_calls == ()
+    assert tuple(t.cards.open) == ()
 
 
 def test_display_for_is_json_and_records_commands():

@@ -150,3 +150,21 @@ async def test_a_path_is_not_a_command(client: AcpClient, fake: FakeProvider, se
     before = len(fake.requests)
     assert await client.prompt(session, "/etc/hosts is broken") == {"stopReason": "end_turn"}
     assert len(fake.requests) == before + 1
+
+
+async def test_a_command_after_blank_lines_is_still_a_command(
+    client: AcpClient, fake: FakeProvider, session: str
+) -> None:
+    # The turn decides "not a command" from the first non-blank character, without the
+    # commands module; an editor that sends a leading newline must not lose the command.
+    text = await say(client, fake, session, "\n  /context")
+    assert "tokens in use" in text
+
+
+async def test_text_before_a_slash_goes_to_the_model(
+    client: AcpClient, fake: FakeProvider, session: str
+) -> None:
+    fake.script([Reply(text="Sure.")])
+    before = len(fake.requests)
+    assert await client.prompt(session, "please run /help for me") == {"stopReason": "end_turn"}
+    assert len(fake.requests) == before + 1

@@ -1,4 +1,5 @@
-"""The one thing the bridge needs from a connection: requests and notifications to the client.
+"""The one thing the bridge needs from a connection: requests and notifications to the client;
+and the `session/update` notifications sent on it.
 
 `acp.connection.Connection` fits as is; so does anything else with these two methods.
 """
@@ -21,3 +22,18 @@ async def send_updates(channel: ClientChannel, updates: Iterable[dict[str, Any]]
     """Send `session/update` notifications in order (params as EventTranslator builds them)."""
     for params in updates:
         await channel.send_notification("session/update", params)
+
+
+async def send_update(channel: ClientChannel, session_id: str, update: dict[str, Any]) -> None:
+    await channel.send_notification("session/update", {"sessionId": session_id, "update": update})
+
+
+async def say(channel: ClientChannel, session_id: str, text: str, meta: dict[str, Any] | None = None) -> None:
+    """A message from the agent that no model wrote (command answers, notices)."""
+    chunk: dict[str, Any] = {
+        "sessionUpdate": "agent_message_chunk",
+        "content": {"type": "text", "text": text},
+    }
+    if meta:
+        chunk["_meta"] = meta
+    await send_update(channel, session_id, chunk)

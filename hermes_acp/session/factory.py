@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,21 @@ if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel
 
 
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a session opens: its working directory, the directories it may also use, and
+    the editor's MCP servers for it (session/new, load, resume and fork each name them)."""
+
+    cwd: str
+    extra_dirs: list[str]
+    mcp_servers: list[Any]
+
+    @classmethod
+    def of(cls, request: Any) -> Placement:
+        """From a request's `cwd`, `additionalDirectories` and `mcpServers`."""
+        return cls(request.cwd, list(request.additional_directories or []), list(request.mcp_servers or []))
+
+
 class SessionFactory:
     def __init__(self, channel: ClientChannel, client: ClientProfile, store: SharedStore) -> None:
         self.channel = channel
@@ -40,15 +55,14 @@ class SessionFactory:
         self,
         settings: Settings,
         session_id: str,
-        cwd: str,
-        extra_dirs: list[str],
-        mcp_entries: Iterable[Any] = (),
+        place: Placement,
         *,
         record: SessionRecord | None = None,
         messages: list[Message] | None = None,
     ) -> Session:
         """A ready session, fresh or restored from `record` and `messages`. Its MCP
         servers are connected (the ones that failed are in `mcp_problems`)."""
+        cwd, extra_dirs = place.cwd, place.extra_dirs
         from core.approval import ApprovalMemory, Mode
         from core.store.sessions import restore_agent, store_child
         from core.store.writer import Persister
@@ -56,7 +70,7 @@ class SessionFactory:
         from hermes_acp.bridge.permissions import AcpApprover
 
         store = await self.store.get()
-        mcp, problems = await mcp_servers.connect(mcp_entries, cwd)
+        mcp, problems = await mcp_servers.connect(place.mcp_servers, cwd)
         extra_tools: list[Tool] = mcp.tools() if mcp is not None else []
         workspace = await asyncio.to_thread(self._workspace, settings, session_id, cwd, extra_dirs)
         extra_tools += await asyncio.to_thread(_skill_tools, settings, cwd)
@@ -151,13 +165,11 @@ def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:
     return [SkillTool(skills)] if skills else []
 
 
-def check_directories(cwd: str, extra_dirs: Iterable[str]) -> tuple[str, list[str]]:
+def check_directories(place: Placement) -> None:
     """cwd and additionalDirectories must be absolute paths of existing directories."""
-    _check_directory("cwd", cwd)
-    extra = list(extra_dirs or [])
-    for index, path in enumerate(extra):
+    _check_directory("cwd", place.cwd)
+    for index, path in enumerate(place.extra_dirs):
         _check_directory(f"additionalDirectories[{index}]", path)
-    return cwd, extra
 
 
 def _check_directory(field_name: str, path: str) -> None:

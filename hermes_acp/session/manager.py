@@ -1,24 +1,23 @@
-"""The sessions of one connection: the table, and what each session request does to it.
+"""The sessions of one connection: the table, and the lifecycle requests that change it
+(new, load, resume, fork, list, close, delete), with mode and model changes.
 
-Building a session is `factory`, running a prompt turn is `turn`, mode and model changes
-are `controls`, the store side is `records` (and `core.store`). Heavy modules (the agent
-loop, provider SDKs, SQLite, the MCP SDK) are imported on first use, so starting the
-server costs no more than the SDK.
+Building a session is `factory`; `session/prompt` and `session/cancel` go straight to
+`turn`, which shares this table; the options are `options`, the store side `records` and
+`persist`. Heavy modules (the agent loop, provider SDKs, SQLite, the MCP SDK) are
+imported on first use, so starting the server costs no more than the SDK.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from hermes_acp.bridge.channel import send_updates
-from hermes_acp.session.catalog import ModelCatalog
-from hermes_acp.session.commands import SlashCommands
-from hermes_acp.session.controls import SessionControls
+from hermes_acp.bridge.channel import say, send_updates
 from hermes_acp.session.errors import (
     ALREADY_RUNNING,
     AUTH_REQUIRED,
@@ -30,13 +29,13 @@ from hermes_acp.session.errors import (
     protocol_error,
     user_error,
 )
-from hermes_acp.session.factory import SessionFactory, check_directories
+from hermes_acp.session.factory import Placement, SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
-from hermes_acp.session.options import MODE_OPTION, config_options, prompt_usage
+from hermes_acp.session.options import MODE_OPTION, ModelCatalog, SessionControls, config_options
 from hermes_acp.session.records import SharedStore, existing_dirs, session_info
+from hermes_acp.session.slash.run import SlashCommands
 from hermes_acp.session.state import ClientProfile, Session
 from hermes_acp.session.turn import TurnRunner
-from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -60,12 +59,12 @@ class SessionManager:
         after_response: AfterResponse,
         client: ClientProfile | None = None,
         environ: dict[str, str] | None = None,
-        sdks_ready: Callable[[], Awaitable[None]] | None = None,
+        sdks_imported: asyncio.Event | None = None,
     ) -> None:
         self.channel = channel
         # Awaited before anything that may import a provider SDK (seconds of imports that
         # must not block the event loop): a turn, the model list.
-        self._sdks_ready = sdks_ready
+        self._sdks_imported = sdks_imported
         self.client = client or ClientProfile()
         self._after_response = after_response
         self._environ = environ
@@ -75,7 +74,9 @@ class SessionManager:
         self._catalog = ModelCatalog()
         self.controls = SessionControls(channel, self._catalog, self.client)
         self.factory = SessionFactory(channel, self.client, self._store)
-        self.turns = TurnRunner(channel, SlashCommands(channel, self.controls), sdks_ready=sdks_ready)
+        self.turns = TurnRunner(
+            channel, self._sessions, SlashCommands(channel, self.controls), sdks_imported=sdks_imported
+        )
         self._background: set[asyncio.Task[Any]] = set()
         # One lifecycle change of a session id at a time (load, resume, close, delete): two
         # loads in flight together would each open the session, and one would leak with its
@@ -107,38 +108,36 @@ class SessionManager:
 
     # -- session/new --------------------------------------------------------------------
 
-    async def new_session(self, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]) -> dict[str, Any]:
-        cwd, extra_dirs = check_directories(cwd, extra_dirs)
+    async def new_session(self, place: Placement) -> dict[str, Any]:
+        check_directories(place)
         settings = self.require_credentials()
         session_id = secrets.token_hex(16)
-        session = await self.factory.open(settings, session_id, cwd, extra_dirs, mcp_servers)
+        session = await self.factory.open(settings, session_id, place)
         self._sessions[session_id] = session
-        log.info("session %s started in %s", session_id, cwd)
+        log.info("session %s started in %s", session_id, place.cwd)
         self._after_response(lambda: self._session_ready(session, settings))
         return {"sessionId": session_id, **self.session_state(session)}
 
     async def _session_ready(self, session: Session, settings: Settings) -> None:
         """After the client knows the session id: the commands menu, what went wrong with
         its MCP servers, then the endpoint's model list in the background."""
-        from hermes_acp.bridge.commands import commands_update
-        from hermes_acp.session.custom_commands import menu_entries
+        from hermes_acp.session.slash.menu import session_menu
 
         async def announce() -> None:
-            extra = await asyncio.to_thread(menu_entries, session)
-            await self._notify(commands_update(session.id, extra))
+            menu, _ = await session_menu(session)
+            await self._notify(menu)
             await self._report_mcp_problems(session)
 
-        await self._send_beside_turns(session, announce)
+        await self.turns.send_beside(session, announce)
         self._spawn(self._refresh_models(session, settings))
 
     async def _announce_custom_commands(self, session: Session) -> None:
         """The replayed menu has the built-ins; the session's skills and prompts follow."""
-        from hermes_acp.bridge.commands import commands_update
-        from hermes_acp.session.custom_commands import menu_entries
+        from hermes_acp.session.slash.menu import session_menu
 
-        extra = await asyncio.to_thread(menu_entries, session)
-        if extra:
-            await self._notify(commands_update(session.id, extra))
+        menu, custom = await session_menu(session)
+        if custom:
+            await self._notify(menu)
 
     async def _report_mcp_problems(self, session: Session) -> None:
         if session.mcp_problems:
@@ -146,62 +145,31 @@ class SessionManager:
 
     async def _refresh_models(self, session: Session, settings: Settings) -> None:
         before = self.controls.options(session).offered_models()
-        if self._sdks_ready is not None:
-            await self._sdks_ready()
+        if self._sdks_imported is not None:
+            await self._sdks_imported.wait()
         await self._catalog.fetch(settings)
         if self._sessions.get(session.id) is not session:
             return  # closed, or opened again by a later load (that one refreshes itself)
         if self.controls.options(session).offered_models() != before:
-            await self._send_beside_turns(
+            await self.turns.send_beside(
                 session, lambda: self.controls.notify_config(session), unsolicited=True
             )
 
-    async def _send_beside_turns(
-        self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
-    ) -> None:
-        """Send now, unless it could land after a prompt's response, which reads as part of
-        a turn that already ended (acp-tck ACP-CANCEL-002). While a turn runs, it is held
-        and sent before that turn's response. An unsolicited update (a background refresh,
-        not the follow-up of a request just answered) is also held once the session was
-        prompted, until the next turn: the client may be watching the prompt it just got
-        an answer to."""
-        if session.turn is None and not (unsolicited and session.prompted):
-            await send()
-            return
-        log.debug("session %s: update held until its turn ends or the next one starts", session.id)
-        session.held_updates.append(send)
-
     # -- session/load, resume, fork, list, close, delete ---------------------------------
 
-    async def load_session(
-        self,
-        session_id: str,
-        cwd: str,
-        extra_dirs: list[str],
-        mcp_servers: list[Any],
-        *,
-        replay: bool,
-    ) -> dict[str, Any]:
+    async def load_session(self, session_id: str, place: Placement, *, replay: bool) -> dict[str, Any]:
         """session/load (replay the history, then answer) or session/resume (no replay).
 
         A second load or resume of the id while one is in flight waits for it, then does
         what a load of an open session does: closes it and opens it again with its own
         cwd and MCP servers, and (load) replays the whole history before it answers."""
         async with self._owning(session_id):
-            return await self._load_session(session_id, cwd, extra_dirs, mcp_servers, replay=replay)
+            return await self._load_session(session_id, place, replay=replay)
 
-    async def _load_session(
-        self,
-        session_id: str,
-        cwd: str,
-        extra_dirs: list[str],
-        mcp_servers: list[Any],
-        *,
-        replay: bool,
-    ) -> dict[str, Any]:
+    async def _load_session(self, session_id: str, place: Placement, *, replay: bool) -> dict[str, Any]:
         from core.store.sessions import estimated_context
 
-        cwd, extra_dirs = check_directories(cwd, extra_dirs)
+        check_directories(place)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
         if live is not None:
@@ -211,7 +179,7 @@ class SessionManager:
                 self._after_response(lambda: self._session_ready(live, settings))
                 return self.session_state(live)
             await self._drop(live)
-        session, record = await self._restore_session(settings, session_id, cwd, extra_dirs, mcp_servers)
+        session, record = await self._restore_session(settings, session_id, place)
         if replay:
             from hermes_acp.session.replay import replay_updates
 
@@ -239,14 +207,12 @@ class SessionManager:
             # The model has seen these files: what the user changes before the next prompt
             # is news to it. (A fresh session's watcher starts with its first turn.)
             self._after_response(lambda: self._spawn(watcher.start()))
-        log.info("session %s %s in %s", session_id, "loaded" if replay else "resumed", cwd)
+        log.info("session %s %s in %s", session_id, "loaded" if replay else "resumed", place.cwd)
         return self.session_state(session)
 
-    async def fork_session(
-        self, session_id: str, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]
-    ) -> dict[str, Any]:
+    async def fork_session(self, session_id: str, place: Placement) -> dict[str, Any]:
         """A new session with a copy of the history (the store keeps the lineage)."""
-        cwd, extra_dirs = check_directories(cwd, extra_dirs)
+        check_directories(place)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
         if live is not None:
@@ -254,18 +220,18 @@ class SessionManager:
         store = await self.store()
         new_id = secrets.token_hex(16)
         try:
-            await asyncio.to_thread(store.fork_session, session_id, new_id, cwd=cwd)
+            await asyncio.to_thread(store.fork_session, session_id, new_id, cwd=place.cwd)
         except KeyError:
             raise not_found(session_id) from None
-        if extra_dirs:
-            await asyncio.to_thread(store.update_session, new_id, extra_dirs=extra_dirs)
-        session, _ = await self._restore_session(settings, new_id, cwd, extra_dirs, mcp_servers)
+        if place.extra_dirs:
+            await asyncio.to_thread(store.update_session, new_id, extra_dirs=place.extra_dirs)
+        session, _ = await self._restore_session(settings, new_id, place)
         self._after_response(lambda: self._session_ready(session, settings))
         log.info("session %s forked from %s", new_id, session_id)
         return {"sessionId": new_id, **self.session_state(session)}
 
     async def _restore_session(
-        self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str], mcp_servers: list[Any]
+        self, settings: Settings, session_id: str, place: Placement
     ) -> tuple[Session, SessionRecord]:
         from core.store.writer import save_record
 
@@ -274,12 +240,11 @@ class SessionManager:
         if record is None or record.compacted_into is not None:  # archives are history, not sessions
             raise not_found(session_id)
         messages = await asyncio.to_thread(store.load_messages, session_id)
-        extra_dirs = extra_dirs or existing_dirs(record.extra_dirs)
-        session = await self.factory.open(
-            settings, session_id, cwd, extra_dirs, mcp_servers, record=record, messages=messages
-        )
-        if (record.cwd, record.extra_dirs) != (cwd, extra_dirs):
-            save_record(session, cwd=cwd, extra_dirs=extra_dirs)
+        if not place.extra_dirs:  # none named: the ones it had, if they still exist
+            place = dataclasses.replace(place, extra_dirs=existing_dirs(record.extra_dirs))
+        session = await self.factory.open(settings, session_id, place, record=record, messages=messages)
+        if (record.cwd, record.extra_dirs) != (place.cwd, place.extra_dirs):
+            save_record(session, cwd=place.cwd, extra_dirs=place.extra_dirs)
         self._sessions[session_id] = session
         return session, record
 
@@ -374,14 +339,14 @@ class SessionManager:
             await self.controls.notify_mode(session)
             await self.controls.notify_config(session)
 
-        self._after_response(lambda: self._send_beside_turns(session, announce))
+        self._after_response(lambda: self.turns.send_beside(session, announce))
         return {}
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
         session = self.get(session_id)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
             self._after_response(
-                lambda: self._send_beside_turns(session, lambda: self.controls.notify_mode(session))
+                lambda: self.turns.send_beside(session, lambda: self.controls.notify_mode(session))
             )
         await session.agent.close_retired()
         return {"configOptions": config_options(self.controls.options(session))}
@@ -394,29 +359,13 @@ class SessionManager:
             session.extra_models.append(model_id)
         self.controls.apply_model(session, model_id)
         self._after_response(
-            lambda: self._send_beside_turns(session, lambda: self.controls.notify_config(session))
+            lambda: self.turns.send_beside(session, lambda: self.controls.notify_config(session))
         )
-
-    # -- prompt and cancel ----------------------------------------------------------------
-
-    async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-        session = self.get(session_id)
-        before = session.agent.usage_total
-        result: dict[str, Any] = {"stopReason": await self.turns.prompt(session, blocks)}
-        turn_usage = prompt_usage(before, session.agent.usage_total)
-        if turn_usage is not None:
-            result["usage"] = turn_usage
-        return result
-
-    def cancel(self, session_id: str) -> None:
-        session = self._sessions.get(session_id)
-        if session is not None:  # unknown: nothing to cancel
-            self.turns.cancel(session)
 
     def cancel_all(self) -> None:
         """Cancel every running turn (the input ended: nobody is left to watch them)."""
-        for session in self._sessions.values():
-            self.turns.cancel(session)
+        for session_id in self._sessions:
+            self.turns.cancel(session_id)
 
     # -- plumbing ------------------------------------------------------------------------------
 

@@ -1,25 +1,42 @@
-"""Mode, model and reasoning effort, as ACP `modes` and `configOptions`.
+"""A session's options: mode, model, reasoning effort and auto-compact, as ACP `modes`
+and `configOptions`; validating and applying a change, and the updates that announce it;
+the models an endpoint lists, which the model option offers.
 
-Pure data in, wire dicts out: the session manager owns the state and calls these to
-describe it, and `parse_change` to validate what a client asks to set.
+`config_options` and `parse_change` are pure (data in, wire dicts out); `SessionControls`
+applies them to a live session; `ModelCatalog` fetches each endpoint's model list once
+and shares it among the sessions using that endpoint.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hermes_acp.bridge.channel import send_update
+
 if TYPE_CHECKING:
-    from core.events import Usage
+    from core.config import Settings
+    from hermes_acp.bridge.channel import ClientChannel
+    from hermes_acp.session.state import ClientProfile, Session
+
+log = logging.getLogger(__name__)
+
+# The terminal client imports this module for the option names and ids: what only the
+# server needs (the JSON-RPC errors, which load the ACP SDK's schema) is imported where used.
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"
 EFFORT_OPTION = "reasoning_effort"
 AUTO_COMPACT_OPTION = "auto_compact"
 DEFAULT_EFFORT = "default"  # send no effort: the model's own default
+MODEL_LIST_TIMEOUT = 10.0
+MODEL_LIST_RETRY_SECONDS = 300.0  # an endpoint without a model list is asked again after this
 
 MODES: tuple[tuple[str, str, str], ...] = (
     ("ask", "Ask", "Ask before editing files or running commands"),
@@ -177,20 +194,176 @@ def _select(
     }
 
 
-def prompt_usage(before: Usage, after: Usage) -> dict[str, int] | None:
-    """`PromptResponse.usage`: the tokens this turn used; None when it made no model call."""
-    inputs = after.input_tokens - before.input_tokens
-    outputs = after.output_tokens - before.output_tokens
-    if not inputs and not outputs:
-        return None
-    return {
-        "totalTokens": inputs + outputs,
-        "inputTokens": inputs,
-        "outputTokens": outputs,
-        "thoughtTokens": after.reasoning_tokens - before.reasoning_tokens,
-        "cachedReadTokens": after.cached_tokens - before.cached_tokens,
-        "cachedWriteTokens": after.cache_write_tokens - before.cache_write_tokens,
-    }
+# -- a live session's options ---------------------------------------------------------
+
+
+class SessionControls:
+    def __init__(
+        self, channel: ClientChannel, catalog: ModelCatalog, client: ClientProfile | None = None
+    ) -> None:
+        self.channel = channel
+        self.catalog = catalog
+        self.client = client  # shared with the server: filled in by `initialize`
+
+    def options(self, session: Session) -> OptionState:
+        settings = session.agent.settings
+        model = session.model
+        return OptionState(
+            mode=session.agent.mode.value,
+            model=model,
+            reasoning_effort=session.agent.reasoning_effort,
+            models=[settings.model, *settings.models, *session.extra_models, *self.catalog.known(settings)],
+            reasoning=model_takes_effort(model),
+            auto_compact=settings.auto_compact if self.client and self.client.boolean_options else None,
+        )
+
+    def session_state(self, session: Session) -> dict[str, Any]:
+        """`modes` and `configOptions`, as session/new, load and resume answer them."""
+        return {
+            "modes": modes_state(session.agent.mode.value),
+            "configOptions": config_options(self.options(session)),
+        }
+
+    def check_mode(self, mode_id: str) -> None:
+        if mode_id not in MODE_IDS:
+            from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+
+            valid = ", ".join(repr(m) for m in MODE_IDS)
+            raise protocol_error(
+                INVALID_PARAMS,
+                f"unknown modeId {mode_id!r}; valid modes: {valid}",
+                {"field": "modeId", "valid": list(MODE_IDS)},
+            )
+
+    def change(self, session: Session, config_id: str, value: Any) -> str:
+        """Apply a session/set_config_option; the id of the option that changed."""
+        from core.store.writer import save_record
+
+        try:
+            config_id, new_value = parse_change(self.options(session), config_id, value)
+        except InvalidOption as exc:
+            from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+
+            raise protocol_error(INVALID_PARAMS, str(exc), {"field": exc.field}) from exc
+        if config_id == MODE_OPTION:
+            assert new_value is not None
+            self.apply_mode(session, new_value)
+        elif config_id == MODEL_OPTION:
+            assert new_value is not None
+            self.apply_model(session, new_value)
+        elif config_id == AUTO_COMPACT_OPTION:
+            session.agent.settings.auto_compact = bool(new_value)
+        elif config_id == EFFORT_OPTION:
+            session.agent.reasoning_effort = new_value
+            save_record(session, reasoning_effort=new_value)
+        return config_id
+
+    def apply_mode(self, session: Session, mode_id: str) -> None:
+        from core.approval import Mode
+        from core.store.writer import save_record
+
+        session.agent.mode = Mode(mode_id)
+        save_record(session, mode=mode_id)
+
+    def apply_model(self, session: Session, model: str) -> None:
+        from core.store.writer import save_record
+
+        if session.turn is not None:
+            # The running turn keeps its provider chain; the next one gets the new model.
+            session.pending_model = model
+        else:
+            session.agent.model = model
+            session.pending_model = None
+        if not model_takes_effort(model):
+            session.agent.reasoning_effort = None
+        save_record(session, model=model, reasoning_effort=session.agent.reasoning_effort)
+
+    async def notify_mode(self, session: Session) -> None:
+        await send_update(
+            self.channel,
+            session.id,
+            {"sessionUpdate": "current_mode_update", "currentModeId": session.agent.mode.value},
+        )
+
+    async def notify_config(self, session: Session) -> None:
+        await send_update(
+            self.channel,
+            session.id,
+            {"sessionUpdate": "config_option_update", "configOptions": config_options(self.options(session))},
+        )
+
+
+# -- the endpoint's model list ----------------------------------------------------------
+
+
+class ModelCatalog:
+    """The endpoint's model list, fetched once per endpoint and shared by its sessions.
+    An endpoint that gave no list is asked again only after a while."""
+
+    def __init__(self, retry_after: float = MODEL_LIST_RETRY_SECONDS) -> None:
+        self._lists: dict[tuple[str, ...], tuple[list[str], float]] = {}
+        self._fetching: dict[tuple[str, ...], asyncio.Task[list[str]]] = {}
+        self._retry_after = retry_after
+
+    @staticmethod
+    def _key(settings: Settings) -> tuple[str, ...]:
+        return (
+            settings.provider,
+            settings.base_url or "",
+            settings.openai_base_url or "",
+            settings.anthropic_base_url or "",
+        )
+
+    def known(self, settings: Settings) -> list[str]:
+        """The list fetched in this run, else the one an earlier run kept under the home."""
+        from core.providers.model_list import cached_models
+
+        return self._lists.get(self._key(settings), ([], 0.0))[0] or cached_models(settings)
+
+    async def fetch(self, settings: Settings) -> list[str]:
+        key = self._key(settings)
+        cached = self._lists.get(key)
+        if cached is not None and (cached[0] or time.monotonic() - cached[1] < self._retry_after):
+            return cached[0]
+        task = self._fetching.get(key)
+        if task is None:
+            task = self._fetching[key] = asyncio.create_task(_list_models(settings))
+        try:
+            models = await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._fetching.pop(key, None)
+        self._lists[key] = (models, time.monotonic())
+        return models
+
+
+async def _list_models(settings: Settings) -> list[str]:
+    from core.providers.resolve import build_chain
+
+    provider = None
+    try:
+        provider = build_chain(settings)[0]
+        models = await asyncio.wait_for(provider.list_models(), MODEL_LIST_TIMEOUT)
+        listed = [m for m in models if isinstance(m, str) and m]
+        from core.providers.model_list import remember_models
+
+        await asyncio.to_thread(remember_models, settings, listed)
+        return listed
+    except Exception as exc:  # a missing list is normal (many endpoints have none)
+        log.info("no model list from the endpoint: %s", exc)
+        return []
+    finally:
+        if provider is not None:
+            try:
+                await provider.aclose()
+            except Exception:
+                log.debug("closing the model-list client failed", exc_info=True)
+
+
+def model_takes_effort(model: str) -> bool:
+    from core.models import model_info
+
+    return model_info(model).reasoning in ("effort", "thinking")
 
 
 def _unique(values: Iterable[str]) -> list[str]:

@@ -73,14 +73,6 @@ class Session:
     # go out at the end of the running turn, before its response, or with the next turn.
     held_updates: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
-    async def send_held_updates(self) -> None:
-        while self.held_updates:
-            send = self.held_updates.pop(0)
-            try:
-                await send()
-            except Exception:  # a notice that cannot be sent must not break the turn
-                log.warning("session %s: a held update could not be sent", self.id, exc_info=True)
-
     @property
     def model(self) -> str:
         return self.pending_model or self.agent.model

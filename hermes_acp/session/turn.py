@@ -1,5 +1,6 @@
-"""Running one prompt turn of a session: agent events to `session/update`, history to the
-store, cancel, and errors.
+"""`session/prompt` and `session/cancel`: running one prompt turn of a session, agent
+events to `session/update`, history to the store, cancel, errors, and the response with
+the turn's token usage. This is everything of the session layer a plain prompt runs.
 
 The turn runs in its own task so a `session/cancel` can cancel it while the prompt
 request waits; a cancelled turn answers `stopReason: "cancelled"` and closes the tool
@@ -9,7 +10,8 @@ a cancel answers the prompts queued before it `cancelled` too (the user said sto
 one sent after the cancel (Zed's "interrupt with a new message") runs. `/steer` and
 `/queue` do not wait: they act on the running turn. A failing model provider ends the
 turn normally with the error shown where the answer would be; anything else is a
-JSON-RPC error.
+JSON-RPC error. An update that background work sends while a turn runs is held and
+goes out before that turn's response (`send_beside`).
 """
 
 from __future__ import annotations
@@ -19,16 +21,14 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from acp.exceptions import RequestError
-
-from hermes_acp.bridge.channel import send_updates
-from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, protocol_error
+from hermes_acp.bridge.channel import say, send_updates
+from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, not_found, protocol_error
 from hermes_acp.session.state import QueuedPrompt, Session, Turn
-from hermes_acp.session.updates import say
 
 if TYPE_CHECKING:
+    from core.events import Usage
     from hermes_acp.bridge.channel import ClientChannel
-    from hermes_acp.session.commands import SlashCommands
+    from hermes_acp.session.slash.run import SlashCommands
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +41,51 @@ class TurnRunner:
     def __init__(
         self,
         channel: ClientChannel,
+        sessions: dict[str, Session],
         commands: SlashCommands,
         *,
-        sdks_ready: Callable[[], Awaitable[None]] | None = None,
+        sdks_imported: asyncio.Event | None = None,
     ) -> None:
         self.channel = channel
+        self.sessions = sessions  # the manager's table of open sessions
         self.commands = commands
         # Awaited inside the turn before anything that may import a provider SDK.
-        self._sdks_ready = sdks_ready
+        self._sdks_imported = sdks_imported
 
-    async def prompt(self, session: Session, blocks: list[dict[str, Any]]) -> str:
-        """Run one turn to its end, after the turns before it; its stop reason."""
+    async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        """session/prompt: run one turn to its end, after the turns before it; the response."""
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise not_found(session_id)
+        before = session.agent.usage_total
+        result: dict[str, Any] = {"stopReason": await self._run(session, blocks)}
+        turn_usage = prompt_usage(before, session.agent.usage_total)
+        if turn_usage is not None:
+            result["usage"] = turn_usage
+        return result
+
+    def cancel(self, session_id: str) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None:  # unknown: nothing to cancel
+            _cancel(session)
+
+    async def send_beside(
+        self, session: Session, send: Callable[[], Awaitable[None]], *, unsolicited: bool = False
+    ) -> None:
+        """Send now, unless it could land after a prompt's response, which reads as part of
+        a turn that already ended (acp-tck ACP-CANCEL-002). While a turn runs, it is held
+        and sent before that turn's response. An unsolicited update (a background refresh,
+        not the follow-up of a request just answered) is also held once the session was
+        prompted, until the next turn: the client may be watching the prompt it just got
+        an answer to."""
+        if session.turn is None and not (unsolicited and session.prompted):
+            await send()
+            return
+        log.debug("session %s: update held until its turn ends or the next one starts", session.id)
+        session.held_updates.append(send)
+
+    async def _run(self, session: Session, blocks: list[dict[str, Any]]) -> str:
+        """The turn of one prompt, once its place in the queue comes; its stop reason."""
         command = _command(blocks)
         if command is not None and command[0] in BESIDE_THE_TURN and session.turn is not None:
             return await self.commands.beside_turn(session, *command)
@@ -61,7 +95,7 @@ class TurnRunner:
         session.turn = turn
         session.prompted = True
         try:
-            await session.send_held_updates()
+            await _send_held_updates(session)
             turn.task = asyncio.create_task(self._turn(session, blocks), name=f"turn {session.id}")
             try:
                 await asyncio.wait({turn.task})
@@ -78,15 +112,6 @@ class TurnRunner:
             _wake_next(session)
 
     @staticmethod
-    def cancel(session: Session) -> None:
-        _cancel_waiting(session)
-        if session.turn is None:
-            return  # idle: nothing to cancel, and nothing carries over
-        session.turn.cancel_requested = True
-        if session.turn.task is not None:
-            session.turn.task.cancel()
-
-    @staticmethod
     async def stop(session: Session) -> None:
         """Cancel the running turn, if any, and wait until its task has ended."""
         _cancel_waiting(session)
@@ -97,8 +122,8 @@ class TurnRunner:
             await asyncio.wait({turn.task})
 
     async def _turn(self, session: Session, blocks: list[dict[str, Any]]) -> str:
-        if self._sdks_ready is not None:
-            await self._sdks_ready()  # inside the turn: a cancel during the wait still counts
+        if self._sdks_imported is not None:
+            await self._sdks_imported.wait()  # inside the turn: a cancel during the wait still counts
         command = _command(blocks)
         if command is not None:
             return await self.commands.run(session, *command, self.stream)
@@ -147,7 +172,7 @@ class TurnRunner:
             # The editor shows the error where the answer would be, and the turn ends
             # normally: a JSON-RPC error would be shown as a crash of the agent.
             log.warning("session %s: the model provider failed: %s", session.id, exc)
-            await send_updates(self.channel, session.translator.close_open_tool_calls(f"Stopped: {exc}"))
+            await send_updates(self.channel, session.translator.cards.close_open(f"Stopped: {exc}"))
             text = f"\n\n**The model provider failed:** {exc}\n"
             # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
             failure = {"hermes": {"turnError": {"kind": str(exc.kind), "message": str(exc)}}}
@@ -167,16 +192,17 @@ class TurnRunner:
             interrupted, session.agent.interrupted = session.agent.interrupted, None
             if interrupted is not None:
                 persist_message(session, interrupted)
-            await send_updates(self.channel, session.translator.close_open_tool_calls(CANCELLED_NOTE))
+            await send_updates(self.channel, session.translator.cards.close_open(CANCELLED_NOTE))
             await _end_of_turn(session)
             return "cancelled"
         error = task.exception()
         if error is None:
             await _end_of_turn(session)
             return task.result()
-        await send_updates(
-            self.channel, session.translator.close_open_tool_calls(f"Stopped by an error: {error}")
-        )
+        await send_updates(self.channel, session.translator.cards.close_open(f"Stopped by an error: {error}"))
+        # Any acp import loads the SDK schema; this module loads before `initialize` is answered.
+        from acp.exceptions import RequestError
+
         if not isinstance(error, RequestError):  # a bad request changed nothing worth keeping
             record_turn_error(session, f"\n\n**The turn failed:** {type(error).__name__}: {error}\n")
         await _end_of_turn(session)
@@ -186,12 +212,30 @@ class TurnRunner:
         raise protocol_error(INTERNAL_ERROR, f"the turn failed: {error}", {"details": str(error)})
 
 
+def _cancel(session: Session) -> None:
+    _cancel_waiting(session)
+    if session.turn is None:
+        return  # idle: nothing to cancel, and nothing carries over
+    session.turn.cancel_requested = True
+    if session.turn.task is not None:
+        session.turn.task.cancel()
+
+
+async def _send_held_updates(session: Session) -> None:
+    while session.held_updates:
+        send = session.held_updates.pop(0)
+        try:
+            await send()
+        except Exception:  # a notice that cannot be sent must not break the turn
+            log.warning("session %s: a held update could not be sent", session.id, exc_info=True)
+
+
 async def _end_of_turn(session: Session) -> None:
     """Before the prompt's response: nothing of the session may be sent after it."""
     from core.store.writer import save_turn_state
 
     save_turn_state(session)
-    await session.send_held_updates()
+    await _send_held_updates(session)
     await session.persister.flush()
 
 
@@ -232,9 +276,14 @@ def _preview(blocks: list[dict[str, Any]]) -> str:
 
 
 def _command(blocks: list[dict[str, Any]]) -> tuple[str, str] | None:
-    from hermes_acp.bridge.commands import parse_command
+    if not _only_text(blocks):
+        return None
+    text = _plain_text(blocks)
+    if not text.lstrip().startswith("/"):
+        return None  # the common case, decided without the commands module
+    from hermes_acp.session.slash.menu import parse_command
 
-    return parse_command(_plain_text(blocks)) if _only_text(blocks) else None
+    return parse_command(text)
 
 
 def _only_text(blocks: list[dict[str, Any]]) -> bool:
@@ -256,3 +305,19 @@ async def _with_sandbox_notice(session: Session, events: AsyncIterator[Any]) -> 
         yield Status("notice", notice)
     async for event in events:
         yield event
+
+
+def prompt_usage(before: Usage, after: Usage) -> dict[str, int] | None:
+    """`PromptResponse.usage`: the tokens this turn used; None when it made no model call."""
+    inputs = after.input_tokens - before.input_tokens
+    outputs = after.output_tokens - before.output_tokens
+    if not inputs and not outputs:
+        return None
+    return {
+        "totalTokens": inputs + outputs,
+        "inputTokens": inputs,
+        "outputTokens": outputs,
+        "thoughtTokens": after.reasoning_tokens - before.reasoning_tokens,
+        "cachedReadTokens": after.cached_tokens - before.cached_tokens,
+        "cachedWriteTokens": after.cache_write_tokens - before.cache_write_tokens,
+    }

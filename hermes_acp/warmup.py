@@ -1,0 +1,89 @@
+"""Start-up work moved off the critical path: the imports a session needs, after `initialize`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# What the first session/new imports; loaded by the warm-up thread after initialize.
+WARM_MODULES = (
+    "core.agent",
+    "core.store.sessions",
+    "core.tools.session_search",
+    "core.watch",
+    "hermes_acp.bridge.content",
+    "hermes_acp.bridge.events",
+    "hermes_acp.bridge.permissions",
+    "hermes_acp.bridge.workspace",
+    "hermes_acp.session.slash.menu",
+)
+
+
+class Warmup:
+    """Imports what the first session and the first prompt need, in a thread, right
+    after the initialize response is out: neither start-up nor the first prompt pays.
+
+    Session creation waits for the module imports and a turn for the SDK imports,
+    so the main thread never imports a module the warm-up thread is half-way through.
+    """
+
+    def __init__(self) -> None:
+        self._started = False
+        self._modules = asyncio.Event()
+        # Set once the provider SDK is imported: what a turn waits for, so that it never
+        # imports an SDK on the event loop. Warm-up has started by then (session/new starts it).
+        self.sdks_imported = asyncio.Event()
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        loop = asyncio.get_running_loop()
+        threading.Thread(target=self._run, args=(loop,), name="hermes-acp-warmup", daemon=True).start()
+
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            for module in WARM_MODULES:
+                importlib.import_module(module)
+        except Exception:
+            log.exception("warm-up import failed")
+        finally:
+            _call_soon(loop, self._modules.set)
+        try:
+            _import_provider_sdk()
+        except Exception:
+            log.exception("warm-up of the provider SDK failed")
+        finally:
+            _call_soon(loop, self.sdks_imported.set)
+
+    async def modules_ready(self) -> None:
+        self.start()
+        await self._modules.wait()
+
+
+def _import_provider_sdk() -> None:
+    """Import the SDK the configured provider uses (openai or anthropic: 1-3 s each), or
+    both when the settings cannot tell. A fallback of the other kind imports its own later."""
+    from core.config import load_settings
+    from core.providers.resolve import resolve_api_mode, warm_up_sdks
+
+    try:
+        settings = load_settings()
+    except Exception:
+        warm_up_sdks()
+        return
+    mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
+    importlib.import_module("anthropic" if mode == "anthropic_messages" else "openai")
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:
+    # RuntimeError: the loop is gone, the server is shutting down
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(callback)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import RootModel, ValidationError
 
+from core.errors import ToolFailed
 from core.events import ToolKind
 from core.providers.base import ToolSpec
 from core.tools.base import Tool, ToolContext, ToolResult
@@ -80,7 +81,7 @@ class McpToolArgs(RootModel[dict[str, Any]]):
     """An MCP tool's arguments: the JSON object the model wrote. The server validates it."""
 
 
-class McpCallFailed(Exception):
+class McpCallFailed(ToolFailed):
     """A call did not produce a tool result (timeout, connection lost, protocol error)."""
 
 

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from core.errors import InvalidInput
+
 try:
     import fcntl
 except ImportError:  # Windows: no advisory locks; atomic replace still avoids torn files
@@ -35,7 +37,7 @@ MAX_FILE_BYTES = 8 * 1024
 _BULLETS = ("- ", "* ")
 
 
-class MemoryFull(ValueError):
+class MemoryFull(InvalidInput):
     """Saving would make a memory file larger than its limit."""
 
 

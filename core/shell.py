@@ -18,8 +18,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from core.errors import InvalidInput
 
-class ShellSyntaxError(ValueError):
+
+class ShellSyntaxError(InvalidInput):
     """The command could not be read (an unclosed quote, parenthesis or substitution)."""
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from core.errors import HermesError
 from core.messages import Message
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class StoreError(Exception):
+class StoreError(HermesError):
     pass
 
 

@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from core.errors import HermesError
+
 if TYPE_CHECKING:
     from core.sandbox import Sandbox, UnconfinedGuard
 
 logger = logging.getLogger(__name__)
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(HermesError):
     """A file or process operation failed in a way the model should read about."""
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
+from core.errors import HermesError
 from core.events import TextDelta, ThoughtDelta, Usage
 from core.messages import Message, ToolCall
 
@@ -56,7 +57,7 @@ class ErrorKind(StrEnum):
     FATAL = "fatal"
 
 
-class ProviderError(Exception):
+class ProviderError(HermesError):
     def __init__(
         self,
         kind: ErrorKind,

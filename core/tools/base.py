@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from core.errors import ToolFailed
 from core.events import Event, FileDiff, Location, PlanEntry, ToolKind
 from core.providers.base import ToolSpec
 from core.workspace import Workspace
@@ -67,7 +68,7 @@ class ToolResult:
         return cls(text=text, ok=False, raw_output=raw or None)
 
 
-class CannotRun(Exception):
+class CannotRun(ToolFailed):
     """A call that would fail for sure (a patch whose old_text is not in the file): it fails
     with this message before anyone is asked to approve it."""
 

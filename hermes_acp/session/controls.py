@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.session.catalog import ModelCatalog, model_takes_effort
-from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+from hermes_acp.session.errors import INVALID_PARAMS, error_response, protocol_error
 from hermes_acp.session.options import (
     AUTO_COMPACT_OPTION,
     EFFORT_OPTION,
@@ -68,7 +68,7 @@ class SessionControls:
         try:
             config_id, new_value = parse_change(self.options(session), config_id, value)
         except InvalidOption as exc:
-            raise protocol_error(INVALID_PARAMS, str(exc), {"field": exc.field}) from exc
+            raise error_response(exc) from exc
         if config_id == MODE_OPTION:
             assert new_value is not None
             self.apply_mode(session, new_value)

@@ -22,10 +22,10 @@ from hermes_acp.session.controls import SessionControls
 from hermes_acp.session.errors import (
     ALREADY_RUNNING,
     AUTH_REQUIRED,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     auth_help,
+    error_response,
     not_found,
     protocol_error,
     user_error,
@@ -97,7 +97,7 @@ class SessionManager:
         try:
             self._settings = load_settings(self._environ)
         except ConfigError as exc:
-            raise user_error(INTERNAL_ERROR, f"hermes-acp is misconfigured: {exc}") from exc
+            raise error_response(exc, "hermes-acp is misconfigured: ") from exc
         return self._settings
 
     def require_credentials(self) -> Settings:

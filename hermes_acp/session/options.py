@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import InvalidInput
+
 if TYPE_CHECKING:
     from core.events import Usage
 
@@ -51,7 +53,7 @@ class SetModelParams(BaseModel):
     model_id: str = Field(alias="modelId", min_length=1)
 
 
-class InvalidOption(ValueError):
+class InvalidOption(InvalidInput):
     """A config id or value the session does not offer; the message says what it does."""
 
     def __init__(self, message: str, field: str) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import send_updates
-from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, protocol_error
+from hermes_acp.session.errors import INVALID_PARAMS, error_response, protocol_error
 from hermes_acp.session.records import (
     persist_message,
     record_turn_error,
@@ -185,7 +185,7 @@ class TurnRunner:
         if isinstance(error, RequestError):
             raise error
         log.error("turn of session %s failed", session.id, exc_info=error)
-        raise protocol_error(INTERNAL_ERROR, f"the turn failed: {error}", {"details": str(error)})
+        raise error_response(error, "the turn failed: ", {"details": str(error)})
 
 
 async def _end_of_turn(session: Session) -> None:

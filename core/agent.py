@@ -2,8 +2,14 @@
 
 One turn: the user's message in, a stream of typed events out, until the model
 answers without tool calls, the iteration budget is spent, or the consuming task
-is cancelled. Tools of one response run concurrently where that is safe; results
-go back to the model in the model's order.
+is cancelled. `run_turn` is a loop over `_step`: steer, maybe compress, one model
+call (with continuations), commit the assistant message, run its tool calls, decide
+whether the turn goes on. Tools of one response run concurrently where that is safe;
+results go back to the model in the model's order.
+
+Everything a plain text turn runs is here (and in the messages, events and models it
+speaks), so a reader follows a prompt through one file; compression
+(core/compression.py) and subagents (core/tools/delegate.py) live apart.
 """
 
 from __future__ import annotations
@@ -14,15 +20,13 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Decision, Mode
-from core.budget import IterationBudget
+from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
 from core.config import Settings
 from core.events import (
     Event,
-    HistoryReplaced,
     MessageCommitted,
     Status,
     StepFinished,
@@ -35,15 +39,15 @@ from core.events import (
 )
 from core.memory import MemoryStore
 from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
-from core.tool_runner import ToolRunner, TurnCancelled, call_cards
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError, ToolSpec
+from core.tool_runner import PreparedCall, ToolRunner, call_cards
 from core.tools.base import SessionToolState, Tool, ToolLimits
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.tools.clarify import Asker
-    from core.tools.delegate import ChildReport, ChildSink
+    from core.tools.delegate import ChildSink
     from core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -58,8 +62,58 @@ GRACE_PROMPT = (
 TITLE_LENGTH = 60
 INTERRUPTED_MARK = "[Interrupted by the user.]"
 STEER_PREFIX = "(The user added this while you were working; take it into account:)"
+THOUGHT_ONLY_NOTICE = (
+    "The model spent its whole output budget thinking and gave no answer. "
+    "Raise max_output_tokens or lower the reasoning effort."
+)
 
-TurnResult = TurnEnded  # the last event of a turn is its result
+
+@dataclass(slots=True)
+class IterationBudget:
+    """The model-call budget of one turn, shared by the whole tree of agents it starts.
+
+    A subagent's calls count against its own cap and against every budget above it, so a
+    turn that delegates cannot spend more than `max_iterations` calls however it splits them.
+    """
+
+    cap: int
+    parent: IterationBudget | None = None
+    used: int = 0
+
+    def take(self) -> bool:
+        """Count one model call; False (and nothing counted) when this budget or one above
+        it is spent."""
+        if not self.available():
+            return False
+        budget: IterationBudget | None = self
+        while budget is not None:
+            budget.used += 1
+            budget = budget.parent
+        return True
+
+    def available(self) -> bool:
+        budget: IterationBudget | None = self
+        while budget is not None:
+            if budget.used >= budget.cap:
+                return False
+            budget = budget.parent
+        return True
+
+    def child(self, cap: int) -> IterationBudget:
+        return IterationBudget(cap=cap, parent=self)
+
+
+@dataclass(slots=True)
+class Turn:
+    """What the running turn has gathered; `stop` is set when it is over."""
+
+    budget: IterationBudget
+    usage: Usage = field(default_factory=Usage)
+    text: list[str] = field(default_factory=list)  # the answer, model call by model call
+    partial: list[str] = field(default_factory=list)  # the text of the model call in flight
+    iteration: int = 0
+    repairs: int = 0  # invalid tool arguments answered with an error
+    stop: StopReason | None = None
 
 
 class Agent:
@@ -71,6 +125,7 @@ class Agent:
         settings: Settings,
         workspace: Workspace,
         approver: Approver,
+        model: str | None = None,  # default: the settings' model
         providers: list[Provider] | None = None,
         tools: ToolRegistry | None = None,
         extra_tools: Sequence[Tool] = (),
@@ -118,7 +173,7 @@ class Agent:
         self.title = title
         self.watcher = watcher  # files the user changed between turns, for the next message
         self.reasoning_effort: str | None = settings.reasoning_effort
-        self._model = settings.model
+        self._model = model or settings.model
         self._providers = providers
         self._retired: list[Provider] = []  # replaced by a model switch; closed by close_retired()
         self._resilient: Any = None
@@ -129,11 +184,12 @@ class Agent:
         self._used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
         self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
         self._steers: list[str] = []  # the user's additions to the running turn (/steer)
+        self._tool_specs: dict[bool, list[ToolSpec]] = {}  # fixed for the session: caches key on it
         self.budget: IterationBudget | None = None  # the running turn's, shared with its subagents
         self.child_sink: ChildSink | None = None  # stores a finished subagent's transcript
         self.asker: Asker | None = None  # puts the clarify tool's questions to the user
         self._final_message: str | None = None  # a tool ended the turn with this text
-        self._child_usage = Usage()  # subagents' usage not yet counted in the turn's
+        self.child_usage = Usage()  # subagents' usage not yet counted in the turn's
         # What a cancelled turn had shown when it stopped; the embedder stores it.
         self.interrupted: Message | None = None
 
@@ -238,50 +294,9 @@ class Agent:
         # A new user message at the end: the cached prefix of the conversation stays as it was.
         return Message(role="user", content="\n\n".join([STEER_PREFIX, *texts]))
 
-    # -- subagents ---------------------------------------------------------------------
-
-    def subagent(self, tool_names: Sequence[str], approver: Approver) -> Agent:
-        """A child for delegate_task: this workspace, mode, model, "always" answers and
-        provider clients; its own conversation, tool state and the named tools only."""
-        tools = ToolRegistry([tool for tool in self.tools if tool.name in set(tool_names)])
-        child = Agent(
-            settings=self.settings,
-            workspace=self.workspace,
-            approver=approver,
-            providers=self.providers,
-            tools=tools,
-            mode=self.mode,
-            approvals=self.approvals,
-            title="subagent",
-            delegation=False,
-        )
-        child._model = self._model  # not the setter: it would retire (close) the shared clients
-        child._providers = self.providers  # shared; the parent closes them
-        child.reasoning_effort = self.reasoning_effort
-        return child
-
-    def child_budget(self) -> IterationBudget:
-        assert self.budget is not None, "subagents run inside a turn"
-        return self.budget.child(self.settings.subagent_max_iterations)
-
-    def absorb_child(self, child: Agent) -> None:
-        """A subagent's usage and cost count as this session's."""
-        self.usage_total += child.usage_total
-        self._child_usage += child.usage_total
-        if child.cost_usd is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + child.cost_usd
-
     def _take_child_usage(self) -> Usage | None:
-        usage, self._child_usage = self._child_usage, Usage()
+        usage, self.child_usage = self.child_usage, Usage()
         return usage if usage != Usage() else None
-
-    async def report_child(self, report: ChildReport) -> None:
-        if self.child_sink is None:
-            return
-        try:
-            await self.child_sink(report)
-        except Exception:  # a transcript that cannot be stored must not fail the parent's turn
-            log.warning("a subagent's transcript could not be stored", exc_info=True)
 
     def end_turn_with(self, text: str) -> None:
         """A tool asks that the turn end once its calls are done, with this as the answer."""
@@ -310,15 +325,33 @@ class Agent:
         cancelled, in which case CancelledError propagates once streams are closed,
         commands killed and pending approvals withdrawn. `budget`: a subagent's share of
         its parent's turn (a turn of its own has `max_iterations` calls)."""
-        self.budget = budget or IterationBudget(self.settings.max_iterations)
+        turn = Turn(budget or IterationBudget(self.settings.max_iterations))
+        self.budget = turn.budget
+        async for event in self._open(turn, content, preamble):
+            yield event
+        try:
+            if self.watcher is not None:
+                self.watcher.turn_started()  # from here on, changes are the agent's own work
+            while turn.stop is None:
+                async for event in self._step(turn):
+                    yield event
+        except asyncio.CancelledError:
+            self._keep_interrupted("".join(turn.partial))
+            raise
+        finally:
+            if self.watcher is not None:
+                self.watcher.turn_finished()
+        yield TurnEnded(turn.stop, turn.usage, "".join(turn.text))
+
+    async def _open(
+        self, turn: Turn, content: str | list[ContentPart], preamble: str | None
+    ) -> AsyncIterator[Event]:
+        """The user's message, with what changed since the last turn, and the session's title."""
         await self.close_retired()  # a switch made outside the ACP server (library use)
         context = await self._turn_context()
         preamble = "\n\n".join(p for p in (context, preamble) if p) or None
-        turn_start = len(self.messages)
-        turn_usage = Usage()
         if self._resilient is not None:
             self._resilient.reset()  # a fallback carries a turn to its end, not the next one
-        text_parts: list[str] = []
         user_message = Message(role="user", content=_with_preamble(content, preamble))
         self.messages.append(user_message)
         yield MessageCommitted(user_message)
@@ -326,112 +359,87 @@ class Agent:
             self.title = _title_from(user_message.text if preamble is None else _plain(content))
             if self.title:
                 yield TitleChanged(self.title)
-
-        repairs = 0
-        iteration = 0
-        budget = self.budget
-        stop = StopReason.END_TURN
-        partial: list[str] = []  # the text streamed by the model call in flight
         self.interrupted = None
         self._final_message = None
-        try:
-            if self.watcher is not None:
-                self.watcher.turn_started()  # from here on, changes are the agent's own work
-            while True:
-                if not budget.take():
-                    async for event in self._grace_call(text_parts):
-                        if isinstance(event, Usage):
-                            turn_usage += event
-                            continue
-                        yield event
-                    stop = StopReason.MAX_TURN_REQUESTS
-                    break
-                iteration += 1
-                steered = self._steer_message()
-                if steered is not None:
-                    self.messages.append(steered)
-                    yield MessageCommitted(steered)
-                async for event in self._maybe_compress():
-                    yield event
-                response: ModelResponse | None = None
-                partial.clear()
-                async for item in self._call_with_continuations():
-                    if isinstance(item, ModelResponse):
-                        response = item
-                    elif isinstance(item, Usage):
-                        turn_usage += item
-                    else:
-                        if isinstance(item, TextDelta):
-                            partial.append(item.text)
-                        yield item
-                assert response is not None
-                partial.clear()
-                yield self._usage_event(turn_usage)
-                assistant = self._assistant_message(response)
-                calls = self.runner.prepare(assistant.tool_calls)
-                if calls:
-                    assistant.display = call_cards(calls)
-                self.messages.append(assistant)
-                yield MessageCommitted(assistant)
-                yield StepFinished(iteration, response.finish_reason)
-                if response.text:
-                    text_parts.append(response.text)
 
-                if not assistant.tool_calls:
-                    if self._steers:
-                        continue  # the user added something the model has not read yet
-                    stop = self._stop_reason(response)
-                    if stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
-                        yield Status(
-                            "notice",
-                            "The model spent its whole output budget thinking and gave no answer. "
-                            "Raise max_output_tokens or lower the reasoning effort.",
-                        )
-                    break
+    async def _step(self, turn: Turn) -> AsyncIterator[Event]:
+        """One model call and its tool calls; sets `turn.stop` when the turn is over."""
+        if not turn.budget.take():
+            async for event in self._grace_call(turn):
+                yield event
+            turn.stop = StopReason.MAX_TURN_REQUESTS
+            return
+        turn.iteration += 1
+        steered = self._steer_message()
+        if steered is not None:
+            self.messages.append(steered)
+            yield MessageCommitted(steered)
+        async for event in self._maybe_compress():
+            yield event
+        response: ModelResponse | None = None
+        async for item in self._call_with_continuations(turn):
+            if isinstance(item, ModelResponse):
+                response = item
+            else:
+                yield item
+        assert response is not None
+        yield self.usage_event(turn.usage)
+        assistant = self._assistant_message(response)
+        calls = self.runner.prepare(assistant.tool_calls) if assistant.tool_calls else []
+        if calls:
+            assistant.display = call_cards(calls)
+        self.messages.append(assistant)
+        yield MessageCommitted(assistant)
+        yield StepFinished(turn.iteration, response.finish_reason)
+        if response.text:
+            turn.text.append(response.text)
+        if calls:
+            async for event in self._run_tools(turn, calls):
+                yield event
+        elif not self._steers:  # else: the user added something the model has not read yet
+            turn.stop = self._stop_reason(response)
+            if turn.stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
+                yield Status("notice", THOUGHT_ONLY_NOTICE)
 
-                bad = sum(1 for c in calls if c.error and c.tool is not None)
-                repairs += bad
-                if repairs > MAX_ARGUMENT_REPAIRS:
-                    for c in calls:
-                        if c.error and c.tool is not None:
-                            c.error += " The argument-repair budget for this turn is spent; the turn ends."
-                async for event in self.runner.run(calls):
-                    if isinstance(event, MessageCommitted):
-                        self.messages.append(event.message)
-                    yield event
-                children = self._take_child_usage()
-                if children is not None:  # subagents ran: their spending shows now
-                    turn_usage += children
-                    yield self._usage_event(turn_usage)
-                closing = self._closing_message()
-                if closing is not None:  # a question the editor cannot show: it ends the turn
-                    yield TextDelta(closing.text)
-                    self.messages.append(closing)
-                    yield MessageCommitted(closing)
-                    text_parts.append(closing.text)
-                    break
-                if repairs > MAX_ARGUMENT_REPAIRS:
-                    yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
-                    break
-        except TurnCancelled:
-            stop = StopReason.CANCELLED
-        except asyncio.CancelledError:
-            self._keep_interrupted("".join(partial))
-            raise
-        finally:
-            if self.watcher is not None:
-                self.watcher.turn_finished()
-        yield TurnEnded(stop, turn_usage, tuple(self.messages[turn_start:]), "".join(text_parts))
+    async def _run_tools(self, turn: Turn, calls: list[PreparedCall]) -> AsyncIterator[Event]:
+        """Run one response's tool calls; their results go back to the model, whatever broke."""
+        bad = [c for c in calls if c.error and c.tool is not None]
+        turn.repairs += len(bad)
+        if turn.repairs > MAX_ARGUMENT_REPAIRS:
+            for c in bad:
+                c.error = f"{c.error} The argument-repair budget for this turn is spent; the turn ends."
+        async for event in self.runner.run(calls):
+            if isinstance(event, MessageCommitted):
+                self.messages.append(event.message)
+            yield event
+        if any(c.cancels_turn for c in calls):
+            turn.stop = StopReason.CANCELLED
+            return
+        children = self._take_child_usage()
+        if children is not None:  # subagents ran: their spending shows now
+            turn.usage += children
+            yield self.usage_event(turn.usage)
+        closing = self._closing_message()
+        if closing is not None:  # a question the editor cannot show: it ends the turn
+            yield TextDelta(closing.text)
+            self.messages.append(closing)
+            yield MessageCommitted(closing)
+            turn.text.append(closing.text)
+            turn.stop = StopReason.END_TURN
+        elif turn.repairs > MAX_ARGUMENT_REPAIRS:
+            yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
+            turn.stop = StopReason.END_TURN
 
-    async def _call_with_continuations(self) -> AsyncIterator[Any]:
+    async def _call_with_continuations(self, turn: Turn) -> AsyncIterator[Event | ModelResponse]:
         """One model call; when the output limit cut visible text, ask it to go on and join.
 
-        Yields deltas and statuses, each call's Usage, and last the joined ModelResponse.
+        Yields deltas and statuses, and last the joined ModelResponse; counts the usage.
         """
         joined: ModelResponse | None = None
         extra: list[Message] = []
         continuations = 0
         overflow_retried = False
+        turn.partial.clear()
         while True:
             response: ModelResponse | None = None
             streamed_text = False
@@ -440,9 +448,11 @@ class Agent:
                     async for item in stream:
                         if isinstance(item, ModelResponse):
                             response = item
-                        else:
-                            streamed_text = streamed_text or isinstance(item, TextDelta)
-                            yield item
+                            continue
+                        if isinstance(item, TextDelta):
+                            streamed_text = True
+                            turn.partial.append(item.text)
+                        yield item
             except ProviderError as exc:
                 if exc.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried and not streamed_text:
                     overflow_retried = True
@@ -452,7 +462,7 @@ class Agent:
                 raise
             assert response is not None, "a provider stream ended without a response"
             self.record_usage(response.usage)
-            yield response.usage
+            turn.usage += response.usage
             joined = response if joined is None else _join(joined, response)
             if not (
                 response.finish_reason == "length"
@@ -467,9 +477,10 @@ class Agent:
                 Message(role="assistant", content=joined.text),
                 Message(role="user", content=CONTINUE_PROMPT),
             ]
+        turn.partial.clear()
         yield joined
 
-    async def _grace_call(self, text_parts: list[str]) -> AsyncIterator[Any]:
+    async def _grace_call(self, turn: Turn) -> AsyncIterator[Event]:
         """The budget is spent: one last call without tools, so the user gets a summary."""
         request = self._request([Message(role="user", content=GRACE_PROMPT)], grace=True)
         response: ModelResponse | None = None
@@ -482,7 +493,7 @@ class Agent:
         if response is None:
             return
         self.record_usage(response.usage)
-        yield response.usage
+        turn.usage += response.usage
         assistant = Message(
             role="assistant",
             content=response.text,
@@ -493,14 +504,19 @@ class Agent:
         self.messages.append(assistant)
         yield MessageCommitted(assistant)
         if response.text:
-            text_parts.append(response.text)
+            turn.text.append(response.text)
+
+    def tool_specs(self, *, read_only: bool = False) -> list[ToolSpec]:
+        """The tool list sent to the model (read-only tools in plan mode); built once."""
+        if read_only not in self._tool_specs:
+            self._tool_specs[read_only] = self.tools.specs(read_only=read_only)
+        return self._tool_specs[read_only]
 
     def _request(self, extra: list[Message], *, grace: bool = False) -> ModelRequest:
-        read_only = self.mode is Mode.PLAN
         return ModelRequest(
             system=self.system_prompt,
             messages=repair_alternation(self.messages) + extra,
-            tools=self.tools.specs(read_only=read_only),
+            tools=self.tool_specs(read_only=self.mode is Mode.PLAN),
             max_output_tokens=self.settings.max_output_tokens,
             reasoning_effort=self.reasoning_effort,
             tool_choice_none=grace,
@@ -545,75 +561,29 @@ class Agent:
             skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
 
-    def _estimate_context(self) -> int:
+    def estimate_context(self) -> int:
         from core.context import estimate_messages_tokens
 
-        return estimate_messages_tokens(self.system_prompt, self.messages, self.tools.specs())
+        return estimate_messages_tokens(self.system_prompt, self.messages, self.tool_specs())
 
     async def _maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
-        from core.context import apply_compression, plan_compression, should_compress, summary_request
+        """Compress the conversation when it nears the context window (or now, if forced)."""
+        from core.context import should_compress
 
-        self.context_tokens = self._estimate_context()
-        window = self.context_window
-        threshold = self.settings.compression_threshold
-        if not force and not (
-            self.settings.auto_compact and should_compress(self.context_tokens, window, threshold)
-        ):
-            return
-        plan = plan_compression(self.messages, keep_last=self.settings.compression_keep_last)
-        if plan is None:
-            return
-        before = self.context_tokens
-        yield Status("compressing", f"Compressing the conversation ({before:,} of {window:,} tokens).")
-        system, summary_messages = summary_request(plan.middle)
-        summary = await self._summarise(system, summary_messages)
-        self.messages = apply_compression(plan, summary)
-        self.context_tokens = self._estimate_context()
-        yield HistoryReplaced(tuple(self.messages))
-        yield Status(
-            "compressed",
-            f"Compressed the conversation from {before:,} to {self.context_tokens:,} tokens.",
-            {"before": before, "after": self.context_tokens},
-        )
-        yield self._usage_event(Usage())
+        self.context_tokens = self.estimate_context()
+        settings = self.settings
+        window, threshold = self.context_window, settings.compression_threshold
+        if force or (settings.auto_compact and should_compress(self.context_tokens, window, threshold)):
+            from core.compression import compress
 
-    async def _summarise(self, system: str, messages: list[Message]) -> str:
-        from core.providers.resilient import ResilientModel
+            async for event in compress(self):
+                yield event
 
-        own_chain = bool(self.settings.auxiliary_model)
-        if own_chain:
-            from core.providers.resolve import build_chain
-
-            providers = build_chain(self.settings, self.settings.auxiliary_model)
-        else:
-            providers = self.providers
-        model = ResilientModel(
-            providers,
-            max_retries=self.settings.max_retries,
-            base_delay=self.settings.retry_base_seconds,
-            cap_delay=self.settings.retry_cap_seconds,
-        )
-        response: ModelResponse | None = None
-        try:
-            request = ModelRequest(system=system, messages=messages)
-            async with contextlib.aclosing(model.stream(request)) as stream:
-                async for item in stream:
-                    if isinstance(item, ModelResponse):
-                        response = item
-        finally:
-            if own_chain:
-                await model.aclose()
-        if response is None or not response.text.strip():
-            raise ProviderError(ErrorKind.FATAL, "the summariser returned no text")
-        self.record_usage(response.usage)
-        return response.text.strip()
-
-    async def compact(self) -> AsyncIterator[Event]:
+    def compact(self) -> AsyncIterator[Event]:
         """Force a compression now (/compact)."""
-        async for event in self._maybe_compress(force=True):
-            yield event
+        return self._maybe_compress(force=True)
 
-    def _usage_event(self, turn_usage: Usage) -> UsageUpdated:
+    def usage_event(self, turn_usage: Usage) -> UsageUpdated:
         return UsageUpdated(
             turn=turn_usage,
             total=self.usage_total,
@@ -711,70 +681,3 @@ def _default_registry(memory: MemoryStore) -> ToolRegistry:
     from core.tools.memory import MemoryTool
 
     return ToolRegistry([*default_tools(), MemoryTool(memory)])
-
-
-# -- library entry points ------------------------------------------------------------
-
-
-async def run_turn(
-    prompt: str | list[ContentPart],
-    *,
-    settings: Settings | None = None,
-    cwd: str | Path = ".",
-    approver: Approver | None = None,
-    **agent_options: Any,
-) -> AsyncIterator[Event]:
-    """One turn with a fresh agent on a local workspace; yields events, ending with TurnEnded."""
-    agent = _local_agent(settings, cwd, approver, **agent_options)
-    try:
-        async for event in agent.run_turn(prompt):
-            yield event
-    finally:
-        await agent.aclose()
-
-
-def chat(
-    prompt: str,
-    *,
-    settings: Settings | None = None,
-    cwd: str | Path = ".",
-    approver: Approver | None = None,
-    **agent_options: Any,
-) -> str:
-    """Blocking: run one turn and return the answer's text."""
-
-    async def main() -> str:
-        async for event in run_turn(prompt, settings=settings, cwd=cwd, approver=approver, **agent_options):
-            if isinstance(event, TurnEnded):
-                return event.text
-        return ""
-
-    return asyncio.run(main())
-
-
-def _local_agent(
-    settings: Settings | None, cwd: str | Path, approver: Approver | None, **agent_options: Any
-) -> Agent:
-    from core.config import load_settings
-    from core.sandbox import Sandbox
-    from core.workspace import LocalWorkspace, WorkspaceScope
-
-    settings = settings or load_settings()
-    scope = WorkspaceScope(Path(cwd).resolve())
-    workspace = LocalWorkspace(scope, sandbox=Sandbox.from_settings(settings, scope))
-    return Agent(
-        settings=settings,
-        workspace=workspace,
-        approver=approver or StaticApprover(Decision.REJECT_ONCE),
-        **agent_options,
-    )
-
-
-class StaticApprover:
-    """Answers every approval request the same way (library use, scripts, tests)."""
-
-    def __init__(self, decision: Decision) -> None:
-        self.decision = decision
-
-    async def decide(self, request: Any) -> Decision:
-        return self.decision

@@ -185,7 +185,6 @@ class TurnEnded:
 
     stop_reason: StopReason
     usage: Usage  # this turn
-    new_messages: tuple[Any, ...] = ()  # core.messages.Message committed this turn
     text: str = ""  # the answer's text, all model calls of the turn joined
 
 

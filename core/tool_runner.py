@@ -42,10 +42,6 @@ log = logging.getLogger(__name__)
 MAX_STORED_DIFF_CHARS = 1_000_000  # larger diffs are not kept for session/load replays
 
 
-class TurnCancelled(Exception):
-    """The user chose "cancel" on a permission request; the turn ends cancelled."""
-
-
 @dataclass(slots=True)
 class PreparedCall:
     """One tool call of a model response, from parse to result."""
@@ -59,6 +55,7 @@ class PreparedCall:
     started: ToolCallStarted | None = None
     result: ToolResult | None = None
     allow_outside: bool = False
+    cancels_turn: bool = False  # the user answered its permission request with "cancel"
     # The files the call touches, resolved (see `_file_identity`); None when a path could
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
@@ -144,7 +141,8 @@ class ToolRunner:
     async def run(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
         """Run one response's calls; yields their events and a MessageCommitted per result.
 
-        Raises TurnCancelled (after every call got a result) when the user chose cancel.
+        When the user answers a permission request with "cancel", that call is marked
+        `cancels_turn` and the calls not yet run get a "cancelled" result.
         """
         for item in calls:
             assert item.started is not None
@@ -159,10 +157,9 @@ class ToolRunner:
                 if item.duplicate_of is not None or item.error is not None:
                     continue
                 allowed = False
-                try:
-                    with _contained(item, "could not be checked for approval"):
-                        allowed = await self._approve(item)
-                except TurnCancelled:
+                with _contained(item, "could not be checked for approval"):
+                    allowed = await self._approve(item)
+                if item.cancels_turn:
                     cancelled = True
                     item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
                     continue
@@ -182,8 +179,6 @@ class ToolRunner:
                 assert item.result is not None
                 async for event in self._finish(item):
                     yield event
-        if cancelled:
-            raise TurnCancelled
 
     def _started_event(self, item: PreparedCall) -> ToolCallStarted:
         tool = item.tool
@@ -221,7 +216,8 @@ class ToolRunner:
         decision = await self.approver.decide(request)
         self.policy.record(verdict.request, decision)
         if decision is Decision.CANCELLED:
-            raise TurnCancelled
+            item.cancels_turn = True
+            return False
         if decision.allowed:
             return True
         remembered = ""
@@ -394,12 +390,10 @@ def _contained(item: PreparedCall, what: str) -> Iterator[None]:
 
     The one place that keeps a tool call, whatever its arguments, from ending a turn:
     a path with a NUL byte or through a symlink loop, a tool bug, an approver that
-    broke. Cancellation (the user's, or the task's) passes through.
+    broke. Cancelling the task passes through (CancelledError is no Exception).
     """
     try:
         yield
-    except TurnCancelled:
-        raise
     except WorkspaceError as exc:  # an expected refusal: its text is written for the model
         item.error = str(exc)
         item.result = ToolResult.error(item.error)

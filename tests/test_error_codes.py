@@ -23,7 +23,8 @@ def test_every_row_of_the_table_names_a_family_of_the_hierarchy(name: str) -> No
 
 def test_a_bad_option_names_its_field_as_invalid_params() -> None:
     error = error_response(InvalidOption("unknown configId 'x'", "configId"))
-    assert (error.code, str(error), error.data) == (INVALID_PARAMS, "unknown configId 'x'", {"field": "configId"})
+    assert (error.code, str(error)) == (INVALID_PARAMS, "unknown configId 'x'")
+    assert error.data == {"field": "configId"}
 
 
 def test_a_config_error_is_for_the_user_to_read() -> None:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from acp.exceptions import RequestError
 
+from core.processes import LocalCommand
 from core.workspace import (
     BinaryFile,
     FileTooLarge,
-    LocalCommand,
     LocalWorkspace,
     WorkspaceError,
     WorkspaceScope,

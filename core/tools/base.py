@@ -22,7 +22,6 @@ Args = TypeVar("Args", bound=BaseModel)
 
 @dataclass(slots=True)
 class ToolLimits:
-    max_read_bytes: int = 2_000_000  # files larger than this are refused with a message
     default_read_lines: int = 2_000
     max_line_chars: int = 2_000
     max_output_chars: int = 30_000  # tool output handed to the model

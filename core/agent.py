@@ -34,11 +34,11 @@ from core.events import (
     TextDelta,
     TitleChanged,
     TurnEnded,
-    Usage,
     UsageUpdated,
 )
 from core.memory import MemoryStore
 from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
+from core.models import Usage
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError, ToolSpec
 from core.tool_runner import PreparedCall, ToolRunner, call_cards
 from core.tools.base import SessionToolState, Tool, ToolLimits

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from core.context import apply_compression, plan_compression, summary_request
-from core.events import Event, HistoryReplaced, Status, Usage
+from core.events import Event, HistoryReplaced, Status
 from core.messages import Message
+from core.models import Usage
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 
 if TYPE_CHECKING:

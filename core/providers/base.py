@@ -8,8 +8,9 @@ from enum import StrEnum
 from typing import Any, Literal, Protocol
 
 from core.errors import HermesError
-from core.events import TextDelta, ThoughtDelta, Usage
+from core.events import TextDelta, ThoughtDelta
 from core.messages import Message, ToolCall
+from core.models import Usage
 
 FinishReason = Literal["stop", "length", "tool_calls", "refusal", "content_filter"]
 

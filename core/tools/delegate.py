@@ -25,8 +25,8 @@ from core.events import (
     ToolCallStarted,
     ToolKind,
     TurnEnded,
-    Usage,
 )
+from core.models import Usage
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import Workspace
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from core.events import Usage
+    from core.models import Usage
 
 MODE_OPTION = "mode"
 MODEL_OPTION = "model"

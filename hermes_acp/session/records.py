@@ -126,7 +126,8 @@ def new_record(session: Session) -> SessionRecord:
 
 def restore_agent(agent: Agent, record: SessionRecord) -> None:
     """What the record remembers beyond the history: usage, cost, the plan."""
-    from core.events import PlanEntry, Usage
+    from core.events import PlanEntry
+    from core.models import Usage
 
     agent.usage_total = Usage(
         input_tokens=record.input_tokens,

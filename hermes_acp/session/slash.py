@@ -11,7 +11,7 @@ from hermes_acp.bridge.commands import AVAILABLE_COMMANDS
 from hermes_acp.session.options import MODES
 
 if TYPE_CHECKING:
-    from core.events import Usage
+    from core.models import Usage
     from core.tools.registry import ToolRegistry
 
 

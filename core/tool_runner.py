@@ -3,7 +3,8 @@
 Reads and searches run concurrently; edits join them when the files they touch
 differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py` and a symlink to it
 are one file); calls to the same file and interactive tools (commands) keep the
-model's order. Results go back in the model's order whatever order they finished in.
+model's order (core/tool_waves.py). Results go back in the model's order whatever order they
+finished in.
 
 Whatever goes wrong with one call, from parsing to reporting, becomes that call's
 error for the model to read (`_contained`); the turn goes on.
@@ -16,10 +17,8 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -33,6 +32,7 @@ from core.events import (
     ToolCallStarted,
 )
 from core.messages import Message, ToolCall
+from core.tool_waves import file_identity, waves
 from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace, WorkspaceError
@@ -56,7 +56,7 @@ class PreparedCall:
     result: ToolResult | None = None
     allow_outside: bool = False
     cancels_turn: bool = False  # the user answered its permission request with "cancel"
-    # The files the call touches, resolved (see `_file_identity`); None when a path could
+    # The files the call touches, resolved (see `file_identity`); None when a path could
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
 
@@ -134,7 +134,7 @@ class ToolRunner:
             return frozenset()
         scope = self.workspace.scope
         try:
-            return frozenset(_file_identity(scope.absolute(raw)) for raw in item.tool.paths(item.args))
+            return frozenset(file_identity(scope.absolute(raw)) for raw in item.tool.paths(item.args))
         except WorkspaceError:
             return None  # the call fails when it runs; until then it may touch anything
 
@@ -148,7 +148,7 @@ class ToolRunner:
             assert item.started is not None
             yield item.started
         cancelled = False
-        for wave in _waves(calls):
+        for wave in waves(calls):
             runnable: list[PreparedCall] = []
             for item in wave:
                 if cancelled:
@@ -337,51 +337,6 @@ def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[s
         display["exit_code"] = finished.exit_code
         display["signal"] = finished.signal
     return display
-
-
-def _waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
-    """Split one response's calls into groups that may run at the same time.
-
-    Reads and searches run together; edits join when their paths differ; calls to
-    the same path and interactive tools (commands) keep the model's order.
-    """
-    waves: list[list[PreparedCall]] = []
-    current: list[PreparedCall] = []
-    for item in calls:
-        if current and _conflicts(item, current):
-            waves.append(current)
-            current = []
-        current.append(item)
-    if current:
-        waves.append(current)
-    return waves
-
-
-def _conflicts(item: PreparedCall, wave: list[PreparedCall]) -> bool:
-    if item.tool is not None and item.tool.interactive:
-        return True
-    for other in wave:
-        if other.tool is not None and other.tool.interactive:
-            return True
-        if not (item.writes or other.writes):
-            continue
-        if item.targets is None or other.targets is None:
-            return True  # a path that did not resolve may name the same file
-        if item.targets & other.targets:
-            return True
-        if item.writes and other.writes and not (item.targets and other.targets):
-            return True  # an edit whose paths are unknown cannot be proven independent
-    return False
-
-
-def _file_identity(resolved: Path) -> object:
-    """What makes two paths one file: its device and inode when it exists (hard links
-    too), else its resolved path (a file about to be created)."""
-    try:
-        status = os.stat(resolved)
-    except (OSError, ValueError):
-        return resolved
-    return (status.st_dev, status.st_ino)
 
 
 @contextlib.contextmanager

@@ -65,23 +65,16 @@ class PreparedCall:
         return self.tool is not None and not self.tool.read_only
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolRunner:
-    def __init__(
-        self,
-        *,
-        tools: ToolRegistry,
-        policy: ApprovalPolicy,
-        approver: Approver,
-        workspace: Workspace,
-        state: SessionToolState,
-        limits: ToolLimits,
-    ) -> None:
-        self.tools = tools
-        self.policy = policy
-        self.approver = approver
-        self.workspace = workspace
-        self.tool_state = state
-        self.limits = limits
+    """Runs the tool calls of a session's model responses."""
+
+    tools: ToolRegistry
+    policy: ApprovalPolicy
+    approver: Approver
+    workspace: Workspace
+    state: SessionToolState
+    limits: ToolLimits
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
         prepared: list[PreparedCall] = []
@@ -241,7 +234,7 @@ class ToolRunner:
             ctx = ToolContext(
                 call_id=item.call.id,
                 workspace=self.workspace,
-                state=self.tool_state,
+                state=self.state,
                 emit=queue.put_nowait,
                 limits=self.limits,
                 allow_outside=item.allow_outside,

@@ -1,4 +1,5 @@
-"""What the engine knows about well-known models, and what a call cost.
+"""What the engine knows about well-known models, and what a call cost: the tokens it
+used (`Usage`) and their price (`cost_usd`).
 
 Lookups tolerate the ways people spell a model: provider prefixes
 (`anthropic/claude-sonnet-4`), dated or tagged suffixes (`claude-sonnet-4-20250514`,
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from core.config import Price
+
 
 @dataclass(frozen=True, slots=True)
 class Usage:

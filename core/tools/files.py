@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import TypeVar
 
 from pydantic import BaseModel, Field
@@ -147,9 +148,30 @@ class FileEditTool(Tool[EditArgs]):
     needs_approval = True
     read_only = False
     approval_group = EDITS
+    verb: str  # what its card says it does to the file
+
+    def title(self, args: EditArgs, workspace: Workspace) -> str:
+        return f"{self.verb} {args.path}"
 
     def paths(self, args: EditArgs) -> list[str]:
         return [args.path]
+
+    async def change(
+        self, args: EditArgs, workspace: Workspace, allow_outside: bool
+    ) -> tuple[Path, str | None, str]:
+        """(the resolved path, its text now or None when it is new, its text after). Raises
+        CannotRun when the edit cannot apply, OSError or WorkspaceError when the path
+        cannot be used."""
+        raise NotImplementedError
+
+    async def preview(
+        self, args: EditArgs, workspace: Workspace, *, allow_outside: bool = False
+    ) -> FileDiff | None:
+        try:
+            path, old, new = await self.change(args, workspace, allow_outside)
+        except (OSError, WorkspaceError):
+            return None  # the run says what is wrong with the path
+        return FileDiff(str(path), old, new)
 
 
 class WriteFileArgs(PathArgs):
@@ -158,6 +180,7 @@ class WriteFileArgs(PathArgs):
 
 
 class WriteFileTool(FileEditTool[WriteFileArgs]):
+    verb = "Write"
     name = "write_file"
     description = (
         "Create a file, or replace a file's whole content. For changing part of an existing file "
@@ -165,38 +188,27 @@ class WriteFileTool(FileEditTool[WriteFileArgs]):
     )
     args_model = WriteFileArgs
 
-    def title(self, args: WriteFileArgs, workspace: Workspace) -> str:
-        return f"Write {args.path}"
-
-    async def preview(
-        self, args: WriteFileArgs, workspace: Workspace, *, allow_outside: bool = False
-    ) -> FileDiff | None:
+    async def change(
+        self, args: WriteFileArgs, workspace: Workspace, allow_outside: bool
+    ) -> tuple[Path, str | None, str]:
+        resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
+        if resolved.is_dir():
+            raise IsADirectoryError(args.path)
         try:
-            resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
-            old: str | None = await workspace.read_text(resolved)
+            return resolved, await workspace.read_text(resolved), args.content
         except FileNotFoundError:
-            old = None
+            return resolved, None, args.content
         except (BinaryFile, FileTooLarge) as exc:
             raise CannotRun(f"Not overwriting: {exc}") from None
-        except (OSError, WorkspaceError):
-            return None  # the run says what is wrong with the path
-        return FileDiff(str(resolved), old, args.content)
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
         try:
-            resolved = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
-            if resolved.is_dir():
-                raise IsADirectoryError(args.path)
-            old: str | None
-            try:
-                old = await ctx.workspace.read_text(resolved)
-            except FileNotFoundError:
-                old = None
-            except (BinaryFile, FileTooLarge) as exc:
-                return ToolResult.error(f"Not overwriting: {exc}")
+            resolved, old, _ = await self.change(args, ctx.workspace, ctx.allow_outside)
             if old == args.content:
                 return ToolResult(f"{args.path} already has exactly this content; nothing changed.")
             await ctx.workspace.write_text(resolved, args.content)
+        except CannotRun as exc:
+            return ToolResult.error(str(exc))
         except (OSError, WorkspaceError) as exc:
             return path_failure(exc, args.path)
         diff = FileDiff(str(resolved), old, args.content)

@@ -35,15 +35,13 @@ class PatchTool(FileEditTool[PatchArgs]):
         "the line-number prefix) and be unique unless replace_all is set. Returns the diff."
     )
     args_model = PatchArgs
+    verb = "Edit"
 
-    def title(self, args: PatchArgs, workspace: Workspace) -> str:
-        return f"Edit {args.path}"
-
-    async def preview(
-        self, args: PatchArgs, workspace: Workspace, *, allow_outside: bool = False
-    ) -> FileDiff | None:
+    async def change(
+        self, args: PatchArgs, workspace: Workspace, allow_outside: bool
+    ) -> tuple[Path, str, str]:
         path, text, updated, _ = await _plan_patch(args, workspace, allow_outside)
-        return FileDiff(str(path), text, updated)
+        return path, text, updated
 
     async def run(self, args: PatchArgs, ctx: ToolContext) -> ToolResult:
         try:

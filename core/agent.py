@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
 from core.config import Settings
-from core.events import (
-    Event,
-    UsageUpdated,
-)
+from core.events import Event, UsageUpdated
 from core.memory import MemoryStore
 from core.messages import ContentPart, Message
 from core.models import Usage

@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel
 
@@ -73,6 +73,10 @@ class CannotRun(ToolFailed):
 
 
 class Tool(ABC, Generic[Args]):
+    """A tool the model can call. A subclass's docstring is its description for the model
+    (its lines joined by spaces), and the model of its arguments is the `Args` it names:
+    `class ReadFileTool(Tool[ReadFileArgs])`."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     args_model: ClassVar[type[BaseModel]]
@@ -82,6 +86,18 @@ class Tool(ABC, Generic[Args]):
     interactive: ClassVar[bool] = False  # always runs alone, in order
     # One "always" answer covers every tool of the group ("edits": writes and patches alike).
     approval_group: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "description" not in cls.__dict__ and cls.__doc__:
+            cls.description = " ".join(line.strip() for line in cls.__doc__.strip().splitlines())
+        if "args_model" not in cls.__dict__:
+            for base in getattr(cls, "__orig_bases__", ()):
+                named = [
+                    arg for arg in get_args(base) if isinstance(arg, type) and issubclass(arg, BaseModel)
+                ]
+                if named:
+                    cls.args_model = named[0]
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()

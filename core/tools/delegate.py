@@ -13,7 +13,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -72,17 +72,15 @@ ChildSink = Callable[[ChildReport], Awaitable[None]]
 
 
 class DelegateTool(Tool[DelegateArgs]):
-    name: ClassVar[str] = "delegate_task"
-    description: ClassVar[str] = (
-        "Hand one or more self-contained tasks to subagents that work in parallel, each with its own "
-        "fresh context (they do not see this conversation), and get their final answers back. Use it "
-        "for independent research or changes that would fill this context: give each a precise goal, "
-        "the facts it needs, and the files to start from."
-    )
-    args_model: ClassVar[type[BaseModel]] = DelegateArgs
-    kind: ClassVar[ToolKind] = "think"
-    read_only: ClassVar[bool] = False  # children may edit; plan mode leaves delegation out
-    interactive: ClassVar[bool] = True  # children of two calls would race for the same files
+    """Hand one or more self-contained tasks to subagents that work in parallel, each with its own
+    fresh context (they do not see this conversation), and get their final answers back. Use it
+    for independent research or changes that would fill this context: give each a precise goal,
+    the facts it needs, and the files to start from."""
+
+    name = "delegate_task"
+    kind: ToolKind = "think"
+    read_only = False  # children may edit; plan mode leaves delegation out
+    interactive = True  # children of two calls would race for the same files
 
     def __init__(self, parent: Agent) -> None:
         self._parent = parent

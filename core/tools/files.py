@@ -71,13 +71,11 @@ class ReadFileArgs(BaseModel):
 
 
 class ReadFileTool(Tool[ReadFileArgs]):
+    """Read a text file, with line numbers (`     1\\t...`). Reads up to 2000 lines by default; for
+    large files use search first, then read the relevant part with offset and limit. Line numbers
+    are for reference only; they are not part of the file."""
+
     name = "read_file"
-    description = (
-        "Read a text file, with line numbers (`     1\\t...`). Reads up to 2000 lines by default; "
-        "for large files use search first, then read the relevant part with offset and limit. "
-        "Line numbers are for reference only; they are not part of the file."
-    )
-    args_model = ReadFileArgs
     kind: ToolKind = "read"
 
     def title(self, args: ReadFileArgs, workspace: Workspace) -> str:
@@ -180,13 +178,11 @@ class WriteFileArgs(PathArgs):
 
 
 class WriteFileTool(FileEditTool[WriteFileArgs]):
+    """Create a file, or replace a file's whole content. For changing part of an existing file use
+    patch instead: it is shorter and cannot lose the rest of the file."""
+
     verb = "Write"
     name = "write_file"
-    description = (
-        "Create a file, or replace a file's whole content. For changing part of an existing file "
-        "use patch instead: it is shorter and cannot lose the rest of the file."
-    )
-    args_model = WriteFileArgs
 
     async def change(
         self, args: WriteFileArgs, workspace: Workspace, allow_outside: bool
@@ -235,12 +231,10 @@ class ListFilesArgs(BaseModel):
 
 
 class ListFilesTool(Tool[ListFilesArgs]):
+    """List the files under a directory, recursively, as paths relative to it, sorted. Respects
+    .gitignore and skips .git. Use glob to narrow it down; use search to look inside files."""
+
     name = "list_files"
-    description = (
-        "List the files under a directory, recursively, as paths relative to it, sorted. Respects "
-        ".gitignore and skips .git. Use glob to narrow it down; use search to look inside files."
-    )
-    args_model = ListFilesArgs
     kind: ToolKind = "search"
 
     def title(self, args: ListFilesArgs, workspace: Workspace) -> str:

@@ -28,13 +28,11 @@ class PatchArgs(PathArgs):
 
 
 class PatchTool(FileEditTool[PatchArgs]):
+    """Edit a file by replacing an exact piece of text with new text; the preferred way to change
+    existing files. old_text must match the file exactly (copy it from read_file output, without
+    the line-number prefix) and be unique unless replace_all is set. Returns the diff."""
+
     name = "patch"
-    description = (
-        "Edit a file by replacing an exact piece of text with new text; the preferred way to change "
-        "existing files. old_text must match the file exactly (copy it from read_file output, without "
-        "the line-number prefix) and be unique unless replace_all is set. Returns the diff."
-    )
-    args_model = PatchArgs
     verb = "Edit"
 
     async def change(

@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 
 from benchmarks.fake_process import FakeProviderProcess
-from core.agent import Agent, StaticApprover
+from core.agent import Agent
 from core.approval import Decision
+from core.library import StaticApprover
 from core.providers.errors import untransformed
 from core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for

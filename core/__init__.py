@@ -12,9 +12,8 @@ from typing import Any
 
 _EXPORTS = {
     "Agent": "core.agent",
-    "TurnResult": "core.agent",
-    "chat": "core.agent",
-    "run_turn": "core.agent",
+    "chat": "core.library",
+    "run_turn": "core.library",
     "Settings": "core.config",
     "load_settings": "core.config",
     "StopReason": "core.events",

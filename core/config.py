@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.errors import HermesError
+
 ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom"]
 ApiMode = Literal["chat_completions", "anthropic_messages", "responses", "bedrock_converse"]
 
@@ -31,7 +33,7 @@ SDK_ENV = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(HermesError):
     pass
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from core.models import Usage
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 
@@ -28,35 +31,6 @@ class FileDiff:
     path: str  # absolute
     old_text: str | None  # None for a new file
     new_text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0  # input tokens served from the provider's prompt cache
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    @classmethod
-    def split_input(cls, uncached: int, output: int, cache_read: int, cache_write: int) -> Usage:
-        """Usage from APIs that count cached input apart from the rest (Anthropic, Bedrock):
-        `input_tokens` here is all of it."""
-        return cls(
-            input_tokens=uncached + cache_read + cache_write,
-            output_tokens=output,
-            cached_tokens=cache_read,
-            cache_write_tokens=cache_write,
-        )
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(
-            self.input_tokens + other.input_tokens,
-            self.output_tokens + other.output_tokens,
-            self.cached_tokens + other.cached_tokens,
-            self.cache_write_tokens + other.cache_write_tokens,
-            self.reasoning_tokens + other.reasoning_tokens,
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +159,6 @@ class TurnEnded:
 
     stop_reason: StopReason
     usage: Usage  # this turn
-    new_messages: tuple[Any, ...] = ()  # core.messages.Message committed this turn
     text: str = ""  # the answer's text, all model calls of the turn joined
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import RootModel, ValidationError
 
+from core.errors import ToolFailed
 from core.events import ToolKind
 from core.providers.base import ToolSpec
 from core.tools.base import Tool, ToolContext, ToolResult
@@ -36,7 +37,7 @@ class McpToolArgs(RootModel[dict[str, Any]]):
     """An MCP tool's arguments: the JSON object the model wrote. The server validates it."""
 
 
-class McpCallFailed(Exception):
+class McpCallFailed(ToolFailed):
     """A call did not produce a tool result (timeout, connection lost, protocol error)."""
 
 

@@ -17,6 +17,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 
+from core.errors import InvalidInput
 from core.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
 
 try:
@@ -30,7 +31,7 @@ MAX_FACT_CHARS = 500
 MAX_FILE_BYTES = 8 * 1024
 
 
-class MemoryFull(ValueError):
+class MemoryFull(InvalidInput):
     """Saving would make a memory file larger than its limit."""
 
 

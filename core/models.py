@@ -1,4 +1,5 @@
-"""What the engine knows about well-known models, and what a call cost.
+"""What the engine knows about well-known models, and what a call cost: the tokens it
+used (`Usage`) and their price (`cost_usd`).
 
 Lookups tolerate the ways people spell a model: provider prefixes
 (`anthropic/claude-sonnet-4`), dated or tagged suffixes (`claude-sonnet-4-20250514`,
@@ -13,10 +14,38 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from core.events import Usage
-
 if TYPE_CHECKING:
     from core.config import Price
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0  # input tokens served from the provider's prompt cache
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @classmethod
+    def split_input(cls, uncached: int, output: int, cache_read: int, cache_write: int) -> Usage:
+        """Usage from APIs that count cached input apart from the rest (Anthropic, Bedrock):
+        `input_tokens` here is all of it."""
+        return cls(
+            input_tokens=uncached + cache_read + cache_write,
+            output_tokens=output,
+            cached_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
 
 # How a model reasons, and so how a provider asks for it:
 #   "effort"            OpenAI-style `reasoning_effort` / Responses `reasoning.effort`

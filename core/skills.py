@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.errors import InvalidInput
+
 log = logging.getLogger(__name__)
 
 # The shape of a slash-command name; also what a skill's `name` must look like.
@@ -26,7 +28,7 @@ MAX_LISTED_FILES = 50
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
-class SkillError(ValueError):
+class SkillError(InvalidInput):
     """A SKILL.md or command file that cannot be used; the message says why."""
 
 

@@ -3,7 +3,8 @@
 Reads and searches run concurrently; edits join them when the files they touch
 differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py` and a symlink to it
 are one file); calls to the same file and interactive tools (commands) keep the
-model's order. Results go back in the model's order whatever order they finished in.
+model's order (core/tool_waves.py). Results go back in the model's order whatever order they
+finished in.
 
 Whatever goes wrong with one call, from parsing to reporting, becomes that call's
 error for the model to read (`_contained`); the turn goes on.
@@ -16,10 +17,8 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -33,6 +32,7 @@ from core.events import (
     ToolCallStarted,
 )
 from core.messages import Message, ToolCall
+from core.tool_waves import file_identity, waves
 from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace, WorkspaceError
@@ -40,10 +40,6 @@ from core.workspace import Workspace, WorkspaceError
 log = logging.getLogger(__name__)
 
 MAX_STORED_DIFF_CHARS = 1_000_000  # larger diffs are not kept for session/load replays
-
-
-class TurnCancelled(Exception):
-    """The user chose "cancel" on a permission request; the turn ends cancelled."""
 
 
 @dataclass(slots=True)
@@ -59,7 +55,8 @@ class PreparedCall:
     started: ToolCallStarted | None = None
     result: ToolResult | None = None
     allow_outside: bool = False
-    # The files the call touches, resolved (see `_file_identity`); None when a path could
+    cancels_turn: bool = False  # the user answered its permission request with "cancel"
+    # The files the call touches, resolved (see `file_identity`); None when a path could
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
 
@@ -68,23 +65,16 @@ class PreparedCall:
         return self.tool is not None and not self.tool.read_only
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolRunner:
-    def __init__(
-        self,
-        *,
-        tools: ToolRegistry,
-        policy: ApprovalPolicy,
-        approver: Approver,
-        workspace: Workspace,
-        state: SessionToolState,
-        limits: ToolLimits,
-    ) -> None:
-        self.tools = tools
-        self.policy = policy
-        self.approver = approver
-        self.workspace = workspace
-        self.tool_state = state
-        self.limits = limits
+    """Runs the tool calls of a session's model responses."""
+
+    tools: ToolRegistry
+    policy: ApprovalPolicy
+    approver: Approver
+    workspace: Workspace
+    state: SessionToolState
+    limits: ToolLimits
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
         prepared: list[PreparedCall] = []
@@ -137,20 +127,21 @@ class ToolRunner:
             return frozenset()
         scope = self.workspace.scope
         try:
-            return frozenset(_file_identity(scope.absolute(raw)) for raw in item.tool.paths(item.args))
+            return frozenset(file_identity(scope.absolute(raw)) for raw in item.tool.paths(item.args))
         except WorkspaceError:
             return None  # the call fails when it runs; until then it may touch anything
 
     async def run(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
         """Run one response's calls; yields their events and a MessageCommitted per result.
 
-        Raises TurnCancelled (after every call got a result) when the user chose cancel.
+        When the user answers a permission request with "cancel", that call is marked
+        `cancels_turn` and the calls not yet run get a "cancelled" result.
         """
         for item in calls:
             assert item.started is not None
             yield item.started
         cancelled = False
-        for wave in _waves(calls):
+        for wave in waves(calls):
             runnable: list[PreparedCall] = []
             for item in wave:
                 if cancelled:
@@ -159,10 +150,9 @@ class ToolRunner:
                 if item.duplicate_of is not None or item.error is not None:
                     continue
                 allowed = False
-                try:
-                    with _contained(item, "could not be checked for approval"):
-                        allowed = await self._approve(item)
-                except TurnCancelled:
+                with _contained(item, "could not be checked for approval"):
+                    allowed = await self._approve(item)
+                if item.cancels_turn:
                     cancelled = True
                     item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
                     continue
@@ -182,8 +172,6 @@ class ToolRunner:
                 assert item.result is not None
                 async for event in self._finish(item):
                     yield event
-        if cancelled:
-            raise TurnCancelled
 
     def _started_event(self, item: PreparedCall) -> ToolCallStarted:
         tool = item.tool
@@ -221,7 +209,8 @@ class ToolRunner:
         decision = await self.approver.decide(request)
         self.policy.record(verdict.request, decision)
         if decision is Decision.CANCELLED:
-            raise TurnCancelled
+            item.cancels_turn = True
+            return False
         if decision.allowed:
             return True
         remembered = ""
@@ -245,7 +234,7 @@ class ToolRunner:
             ctx = ToolContext(
                 call_id=item.call.id,
                 workspace=self.workspace,
-                state=self.tool_state,
+                state=self.state,
                 emit=queue.put_nowait,
                 limits=self.limits,
                 allow_outside=item.allow_outside,
@@ -343,63 +332,16 @@ def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[s
     return display
 
 
-def _waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
-    """Split one response's calls into groups that may run at the same time.
-
-    Reads and searches run together; edits join when their paths differ; calls to
-    the same path and interactive tools (commands) keep the model's order.
-    """
-    waves: list[list[PreparedCall]] = []
-    current: list[PreparedCall] = []
-    for item in calls:
-        if current and _conflicts(item, current):
-            waves.append(current)
-            current = []
-        current.append(item)
-    if current:
-        waves.append(current)
-    return waves
-
-
-def _conflicts(item: PreparedCall, wave: list[PreparedCall]) -> bool:
-    if item.tool is not None and item.tool.interactive:
-        return True
-    for other in wave:
-        if other.tool is not None and other.tool.interactive:
-            return True
-        if not (item.writes or other.writes):
-            continue
-        if item.targets is None or other.targets is None:
-            return True  # a path that did not resolve may name the same file
-        if item.targets & other.targets:
-            return True
-        if item.writes and other.writes and not (item.targets and other.targets):
-            return True  # an edit whose paths are unknown cannot be proven independent
-    return False
-
-
-def _file_identity(resolved: Path) -> object:
-    """What makes two paths one file: its device and inode when it exists (hard links
-    too), else its resolved path (a file about to be created)."""
-    try:
-        status = os.stat(resolved)
-    except (OSError, ValueError):
-        return resolved
-    return (status.st_dev, status.st_ino)
-
-
 @contextlib.contextmanager
 def _contained(item: PreparedCall, what: str) -> Iterator[None]:
     """Any exception inside becomes the call's error result; the turn goes on.
 
     The one place that keeps a tool call, whatever its arguments, from ending a turn:
     a path with a NUL byte or through a symlink loop, a tool bug, an approver that
-    broke. Cancellation (the user's, or the task's) passes through.
+    broke. Cancelling the task passes through (CancelledError is no Exception).
     """
     try:
         yield
-    except TurnCancelled:
-        raise
     except WorkspaceError as exc:  # an expected refusal: its text is written for the model
         item.error = str(exc)
         item.result = ToolResult.error(item.error)

@@ -1,34 +1,34 @@
 """The Workspace port: every file and process the agent touches goes through it.
 
-`LocalWorkspace` works on the local disk and local subprocesses. The ACP side
-plugs in its own implementation (editor buffers, editor terminals) that follows
-the same scoping rules, which live here in `WorkspaceScope`.
+`LocalWorkspace` works on the local disk and local subprocesses (core/processes.py).
+The ACP side plugs in its own implementation (editor buffers, editor terminals) that
+follows the same scoping rules, which live here in `WorkspaceScope`, and the same read
+limit and file checks, which live here too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import contextlib
-import logging
+import errno
 import os
 import secrets
-import signal
 import stat
-import subprocess
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
+
+from core.errors import HermesError
 
 if TYPE_CHECKING:
     from core.sandbox.bwrap import Sandbox
-    from core.sandbox.unconfined import UnconfinedGuard
 
-logger = logging.getLogger(__name__)
+MAX_READ_BYTES = 2_000_000  # larger files are refused, read from disk or from the editor
+BINARY_SNIFF_BYTES = 8192  # a NUL byte in this much of a file makes it binary
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(HermesError):
     """A file or process operation failed in a way the model should read about."""
 
 
@@ -148,8 +148,18 @@ class RunningCommand(Protocol):
         ...
 
 
+class CommandOptions(TypedDict, total=False):
+    """How to start a command; every workspace takes the same options."""
+
+    cwd: Path | None  # default: the workspace's cwd
+    env: dict[str, str] | None  # added to the agent's environment
+    output_limit: int  # characters of output kept (the tail); default 64,000
+    unconfined: bool  # outside the sandbox: only after the user approved it
+
+
 class Workspace(Protocol):
     scope: WorkspaceScope
+    max_read_bytes: int
 
     async def read_text(self, path: Path) -> str:
         """The file's text (the editor's unsaved buffer where there is one).
@@ -160,24 +170,10 @@ class Workspace(Protocol):
 
     async def write_text(self, path: Path, content: str) -> None: ...
 
-    async def start_command(
-        self,
-        command: str,
-        *,
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-        output_limit: int = 64_000,
-        unconfined: bool = False,  # outside the sandbox: only after the user approved it
-    ) -> RunningCommand: ...
+    async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand: ...
 
 
-# --- the local implementation ------------------------------------------------------
-
-_BINARY_SNIFF_BYTES = 8192
-# After the shell exits, how long to wait for the pipe to close. Children it left
-# behind (`server &`) keep the pipe open; the command counts as finished anyway.
-_DRAIN_AFTER_EXIT = 0.25
-_SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+# --- whether a file's text can be read: one judgement for every workspace -------------
 
 
 def human_size(size: int) -> str:
@@ -191,37 +187,54 @@ def human_size(size: int) -> str:
     return f"{value:.1f} TB"
 
 
+def check_size(path: Path, size: int, limit: int) -> None:
+    if size > limit:
+        raise FileTooLarge(
+            f"{path} is {human_size(size)}, larger than the {human_size(limit)} "
+            "read limit. Use search to find the lines you need, or read a slice with offset "
+            "and limit where the reader supports it (or `sed -n '100,200p'` in the terminal)."
+        )
+
+
+def check_text(path: Path, head: bytes, size: int) -> None:
+    """Raise BinaryFile when the file's first bytes (`head`) hold a NUL byte."""
+    if b"\0" in head[:BINARY_SNIFF_BYTES]:
+        raise BinaryFile(f"{path} is a binary file ({human_size(size)}); it has no text to read.")
+
+
+def check_readable(path: Path, limit: int) -> bool:
+    """Whether the file exists on disk; raises when it is a directory, too large or binary
+    (for readers, like an editor, that hand over text without judging it)."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return False
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    check_size(path, size, limit)
+    with path.open("rb") as handle:
+        check_text(path, handle.read(BINARY_SNIFF_BYTES), size)
+    return True
+
+
+@dataclass(slots=True)
 class LocalWorkspace:
     """The workspace on the local disk, with commands run as local subprocesses."""
 
-    def __init__(
-        self,
-        scope: WorkspaceScope,
-        *,
-        max_read_bytes: int = 2_000_000,
-        kill_grace: float = 2.0,
-        sandbox: Sandbox | None = None,  # None: commands run unconfined (library and unit use)
-    ) -> None:
-        self.scope = scope
-        self.max_read_bytes = max_read_bytes
-        self.kill_grace = kill_grace  # seconds between SIGTERM and SIGKILL
-        self.sandbox = sandbox
+    scope: WorkspaceScope
+    _: KW_ONLY
+    max_read_bytes: int = MAX_READ_BYTES
+    kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL
+    sandbox: Sandbox | None = None  # None: commands run unconfined (library and unit use)
 
     async def read_text(self, path: Path) -> str:
         return await asyncio.to_thread(self._read_text, Path(path))
 
     def _read_text(self, path: Path) -> str:
         with path.open("rb") as handle:  # IsADirectoryError / FileNotFoundError surface as-is
-            size = os.fstat(handle.fileno()).st_size
-            if size > self.max_read_bytes:
-                raise FileTooLarge(
-                    f"{path} is {human_size(size)}, larger than the {human_size(self.max_read_bytes)} "
-                    "read limit. Use search to find the lines you need, or read a slice with offset "
-                    "and limit where the reader supports it (or `sed -n '100,200p'` in the terminal)."
-                )
+            check_size(path, os.fstat(handle.fileno()).st_size, self.max_read_bytes)
             data = handle.read()
-        if b"\0" in data[:_BINARY_SNIFF_BYTES]:
-            raise BinaryFile(f"{path} is a binary file ({human_size(len(data))}); it has no text to read.")
+        check_text(path, data, len(data))
         # Stray non-UTF-8 bytes in a text file (Latin-1 comments) should not make it unreadable.
         return data.decode("utf-8", errors="replace")
 
@@ -249,233 +262,7 @@ class LocalWorkspace:
                 os.unlink(temp)
             raise
 
-    async def start_command(
-        self,
-        command: str,
-        *,
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-        output_limit: int = 64_000,
-        unconfined: bool = False,
-    ) -> LocalCommand:
-        directory = Path(cwd) if cwd is not None else self.scope.cwd
-        full_env = {**os.environ, **(env or {})}
-        argv = [_SHELL, "-c", command]
-        sandbox = self.sandbox
-        confined = sandbox is not None and not unconfined and sandbox.confinement != "off"
-        if confined:
-            assert sandbox is not None
-            if sandbox.confinement == "unavailable":
-                # The policy asks before every command when the sandbox cannot start, and an
-                # approval arrives here as `unconfined`; anything else fails closed.
-                raise WorkspaceError(f"the sandbox cannot start ({sandbox.availability.reason})")
-            argv = sandbox.wrap(argv, cwd=directory.resolve())
-            full_env = sandbox.environment(full_env)
-        loop = asyncio.get_running_loop()
-        run = LocalCommand(output_limit=output_limit, kill_grace=self.kill_grace)
-        run.sandbox = sandbox if confined else None
-        try:
-            transport, _ = await loop.subprocess_exec(
-                lambda: _CommandProtocol(run),
-                *argv,
-                cwd=directory,
-                env=full_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # its own process group, so kill() reaches its children
-            )
-        except OSError as exc:
-            raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
-        run._attach(transport)
-        if not confined:
-            # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.
-            from core.sandbox.unconfined import UnconfinedGuard
+    async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
+        from core.processes import start_local_command
 
-            run._guard = UnconfinedGuard(transport.get_pid())
-        return run
-
-
-class _CommandProtocol(asyncio.SubprocessProtocol):
-    def __init__(self, run: LocalCommand) -> None:
-        self._run = run
-
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self._run._on_data(data.encode() if isinstance(data, str) else data)
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        self._run._on_eof()
-
-    def process_exited(self) -> None:
-        self._run._on_exit()
-
-
-class LocalCommand:
-    """A local subprocess in its own process group; stdout and stderr merged.
-
-    Output is collected whether or not anyone streams it, so a background command
-    never blocks on a full pipe. `stream()` has one consumer.
-    """
-
-    terminal_id: str | None = None
-    sandbox: Sandbox | None = None  # the sandbox it runs in, if it does
-    _guard: UnconfinedGuard | None = None
-
-    def __init__(self, *, output_limit: int, kill_grace: float) -> None:
-        self._limit = max(1, output_limit)
-        self._grace = kill_grace
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._transport: asyncio.SubprocessTransport | None = None
-        self._output: list[str] = []
-        self._output_chars = 0
-        self._truncated = False
-        self._pending: list[str] = []  # decoded, not yet streamed
-        self._pending_chars = 0
-        self._changed = asyncio.Event()
-        self._exited = asyncio.Event()
-        self._done = asyncio.Event()  # exited and the pipe drained (or gave up waiting for it)
-        self._eof = False
-        self._exit: CommandExit | None = None
-        self._drain_timer: asyncio.TimerHandle | None = None
-        self._released = False
-
-    @property
-    def pid(self) -> int | None:
-        return self._transport.get_pid() if self._transport else None
-
-    @property
-    def running(self) -> bool:
-        return not self._exited.is_set()
-
-    # -- callbacks from the protocol ---------------------------------------------------
-
-    def _attach(self, transport: asyncio.SubprocessTransport) -> None:
-        self._transport = transport
-
-    def _on_data(self, data: bytes) -> None:
-        self._add(self._decoder.decode(data))
-
-    def _on_eof(self) -> None:
-        if self._eof:
-            return
-        self._eof = True
-        self._add(self._decoder.decode(b"", final=True))
-        if self._exited.is_set():
-            self._finish()
-
-    def _on_exit(self) -> None:
-        self._exited.set()
-        if self._eof:
-            self._finish()
-        else:
-            self._drain_timer = asyncio.get_running_loop().call_later(_DRAIN_AFTER_EXIT, self._finish)
-
-    def _add(self, text: str) -> None:
-        if not text:
-            return
-        self._output.append(text)
-        self._output_chars += len(text)
-        if self._output_chars > self._limit:
-            self._truncated = True
-            if self._output_chars > 2 * self._limit:  # trim now and then, not on every chunk
-                self._output, self._output_chars = _keep_tail(self._output, self._limit)
-        self._pending.append(text)
-        self._pending_chars += len(text)
-        if self._pending_chars > 2 * self._limit:  # nobody is streaming; keep it bounded
-            self._pending, self._pending_chars = _keep_tail(self._pending, self._limit)
-        self._changed.set()
-
-    def _finish(self) -> None:
-        if self._done.is_set():
-            return
-        if self._guard is not None and self._eof:
-            # Exited and nothing holds its output open: no child of it is left to kill.
-            self._guard.release()
-            self._guard = None
-        if self._drain_timer is not None:
-            self._drain_timer.cancel()
-        code = self._transport.get_returncode() if self._transport else None
-        if code is not None and code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            self._exit = CommandExit(None, name)
-        else:
-            self._exit = CommandExit(code)
-        self._done.set()
-        self._changed.set()
-
-    # -- RunningCommand ----------------------------------------------------------------
-
-    async def stream(self) -> AsyncIterator[str]:
-        while True:
-            if self._pending:
-                chunk = "".join(self._pending)
-                self._pending.clear()
-                self._pending_chars = 0
-                yield chunk
-                continue
-            if self._done.is_set():
-                return
-            self._changed.clear()
-            await self._changed.wait()
-
-    async def wait(self) -> CommandExit:
-        await self._done.wait()
-        assert self._exit is not None
-        return self._exit
-
-    async def output(self) -> tuple[str, bool]:
-        text = "".join(self._output)
-        return text[-self._limit :], self._truncated
-
-    async def kill(self) -> None:
-        """SIGTERM to the whole group, then SIGKILL after the grace period. Also reaches
-        children that outlived the shell."""
-        if self._transport is None or self._released:
-            return
-        if not self._exited.is_set():
-            self._signal_group(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(self._exited.wait(), self._grace)
-            except TimeoutError:
-                pass
-            except asyncio.CancelledError:
-                self._signal_group(signal.SIGKILL)
-                raise
-        self._signal_group(signal.SIGKILL)
-        if not self._exited.is_set():
-            # Let the child watcher reap it, so wait() reports SIGKILL and release() does
-            # not race the watcher for the exit status.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._exited.wait(), 1.0)
-
-    async def release(self) -> None:
-        if self._transport is None or self._released:
-            return
-        try:
-            await self.kill()
-        finally:
-            # After this the group id may be reused; never signal it again.
-            self._released = True
-            self._transport.close()
-            if self._guard is not None:
-                self._guard.release()
-                self._guard = None
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        pid = self.pid
-        if pid is None:
-            return
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            pass
-        except PermissionError:  # the group id was reused by someone else's process
-            logger.debug("not allowed to signal process group %s", pid)
-
-
-def _keep_tail(chunks: list[str], limit: int) -> tuple[list[str], int]:
-    tail = "".join(chunks)[-limit:]
-    return [tail], len(tail)
+        return await start_local_command(self, command, **options)

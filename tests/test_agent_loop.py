@@ -12,7 +12,6 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from core.agent import StaticApprover, chat
 from core.approval import Decision, Mode
 from core.events import (
     HistoryReplaced,
@@ -27,6 +26,7 @@ from core.events import (
     ToolCallStarted,
     UsageUpdated,
 )
+from core.library import StaticApprover, chat
 from core.messages import Message, ToolCall
 from core.tools import default_tools
 from core.tools.base import Tool, ToolContext, ToolResult

@@ -24,10 +24,10 @@ from core.events import (
     ToolCallRunning,
     ToolCallStarted,
     TurnEnded,
-    Usage,
     UsageUpdated,
 )
 from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.models import Usage
 from core.tool_runner import tool_display
 from hermes_acp.bridge.channel import send_updates
 from hermes_acp.bridge.events import EventTranslator, plan_update

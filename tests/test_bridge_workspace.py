@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from acp.exceptions import RequestError
 
+from core.processes import LocalCommand
 from core.workspace import (
     BinaryFile,
     FileTooLarge,
-    LocalCommand,
     LocalWorkspace,
     WorkspaceError,
     WorkspaceScope,
@@ -143,6 +143,22 @@ async def test_binary_and_oversized_files_are_refused_on_disk_without_asking(set
     with pytest.raises(FileTooLarge):
         await ws.read_text(root / "big.txt")
     assert pair.calls("fs/read_text_file") == []
+
+
+async def test_the_editor_and_the_disk_refuse_a_file_in_the_same_words(setup):
+    pair, _, root = setup
+    (root / "img.bin").write_bytes(b"\x89PNG\0\0\0")
+    (root / "big.txt").write_text("x" * 5000)
+    editor, disk = workspace(pair, root), LocalWorkspace(WorkspaceScope(root), max_read_bytes=1000)
+    for name in ("img.bin", "big.txt"):
+        with pytest.raises(WorkspaceError) as from_editor:
+            await editor.read_text(root / name)
+        with pytest.raises(WorkspaceError) as from_disk:
+            await disk.read_text(root / name)
+        assert str(from_editor.value) == str(from_disk.value)
+        assert "binary file (7 bytes)" in str(from_disk.value) or "1000 bytes read limit" in str(
+            from_disk.value
+        )
 
 
 async def test_editor_read_error_on_an_existing_file_is_a_workspace_error(setup):

@@ -90,7 +90,7 @@ def _tool_history(turns: int) -> list[Message]:
 async def test_compression_triggers_at_the_threshold_and_keeps_tool_pairs(fake, workdir):
     history = _tool_history(10)
     probe = make_agent(fake, workdir, messages=history)
-    size = probe._estimate_context()
+    size = probe.estimate_context()
     # The threshold (half the window) sits just above the history plus the next user
     # message: the turn's first call goes out as is, the tool result then tips it over.
     window = 2 * (size + 25)

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from core.config import FallbackEntry, Price, Settings
-from core.events import TextDelta, ThoughtDelta, Usage
+from core.events import TextDelta, ThoughtDelta
 from core.messages import ImagePart, Message, TextPart, ToolCall, user
-from core.models import context_window, cost_usd, lookup, model_info
+from core.models import Usage, context_window, cost_usd, lookup, model_info
 from core.providers.anthropic_messages import AnthropicMessagesProvider
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
 from core.providers.chat_completions import ChatCompletionsProvider, ThinkTagParser

@@ -9,7 +9,8 @@ import pytest
 
 from core.events import Event
 from core.tools.base import SessionToolState, ToolContext, ToolLimits
-from core.tools.files import ListFilesTool, PatchTool, ReadFileTool, WriteFileTool
+from core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
+from core.tools.patch import PatchTool
 from core.workspace import LocalWorkspace, WorkspaceScope
 
 

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import TextDelta, ThoughtDelta, Usage
+from core.events import TextDelta, ThoughtDelta
 from core.messages import ImagePart, Message, TextPart, ToolCall
-from core.models import model_info
+from core.models import Usage, model_info
 from core.providers.base import (
     ErrorKind,
     FinishReason,

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from core.events import TextDelta, ThoughtDelta, Usage
+from core.errors import HermesError
+from core.events import TextDelta, ThoughtDelta
 from core.messages import Message, ToolCall
+from core.models import Usage
 
 FinishReason = Literal["stop", "length", "tool_calls", "refusal", "content_filter"]
 
@@ -56,7 +58,7 @@ class ErrorKind(StrEnum):
     FATAL = "fatal"
 
 
-class ProviderError(Exception):
+class ProviderError(HermesError):
     def __init__(
         self,
         kind: ErrorKind,

@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from core.errors import InvalidInput
 
-class ShellSyntaxError(ValueError):
+
+class ShellSyntaxError(InvalidInput):
     """The command could not be read (an unclosed quote, parenthesis or substitution)."""
 
 

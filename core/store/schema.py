@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from core.errors import HermesError
 from core.messages import Message
 from core.store.writer import (
     JSON_FIELDS,
@@ -28,7 +29,7 @@ from core.store.writer import (
 log = logging.getLogger(__name__)
 
 
-class StoreError(Exception):
+class StoreError(HermesError):
     pass
 
 

@@ -331,7 +331,8 @@ def replace_history(session: LiveSession, messages: list[Message]) -> None:
 
 def restore_agent(agent: Agent, record: SessionRecord) -> None:
     """What the record remembers beyond the history: usage, cost, the plan."""
-    from core.events import PlanEntry, Usage
+    from core.events import PlanEntry
+    from core.models import Usage
 
     agent.usage_total = Usage(
         input_tokens=record.input_tokens,
@@ -348,10 +349,4 @@ def restore_agent(agent: Agent, record: SessionRecord) -> None:
         except (KeyError, TypeError):
             log.warning("session %s: skipping a malformed plan entry %r", record.id, item)
     agent.tool_state.plan = tuple(entries)
-    agent.context_tokens = estimated_context(agent)
-
-
-def estimated_context(agent: Agent) -> int:
-    from core.turn_context import estimate_messages_tokens
-
-    return estimate_messages_tokens(agent.system_prompt, agent.messages, agent.tools.specs())
+    agent.context_tokens = agent.estimate_context()

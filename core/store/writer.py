@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from core.events import Usage
     from core.messages import Message
+    from core.models import Usage
     from core.store.sessions import LiveSession, SessionStore
 
 log = logging.getLogger(__name__)

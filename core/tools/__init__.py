@@ -4,7 +4,8 @@ families (memory, MCP) are added by whoever builds the session."""
 from __future__ import annotations
 
 from core.tools.base import Tool
-from core.tools.files import ListFilesTool, PatchTool, ReadFileTool, WriteFileTool
+from core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
+from core.tools.patch import PatchTool
 from core.tools.search import SearchTool, find_rg
 from core.tools.terminal import ProcessTool, TerminalTool
 from core.tools.todo import TodoTool

@@ -5,10 +5,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel
 
+from core.errors import ToolFailed
 from core.events import Event, FileDiff, Location, PlanEntry, ToolKind
 from core.providers.base import ToolSpec
 from core.workspace import Workspace
@@ -21,7 +22,6 @@ Args = TypeVar("Args", bound=BaseModel)
 
 @dataclass(slots=True)
 class ToolLimits:
-    max_read_bytes: int = 2_000_000  # files larger than this are refused with a message
     default_read_lines: int = 2_000
     max_line_chars: int = 2_000
     max_output_chars: int = 30_000  # tool output handed to the model
@@ -67,12 +67,16 @@ class ToolResult:
         return cls(text=text, ok=False, raw_output=raw or None)
 
 
-class CannotRun(Exception):
+class CannotRun(ToolFailed):
     """A call that would fail for sure (a patch whose old_text is not in the file): it fails
     with this message before anyone is asked to approve it."""
 
 
 class Tool(ABC, Generic[Args]):
+    """A tool the model can call. A subclass's docstring is its description for the model
+    (its lines joined by spaces), and the model of its arguments is the `Args` it names:
+    `class ReadFileTool(Tool[ReadFileArgs])`."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     args_model: ClassVar[type[BaseModel]]
@@ -82,6 +86,18 @@ class Tool(ABC, Generic[Args]):
     interactive: ClassVar[bool] = False  # always runs alone, in order
     # One "always" answer covers every tool of the group ("edits": writes and patches alike).
     approval_group: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "description" not in cls.__dict__ and cls.__doc__:
+            cls.description = " ".join(line.strip() for line in cls.__doc__.strip().splitlines())
+        if "args_model" not in cls.__dict__:
+            for base in getattr(cls, "__orig_bases__", ()):
+                named = [
+                    arg for arg in get_args(base) if isinstance(arg, type) and issubclass(arg, BaseModel)
+                ]
+                if named:
+                    cls.args_model = named[0]
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()

@@ -8,7 +8,7 @@ and the turn ends: the user's next prompt is the answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -41,16 +41,14 @@ class ClarifyArgs(BaseModel):
 
 
 class ClarifyTool(Tool[ClarifyArgs]):
-    name: ClassVar[str] = "clarify"
-    description: ClassVar[str] = (
-        "Ask the user a question when the task is ambiguous and guessing would waste work or "
-        "do the wrong thing. Give choices when the answer is one of a few. Do not use it for "
-        "what you can find out yourself by reading files or running commands."
-    )
-    args_model: ClassVar[type[BaseModel]] = ClarifyArgs
-    kind: ClassVar[ToolKind] = "think"
-    read_only: ClassVar[bool] = True
-    interactive: ClassVar[bool] = True  # one question at a time
+    """Ask the user a question when the task is ambiguous and guessing would waste work or do the
+    wrong thing. Give choices when the answer is one of a few. Do not use it for what you can find
+    out yourself by reading files or running commands."""
+
+    name = "clarify"
+    kind: ToolKind = "think"
+    read_only = True
+    interactive = True  # one question at a time
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent

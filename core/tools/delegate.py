@@ -9,10 +9,11 @@ with its steps as they happen; the child's final answer is what the model reads.
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -24,14 +25,16 @@ from core.events import (
     ToolCallStarted,
     ToolKind,
     TurnEnded,
-    Usage,
 )
+from core.models import Usage
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.agent import Agent
     from core.messages import Message
+
+log = logging.getLogger(__name__)
 
 NOT_FOR_CHILDREN = frozenset({"delegate_task", "clarify", "todo"})
 GOAL_LENGTH = 60
@@ -69,17 +72,15 @@ ChildSink = Callable[[ChildReport], Awaitable[None]]
 
 
 class DelegateTool(Tool[DelegateArgs]):
-    name: ClassVar[str] = "delegate_task"
-    description: ClassVar[str] = (
-        "Hand one or more self-contained tasks to subagents that work in parallel, each with its own "
-        "fresh context (they do not see this conversation), and get their final answers back. Use it "
-        "for independent research or changes that would fill this context: give each a precise goal, "
-        "the facts it needs, and the files to start from."
-    )
-    args_model: ClassVar[type[BaseModel]] = DelegateArgs
-    kind: ClassVar[ToolKind] = "think"
-    read_only: ClassVar[bool] = False  # children may edit; plan mode leaves delegation out
-    interactive: ClassVar[bool] = True  # children of two calls would race for the same files
+    """Hand one or more self-contained tasks to subagents that work in parallel, each with its own
+    fresh context (they do not see this conversation), and get their final answers back. Use it
+    for independent research or changes that would fill this context: give each a precise goal,
+    the facts it needs, and the files to start from."""
+
+    name = "delegate_task"
+    kind: ToolKind = "think"
+    read_only = False  # children may edit; plan mode leaves delegation out
+    interactive = True  # children of two calls would race for the same files
 
     def __init__(self, parent: Agent) -> None:
         self._parent = parent
@@ -126,11 +127,13 @@ class DelegateTool(Tool[DelegateArgs]):
         )
         # In a thread: building a child reads the context files for its system prompt.
         tools = task.tools or sorted(self._child_tools())
-        child = await asyncio.to_thread(parent.subagent, tools, NamedApprover(parent.approver, label))
+        child = await asyncio.to_thread(spawn_child, parent, tools, NamedApprover(parent.approver, label))
         progress = _Progress(card, ctx)
         ended: TurnEnded | None = None
+        assert parent.budget is not None, "subagents run inside a turn"
+        budget = parent.budget.child(parent.settings.subagent_max_iterations)
         try:
-            async for event in child.run_turn(_first_message(task), budget=parent.child_budget()):
+            async for event in child.run_turn(_first_message(task), budget=budget):
                 if isinstance(event, ToolCallStarted):
                     progress.step(event.title)
                 elif isinstance(event, ToolCallFinished) and event.status == "failed":
@@ -138,9 +141,10 @@ class DelegateTool(Tool[DelegateArgs]):
                 elif isinstance(event, TurnEnded):
                     ended = event
         finally:
-            parent.absorb_child(child)
+            _absorb(parent, child)
             await child.release_processes()
-            await parent.report_child(
+            await _report(
+                parent,
                 ChildReport(
                     child_id=f"{parent.session_id or 'agent'}-sub-{secrets.token_hex(4)}",
                     parent_call_id=ctx.call_id,
@@ -149,7 +153,7 @@ class DelegateTool(Tool[DelegateArgs]):
                     usage=child.usage_total,
                     cost_usd=child.cost_usd,
                     stop_reason=ended.stop_reason if ended else StopReason.CANCELLED,
-                )
+                ),
             )
         assert ended is not None
         answer = _answer(child.messages) or "(The subagent gave no answer.)"
@@ -161,6 +165,46 @@ class DelegateTool(Tool[DelegateArgs]):
         progress.answer(answer)
         ctx.emit(ToolCallFinished(card, "completed" if ok else "failed", answer))
         return ok, answer
+
+
+def spawn_child(parent: Agent, tool_names: Sequence[str], approver: Approver) -> Agent:
+    """A child for delegate_task: the parent's workspace, mode, model, "always" answers and
+    provider clients; its own conversation, tool state and the named tools only."""
+    from core.agent import Agent
+    from core.tools.registry import ToolRegistry
+
+    tools = ToolRegistry([tool for tool in parent.tools if tool.name in set(tool_names)])
+    child = Agent(
+        settings=parent.settings,
+        workspace=parent.workspace,
+        approver=approver,
+        model=parent.model,
+        providers=parent.providers,  # shared; the parent closes them
+        tools=tools,
+        mode=parent.mode,
+        approvals=parent.approvals,
+        title="subagent",
+        delegation=False,
+    )
+    child.reasoning_effort = parent.reasoning_effort
+    return child
+
+
+def _absorb(parent: Agent, child: Agent) -> None:
+    """A subagent's usage and cost count as its parent's session's."""
+    parent.usage_total += child.usage_total
+    parent.child_usage += child.usage_total
+    if child.cost_usd is not None:
+        parent.cost_usd = (parent.cost_usd or 0.0) + child.cost_usd
+
+
+async def _report(parent: Agent, report: ChildReport) -> None:
+    if parent.child_sink is None:
+        return
+    try:
+        await parent.child_sink(report)
+    except Exception:  # a transcript that cannot be stored must not fail the parent's turn
+        log.warning("a subagent's transcript could not be stored", exc_info=True)
 
 
 class _Progress:

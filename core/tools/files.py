@@ -1,10 +1,10 @@
-"""File tools: read_file, write_file, patch, list_files."""
+"""File tools: read_file, write_file, list_files (patch: core/tools/patch.py)."""
 
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -15,10 +15,9 @@ from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
 EDITS = "edits"  # the approval scope of every file edit
 _MAX_LISTED_FILES = 1_000
-_MAX_MATCH_LINES_SHOWN = 20
 
 
-def _lines(text: str) -> list[str]:
+def text_lines(text: str) -> list[str]:
     """Lines as editors and rg number them: split on \\n only, \\r of CRLF dropped."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -26,7 +25,7 @@ def _lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def _failure(exc: BaseException, path: str) -> ToolResult:
+def path_failure(exc: BaseException, path: str) -> ToolResult:
     """The message the model reads when a path cannot be used."""
     if isinstance(exc, FileNotFoundError):
         return ToolResult.error(f"File not found: {path}")
@@ -41,7 +40,7 @@ def _failure(exc: BaseException, path: str) -> ToolResult:
     return ToolResult.error(f"{path}: {exc}")
 
 
-def _unified_diff(old: str, new: str, label: str, limit: int) -> str:
+def unified_diff(old: str, new: str, label: str, limit: int) -> str:
     diff = "".join(
         difflib.unified_diff(
             old.splitlines(keepends=True), new.splitlines(keepends=True), f"a/{label}", f"b/{label}", n=3
@@ -72,13 +71,11 @@ class ReadFileArgs(BaseModel):
 
 
 class ReadFileTool(Tool[ReadFileArgs]):
+    """Read a text file, with line numbers (`     1\\t...`). Reads up to 2000 lines by default; for
+    large files use search first, then read the relevant part with offset and limit. Line numbers
+    are for reference only; they are not part of the file."""
+
     name = "read_file"
-    description = (
-        "Read a text file, with line numbers (`     1\\t...`). Reads up to 2000 lines by default; "
-        "for large files use search first, then read the relevant part with offset and limit. "
-        "Line numbers are for reference only; they are not part of the file."
-    )
-    args_model = ReadFileArgs
     kind: ToolKind = "read"
 
     def title(self, args: ReadFileArgs, workspace: Workspace) -> str:
@@ -102,8 +99,8 @@ class ReadFileTool(Tool[ReadFileArgs]):
                 raise IsADirectoryError(args.path)
             text = await ctx.workspace.read_text(resolved)
         except (OSError, WorkspaceError) as exc:
-            return _failure(exc, args.path)
-        lines = _lines(text)
+            return path_failure(exc, args.path)
+        lines = text_lines(text)
         if not lines:
             return ToolResult(f"{args.path} is empty.", raw_output={"lines": 0})
         start = args.offset or 1
@@ -135,212 +132,90 @@ class ReadFileTool(Tool[ReadFileArgs]):
 # --- write_file -----------------------------------------------------------------------
 
 
-class WriteFileArgs(BaseModel):
+class PathArgs(BaseModel):
+    path: str
+
+
+EditArgs = TypeVar("EditArgs", bound=PathArgs)
+
+
+class FileEditTool(Tool[EditArgs]):
+    """A tool that changes one file, `args.path`; asked about like every edit."""
+
+    kind: ToolKind = "edit"
+    needs_approval = True
+    read_only = False
+    approval_group = EDITS
+    verb: str  # what its card says it does to the file
+
+    def title(self, args: EditArgs, workspace: Workspace) -> str:
+        return f"{self.verb} {args.path}"
+
+    def paths(self, args: EditArgs) -> list[str]:
+        return [args.path]
+
+    async def change(
+        self, args: EditArgs, workspace: Workspace, allow_outside: bool
+    ) -> tuple[Path, str | None, str]:
+        """(the resolved path, its text now or None when it is new, its text after). Raises
+        CannotRun when the edit cannot apply, OSError or WorkspaceError when the path
+        cannot be used."""
+        raise NotImplementedError
+
+    async def preview(
+        self, args: EditArgs, workspace: Workspace, *, allow_outside: bool = False
+    ) -> FileDiff | None:
+        try:
+            path, old, new = await self.change(args, workspace, allow_outside)
+        except (OSError, WorkspaceError):
+            return None  # the run says what is wrong with the path
+        return FileDiff(str(path), old, new)
+
+
+class WriteFileArgs(PathArgs):
     path: str = Field(description="The file to create or overwrite; missing parent directories are created.")
     content: str = Field(description="The complete new content of the file.")
 
 
-class WriteFileTool(Tool[WriteFileArgs]):
+class WriteFileTool(FileEditTool[WriteFileArgs]):
+    """Create a file, or replace a file's whole content. For changing part of an existing file use
+    patch instead: it is shorter and cannot lose the rest of the file."""
+
+    verb = "Write"
     name = "write_file"
-    description = (
-        "Create a file, or replace a file's whole content. For changing part of an existing file "
-        "use patch instead: it is shorter and cannot lose the rest of the file."
-    )
-    args_model = WriteFileArgs
-    kind: ToolKind = "edit"
-    needs_approval = True
-    read_only = False
-    approval_group = EDITS
 
-    def title(self, args: WriteFileArgs, workspace: Workspace) -> str:
-        return f"Write {args.path}"
-
-    def paths(self, args: WriteFileArgs) -> list[str]:
-        return [args.path]
-
-    async def preview(
-        self, args: WriteFileArgs, workspace: Workspace, *, allow_outside: bool = False
-    ) -> FileDiff | None:
-        try:
-            resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
-            old: str | None = await workspace.read_text(resolved)
-        except FileNotFoundError:
-            old = None
-        except (BinaryFile, FileTooLarge) as exc:
-            raise CannotRun(f"Not overwriting: {exc}") from None
-        except (OSError, WorkspaceError):
-            return None  # the run says what is wrong with the path
-        return FileDiff(str(resolved), old, args.content)
-
-    async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
-        try:
-            resolved = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
-            if resolved.is_dir():
-                raise IsADirectoryError(args.path)
-            old: str | None
-            try:
-                old = await ctx.workspace.read_text(resolved)
-            except FileNotFoundError:
-                old = None
-            except (BinaryFile, FileTooLarge) as exc:
-                return ToolResult.error(f"Not overwriting: {exc}")
-            if old == args.content:
-                return ToolResult(f"{args.path} already has exactly this content; nothing changed.")
-            await ctx.workspace.write_text(resolved, args.content)
-        except (OSError, WorkspaceError) as exc:
-            return _failure(exc, args.path)
-        diff = FileDiff(str(resolved), old, args.content)
-        line_count = len(_lines(args.content))
-        if old is None:
-            return ToolResult(f"Created {args.path} ({line_count} lines).", diff=diff)
-        added, removed = _change_counts(old, args.content)
-        text = f"Overwrote {args.path} ({line_count} lines; +{added} -{removed}).\n" + _unified_diff(
-            old, args.content, args.path, ctx.limits.max_output_chars
-        )
-        return ToolResult(text, diff=diff)
-
-
-# --- patch ----------------------------------------------------------------------------
-
-
-class PatchArgs(BaseModel):
-    path: str = Field(description="The file to edit.")
-    old_text: str = Field(
-        description="The exact text to replace, including whitespace and indentation, with enough "
-        "surrounding lines to be unique in the file."
-    )
-    new_text: str = Field(description="The text to put in its place (empty to delete it).")
-    replace_all: bool = Field(default=False, description="Replace every occurrence instead of exactly one.")
-
-
-class PatchTool(Tool[PatchArgs]):
-    name = "patch"
-    description = (
-        "Edit a file by replacing an exact piece of text with new text; the preferred way to change "
-        "existing files. old_text must match the file exactly (copy it from read_file output, without "
-        "the line-number prefix) and be unique unless replace_all is set. Returns the diff."
-    )
-    args_model = PatchArgs
-    kind: ToolKind = "edit"
-    needs_approval = True
-    read_only = False
-    approval_group = EDITS
-
-    def title(self, args: PatchArgs, workspace: Workspace) -> str:
-        return f"Edit {args.path}"
-
-    def paths(self, args: PatchArgs) -> list[str]:
-        return [args.path]
-
-    async def preview(
-        self, args: PatchArgs, workspace: Workspace, *, allow_outside: bool = False
-    ) -> FileDiff | None:
-        path, text, updated, _ = await _plan_patch(args, workspace, allow_outside)
-        return FileDiff(str(path), text, updated)
-
-    async def run(self, args: PatchArgs, ctx: ToolContext) -> ToolResult:
-        try:
-            resolved, text, updated, count = await _plan_patch(args, ctx.workspace, ctx.allow_outside)
-            await ctx.workspace.write_text(resolved, updated)
-        except CannotRun as exc:
-            return ToolResult.error(str(exc), **(exc.args[1] if len(exc.args) > 1 else {}))
-        except (OSError, WorkspaceError) as exc:
-            return _failure(exc, args.path)
-        what = f"{count} replacements" if count > 1 else "1 replacement"
-        diff_text = _unified_diff(text, updated, args.path, ctx.limits.max_output_chars)
-        return ToolResult(
-            f"Edited {args.path} ({what}).\n{diff_text}",
-            diff=FileDiff(str(resolved), text, updated),
-            raw_output={"replacements": count},
-        )
-
-
-async def _plan_patch(
-    args: PatchArgs, workspace: Workspace, allow_outside: bool
-) -> tuple[Path, str, str, int]:
-    """(path, text now, text after, replacements). CannotRun with the message the model
-    reads when the patch cannot apply; OSError or WorkspaceError when the file cannot be read."""
-    if not args.old_text:
-        raise CannotRun(
-            "old_text is empty. Give the exact text to replace (include a neighbouring line to "
-            "insert next to it); to create a file use write_file."
-        )
-    try:
+    async def change(
+        self, args: WriteFileArgs, workspace: Workspace, allow_outside: bool
+    ) -> tuple[Path, str | None, str]:
         resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
         if resolved.is_dir():
             raise IsADirectoryError(args.path)
-        text = await workspace.read_text(resolved)
-    except FileNotFoundError:
-        raise CannotRun(f"File not found: {args.path}. To create a new file use write_file.") from None
-    except (OSError, WorkspaceError) as exc:
-        raise CannotRun(_failure(exc, args.path).text) from None
-    old_text, new_text = args.old_text, args.new_text
-    if "\r\n" in text and "\r\n" not in old_text:  # the model writes \n; keep the file's CRLF
-        old_text = old_text.replace("\n", "\r\n")
-        new_text = new_text.replace("\n", "\r\n")
-    if old_text == new_text:
-        raise CannotRun("old_text and new_text are identical; there is nothing to change.")
-    count = text.count(old_text)
-    if count == 0:
-        raise CannotRun(_not_found_message(text, args.old_text, args.path))
-    if count > 1 and not args.replace_all:
-        starts = _match_lines(text, old_text)
-        shown = ", ".join(str(n) for n in starts[:_MAX_MATCH_LINES_SHOWN])
-        hidden = len(starts) - _MAX_MATCH_LINES_SHOWN
-        more = f" and {hidden} more" if hidden > 0 else ""
-        raise CannotRun(
-            f"old_text occurs {count} times in {args.path} (starting at lines {shown}{more}). "
-            "Include more surrounding lines to make it unique, or set replace_all to replace "
-            "every occurrence.",
-            {"matches": count},
+        try:
+            return resolved, await workspace.read_text(resolved), args.content
+        except FileNotFoundError:
+            return resolved, None, args.content
+        except (BinaryFile, FileTooLarge) as exc:
+            raise CannotRun(f"Not overwriting: {exc}") from None
+
+    async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolResult:
+        try:
+            resolved, old, _ = await self.change(args, ctx.workspace, ctx.allow_outside)
+            if old == args.content:
+                return ToolResult(f"{args.path} already has exactly this content; nothing changed.")
+            await ctx.workspace.write_text(resolved, args.content)
+        except CannotRun as exc:
+            return ToolResult.error(str(exc))
+        except (OSError, WorkspaceError) as exc:
+            return path_failure(exc, args.path)
+        diff = FileDiff(str(resolved), old, args.content)
+        line_count = len(text_lines(args.content))
+        if old is None:
+            return ToolResult(f"Created {args.path} ({line_count} lines).", diff=diff)
+        added, removed = _change_counts(old, args.content)
+        text = f"Overwrote {args.path} ({line_count} lines; +{added} -{removed}).\n" + unified_diff(
+            old, args.content, args.path, ctx.limits.max_output_chars
         )
-    return resolved, text, text.replace(old_text, new_text, -1 if args.replace_all else 1), count
-
-
-def _match_lines(text: str, needle: str) -> list[int]:
-    starts: list[int] = []
-    index = text.find(needle)
-    while index != -1:
-        starts.append(text.count("\n", 0, index) + 1)
-        index = text.find(needle, index + len(needle))
-    return starts
-
-
-def _squash(line: str) -> str:
-    return re.sub(r"\s+", " ", line.strip())
-
-
-def _not_found_message(text: str, old_text: str, path: str) -> str:
-    file_lines = _lines(text)
-    wanted = [_squash(line) for line in _lines(old_text)]
-    while wanted and not wanted[-1]:
-        wanted.pop()
-    while wanted and not wanted[0]:
-        wanted = wanted[1:]
-    message = f"old_text was not found in {path}."
-    if not wanted:
-        return message + " It contains only whitespace."
-    squashed = [_squash(line) for line in file_lines]
-    width = len(wanted)
-    for start in range(len(squashed) - width + 1):
-        if squashed[start : start + width] == wanted:
-            shown = "\n".join(f"{n:>6}\t{file_lines[n - 1]}" for n in range(start + 1, start + width + 1))
-            return (
-                f"{message} It matches lines {start + 1}-{start + width} when whitespace is ignored, "
-                "so the indentation or whitespace differs. The file has:\n"
-                f"{shown}\nCopy old_text from these lines exactly."
-            )
-    first = wanted[0]
-    close = difflib.get_close_matches(first, squashed, n=1, cutoff=0.6)
-    if close:
-        number = squashed.index(close[0]) + 1
-        message += (
-            f" The line most like its first line is {number}:\n{number:>6}\t{file_lines[number - 1]}\n"
-            "Read the file again to copy the current text exactly."
-        )
-    else:
-        message += " Read the file again to copy the current text exactly."
-    return message
+        return ToolResult(text, diff=diff)
 
 
 # --- list_files -----------------------------------------------------------------------
@@ -356,12 +231,10 @@ class ListFilesArgs(BaseModel):
 
 
 class ListFilesTool(Tool[ListFilesArgs]):
+    """List the files under a directory, recursively, as paths relative to it, sorted. Respects
+    .gitignore and skips .git. Use glob to narrow it down; use search to look inside files."""
+
     name = "list_files"
-    description = (
-        "List the files under a directory, recursively, as paths relative to it, sorted. Respects "
-        ".gitignore and skips .git. Use glob to narrow it down; use search to look inside files."
-    )
-    args_model = ListFilesArgs
     kind: ToolKind = "search"
 
     def title(self, args: ListFilesArgs, workspace: Workspace) -> str:

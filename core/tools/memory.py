@@ -41,15 +41,13 @@ class MemoryArgs(BaseModel):
 
 
 class MemoryTool(Tool[MemoryArgs]):
+    """Long-term memory across sessions. Save durable facts worth knowing next time: the user's
+    preferences and corrections, project conventions, build and test commands, pitfalls found. Not
+    for task progress or anything that will be stale tomorrow (use the plan for that). Saved facts
+    appear in the system prompt of future sessions. Each fact at most 500 characters; each memory
+    file at most 8 KB — condense or remove entries when it is full."""
+
     name = "memory"
-    description = (
-        "Long-term memory across sessions. Save durable facts worth knowing next time: the user's "
-        "preferences and corrections, project conventions, build and test commands, pitfalls found. "
-        "Not for task progress or anything that will be stale tomorrow (use the plan for that). "
-        "Saved facts appear in the system prompt of future sessions. Each fact at most 500 "
-        "characters; each memory file at most 8 KB — condense or remove entries when it is full."
-    )
-    args_model = MemoryArgs
     kind: ToolKind = "think"
     read_only = True
 

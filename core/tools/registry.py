@@ -12,7 +12,6 @@ from core.tools.base import Tool
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        self._specs: dict[bool, list[ToolSpec]] = {}
         for tool in tools:
             self.register(tool)
 
@@ -20,7 +19,6 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"tool {tool.name!r} is registered twice")
         self._tools[tool.name] = tool
-        self._specs.clear()
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -43,8 +41,6 @@ class ToolRegistry:
         return self._tools[match[0]] if match else None
 
     def specs(self, *, read_only: bool = False) -> list[ToolSpec]:
-        """The tool list sent to the model; built once, since it must not change within a
-        session (prompt caches key on it) and schema generation is not free."""
-        if read_only not in self._specs:
-            self._specs[read_only] = [t.spec() for t in self._tools.values() if t.read_only or not read_only]
-        return self._specs[read_only]
+        """The tool list sent to the model (the agent keeps it for the session: prompt caches
+        key on it, and schema generation is not free)."""
+        return [t.spec() for t in self._tools.values() if t.read_only or not read_only]

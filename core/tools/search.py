@@ -130,13 +130,11 @@ class _Match:
 
 
 class SearchTool(Tool[SearchArgs]):
+    """Search file contents with ripgrep and get `path:line: text` for each matching line. Respects
+    .gitignore, includes hidden files, skips .git and binary files. Use this first to find where
+    something is defined or used, then read_file around the lines you need."""
+
     name = "search"
-    description = (
-        "Search file contents with ripgrep and get `path:line: text` for each matching line. "
-        "Respects .gitignore, includes hidden files, skips .git and binary files. Use this first to "
-        "find where something is defined or used, then read_file around the lines you need."
-    )
-    args_model = SearchArgs
     kind: ToolKind = "search"
 
     def title(self, args: SearchArgs, workspace: Workspace) -> str:

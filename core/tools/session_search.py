@@ -6,7 +6,6 @@ import asyncio
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
 
 from pydantic import BaseModel, Field
 
@@ -24,15 +23,13 @@ class SessionSearchArgs(BaseModel):
 
 
 class SessionSearchTool(Tool[SessionSearchArgs]):
-    name: ClassVar[str] = "session_search"
-    description: ClassVar[str] = (
-        "Search the conversations of earlier sessions in this workspace (messages, tool calls and "
-        "their results) for words, to recall decisions, fixes or context discussed before. "
-        "Returns the matching messages with their session's title and date."
-    )
-    args_model: ClassVar[type[BaseModel]] = SessionSearchArgs
-    kind: ClassVar[ToolKind] = "search"
-    read_only: ClassVar[bool] = True
+    """Search the conversations of earlier sessions in this workspace (messages, tool calls and their
+    results) for words, to recall decisions, fixes or context discussed before. Returns the
+    matching messages with their session's title and date."""
+
+    name = "session_search"
+    kind: ToolKind = "search"
+    read_only = True
 
     def __init__(self, store: SessionStore, session_id: str, cwd: str) -> None:
         self._store = store

@@ -17,12 +17,10 @@ class SkillArgs(BaseModel):
 
 
 class SkillTool(Tool[SkillArgs]):
+    """Load a skill: instructions (and the paths of its resource files) for a kind of task. Load the
+    skill whose description fits the task before starting it."""
+
     name = "skill"
-    description = (
-        "Load a skill: instructions (and the paths of its resource files) for a kind of task. "
-        "Load the skill whose description fits the task before starting it."
-    )
-    args_model = SkillArgs
     kind: ToolKind = "read"
 
     def __init__(self, skills: list[Skill]) -> None:

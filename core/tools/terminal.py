@@ -66,15 +66,13 @@ class TerminalArgs(BaseModel):
 
 
 class TerminalTool(Tool[TerminalArgs]):
+    """Run a shell command in the workspace root (bash; stdout and stderr merged; no stdin, so use
+    non-interactive flags like `-y`). Returns the exit code and the output (the end of it when
+    long). Use it for builds, tests, git and other programs — not for reading or searching files
+    (read_file, search and list_files are faster) or editing them (patch). Long-running servers:
+    background=true."""
+
     name = "terminal"
-    description = (
-        "Run a shell command in the workspace root (bash; stdout and stderr merged; no stdin, so "
-        "use non-interactive flags like `-y`). Returns the exit code and the output (the end of it "
-        "when long). Use it for builds, tests, git and other programs — not for reading or "
-        "searching files (read_file, search and list_files are faster) or editing them (patch). "
-        "Long-running servers: background=true."
-    )
-    args_model = TerminalArgs
     kind: ToolKind = "execute"
     needs_approval = True
     read_only = False
@@ -195,9 +193,9 @@ class ProcessArgs(BaseModel):
 
 
 class ProcessTool(Tool[ProcessArgs]):
+    """Check on or stop a command started with terminal background=true."""
+
     name = "process"
-    description = "Check on or stop a command started with terminal background=true."
-    args_model = ProcessArgs
     kind: ToolKind = "execute"
     read_only = False
 

@@ -27,12 +27,10 @@ class TodoArgs(BaseModel):
 
 
 class TodoTool(Tool[TodoArgs]):
+    """Keep a plan for a multi-step task, shown to the user. Send the complete list every time (it
+    replaces the previous one); update statuses as you go. Skip it for one-step tasks."""
+
     name = "todo"
-    description = (
-        "Keep a plan for a multi-step task, shown to the user. Send the complete list every time "
-        "(it replaces the previous one); update statuses as you go. Skip it for one-step tasks."
-    )
-    args_model = TodoArgs
     kind: ToolKind = "think"
 
     def spec(self) -> ToolSpec:

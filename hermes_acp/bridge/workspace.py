@@ -12,20 +12,22 @@ import asyncio
 import errno
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from acp.exceptions import RequestError
 
+from core.processes import OUTPUT_LIMIT, confining
 from core.workspace import (
-    BinaryFile,
     CommandExit,
-    FileTooLarge,
+    CommandOptions,
     RunningCommand,
     Workspace,
     WorkspaceError,
     WorkspaceScope,
-    human_size,
+    check_readable,
+    check_size,
 )
 from hermes_acp.bridge.channel import ClientChannel
 
@@ -34,53 +36,44 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_READ_BYTES = 2_000_000
-_SNIFF_BYTES = 8192
 _RESOURCE_NOT_FOUND = -32002
 
 # Releases that outlive a cancelled caller; held here so they are not garbage-collected.
 _background: set[asyncio.Task[Any]] = set()
 
 
+@dataclass(slots=True)
 class ClientWorkspace:
-    def __init__(
-        self,
-        scope: WorkspaceScope,
-        channel: ClientChannel,
-        session_id: str,
-        *,
-        read: bool,
-        write: bool,
-        terminal: bool,
-        local: Workspace,
-        max_read_bytes: int | None = None,  # default: the local workspace's limit
-    ) -> None:
-        self.scope = scope
-        self.local = local
-        self._channel = channel
-        self._session_id = session_id
-        self._read = read
-        self._write = write
-        self._terminal = terminal
-        if max_read_bytes is None:
-            max_read_bytes = getattr(local, "max_read_bytes", DEFAULT_MAX_READ_BYTES)
-        self._max_read_bytes = max_read_bytes
+    """The editor's side of the Workspace port where it offers it (`read`, `write`,
+    `terminal`); `local` does the rest."""
 
-    def __getattr__(self, name: str) -> Any:
-        # Anything beyond the Workspace port (listing, searching) is local work.
-        if name == "local":  # not set yet: fail plainly instead of recursing
-            raise AttributeError(name)
-        return getattr(self.local, name)
+    scope: WorkspaceScope
+    channel: ClientChannel
+    session_id: str
+    _: KW_ONLY
+    read: bool
+    write: bool
+    terminal: bool
+    local: Workspace
+
+    @property
+    def max_read_bytes(self) -> int:
+        return self.local.max_read_bytes  # one limit, whoever reads the file
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox commands run in, local or in an editor terminal: the local one."""
+        return getattr(self.local, "sandbox", None)
 
     async def read_text(self, path: Path) -> str:
-        if not self._read:
+        if not self.read:
             return await self.local.read_text(path)
         path = self.scope.absolute(path)
         # The editor can only hand over text, so binary and size are judged on disk.
-        exists = await asyncio.to_thread(_check_readable, path, self._max_read_bytes)
+        exists = await asyncio.to_thread(check_readable, path, self.max_read_bytes)
         try:
-            result = await self._channel.send_request(
-                "fs/read_text_file", {"sessionId": self._session_id, "path": str(path)}
+            result = await self.channel.send_request(
+                "fs/read_text_file", {"sessionId": self.session_id, "path": str(path)}
             )
         except RequestError as exc:
             if not exists or exc.code == _RESOURCE_NOT_FOUND:
@@ -91,56 +84,43 @@ class ClientWorkspace:
         content = result.get("content") if isinstance(result, dict) else None
         if not isinstance(content, str):
             raise WorkspaceError(f"the editor answered fs/read_text_file for {path} without text")
-        if len(content) > self._max_read_bytes and len(content.encode()) > self._max_read_bytes:
-            raise FileTooLarge(_too_large(path, len(content.encode()), self._max_read_bytes))
+        if len(content) > self.max_read_bytes:  # characters: a cheap bound before encoding
+            check_size(path, len(content.encode()), self.max_read_bytes)
         return content
 
     async def write_text(self, path: Path, content: str) -> None:
-        if not self._write:
+        if not self.write:
             await self.local.write_text(path, content)
             return
         path = self.scope.absolute(path)
         await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-        params = {"sessionId": self._session_id, "path": str(path), "content": content}
+        params = {"sessionId": self.session_id, "path": str(path), "content": content}
         try:
-            await self._channel.send_request("fs/write_text_file", params)
+            await self.channel.send_request("fs/write_text_file", params)
         except (RequestError, ConnectionError) as exc:
             raise WorkspaceError(f"the editor could not write {path}: {_describe(exc)}") from exc
 
-    async def start_command(
-        self,
-        command: str,
-        *,
-        cwd: Path | None = None,
-        env: dict[str, str] | None = None,
-        output_limit: int = 64_000,
-        unconfined: bool = False,
-    ) -> RunningCommand:
-        if not self._terminal:
-            extra = {"unconfined": True} if unconfined else {}
-            return await self.local.start_command(
-                command, cwd=cwd, env=env, output_limit=output_limit, **extra
-            )
+    async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
+        if not self.terminal:
+            return await self.local.start_command(command, **options)
+        cwd, env = options.get("cwd"), options.get("env")
         directory = self.scope.absolute(cwd) if cwd is not None else self.scope.cwd
         # bash -c runs the line as the model wrote it (pipes, &&, quotes) in every editor.
         argv = ["bash", "-c", command]
-        sandbox = getattr(self.local, "sandbox", None)
-        confined = sandbox is not None and not unconfined and sandbox.confinement != "off"
-        if confined:
-            if sandbox.confinement == "unavailable":
-                raise WorkspaceError(f"the sandbox cannot start ({sandbox.availability.reason})")
+        sandbox = confining(self.sandbox, options)
+        if sandbox is not None:
             # The editor runs the sandbox launcher, so its terminal is confined like a local command.
             argv = sandbox.wrap(argv, cwd=directory, new_session=True)
         params: dict[str, Any] = {
-            "sessionId": self._session_id,
+            "sessionId": self.session_id,
             "command": argv[0],
             "args": argv[1:],
             "cwd": str(directory),
-            "outputByteLimit": max(0, output_limit),
+            "outputByteLimit": max(0, options.get("output_limit", OUTPUT_LIMIT)),
         }
         if env:
             params["env"] = [{"name": name, "value": value} for name, value in env.items()]
-        creating = asyncio.ensure_future(self._channel.send_request("terminal/create", params))
+        creating = asyncio.ensure_future(self.channel.send_request("terminal/create", params))
         try:
             result = await asyncio.shield(creating)
         except (RequestError, ConnectionError) as exc:
@@ -152,8 +132,8 @@ class ClientWorkspace:
         terminal_id = _terminal_id(result)
         if terminal_id is None:
             raise WorkspaceError("the editor answered terminal/create without a terminalId")
-        run = ClientCommand(self._channel, self._session_id, terminal_id)
-        run.sandbox = sandbox if confined else None
+        run = ClientCommand(self.channel, self.session_id, terminal_id)
+        run.sandbox = sandbox
         return run
 
     def _abandon_terminal(self, creating: asyncio.Future[Any]) -> None:
@@ -161,7 +141,7 @@ class ClientWorkspace:
             return
         terminal_id = _terminal_id(creating.result())
         if terminal_id is not None:
-            orphan = ClientCommand(self._channel, self._session_id, terminal_id)
+            orphan = ClientCommand(self.channel, self.session_id, terminal_id)
             task = asyncio.ensure_future(orphan.kill_and_release())
             _background.add(task)
             task.add_done_callback(_background.discard)
@@ -239,29 +219,6 @@ class ClientCommand:
         except (RequestError, ConnectionError) as exc:
             raise WorkspaceError(f"{method} for terminal {self._id} failed: {_describe(exc)}") from exc
         return result if isinstance(result, dict) else {}
-
-
-def _check_readable(path: Path, max_bytes: int) -> bool:
-    """Whether the file exists on disk; raises when it is a directory, binary or too large."""
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        return False
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-    if size > max_bytes:
-        raise FileTooLarge(_too_large(path, size, max_bytes))
-    with path.open("rb") as handle:
-        if b"\0" in handle.read(_SNIFF_BYTES):
-            raise BinaryFile(f"{path} is a binary file")
-    return True
-
-
-def _too_large(path: Path, size: int, limit: int) -> str:
-    return (
-        f"{path} is {human_size(size)}, larger than the {human_size(limit)} read limit; "
-        "search for the lines you need or read it in slices"
-    )
 
 
 def _terminal_id(result: Any) -> str | None:

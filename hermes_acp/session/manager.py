@@ -21,10 +21,10 @@ from hermes_acp.bridge.channel import say, send_updates
 from hermes_acp.session.errors import (
     ALREADY_RUNNING,
     AUTH_REQUIRED,
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
     auth_help,
+    error_response,
     not_found,
     protocol_error,
     user_error,
@@ -92,7 +92,7 @@ class SessionManager:
         try:
             self._settings = load_settings(self._environ)
         except ConfigError as exc:
-            raise user_error(INTERNAL_ERROR, f"hermes-acp is misconfigured: {exc}") from exc
+            raise error_response(exc, "hermes-acp is misconfigured: ") from exc
         return self._settings
 
     def require_credentials(self) -> Settings:
@@ -167,8 +167,6 @@ class SessionManager:
             return await self._load_session(session_id, place, replay=replay)
 
     async def _load_session(self, session_id: str, place: Placement, *, replay: bool) -> dict[str, Any]:
-        from core.store.sessions import estimated_context
-
         check_directories(place)
         settings = self.require_credentials()
         live = self._sessions.get(session_id)
@@ -192,7 +190,7 @@ class SessionManager:
                 session.translator,
                 transcript,
                 plan=agent.tool_state.plan,
-                used_tokens=estimated_context(agent),
+                used_tokens=agent.estimate_context(),
                 context_window=agent.context_window,
                 cost_usd=agent.cost_usd,
             )

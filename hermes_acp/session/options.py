@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.errors import InvalidInput
 from hermes_acp.bridge.channel import send_update
 
 if TYPE_CHECKING:
@@ -68,7 +69,7 @@ class SetModelParams(BaseModel):
     model_id: str = Field(alias="modelId", min_length=1)
 
 
-class InvalidOption(ValueError):
+class InvalidOption(InvalidInput):
     """A config id or value the session does not offer; the message says what it does."""
 
     def __init__(self, message: str, field: str) -> None:
@@ -242,9 +243,9 @@ class SessionControls:
         try:
             config_id, new_value = parse_change(self.options(session), config_id, value)
         except InvalidOption as exc:
-            from hermes_acp.session.errors import INVALID_PARAMS, protocol_error
+            from hermes_acp.session.errors import error_response
 
-            raise protocol_error(INVALID_PARAMS, str(exc), {"field": exc.field}) from exc
+            raise error_response(exc) from exc
         if config_id == MODE_OPTION:
             assert new_value is not None
             self.apply_mode(session, new_value)

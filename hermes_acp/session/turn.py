@@ -22,11 +22,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import say, send_updates
-from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS, not_found, protocol_error
+from hermes_acp.session.errors import (
+    INVALID_PARAMS,
+    error_response,
+    not_found,
+    protocol_error,
+)
 from hermes_acp.session.state import QueuedPrompt, Session, Turn
 
 if TYPE_CHECKING:
-    from core.events import Usage
+    from core.models import Usage
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.slash.run import SlashCommands
 
@@ -209,7 +214,7 @@ class TurnRunner:
         if isinstance(error, RequestError):
             raise error
         log.error("turn of session %s failed", session.id, exc_info=error)
-        raise protocol_error(INTERNAL_ERROR, f"the turn failed: {error}", {"details": str(error)})
+        raise error_response(error, "the turn failed: ", {"details": str(error)})
 
 
 def _cancel(session: Session) -> None:

@@ -8,11 +8,13 @@ import re
 from pathlib import Path
 from typing import Any
 
+from core.errors import InvalidInput
+
 MAX_EMBEDDED_BYTES = 512 * 1024
 _MENTION = re.compile(r"(?<!\S)@(\S+)")
 
 
-class AttachmentError(ValueError):
+class AttachmentError(InvalidInput):
     pass
 
 

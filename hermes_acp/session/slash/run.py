@@ -22,7 +22,7 @@ from hermes_acp.session.slash.menu import (
 )
 
 if TYPE_CHECKING:
-    from core.events import Usage
+    from core.models import Usage
     from core.tools.registry import ToolRegistry
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.options import SessionControls

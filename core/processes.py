@@ -1,0 +1,267 @@
+"""Commands in the workspace: whether one runs in the sandbox, and local subprocesses.
+
+A local command runs in its own process group (so a kill reaches what it started), with
+stdout and stderr merged and collected whether or not anyone streams them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Unpack
+
+from core.workspace import CommandExit, CommandOptions, WorkspaceError
+
+if TYPE_CHECKING:
+    from core.sandbox.bwrap import Sandbox
+    from core.sandbox.unconfined import UnconfinedGuard
+    from core.workspace import LocalWorkspace
+
+logger = logging.getLogger(__name__)
+
+OUTPUT_LIMIT = 64_000  # characters of a command's output kept, unless the caller says
+# After the shell exits, how long to wait for the pipe to close. Children it left
+# behind (`server &`) keep the pipe open; the command counts as finished anyway.
+DRAIN_AFTER_EXIT = 0.25
+SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+def confining(sandbox: Sandbox | None, options: CommandOptions) -> Sandbox | None:
+    """The sandbox a command runs in (None: unconfined); raises when it must be confined
+    and the sandbox cannot start."""
+    if sandbox is None or options.get("unconfined", False) or sandbox.confinement == "off":
+        return None
+    if sandbox.confinement == "unavailable":
+        # The policy asks before every command when the sandbox cannot start, and an
+        # approval arrives here as `unconfined`; anything else fails closed.
+        raise WorkspaceError(f"the sandbox cannot start ({sandbox.availability.reason})")
+    return sandbox
+
+
+async def start_local_command(
+    workspace: LocalWorkspace, command: str, **options: Unpack[CommandOptions]
+) -> LocalCommand:
+    cwd = options.get("cwd")
+    directory = Path(cwd) if cwd is not None else workspace.scope.cwd
+    full_env = {**os.environ, **(options.get("env") or {})}
+    sandbox = confining(workspace.sandbox, options)
+    argv = [SHELL, "-c", command]
+    if sandbox is not None:
+        argv = sandbox.wrap(argv, cwd=directory.resolve())
+        full_env = sandbox.environment(full_env)
+    loop = asyncio.get_running_loop()
+    output_limit = options.get("output_limit", OUTPUT_LIMIT)
+    run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
+    run.sandbox = sandbox
+    try:
+        transport, _ = await loop.subprocess_exec(
+            lambda: _CommandProtocol(run),
+            *argv,
+            cwd=directory,
+            env=full_env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so kill() reaches its children
+        )
+    except OSError as exc:
+        raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
+    run._attach(transport)
+    if sandbox is None:
+        # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.
+        from core.sandbox.unconfined import UnconfinedGuard
+
+        run._guard = UnconfinedGuard(transport.get_pid())
+    return run
+
+
+class _CommandProtocol(asyncio.SubprocessProtocol):
+    def __init__(self, run: LocalCommand) -> None:
+        self._run = run
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self._run._on_data(data.encode() if isinstance(data, str) else data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._run._on_eof()
+
+    def process_exited(self) -> None:
+        self._run._on_exit()
+
+
+class LocalCommand:
+    """A local subprocess in its own process group; stdout and stderr merged.
+
+    Output is collected whether or not anyone streams it, so a background command
+    never blocks on a full pipe. `stream()` has one consumer.
+    """
+
+    terminal_id: str | None = None
+    sandbox: Sandbox | None = None  # the sandbox it runs in, if it does
+    _guard: UnconfinedGuard | None = None
+
+    def __init__(self, *, output_limit: int, kill_grace: float) -> None:
+        self._limit = max(1, output_limit)
+        self._grace = kill_grace
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._output: list[str] = []
+        self._output_chars = 0
+        self._truncated = False
+        self._pending: list[str] = []  # decoded, not yet streamed
+        self._pending_chars = 0
+        self._changed = asyncio.Event()
+        self._exited = asyncio.Event()
+        self._done = asyncio.Event()  # exited and the pipe drained (or gave up waiting for it)
+        self._eof = False
+        self._exit: CommandExit | None = None
+        self._drain_timer: asyncio.TimerHandle | None = None
+        self._released = False
+
+    @property
+    def pid(self) -> int | None:
+        return self._transport.get_pid() if self._transport else None
+
+    @property
+    def running(self) -> bool:
+        return not self._exited.is_set()
+
+    # -- callbacks from the protocol ---------------------------------------------------
+
+    def _attach(self, transport: asyncio.SubprocessTransport) -> None:
+        self._transport = transport
+
+    def _on_data(self, data: bytes) -> None:
+        self._add(self._decoder.decode(data))
+
+    def _on_eof(self) -> None:
+        if self._eof:
+            return
+        self._eof = True
+        self._add(self._decoder.decode(b"", final=True))
+        if self._exited.is_set():
+            self._finish()
+
+    def _on_exit(self) -> None:
+        self._exited.set()
+        if self._eof:
+            self._finish()
+        else:
+            self._drain_timer = asyncio.get_running_loop().call_later(DRAIN_AFTER_EXIT, self._finish)
+
+    def _add(self, text: str) -> None:
+        if not text:
+            return
+        self._output.append(text)
+        self._output_chars += len(text)
+        if self._output_chars > self._limit:
+            self._truncated = True
+            if self._output_chars > 2 * self._limit:  # trim now and then, not on every chunk
+                self._output, self._output_chars = _keep_tail(self._output, self._limit)
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        if self._pending_chars > 2 * self._limit:  # nobody is streaming; keep it bounded
+            self._pending, self._pending_chars = _keep_tail(self._pending, self._limit)
+        self._changed.set()
+
+    def _finish(self) -> None:
+        if self._done.is_set():
+            return
+        if self._guard is not None and self._eof:
+            # Exited and nothing holds its output open: no child of it is left to kill.
+            self._guard.release()
+            self._guard = None
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+        code = self._transport.get_returncode() if self._transport else None
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            self._exit = CommandExit(None, name)
+        else:
+            self._exit = CommandExit(code)
+        self._done.set()
+        self._changed.set()
+
+    # -- RunningCommand ----------------------------------------------------------------
+
+    async def stream(self) -> AsyncIterator[str]:
+        while True:
+            if self._pending:
+                chunk = "".join(self._pending)
+                self._pending.clear()
+                self._pending_chars = 0
+                yield chunk
+                continue
+            if self._done.is_set():
+                return
+            self._changed.clear()
+            await self._changed.wait()
+
+    async def wait(self) -> CommandExit:
+        await self._done.wait()
+        assert self._exit is not None
+        return self._exit
+
+    async def output(self) -> tuple[str, bool]:
+        text = "".join(self._output)
+        return text[-self._limit :], self._truncated
+
+    async def kill(self) -> None:
+        """SIGTERM to the whole group, then SIGKILL after the grace period. Also reaches
+        children that outlived the shell."""
+        if self._transport is None or self._released:
+            return
+        if not self._exited.is_set():
+            self._signal_group(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self._exited.wait(), self._grace)
+            except TimeoutError:
+                pass
+            except asyncio.CancelledError:
+                self._signal_group(signal.SIGKILL)
+                raise
+        self._signal_group(signal.SIGKILL)
+        if not self._exited.is_set():
+            # Let the child watcher reap it, so wait() reports SIGKILL and release() does
+            # not race the watcher for the exit status.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._exited.wait(), 1.0)
+
+    async def release(self) -> None:
+        if self._transport is None or self._released:
+            return
+        try:
+            await self.kill()
+        finally:
+            # After this the group id may be reused; never signal it again.
+            self._released = True
+            self._transport.close()
+            if self._guard is not None:
+                self._guard.release()
+                self._guard = None
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        pid = self.pid
+        if pid is None:
+            return
+        try:
+            os.killpg(pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:  # the group id was reused by someone else's process
+            logger.debug("not allowed to signal process group %s", pid)
+
+
+def _keep_tail(chunks: list[str], limit: int) -> tuple[list[str], int]:
+    tail = "".join(chunks)[-limit:]
+    return [tail], len(tail)

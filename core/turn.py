@@ -1,0 +1,360 @@
+"""One turn of the loop: the user's message in, a stream of typed events out.
+
+`Turn.run` is a loop over `step`: steer, maybe compress, one model call (with
+continuations), commit the assistant message, run its tool calls, decide whether the turn
+goes on. It ends when the model answers without tool calls, the iteration budget is spent,
+or the consuming task is cancelled. Errors the model can act on (bad tool arguments, a
+tool that failed) go back to it as tool results (core/tool_runner.py); the turn goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from core.approval import Mode
+from core.events import (
+    Event,
+    MessageCommitted,
+    Status,
+    StepFinished,
+    StopReason,
+    TextDelta,
+    TitleChanged,
+    TurnEnded,
+)
+from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
+from core.models import Usage
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from core.tool_runner import call_cards
+
+if TYPE_CHECKING:
+    from core.agent import Agent
+    from core.tool_runner import PreparedCall
+
+MAX_CONTINUATIONS = 3  # "length" with visible text: ask the model to go on, this many times
+MAX_ARGUMENT_REPAIRS = 3  # invalid tool arguments answered with an error, per turn
+CONTINUE_PROMPT = "Your answer was cut off by the output limit. Continue exactly where it stopped."
+GRACE_PROMPT = (
+    "You have used this turn's budget of model calls. Do not call tools. Say briefly what you "
+    "did, where things stand, and what remains to be done."
+)
+TITLE_LENGTH = 60
+INTERRUPTED_MARK = "[Interrupted by the user.]"
+THOUGHT_ONLY_NOTICE = (
+    "The model spent its whole output budget thinking and gave no answer. "
+    "Raise max_output_tokens or lower the reasoning effort."
+)
+
+
+@dataclass(slots=True)
+class IterationBudget:
+    """The model-call budget of one turn, shared by the whole tree of agents it starts.
+
+    A subagent's calls count against its own cap and against every budget above it, so a
+    turn that delegates cannot spend more than `max_iterations` calls however it splits them.
+    """
+
+    cap: int
+    parent: IterationBudget | None = None
+    used: int = 0
+
+    def take(self) -> bool:
+        """Count one model call; False (and nothing counted) when this budget or one above
+        it is spent."""
+        if not self.available():
+            return False
+        budget: IterationBudget | None = self
+        while budget is not None:
+            budget.used += 1
+            budget = budget.parent
+        return True
+
+    def available(self) -> bool:
+        budget: IterationBudget | None = self
+        while budget is not None:
+            if budget.used >= budget.cap:
+                return False
+            budget = budget.parent
+        return True
+
+    def child(self, cap: int) -> IterationBudget:
+        return IterationBudget(cap=cap, parent=self)
+
+
+@dataclass(slots=True)
+class Turn:
+    """One turn of an agent, and what it has gathered; `stop` is set when it is over."""
+
+    agent: Agent
+    budget: IterationBudget
+    usage: Usage = field(default_factory=Usage)
+    text: list[str] = field(default_factory=list)  # the answer, model call by model call
+    partial: list[str] = field(default_factory=list)  # the text of the model call in flight
+    iteration: int = 0
+    repairs: int = 0  # invalid tool arguments answered with an error
+    stop: StopReason | None = None
+
+    async def run(self, content: str | list[ContentPart], preamble: str | None) -> AsyncIterator[Event]:
+        """The turn's events; the last is TurnEnded unless the consuming task is cancelled,
+        in which case CancelledError propagates once streams are closed, commands killed
+        and pending approvals withdrawn."""
+        agent = self.agent
+        agent.budget = self.budget  # its subagents take their share of it
+        async for event in self._open(content, preamble):
+            yield event
+        try:
+            if agent.watcher is not None:
+                agent.watcher.turn_started()  # from here on, changes are the agent's own work
+            while self.stop is None:
+                async for event in self.step():
+                    yield event
+        except asyncio.CancelledError:
+            self._keep_interrupted()
+            raise
+        finally:
+            if agent.watcher is not None:
+                agent.watcher.turn_finished()
+        yield TurnEnded(self.stop, self.usage, "".join(self.text))
+
+    async def _open(self, content: str | list[ContentPart], preamble: str | None) -> AsyncIterator[Event]:
+        """The user's message, with what changed since the last turn, and the session's title."""
+        context = await self.agent.start_turn()
+        preamble = "\n\n".join(p for p in (context, preamble) if p) or None
+        user_message = Message(role="user", content=_with_preamble(content, preamble))
+        self.agent.messages.append(user_message)
+        yield MessageCommitted(user_message)
+        if self.agent.title is None:
+            self.agent.title = _title_from(user_message.text if preamble is None else _plain(content))
+            if self.agent.title:
+                yield TitleChanged(self.agent.title)
+
+    async def step(self) -> AsyncIterator[Event]:
+        """One model call and its tool calls; sets `self.stop` when the turn is over."""
+        if not self.budget.take():
+            async for event in self._grace_call():
+                yield event
+            self.stop = StopReason.MAX_TURN_REQUESTS
+            return
+        self.iteration += 1
+        steered = self.agent.take_steer()
+        if steered is not None:
+            self.agent.messages.append(steered)
+            yield MessageCommitted(steered)
+        async for event in self.agent.maybe_compress():
+            yield event
+        response: ModelResponse | None = None
+        async for item in self._call_model():
+            if isinstance(item, ModelResponse):
+                response = item
+            else:
+                yield item
+        assert response is not None
+        yield self.agent.usage_event(self.usage)
+        assistant = self._assistant_message(response)
+        calls = self.agent.runner.prepare(assistant.tool_calls) if assistant.tool_calls else []
+        if calls:
+            assistant.display = call_cards(calls)
+        self.agent.messages.append(assistant)
+        yield MessageCommitted(assistant)
+        yield StepFinished(self.iteration, response.finish_reason)
+        if response.text:
+            self.text.append(response.text)
+        if calls:
+            async for event in self._run_tools(calls):
+                yield event
+        elif not self.agent.steers:  # else: the user added something the model has not read yet
+            self.stop = _stop_reason(response)
+            if self.stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
+                yield Status("notice", THOUGHT_ONLY_NOTICE)
+
+    async def _run_tools(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
+        """Run one response's tool calls; their results go back to the model, whatever broke."""
+        bad = [c for c in calls if c.error and c.tool is not None]
+        self.repairs += len(bad)
+        if self.repairs > MAX_ARGUMENT_REPAIRS:
+            for c in bad:
+                c.error = f"{c.error} The argument-repair budget for this turn is spent; the turn ends."
+        async for event in self.agent.runner.run(calls):
+            if isinstance(event, MessageCommitted):
+                self.agent.messages.append(event.message)
+            yield event
+        if any(c.cancels_turn for c in calls):
+            self.stop = StopReason.CANCELLED
+            return
+        children = self.agent.take_child_usage()
+        if children is not None:  # subagents ran: their spending shows now
+            self.usage += children
+            yield self.agent.usage_event(self.usage)
+        closing = self.agent.take_closing()
+        if closing is not None:  # a question the editor cannot show: it ends the turn
+            yield TextDelta(closing.text)
+            self.agent.messages.append(closing)
+            yield MessageCommitted(closing)
+            self.text.append(closing.text)
+            self.stop = StopReason.END_TURN
+        elif self.repairs > MAX_ARGUMENT_REPAIRS:
+            yield Status("notice", "The model kept sending invalid tool arguments; the turn ended.")
+            self.stop = StopReason.END_TURN
+
+    async def _call_model(self) -> AsyncIterator[Event | ModelResponse]:
+        """One model call; when the output limit cut visible text, ask it to go on and join.
+
+        Yields deltas and statuses, and last the joined ModelResponse; counts the usage.
+        """
+        joined: ModelResponse | None = None
+        extra: list[Message] = []
+        continuations = 0
+        overflow_retried = False
+        self.partial.clear()
+        while True:
+            response: ModelResponse | None = None
+            streamed_text = False
+            try:
+                async with contextlib.aclosing(self.agent.model_stream(self._request(extra))) as stream:
+                    async for item in stream:
+                        if isinstance(item, ModelResponse):
+                            response = item
+                            continue
+                        if isinstance(item, TextDelta):
+                            streamed_text = True
+                            self.partial.append(item.text)
+                        yield item
+            except ProviderError as exc:
+                if exc.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried and not streamed_text:
+                    overflow_retried = True
+                    async for event in self.agent.maybe_compress(force=True):
+                        yield event
+                    continue
+                raise
+            assert response is not None, "a provider stream ended without a response"
+            self.agent.record_usage(response.usage)
+            self.usage += response.usage
+            joined = response if joined is None else _join(joined, response)
+            if not (
+                response.finish_reason == "length"
+                and response.text
+                and not response.tool_calls
+                and continuations < MAX_CONTINUATIONS
+            ):
+                break
+            continuations += 1
+            yield Status("continuing", "The answer hit the output limit; asking the model to continue.")
+            extra = [
+                Message(role="assistant", content=joined.text),
+                Message(role="user", content=CONTINUE_PROMPT),
+            ]
+        self.partial.clear()
+        yield joined
+
+    async def _grace_call(self) -> AsyncIterator[Event]:
+        """The budget is spent: one last call without tools, so the user gets a summary."""
+        request = self._request([Message(role="user", content=GRACE_PROMPT)], grace=True)
+        response: ModelResponse | None = None
+        async with contextlib.aclosing(self.agent.model_stream(request)) as stream:
+            async for item in stream:
+                if isinstance(item, ModelResponse):
+                    response = item
+                else:
+                    yield item
+        if response is None:
+            return
+        self.agent.record_usage(response.usage)
+        self.usage += response.usage
+        assistant = Message(
+            role="assistant",
+            content=response.text,
+            reasoning=response.reasoning or None,
+            finish_reason=response.finish_reason,
+            provider_data=response.provider_data,
+        )
+        self.agent.messages.append(assistant)
+        yield MessageCommitted(assistant)
+        if response.text:
+            self.text.append(response.text)
+
+    def _request(self, extra: list[Message], *, grace: bool = False) -> ModelRequest:
+        agent = self.agent
+        return ModelRequest(
+            system=agent.system_prompt,
+            messages=repair_alternation(agent.messages) + extra,
+            tools=agent.tool_specs(read_only=agent.mode is Mode.PLAN),
+            max_output_tokens=agent.settings.max_output_tokens,
+            reasoning_effort=agent.reasoning_effort,
+            tool_choice_none=grace,
+        )
+
+    def _assistant_message(self, response: ModelResponse) -> Message:
+        calls = []
+        for call in response.tool_calls:
+            call_id = call.id
+            if not call_id or call_id in self.agent.used_call_ids:
+                # Some local models reuse ids like "call_0"; editors need unique ones.
+                call_id = f"call_{uuid.uuid4().hex[:16]}"
+            self.agent.used_call_ids.add(call_id)
+            calls.append(ToolCall(call_id, call.name, call.arguments))
+        return Message(
+            role="assistant",
+            content=response.text,
+            tool_calls=calls,
+            reasoning=response.reasoning or None,
+            finish_reason=response.finish_reason,
+            provider_data=response.provider_data,
+        )
+
+    def _keep_interrupted(self) -> None:
+        """A cancel cut the turn short: keep what the user saw, marked, for the model and a
+        reloaded session."""
+        partial = "".join(self.partial)
+        text = f"{partial}\n\n{INTERRUPTED_MARK}" if partial.strip() else INTERRUPTED_MARK
+        message = Message(role="assistant", content=text, finish_reason="interrupted")
+        self.agent.messages.append(message)
+        self.agent.interrupted = message
+
+
+def _stop_reason(response: ModelResponse) -> StopReason:
+    if response.finish_reason == "length":
+        return StopReason.MAX_TOKENS
+    if response.finish_reason in ("refusal", "content_filter"):
+        return StopReason.REFUSAL
+    return StopReason.END_TURN
+
+
+def _join(first: ModelResponse, second: ModelResponse) -> ModelResponse:
+    return ModelResponse(
+        text=first.text + second.text,
+        reasoning=first.reasoning + second.reasoning,
+        tool_calls=first.tool_calls + second.tool_calls,
+        finish_reason=second.finish_reason,
+        usage=first.usage + second.usage,
+        provider_data=second.provider_data or first.provider_data,
+        model=second.model or first.model,
+    )
+
+
+def _with_preamble(content: str | list[ContentPart], preamble: str | None) -> str | list[ContentPart]:
+    if not preamble:
+        return content
+    if isinstance(content, str):
+        return f"{preamble}\n\n{content}"
+    return [TextPart(preamble), *content]
+
+
+def _plain(content: str | list[ContentPart]) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(part.text for part in content if isinstance(part, TextPart))
+
+
+def _title_from(text: str) -> str | None:
+    line = " ".join(text.split())
+    if not line:
+        return None
+    if len(line) <= TITLE_LENGTH:
+        return line
+    cut = line[:TITLE_LENGTH].rsplit(" ", 1)[0] or line[:TITLE_LENGTH]
+    return cut.rstrip(",.;:") + "…"

@@ -1,13 +1,33 @@
-"""Fixtures most test modules share. A module that needs another scope defines its own."""
+"""Fixtures most test modules share. A module that needs another scope defines its own.
+
+The end-to-end family: one real `hermes-acp --stdio` per test module (`server`), spawned
+against the module's scripted provider (`fake`) with its home in `server_home`, and per test
+an SDK client re-initialized with the module's capabilities (`client`), the raw pipes
+(`raw`), or a fresh session in an empty project (`session`). Every test ends with the wire
+checked against the schema. A module says how its server differs by overriding
+`server_setup`; a test that needs a server of its own uses `acp_server` (or the harness's
+`spawn_server` when it drives start-up itself).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pytest_asyncio
 
+from tests.support.acp_harness import (
+    AcpClient,
+    PermissionPolicy,
+    ServerProcess,
+    server_env,
+    spawn_server,
+)
 from tests.support.fake_provider import FakeProvider
+from tests.support.server_setup import ServerSetup, write_config
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +43,96 @@ def project(tmp_path: Path) -> Path:
     path = tmp_path / "project"
     path.mkdir()
     return path
+
+
+# -- the end-to-end server -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server_setup() -> ServerSetup:
+    return ServerSetup()
+
+
+@pytest.fixture(scope="module")
+def server_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """HOME of the module's server (its store lives below it)."""
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(
+    server_setup: ServerSetup, server_home: Path, fake: FakeProvider
+) -> AsyncIterator[ServerProcess]:
+    """The module's server process; not yet initialized."""
+    env = server_env(server_home, fake, **server_setup.settings)
+    if server_setup.config_toml:
+        write_config(env, server_setup.config_toml)
+    if server_setup.prepare_home is not None:
+        server_setup.prepare_home(server_home)
+    async with spawn_server(env) as process:
+        if server_setup.sdk_client:
+            process.sdk_client(dict(server_setup.capabilities))
+        yield process
+
+
+@pytest.fixture
+def client_capabilities(server_setup: ServerSetup) -> dict[str, Any]:
+    """What the client advertises in this test (a module parametrizes it to run as several editors)."""
+    return dict(server_setup.capabilities)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(
+    server: ServerProcess, fake: FakeProvider, client_capabilities: dict[str, Any]
+) -> AsyncIterator[AcpClient]:
+    """The module's SDK client, initialized afresh: whatever a test changed (capabilities, the
+    permission answer) does not leak into the next."""
+    assert server.client is not None, "this module's server_setup has no SDK client"
+    client = server.client
+    client.capabilities = client_capabilities
+    client.permission = "allow_once"
+    await client.initialize()
+    yield client
+    server.assert_clean()
+    fake.script([])
+
+
+@pytest.fixture
+def raw(server: ServerProcess) -> Iterator[ServerProcess]:
+    """The module's server spoken to line by line; its wire checked after the test."""
+    yield server
+    server.assert_clean()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(client: AcpClient, project: Path) -> str:
+    """A new session in an empty project."""
+    return (await client.new_session(project))["sessionId"]
+
+
+@pytest.fixture
+def acp_server(
+    tmp_path: Path, fake: FakeProvider
+) -> Callable[..., contextlib.AbstractAsyncContextManager[tuple[ServerProcess, AcpClient]]]:
+    """A server of the test's own: `async with acp_server(capabilities, **settings) as (server,
+    client)` spawns it (home under tmp_path, the module's fake unless `fake=` says otherwise)
+    with an initialized SDK client, and checks its exit and wire when the block ends."""
+
+    @contextlib.asynccontextmanager
+    async def start(
+        capabilities: Mapping[str, Any] | None = None,
+        *,
+        permission: PermissionPolicy = "allow_once",
+        home: Path | None = None,
+        provider: FakeProvider | None = None,
+        **settings: str,
+    ) -> AsyncIterator[tuple[ServerProcess, AcpClient]]:
+        env = server_env(home or tmp_path / "home", provider or fake, **settings)
+        async with spawn_server(env) as process:
+            client = process.sdk_client(
+                None if capabilities is None else dict(capabilities), permission=permission
+            )
+            await client.initialize()
+            yield process, client
+
+    return start

@@ -3,56 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.support.acp_harness import (
     PLAIN_CAPABILITIES,
-    ZED_CAPABILITIES,
     AcpClient,
     ServerProcess,
-    server_env,
-    spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.processes import pids_running, wait_gone
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    # long backoffs allowed, so a cancel during one is what ends it
-    env = server_env(home, fake, HERMES_ACP_RETRY_CAP_SECONDS="60", HERMES_ACP_MAX_RETRIES="3")
-    async with spawn_server(env) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    client.capabilities = ZED_CAPABILITIES
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def session(client: AcpClient, tmp_path: Path) -> str:
-    project = tmp_path / "project"
-    project.mkdir()
-    return (await client.new_session(project))["sessionId"]
+@pytest.fixture(scope="module")
+def server_setup() -> ServerSetup:
+    """Long backoffs allowed, so a cancel during one is what ends it."""
+    return ServerSetup(settings={"HERMES_ACP_RETRY_CAP_SECONDS": "60", "HERMES_ACP_MAX_RETRIES": "3"})
 
 
 async def cancel_and_check(client: AcpClient, session: str, prompt: asyncio.Task[dict[str, Any]]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,25 +12,20 @@ import pytest_asyncio
 
 from tests.support.acp_harness import ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        reply = await process.request("init", "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        assert reply["result"]["protocolVersion"] == 1
-        yield process
+@pytest.fixture(scope="module")
+def server_setup() -> ServerSetup:
+    return ServerSetup(sdk_client=False)
 
 
-@pytest.fixture
-def raw(server: ServerProcess) -> Iterator[ServerProcess]:
-    yield server
-    server.assert_clean()
+@pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
+async def initialized(server: ServerProcess) -> None:
+    reply = await server.request("init", "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    assert reply["result"]["protocolVersion"] == 1
 
 
 async def still_serving(server: ServerProcess, tag: str) -> None:

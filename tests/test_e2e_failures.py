@@ -20,28 +20,14 @@ from tests.support.acp_harness import (
     spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake, HERMES_ACP_MAX_RETRIES="1")) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
+@pytest.fixture(scope="module")
+def server_setup() -> ServerSetup:
+    return ServerSetup(settings={"HERMES_ACP_MAX_RETRIES": "1"})
 
 
 def load_params(sid: str, project: Path) -> dict[str, Any]:

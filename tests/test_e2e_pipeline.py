@@ -3,48 +3,25 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from tests.support.acp_harness import (
     PLAIN_CAPABILITIES,
     ZED_CAPABILITIES,
     AcpClient,
-    ServerProcess,
-    server_env,
-    spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module", params=["zed", "plain"])
-async def client(
-    request: pytest.FixtureRequest, server: ServerProcess, fake: FakeProvider
-) -> AsyncIterator[AcpClient]:
+@pytest.fixture(params=["zed", "plain"])
+def client_capabilities(request: pytest.FixtureRequest) -> dict[str, Any]:
     """As Zed (files through the editor) and as a client without fs (files on disk)."""
-    assert server.client is not None
-    client = server.client
-    client.capabilities = ZED_CAPABILITIES if request.param == "zed" else PLAIN_CAPABILITIES
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
+    return ZED_CAPABILITIES if request.param == "zed" else PLAIN_CAPABILITIES
 
 
 async def yolo_session(client: AcpClient, project: Path) -> str:

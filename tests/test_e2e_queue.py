@@ -4,46 +4,15 @@ answer a cancel leaves in the history."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    env = server_env(tmp_path_factory.mktemp("home"), fake)
-    async with spawn_server(env) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    client.permission = "allow_once"
-    fake.script([])
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def session(client: AcpClient, tmp_path: Path) -> str:
-    project = tmp_path / "project"
-    project.mkdir()
-    return (await client.new_session(project))["sessionId"]
 
 
 class HeldPermission:

@@ -9,15 +9,13 @@ import json
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from acp.exceptions import RequestError
 
-from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
+from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.processes import alive, wait_gone
 
@@ -31,25 +29,6 @@ def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
     path.mkdir()
     return path
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
 
 
 def stdio_entry(name: str, pid_file: Path) -> dict[str, Any]:

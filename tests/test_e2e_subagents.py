@@ -6,51 +6,24 @@ rolled up."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CHILD_USAGE = (1000, 100, 0)
+PRICES = '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8.0\n'
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    env = server_env(tmp_path_factory.mktemp("home"), fake)
-    config = Path(env["HERMES_ACP_HOME"]) / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('[prices."gpt-4.1"]\ninput = 2.0\noutput = 8.0\n')
-    async with spawn_server(env) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    client.permission = "allow_once"
-    fake.script([])
-
-
-@pytest_asyncio.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
+@pytest.fixture(scope="module")
+def server_setup() -> ServerSetup:
+    return ServerSetup(config_toml=PRICES)
 
 
 def delegate(*goals: str, call_id: str = "call_delegate") -> Reply:

@@ -416,6 +416,7 @@ class AcpClient:
         # PromptResponse.usage of each prompt answered, by session (prompt() returns the
         # rest, so a test that checks the stop reason compares one key)
         self.prompt_usage: dict[str, list[dict[str, Any] | None]] = {}
+        self.initialized: dict[str, Any] = {}  # the last initialize response
         self._changed = asyncio.Event()
         self.connection = Connection(self._handle, _PipeTransport(server))
 
@@ -428,7 +429,7 @@ class AcpClient:
         await self.connection.send_notification(method, params)
 
     async def initialize(self, protocol_version: int = 1) -> dict[str, Any]:
-        return await self.request(
+        self.initialized = await self.request(
             "initialize",
             {
                 "protocolVersion": protocol_version,
@@ -436,6 +437,7 @@ class AcpClient:
                 "clientInfo": {"name": "hermes-tests", "version": "1.0"},
             },
         )
+        return self.initialized
 
     async def new_session(self, cwd: Path | str, **params: Any) -> dict[str, Any]:
         return await self.request("session/new", {"cwd": str(cwd), "mcpServers": [], **params})

@@ -4,9 +4,9 @@ The end-to-end family: one real `hermes-acp --stdio` per test module (`server`),
 against the module's scripted provider (`fake`) with its home in `server_home`, and per test
 an SDK client re-initialized with the module's capabilities (`client`), the raw pipes
 (`raw`), or a fresh session in an empty project (`session`). Every test ends with the wire
-checked against the schema. A module says how its server differs by overriding
-`server_setup`; a test that needs a server of its own uses `acp_server` (or the harness's
-`spawn_server` when it drives start-up itself).
+checked against the schema. A module says how its server differs in a constant
+`SERVER_SETUP = ServerSetup(...)`; a test that needs a server of its own uses `acp_server`
+(or the harness's `spawn_server` when it drives start-up itself).
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ def project(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup()
+def server_setup(request: pytest.FixtureRequest) -> ServerSetup:
+    """The module's `SERVER_SETUP`, if it has one."""
+    return getattr(request.module, "SERVER_SETUP", ServerSetup())
 
 
 @pytest.fixture(scope="module")

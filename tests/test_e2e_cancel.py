@@ -8,11 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import (
-    PLAIN_CAPABILITIES,
-    AcpClient,
-    ServerProcess,
-)
+from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.processes import pids_running, wait_gone
 from tests.support.server_setup import ServerSetup
@@ -20,10 +16,8 @@ from tests.support.server_setup import ServerSetup
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    """Long backoffs allowed, so a cancel during one is what ends it."""
-    return ServerSetup(settings={"HERMES_ACP_RETRY_CAP_SECONDS": "60", "HERMES_ACP_MAX_RETRIES": "3"})
+# Long backoffs allowed, so a cancel during one is what ends it.
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_RETRY_CAP_SECONDS": "60", "HERMES_ACP_MAX_RETRIES": "3"})
 
 
 async def cancel_and_check(client: AcpClient, session: str, prompt: asyncio.Task[dict[str, Any]]) -> None:

@@ -9,12 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import (
-    PLAIN_CAPABILITIES,
-    ZED_CAPABILITIES,
-    AcpClient,
-    ServerProcess,
-)
+from tests.support.acp_harness import PLAIN_CAPABILITIES, ZED_CAPABILITIES, AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.server_setup import ServerSetup
 
@@ -23,9 +18,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 ASKING = {**ZED_CAPABILITIES, "elicitation": {"form": {}}}  # as Zed advertises it
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(capabilities=ASKING)
+SERVER_SETUP = ServerSetup(capabilities=ASKING)
 
 
 def ask(question: str, choices: list[str] | None = None, call_id: str = "call_ask") -> Reply:

@@ -16,9 +16,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 PRICES = '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8.0\n'
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(settings={"HERMES_ACP_COMPRESSION_KEEP_LAST": "2"}, config_toml=PRICES)
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_COMPRESSION_KEEP_LAST": "2"}, config_toml=PRICES)
 
 
 @pytest_asyncio.fixture(loop_scope="module")

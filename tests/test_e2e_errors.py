@@ -17,9 +17,7 @@ from tests.support.server_setup import ServerSetup
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(sdk_client=False)
+SERVER_SETUP = ServerSetup(sdk_client=False)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)

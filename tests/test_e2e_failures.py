@@ -25,9 +25,7 @@ from tests.support.server_setup import ServerSetup
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(settings={"HERMES_ACP_MAX_RETRIES": "1"})
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MAX_RETRIES": "1"})
 
 
 def load_params(sid: str, project: Path) -> dict[str, Any]:

@@ -23,9 +23,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 SETTINGS = {"HERMES_ACP_MODELS": "configured-two"}
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(settings=SETTINGS)
+SERVER_SETUP = ServerSetup(settings=SETTINGS)
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 32).decode()
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(settings={"HERMES_ACP_MAX_ITERATIONS": "2", "HERMES_ACP_MAX_RETRIES": "1"})
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MAX_ITERATIONS": "2", "HERMES_ACP_MAX_RETRIES": "1"})
 
 
 async def test_text_and_thoughts_stream_as_chunks(

@@ -25,9 +25,7 @@ def fake() -> Iterator[FakeProvider]:
         yield provider
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(settings={"HERMES_ACP_MODELS": "configured-one,configured-two"})
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MODELS": "configured-one,configured-two"})
 
 
 def option(options: list[dict], option_id: str) -> dict:

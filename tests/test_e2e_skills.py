@@ -29,9 +29,7 @@ def install_deploy_skill(home: Path) -> None:
     (skill / "helper.sh").write_text("#!/bin/sh\necho deploying\n")
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(prepare_home=install_deploy_skill)
+SERVER_SETUP = ServerSetup(prepare_home=install_deploy_skill)
 
 
 @pytest.fixture

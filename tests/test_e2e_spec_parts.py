@@ -18,9 +18,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 COMPACT_EVERY_TURN = {"HERMES_ACP_COMPRESSION_THRESHOLD": "0.000001", "HERMES_ACP_COMPRESSION_KEEP_LAST": "2"}
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(settings=COMPACT_EVERY_TURN)
+SERVER_SETUP = ServerSetup(settings=COMPACT_EVERY_TURN)
 
 
 async def test_logout_is_advertised_and_forgets_the_stored_keys(

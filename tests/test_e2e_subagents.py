@@ -21,9 +21,7 @@ CHILD_USAGE = (1000, 100, 0)
 PRICES = '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8.0\n'
 
 
-@pytest.fixture(scope="module")
-def server_setup() -> ServerSetup:
-    return ServerSetup(config_toml=PRICES)
+SERVER_SETUP = ServerSetup(config_toml=PRICES)
 
 
 def delegate(*goals: str, call_id: str = "call_delegate") -> Reply:

@@ -8,11 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import (
-    NO_CAPABILITIES,
-    PLAIN_CAPABILITIES,
-    AcpClient,
-)
+from tests.support.acp_harness import NO_CAPABILITIES, PLAIN_CAPABILITIES, AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

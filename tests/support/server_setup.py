@@ -12,7 +12,7 @@ from tests.support.acp_harness import ZED_CAPABILITIES
 
 @dataclass(frozen=True)
 class ServerSetup:
-    """How a module's server differs from the default one (override `server_setup`)."""
+    """How a module's server differs from the default one: `SERVER_SETUP = ServerSetup(...)`."""
 
     settings: Mapping[str, str] = field(default_factory=dict)  # extra environment, HERMES_ACP_*
     config_toml: str = ""  # written to $HERMES_ACP_HOME/config.toml before the start

@@ -38,6 +38,22 @@ def fake() -> Iterator[FakeProvider]:
 
 
 @pytest.fixture
+def own_fake() -> Iterator[FakeProvider]:
+    """A scripted provider for one test alone: nothing another test scripted or sent reaches it."""
+    with FakeProvider() as provider:
+        yield provider
+
+
+@pytest_asyncio.fixture
+async def agents_closed() -> AsyncIterator[None]:
+    """Closes the agents the test built (their provider clients, processes and watchers)."""
+    yield
+    from tests.support.agents import close_open_agents  # core's modules only where agents are built
+
+    await close_open_agents()
+
+
+@pytest.fixture
 def project(tmp_path: Path) -> Path:
     """An empty project directory: the session's cwd."""
     path = tmp_path / "project"

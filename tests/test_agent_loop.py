@@ -34,7 +34,6 @@ from core.tools.registry import ToolRegistry
 from tests.support.agents import (
     API_SHAPES,
     ScriptedApprover,
-    close_open_agents,
     collect,
     ended,
     make_agent,
@@ -42,23 +41,17 @@ from tests.support.agents import (
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-async def close_agents():
-    yield
-    await close_open_agents()
+pytestmark = pytest.mark.usefixtures("agents_closed")
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
+def fake(own_fake: FakeProvider) -> FakeProvider:
+    return own_fake  # one per test
+
+
+@pytest.fixture
+def workdir(project: Path) -> Path:
+    root = project
     (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
     return root
 

@@ -29,35 +29,36 @@ class CommandArgs(BaseModel):
     cwd: str | None = None
 
 
-class PeekTool(Tool[PathArgs]):
-    name = "peek"
-    description = "Read a file."
+class PathTool(Tool[PathArgs]):
+    """A tool on one file, titled by its verb and the file."""
+
     args_model = PathArgs
-    kind: ToolKind = "read"
+    verb = ""
 
     def title(self, args: PathArgs, workspace: Workspace) -> str:
-        return f"Read {args.path}"
+        return f"{self.verb} {args.path}"
 
     def paths(self, args: PathArgs) -> list[str]:
         return [args.path]
+
+
+class PeekTool(PathTool):
+    name = "peek"
+    description = "Read a file."
+    kind: ToolKind = "read"
+    verb = "Read"
 
     async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(await ctx.workspace.read_text(ctx.workspace.scope.resolve(args.path)))
 
 
-class ScribbleTool(Tool[PathArgs]):
+class ScribbleTool(PathTool):
     name = "scribble"
     description = "Write a line into a file."
-    args_model = PathArgs
     kind: ToolKind = "edit"
     needs_approval = True
     read_only = False
-
-    def title(self, args: PathArgs, workspace: Workspace) -> str:
-        return f"Edit {args.path}"
-
-    def paths(self, args: PathArgs) -> list[str]:
-        return [args.path]
+    verb = "Edit"
 
     async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)

@@ -11,26 +11,20 @@ import pytest
 from core.context import SUMMARY_PREFIX
 from core.events import HistoryReplaced, Status, UsageUpdated
 from core.messages import Message, ToolCall
-from tests.support.agents import close_open_agents, collect, ended, make_agent, of_type
+from tests.support.agents import collect, ended, make_agent, of_type
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-async def close_agents():
-    yield
-    await close_open_agents()
+pytestmark = pytest.mark.usefixtures("agents_closed")
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
+def fake(own_fake: FakeProvider) -> FakeProvider:
+    return own_fake  # one per test
+
+
+@pytest.fixture
+def workdir(project: Path) -> Path:
+    root = project
     (root / "app.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
     (root / "AGENTS.md").write_text("Run the tests with pytest.\n")
     return root

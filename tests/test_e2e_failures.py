@@ -4,7 +4,7 @@ update after a prompt's response."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +147,28 @@ def model_list_landed(server: ServerProcess, client: AcpClient, sid: str) -> boo
     )
 
 
+async def write_while_asked(
+    client: AcpClient, fake: FakeProvider, sid: str, path: str, while_asked: Callable[[], Awaitable[None]]
+) -> None:
+    """A turn that writes `path`; `while_asked` runs while its permission request waits."""
+
+    async def answer(params: dict[str, Any]) -> str:
+        await while_asked()
+        return "allow_once"
+
+    client.permission = answer
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("write_file", {"path": path, "content": "x"}, id="call_w")]),
+            Reply(text="done"),
+        ]
+    )
+    try:
+        assert await client.prompt(sid, f"write {path}") == {"stopReason": "end_turn"}
+    finally:
+        client.permission = "allow_once"
+
+
 async def test_a_model_list_landing_after_a_cancelled_prompt_waits_for_the_next_turn(
     fresh: tuple[ServerProcess, AcpClient], fake: FakeProvider, project: Path
 ) -> None:
@@ -179,22 +201,11 @@ async def test_a_model_list_landing_mid_turn_is_sent_before_the_prompt_response(
     server, client = fresh
     sid = (await client.new_session(project))["sessionId"]
 
-    async def land_the_model_list(params: dict[str, Any]) -> str:
+    async def land_the_model_list() -> None:
         fake.release_models()
         await client.wait_for(lambda: model_list_landed(server, client, sid))
-        return "allow_once"
 
-    client.permission = land_the_model_list
-    fake.script(
-        [
-            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "a.txt", "content": "x"}, id="call_w")]),
-            Reply(text="written"),
-        ]
-    )
-    try:
-        assert await client.prompt(sid, "write a.txt") == {"stopReason": "end_turn"}
-    finally:
-        client.permission = "allow_once"
+    await write_while_asked(client, fake, sid, "a.txt", land_the_model_list)
     prompt_id = last_prompt_response(server)
     assert client.session_updates(sid, "config_option_update")
     assert after_response(server, sid, prompt_id) == []
@@ -237,22 +248,14 @@ async def test_a_model_switch_during_a_turn_closes_the_old_client_when_the_turn_
             await asyncio.to_thread(own.wait_for_models_served, 1, 60)
             await asyncio.to_thread(own.wait_for_open_connections, 0)
 
-            async def switch_now(params: dict[str, Any]) -> str:
+            async def switch_now() -> None:
                 await client.request(
                     "session/set_config_option",
                     {"sessionId": sid, "configId": "model", "value": "gpt-5-mini"},
                 )
                 assert own.open_connections == 1  # the running turn keeps its client
-                return "allow_once"
 
-            client.permission = switch_now
-            own.script(
-                [
-                    Reply(tool_calls=[ToolCallSpec("write_file", {"path": "a.txt", "content": "x"})]),
-                    Reply(text="done"),
-                ]
-            )
-            assert await client.prompt(sid, "write") == {"stopReason": "end_turn"}
+            await write_while_asked(client, own, sid, "a.txt", switch_now)
             assert own.requests[-1].body["model"] == "gpt-4.1"
             await asyncio.to_thread(own.wait_for_open_connections, 0)
             server.assert_clean()
@@ -263,21 +266,10 @@ async def test_a_mode_change_during_a_turn_is_announced_before_the_prompt_respon
 ) -> None:
     sid = (await client.new_session(project))["sessionId"]
 
-    async def switch_mode(params: dict[str, Any]) -> str:
+    async def switch_mode() -> None:
         await client.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
-        return "allow_once"
 
-    client.permission = switch_mode
-    fake.script(
-        [
-            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "m.txt", "content": "x"})]),
-            Reply(text="done"),
-        ]
-    )
-    try:
-        assert await client.prompt(sid, "write") == {"stopReason": "end_turn"}
-    finally:
-        client.permission = "allow_once"
+    await write_while_asked(client, fake, sid, "m.txt", switch_mode)
     prompt_id = last_prompt_response(server)
     assert client.session_updates(sid, "current_mode_update")[-1]["currentModeId"] == "accept_edits"
     assert after_response(server, sid, prompt_id) == []

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,27 +60,21 @@ async def stored_session(env: dict[str, str], fake: FakeProvider, project: Path)
     return sid
 
 
-def test_stdin_from_dev_null_ends_at_once_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "before_exec",
+    [None, lambda: os.close(0)],  # `hermes-acp --stdio </dev/null`, `hermes-acp --stdio <&-`
+    ids=["dev_null", "closed"],
+)
+def test_stdin_from_dev_null_or_closed_ends_at_once_quietly(
+    tmp_path: Path, before_exec: Callable[[], None] | None
+) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "hermes_acp", "--stdio"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         env=server_env(tmp_path),
         timeout=60,
-    )
-    assert result.returncode == 0
-    assert result.stdout == b""
-    assert b"Traceback" not in result.stderr
-
-
-def test_a_closed_stdin_ends_at_once_quietly(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "hermes_acp", "--stdio"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        env=server_env(tmp_path),
-        timeout=60,
-        preexec_fn=lambda: os.close(0),  # `hermes-acp --stdio <&-`
+        preexec_fn=before_exec,
     )
     assert result.returncode == 0
     assert result.stdout == b""

@@ -13,28 +13,20 @@ from core.events import StopReason, ToolCallFinished
 from core.tools import default_tools
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.tools.registry import ToolRegistry
-from tests.support.agents import close_open_agents, collect, ended, make_agent, of_type
+from tests.support.agents import collect, ended, make_agent, of_type
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("agents_closed")]
 
 
 @pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-async def close_agents():
-    yield
-    await close_open_agents()
+def fake(own_fake: FakeProvider) -> FakeProvider:
+    return own_fake  # one per test
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
+def workdir(project: Path) -> Path:
+    root = project
     return root
 
 

@@ -33,6 +33,17 @@ def write_call(name: str) -> Reply:
     return Reply(tool_calls=[ToolCallSpec("write_file", {"path": name, "content": "x"})])
 
 
+async def a_held_write(
+    client: AcpClient, fake: FakeProvider, session: str, name: str, *then: Reply
+) -> tuple[HeldPermission, asyncio.Task[dict[str, Any]]]:
+    """A turn writing `name`, waiting on the user's answer; `then`, the model's next replies."""
+    held = HeldPermission(client)
+    fake.script([write_call(name), *then])
+    first = client.start_prompt(session, f"write {name}")
+    await asyncio.wait_for(held.asked.wait(), 5)
+    return held, first
+
+
 async def wait_until_queued(client: AcpClient, session: str, text: str) -> str:
     """Ask /queue (which answers at once, beside the turn) until the prompt is listed."""
     answer = ""
@@ -70,10 +81,9 @@ async def test_a_prompt_right_after_a_cancel_waits_for_the_ending_turn_and_runs(
 async def test_a_prompt_during_a_turn_is_queued_shown_by_queue_and_runs_after_it(
     client: AcpClient, fake: FakeProvider, session: str, tmp_path: Path
 ) -> None:
-    held = HeldPermission(client)
-    fake.script([write_call("a.txt"), Reply(text="wrote it"), Reply(text="second answer")])
-    first = client.start_prompt(session, "write a.txt")
-    await asyncio.wait_for(held.asked.wait(), 5)
+    held, first = await a_held_write(
+        client, fake, session, "a.txt", Reply(text="wrote it"), Reply(text="second answer")
+    )
     second = client.start_prompt(session, "then tell me about b")
     await wait_until_queued(client, session, "then tell me about b")
     assert not second.done()
@@ -85,10 +95,9 @@ async def test_a_prompt_during_a_turn_is_queued_shown_by_queue_and_runs_after_it
 
 
 async def test_queue_lists_the_waiting_prompts(client: AcpClient, fake: FakeProvider, session: str) -> None:
-    held = HeldPermission(client)
-    fake.script([write_call("c.txt"), Reply(text="done"), Reply(text="answer two")])
-    first = client.start_prompt(session, "write c.txt")
-    await asyncio.wait_for(held.asked.wait(), 5)
+    held, first = await a_held_write(
+        client, fake, session, "c.txt", Reply(text="done"), Reply(text="answer two")
+    )
     second = client.start_prompt(session, "what is in c.txt?")
     answer = await wait_until_queued(client, session, "what is in c.txt?")
     assert answer.startswith("1 prompt waiting") and "1. what is in c.txt?" in answer
@@ -103,10 +112,7 @@ async def test_queue_lists_the_waiting_prompts(client: AcpClient, fake: FakeProv
 async def test_steer_reaches_the_running_turn_at_its_next_model_call(
     client: AcpClient, fake: FakeProvider, session: str
 ) -> None:
-    held = HeldPermission(client)
-    fake.script([write_call("d.txt"), Reply(text="done, in French")])
-    first = client.start_prompt(session, "write d.txt")
-    await asyncio.wait_for(held.asked.wait(), 5)
+    held, first = await a_held_write(client, fake, session, "d.txt", Reply(text="done, in French"))
     calls_before = len(fake.requests)
     assert await client.prompt(session, "/steer answer in French") == {"stopReason": "end_turn"}
     assert "Added to the running turn" in client.text(session)
@@ -121,10 +127,7 @@ async def test_steer_reaches_the_running_turn_at_its_next_model_call(
 async def test_a_cancel_answers_the_prompts_queued_before_it(
     client: AcpClient, fake: FakeProvider, session: str
 ) -> None:
-    held = HeldPermission(client)
-    fake.script([write_call("e.txt"), Reply(text="after the cancel")])
-    first = client.start_prompt(session, "write e.txt")
-    await asyncio.wait_for(held.asked.wait(), 5)
+    _, first = await a_held_write(client, fake, session, "e.txt", Reply(text="after the cancel"))
     queued = client.start_prompt(session, "queued before the cancel")
     await wait_until_queued(client, session, "queued before the cancel")
     await client.cancel(session)

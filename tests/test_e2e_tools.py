@@ -142,15 +142,25 @@ async def test_rejecting_tells_the_model_and_the_turn_goes_on(
         assert (project / "r.txt").exists()
 
 
+async def a_refused_write(
+    client: AcpClient, fake: FakeProvider, project: Path, permission: str, name: str
+) -> tuple[str, dict[str, Any]]:
+    """A write the editor answers with `permission`, which must not let it happen: the
+    session and the prompt's answer."""
+    client.permission = permission
+    sid = await start(client, project)
+    fake.script(tool_turn(_write(f"{name}.txt", f"call_{name}")))
+    answer = await client.prompt(sid, f"write {name}")
+    assert not (project / f"{name}.txt").exists()
+    assert client.tool_updates(f"call_{name}")[-1]["status"] == "failed"
+    return sid, answer
+
+
 async def test_a_cancelled_permission_ends_the_turn_cancelled(
     client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
-    client.permission = "cancelled"
-    sid = await start(client, project)
-    fake.script(tool_turn(_write("c.txt", "call_c")))
-    assert await client.prompt(sid, "write c") == {"stopReason": "cancelled"}
-    assert not (project / "c.txt").exists()
-    assert client.tool_updates("call_c")[-1]["status"] == "failed"
+    sid, answer = await a_refused_write(client, fake, project, "cancelled", "c")
+    assert answer == {"stopReason": "cancelled"}
     client.permission = "allow_once"
     fake.script([Reply(text="still here")])
     assert await client.prompt(sid, "hello") == {"stopReason": "end_turn"}
@@ -159,12 +169,8 @@ async def test_a_cancelled_permission_ends_the_turn_cancelled(
 async def test_an_option_that_was_not_offered_counts_as_a_rejection(
     client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
-    client.permission = "definitely-not-an-option"
-    sid = await start(client, project)
-    fake.script(tool_turn(_write("u.txt", "call_u")))
-    assert await client.prompt(sid, "write u") == {"stopReason": "end_turn"}
-    assert not (project / "u.txt").exists()
-    assert client.tool_updates("call_u")[-1]["status"] == "failed"
+    _, answer = await a_refused_write(client, fake, project, "definitely-not-an-option", "u")
+    assert answer == {"stopReason": "end_turn"}
 
 
 async def test_commands_run_in_the_editor_terminal(

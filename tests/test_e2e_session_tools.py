@@ -18,6 +18,7 @@ from acp.exceptions import RequestError
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.processes import alive, wait_gone
+from tests.support.watching import until_watched, watcher_caught_up
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -163,14 +164,14 @@ async def test_mcp_servers_stop_when_the_editor_goes_away(
 
 
 async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
-    client: AcpClient, fake: FakeProvider, project: Path
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
     sid = (await client.new_session(project))["sessionId"]
     fake.script([Reply(text="Hello."), Reply(text="I see.")])
     await client.prompt(sid, "hello")
     await asyncio.sleep(1.2)  # past the watcher's grace window after a turn: what follows is the user's
     (project / "notes.txt").write_text("the user's own notes\n")
-    await asyncio.sleep(0.3)  # the notifier groups events before passing them on
+    await watcher_caught_up(server.pid, project)
     await client.prompt(sid, "look again")
     assert "notes.txt" in last_user_text(fake.requests[-1].body)
     assert "notes.txt" not in last_user_text(fake.requests[-2].body)
@@ -183,15 +184,15 @@ async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
 
 
 async def test_a_file_saved_between_resume_and_the_next_prompt_is_named(
-    client: AcpClient, fake: FakeProvider, project: Path
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
     sid = (await client.new_session(project))["sessionId"]
     fake.script([Reply(text="Hello."), Reply(text="I see.")])
     await client.prompt(sid, "hello")
     await client.request("session/resume", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
-    await asyncio.sleep(1.0)  # the restored session's watcher starts after the response
+    await until_watched(server.pid, project)  # the restored session's watcher starts after the response
     (project / "todo.txt").write_text("edited after the resume\n")
-    await asyncio.sleep(0.3)  # the notifier groups events before passing them on
+    await watcher_caught_up(server.pid, project)
     await client.prompt(sid, "look again")
     assert "todo.txt" in last_user_text(fake.requests[-1].body)
 

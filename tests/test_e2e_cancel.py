@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_RETRY_CAP_SECONDS": "60", "HERM
 
 async def cancel_and_check(client: AcpClient, session: str, prompt: asyncio.Task[dict[str, Any]]) -> None:
     await client.cancel(session)
-    assert await asyncio.wait_for(prompt, 5) == {"stopReason": "cancelled"}
+    assert await asyncio.wait_for(prompt, 30) == {"stopReason": "cancelled"}  # the cap only catches a hang
 
 
 async def next_prompt_works(client: AcpClient, fake: FakeProvider, session: str) -> None:
@@ -41,13 +42,17 @@ def open_tool_calls(client: AcpClient, session: str) -> set[str]:
     return {call for call, status in final.items() if status not in ("completed", "failed")}
 
 
+def released_terminals(client: AcpClient) -> set[str]:
+    return {p["terminalId"] for m, p in client.calls if m == "terminal/release"}
+
+
 async def test_cancel_during_streaming(client: AcpClient, fake: FakeProvider, session: str) -> None:
     fake.script([Reply(text="word " * 400, chunk_size=5, chunk_delay=0.01)])
     disconnects = fake.disconnects
     prompt = client.start_prompt(session, "write an essay")
     await client.wait_for(lambda: client.session_updates(session, "agent_message_chunk"))
     await cancel_and_check(client, session, prompt)
-    fake.wait_for_disconnects(disconnects + 1, timeout=5)  # the model stream was closed
+    await asyncio.to_thread(fake.wait_for_disconnects, disconnects + 1, 30)  # the model stream was closed
     await next_prompt_works(client, fake, session)
 
 
@@ -81,14 +86,13 @@ async def test_cancel_during_a_permission_request(
 
 
 async def test_cancel_during_a_retry_backoff(client: AcpClient, fake: FakeProvider, session: str) -> None:
-    fake.script([Reply.rate_limited(retry_after=30)])
+    # A 60 s backoff: a cancel that waited for it would not be answered within the 30 s cap.
+    fake.script([Reply.rate_limited(retry_after=60)])
     before = len(fake.requests)
     prompt = client.start_prompt(session, "hello")
-    await asyncio.to_thread(fake.wait_for_requests, before + 1, 5)
-    await asyncio.sleep(0.05)  # into the backoff
-    started = asyncio.get_running_loop().time()
+    await asyncio.to_thread(fake.wait_for_requests, before + 1, 30)
+    await client.wait_for(lambda: "retrying in" in json.dumps(client.session_updates(session)))  # backing off
     await cancel_and_check(client, session, prompt)
-    assert asyncio.get_running_loop().time() - started < 5  # not after the 30 s backoff
     assert len(fake.requests) == before + 1  # no retry after the cancel
     await next_prompt_works(client, fake, session)
 
@@ -113,8 +117,10 @@ async def test_cancel_during_a_running_command_kills_it(
     await wait_gone(pid)
     assert client.tool_updates("call_sleep")[-1]["status"] == "failed"
     if where == "editor":
-        released = [p["terminalId"] for m, p in client.calls if m == "terminal/release"]
-        assert set(client.terminals) <= set(released)
+        # A cancel can land before terminal/create's answer reaches the agent; it releases
+        # the terminal once the answer does, which may be after the process is gone.
+        await client.wait_for(lambda: set(client.terminals) <= released_terminals(client))
+        assert set(client.terminals) <= released_terminals(client)
     await next_prompt_works(client, fake, session)
 
 
@@ -164,5 +170,4 @@ async def test_cancel_before_the_first_model_call(
 async def test_cancel_while_idle_does_nothing(client: AcpClient, fake: FakeProvider, session: str) -> None:
     await client.cancel(session)
     await client.cancel(session)
-    await asyncio.sleep(0.05)
     await next_prompt_works(client, fake, session)

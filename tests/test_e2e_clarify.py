@@ -92,9 +92,9 @@ async def test_a_cancel_withdraws_the_open_question(
     fake.script([ask("Shall I delete the cache?", ["yes", "no"])])
     withdrawn_before = len(client.withdrawn)
     prompt = client.start_prompt(session, "clean up")
-    await asyncio.wait_for(opened.wait(), 5)
+    await asyncio.wait_for(opened.wait(), 30)
     await client.cancel(session)
-    assert await asyncio.wait_for(prompt, 5) == {"stopReason": "cancelled"}
+    assert await asyncio.wait_for(prompt, 30) == {"stopReason": "cancelled"}
     await client.wait_for(lambda: len(client.withdrawn) > withdrawn_before)
     never.set()
     request_ids = [m["id"] for m in client.server.received if m.get("method") == "elicitation/create"]

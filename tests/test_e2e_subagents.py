@@ -134,7 +134,7 @@ async def test_cancelling_the_parent_cancels_every_child(
     prompt = client.start_prompt(session, "two slow children")
     await client.wait_for(lambda: len(waiting) == 2)
     await client.cancel(session)
-    assert await asyncio.wait_for(prompt, 5) == {"stopReason": "cancelled"}
+    assert await asyncio.wait_for(prompt, 30) == {"stopReason": "cancelled"}
     never.set()
     for call_id in ("call_two", "call_two.1", "call_two.2"):
         assert final_status(client, call_id) == "failed", call_id

@@ -37,16 +37,11 @@ def fake() -> Iterator[FakeProvider]:
         yield provider
 
 
-@pytest.fixture
-def own_fake() -> Iterator[FakeProvider]:
-    """A scripted provider for one test alone: nothing another test scripted or sent reaches it."""
-    with FakeProvider() as provider:
-        yield provider
-
-
 @pytest_asyncio.fixture
-async def agents_closed() -> AsyncIterator[None]:
-    """Closes the agents the test built (their provider clients, processes and watchers)."""
+async def agent_test(fake: FakeProvider) -> AsyncIterator[None]:
+    """For tests that build agents on the module's fake: the test starts with no script and
+    no recorded requests, and the agents it built are closed after it."""
+    fake.forget()
     yield
     from tests.support.agents import close_open_agents  # core's modules only where agents are built
 

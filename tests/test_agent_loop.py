@@ -41,19 +41,13 @@ from tests.support.agents import (
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-pytestmark = pytest.mark.usefixtures("agents_closed")
-
-
-@pytest.fixture
-def fake(own_fake: FakeProvider) -> FakeProvider:
-    return own_fake  # one per test
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 @pytest.fixture
 def workdir(project: Path) -> Path:
-    root = project
-    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    return root
+    (project / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    return project
 
 
 def body_text(fake: FakeProvider, index: int) -> str:

@@ -12,22 +12,16 @@ from core.context import SUMMARY_PREFIX
 from core.events import HistoryReplaced, Status, UsageUpdated
 from core.messages import Message, ToolCall
 from tests.support.agents import collect, ended, make_agent, of_type
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.fake_provider import Reply, ToolCallSpec
 
-pytestmark = pytest.mark.usefixtures("agents_closed")
-
-
-@pytest.fixture
-def fake(own_fake: FakeProvider) -> FakeProvider:
-    return own_fake  # one per test
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 @pytest.fixture
 def workdir(project: Path) -> Path:
-    root = project
-    (root / "app.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
-    (root / "AGENTS.md").write_text("Run the tests with pytest.\n")
-    return root
+    (project / "app.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
+    (project / "AGENTS.md").write_text("Run the tests with pytest.\n")
+    return project
 
 
 def _without_cache_markers(value):

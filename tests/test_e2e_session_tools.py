@@ -163,12 +163,18 @@ async def test_mcp_servers_stop_when_the_editor_goes_away(
 # -- files the user changed between turns ------------------------------------------------------
 
 
-async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
-    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
-) -> None:
+async def a_session_after_a_turn(client: AcpClient, fake: FakeProvider, project: Path) -> str:
+    """A session that has had a turn ("hello"), with the model's answer to the next one scripted."""
     sid = (await client.new_session(project))["sessionId"]
     fake.script([Reply(text="Hello."), Reply(text="I see.")])
     await client.prompt(sid, "hello")
+    return sid
+
+
+async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = await a_session_after_a_turn(client, fake, project)
     await asyncio.sleep(1.2)  # past the watcher's grace window after a turn: what follows is the user's
     (project / "notes.txt").write_text("the user's own notes\n")
     await watcher_caught_up(server.pid, project)
@@ -186,9 +192,7 @@ async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
 async def test_a_file_saved_between_resume_and_the_next_prompt_is_named(
     server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
-    sid = (await client.new_session(project))["sessionId"]
-    fake.script([Reply(text="Hello."), Reply(text="I see.")])
-    await client.prompt(sid, "hello")
+    sid = await a_session_after_a_turn(client, fake, project)
     await client.request("session/resume", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
     await until_watched(server.pid, project)  # the restored session's watcher starts after the response
     (project / "todo.txt").write_text("edited after the resume\n")

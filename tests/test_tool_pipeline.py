@@ -14,20 +14,14 @@ from core.tools import default_tools
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.tools.registry import ToolRegistry
 from tests.support.agents import collect, ended, make_agent, of_type
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.fake_provider import Reply, ToolCallSpec
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("agents_closed")]
-
-
-@pytest.fixture
-def fake(own_fake: FakeProvider) -> FakeProvider:
-    return own_fake  # one per test
+pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("agent_test")]
 
 
 @pytest.fixture
 def workdir(project: Path) -> Path:
-    root = project
-    return root
+    return project
 
 
 class BrokenApprover:

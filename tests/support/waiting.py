@@ -27,15 +27,3 @@ async def until(condition: Callable[[], T], what: str = "the condition", within:
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {within:.0f} s for {what}")
         await asyncio.sleep(0.01)
-
-
-def until_sync(condition: Callable[[], T], what: str = "the condition", within: float = HANG) -> T:
-    """`until` for code outside an event loop."""
-    deadline = time.monotonic() + within
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {within:.0f} s for {what}")
-        time.sleep(0.01)

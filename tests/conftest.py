@@ -5,14 +5,13 @@ against the module's scripted provider (`fake`) with its home in `server_home`, 
 an SDK client re-initialized with the module's capabilities (`client`), the raw pipes
 (`raw`), or a fresh session in an empty project (`session`). Every test ends with the wire
 checked against the schema. A module says how its server differs in a constant
-`SERVER_SETUP = ServerSetup(...)`; a test that needs a server of its own uses `acp_server`
-(or the harness's `spawn_server` when it drives start-up itself).
+`SERVER_SETUP = ServerSetup(...)`; a test that needs a server of its own uses the harness's
+`connected(env, capabilities)` (or `spawn_server` when it drives start-up itself).
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ import pytest_asyncio
 
 from tests.support.acp_harness import (
     AcpClient,
-    PermissionPolicy,
     ServerProcess,
     server_env,
     spawn_server,
@@ -120,31 +118,3 @@ def raw(server: ServerProcess) -> Iterator[ServerProcess]:
 async def session(client: AcpClient, project: Path) -> str:
     """A new session in an empty project."""
     return (await client.new_session(project))["sessionId"]
-
-
-@pytest.fixture
-def acp_server(
-    tmp_path: Path, fake: FakeProvider
-) -> Callable[..., contextlib.AbstractAsyncContextManager[tuple[ServerProcess, AcpClient]]]:
-    """A server of the test's own: `async with acp_server(capabilities, **settings) as (server,
-    client)` spawns it (home under tmp_path, the module's fake unless `fake=` says otherwise)
-    with an initialized SDK client, and checks its exit and wire when the block ends."""
-
-    @contextlib.asynccontextmanager
-    async def start(
-        capabilities: Mapping[str, Any] | None = None,
-        *,
-        permission: PermissionPolicy = "allow_once",
-        home: Path | None = None,
-        provider: FakeProvider | None = None,
-        **settings: str,
-    ) -> AsyncIterator[tuple[ServerProcess, AcpClient]]:
-        env = server_env(home or tmp_path / "home", provider or fake, **settings)
-        async with spawn_server(env) as process:
-            client = process.sdk_client(
-                None if capabilities is None else dict(capabilities), permission=permission
-            )
-            await client.initialize()
-            yield process, client
-
-    return start

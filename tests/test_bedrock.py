@@ -277,15 +277,13 @@ def test_check_reaches_bedrock_lists_its_models_and_gets_an_answer(fake, tmp_pat
 
 
 async def test_a_turn_over_acp_runs_a_tool_through_bedrock(fake, tmp_path, project):
-    from tests.support.acp_harness import spawn_server
+    from tests.support.acp_harness import connected
 
     (project / "notes.txt").write_text("the answer is 42\n")
     call = ToolCallSpec("read_file", {"path": "notes.txt"}, id="tooluse_1")
     fake.script([Reply(tool_calls=[call]), Reply(text="It says 42.")])
     env = bedrock_env(tmp_path, fake, "us-east-1")
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
+    async with connected(env) as (process, client):
         session = (await client.new_session(project))["sessionId"]
         assert await client.prompt(session, "what is in notes.txt?") == {"stopReason": "end_turn"}
         assert client.text(session) == "It says 42."

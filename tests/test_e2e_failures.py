@@ -17,7 +17,6 @@ from tests.support.acp_harness import (
     ServerProcess,
     connected,
     server_env,
-    spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.server_setup import ServerSetup
@@ -108,9 +107,7 @@ async def fresh(fake: FakeProvider, tmp_path: Path) -> AsyncIterator[tuple[Serve
     fake.models = list(ENDPOINT_MODELS)
     fake.hold_models()
     try:
-        async with spawn_server(server_env(tmp_path / "home", fake)) as process:
-            client = process.sdk_client(ZED_CAPABILITIES)
-            await client.initialize()
+        async with connected(server_env(tmp_path / "home", fake), ZED_CAPABILITIES) as (process, client):
             yield process, client
             process.assert_clean()
     finally:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.server_setup import ServerSetup
 
@@ -30,9 +30,7 @@ async def test_logout_is_advertised_and_forgets_the_stored_keys(
     config = Path(env["HERMES_ACP_HOME"]) / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('provider = "openai"\nmodel = "gpt-4.1"\nopenai_api_key = "sk-stored"\n')
-    async with spawn_server(env) as process:
-        own = process.sdk_client()
-        await own.initialize()
+    async with connected(env) as (process, own):
         assert (await own.new_session(tmp_path))["sessionId"]
         result = await own.request("logout", {})
         assert result["_meta"]["hermes"] == {"removed": ["openai_api_key"], "keysStillInEnvironment": False}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, server_env, spawn_server
+from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.server_setup import ServerSetup
 
@@ -153,9 +153,7 @@ async def test_the_model_call_budget_is_shared_with_children(
     looking = Reply(tool_calls=[ToolCallSpec("list_files", {"path": "."})])
     fake.script([delegate("ZETA: look around"), Reply(text="parent summary")])
     fake.route("ZETA", [looking, looking, looking, Reply(text="child summary"), looking])
-    async with spawn_server(env) as process:
-        client = process.sdk_client(ZED_CAPABILITIES)
-        await client.initialize()
+    async with connected(env, ZED_CAPABILITIES) as (_, client):
         session = (await client.new_session(project))["sessionId"]
         before = len(fake.requests)
         assert await client.prompt(session, "look") == {"stopReason": "max_turn_requests"}

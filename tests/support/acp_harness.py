@@ -28,6 +28,7 @@ import inspect
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -351,6 +352,21 @@ async def spawn_server(
             if check_exit:
                 assert code == 0, f"the server exited with {code}\n{server.stderr[-3000:]}"
         server.assert_clean()
+
+
+def run_hermes(
+    env: dict[str, str], *args: str, stdin: str = "", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`hermes-acp ARGS` run to its end, as a script or a person at a shell would."""
+    return subprocess.run(
+        [sys.executable, "-m", "hermes_acp", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
 
 
 # -- the SDK client ------------------------------------------------------------------------------

@@ -41,19 +41,18 @@ def message_groups(client: AcpClient, sid: str) -> list[str]:
 
 
 async def test_a_retried_answer_is_a_new_message_and_the_dropped_text_is_marked(
-    client: AcpClient, fake: FakeProvider, project: Path
+    client: AcpClient, fake: FakeProvider, project: Path, session: str
 ) -> None:
     fake.script([Reply(text="partial answer", chunk_size=2, drop_after=5), Reply(text="B-ok")])
-    sid = (await client.new_session(project))["sessionId"]
 
-    assert await client.prompt(sid, "answer me") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "answer me") == {"stopReason": "end_turn"}
 
-    partial, answer = message_groups(client, sid)
+    partial, answer = message_groups(client, session)
     assert "partial answer".startswith(partial) and partial
     assert answer == "B-ok"
     kinds = [
         (u["sessionUpdate"], u["content"]["text"])
-        for u in client.session_updates(sid)
+        for u in client.session_updates(session)
         if u["sessionUpdate"] in ("agent_message_chunk", "agent_thought_chunk")
     ]
     notice = next(i for i, (kind, text) in enumerate(kinds) if "was discarded" in text)
@@ -62,18 +61,17 @@ async def test_a_retried_answer_is_a_new_message_and_the_dropped_text_is_marked(
     assert shown_before == partial  # the marker sits between the dropped text and the answer
 
     client.updates.clear()
-    await client.request("session/load", load_params(sid, project))
-    assert client.text(sid) == "B-ok"  # what was kept is the retry's answer alone
+    await client.request("session/load", load_params(session, project))
+    assert client.text(session) == "B-ok"  # what was kept is the retry's answer alone
 
 
 async def test_a_retry_that_repeats_what_was_shown_stays_one_message(
-    client: AcpClient, fake: FakeProvider, project: Path
+    client: AcpClient, fake: FakeProvider, session: str
 ) -> None:
     fake.script([Reply(text="same words", chunk_size=2, drop_after=3), Reply(text="same words")])
-    sid = (await client.new_session(project))["sessionId"]
-    assert await client.prompt(sid, "answer me") == {"stopReason": "end_turn"}
-    assert message_groups(client, sid) == ["same words"]
-    assert "discarded" not in client.text(sid, "agent_thought_chunk")
+    assert await client.prompt(session, "answer me") == {"stopReason": "end_turn"}
+    assert message_groups(client, session) == ["same words"]
+    assert "discarded" not in client.text(session, "agent_thought_chunk")
 
 
 async def test_a_failed_turn_shows_why_when_the_session_is_loaded_again(

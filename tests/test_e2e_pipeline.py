@@ -102,13 +102,21 @@ async def test_two_edits_of_one_file_by_different_spellings_both_land(
     assert (project / "link.py").is_symlink()  # the edit went through the link, not over it
 
 
+def linked_from_outside(tmp_path: Path, project: Path, name: str, content: str, link: str) -> Path:
+    """A file outside the project with a hard link to it inside (`link`); the outside file."""
+    secret = tmp_path / "elsewhere" / name
+    secret.parent.mkdir()
+    secret.write_text(content)
+    os.link(secret, project / link)
+    return secret
+
+
 async def test_a_hard_link_to_a_file_outside_counts_as_outside_even_in_yolo(
     client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
 ) -> None:
-    secret = tmp_path / "elsewhere" / "id_rsa"
-    secret.parent.mkdir()
-    secret.write_text("PRIVATE KEY\n")
-    os.link(secret, project / "notes.txt")  # what an unpacked archive or an injected command may leave
+    secret = linked_from_outside(
+        tmp_path, project, "id_rsa", "PRIVATE KEY\n", "notes.txt"
+    )  # what an unpacked archive or an injected command may leave
     client.permission = "reject_once"
     fake.script(
         [
@@ -136,10 +144,7 @@ async def test_a_hard_link_to_a_file_outside_counts_as_outside_even_in_yolo(
 async def test_search_leaves_out_a_hard_linked_file_it_would_have_to_ask_for(
     client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
 ) -> None:
-    secret = tmp_path / "elsewhere" / "credentials"
-    secret.parent.mkdir()
-    secret.write_text("token = PRIVATE-123\n")
-    os.link(secret, project / "config.ini")
+    linked_from_outside(tmp_path, project, "credentials", "token = PRIVATE-123\n", "config.ini")
     (project / "app.py").write_text("TOKEN_NAME = 'PRIVATE-placeholder'\n")
     fake.script(
         [Reply(tool_calls=[ToolCallSpec("search", {"pattern": "PRIVATE"}, id="call_s")]), Reply(text="ok")]

@@ -51,13 +51,14 @@ def answer(messages: list[dict[str, Any]], request_id: Any) -> dict[str, Any]:
     return next(m for m in messages if "method" not in m and m.get("id") == request_id)
 
 
-async def stored_session(env: dict[str, str], fake: FakeProvider, project: Path) -> str:
-    """A session with one finished turn in the store."""
+async def stored_session(home: Path, fake: FakeProvider, project: Path) -> tuple[dict[str, str], str]:
+    """A server environment with `home`, and a session with one finished turn in its store."""
+    env = server_env(home, fake)
     fake.script([Reply(text="first answer")])
     async with connected(env) as (_, client):
         sid = (await client.new_session(project))["sessionId"]
         assert (await client.prompt(sid, "first question"))["stopReason"] == "end_turn"
-    return sid
+    return env, sid
 
 
 @pytest.mark.parametrize(
@@ -84,8 +85,7 @@ def test_stdin_from_dev_null_or_closed_ends_at_once_quietly(
 async def test_a_request_file_is_a_script_every_request_is_answered_in_order(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     fake.script([Reply(text="second answer")])
     code, messages, stderr = serve_file(
         env,
@@ -120,8 +120,7 @@ async def test_a_request_file_is_a_script_every_request_is_answered_in_order(
 async def test_a_script_prompt_that_needs_permission_is_rejected_not_hung(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     marker = project / "ran.txt"
     fake.script(
         [
@@ -154,8 +153,7 @@ async def test_requests_piped_at_once_run_the_prompt_to_its_end(
 ) -> None:
     """`printf '<requests>' | hermes-acp --stdio`: the prompt waits for the resume it
     depends on, and closing stdin lets it finish instead of cancelling it."""
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     fake.script([Reply(text="piped " * 20, chunk_size=6, chunk_delay=0.01)])
     async with spawn_server(env) as server:
         await server.send_together(
@@ -173,8 +171,7 @@ async def test_a_permission_a_prompt_needs_after_stdin_closed_is_rejected(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
     """Nobody is left to answer: the request is rejected, the turn goes on to its end."""
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     marker = project / "ran.txt"
     call = ToolCallSpec("terminal", {"command": f"touch {marker}"}, id="t1")
     fake.script(

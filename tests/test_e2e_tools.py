@@ -24,7 +24,10 @@ def last_tool_result(fake: FakeProvider) -> str:
     return next(m for m in reversed(messages) if m["role"] == "tool")["content"]
 
 
-async def start(client: AcpClient, project: Path, mode: str = "ask") -> str:
+async def start(client: AcpClient, project: Path, mode: str = "ask", permission: str | None = None) -> str:
+    """A session in `mode`; with `permission`, the client's answer to its permission requests."""
+    if permission is not None:
+        client.permission = permission
     sid = (await client.new_session(project))["sessionId"]
     if mode != "ask":
         await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
@@ -105,8 +108,7 @@ def _write(name: str, call_id: str) -> ToolCallSpec:
 async def test_allowing_runs_the_tool(
     client: AcpClient, fake: FakeProvider, project: Path, option: str
 ) -> None:
-    client.permission = option
-    sid = await start(client, project)
+    sid = await start(client, project, permission=option)
     fake.script(tool_turn(_write("a.txt", "call_1")) + tool_turn(_write("a.txt", "call_2")))
     await client.prompt(sid, "write a")
     assert (project / "a.txt").exists()
@@ -121,8 +123,7 @@ async def test_allowing_runs_the_tool(
 async def test_rejecting_tells_the_model_and_the_turn_goes_on(
     client: AcpClient, fake: FakeProvider, project: Path, option: str
 ) -> None:
-    client.permission = option
-    sid = await start(client, project)
+    sid = await start(client, project, permission=option)
     fake.script(tool_turn(_write("r.txt", "call_r1"), answer="Understood, not writing."))
     assert await client.prompt(sid, "write r") == {"stopReason": "end_turn"}
     assert not (project / "r.txt").exists()
@@ -147,8 +148,7 @@ async def a_refused_write(
 ) -> tuple[str, dict[str, Any]]:
     """A write the editor answers with `permission`, which must not let it happen: the
     session and the prompt's answer."""
-    client.permission = permission
-    sid = await start(client, project)
+    sid = await start(client, project, permission=permission)
     fake.script(tool_turn(_write(f"{name}.txt", f"call_{name}")))
     answer = await client.prompt(sid, f"write {name}")
     assert not (project / f"{name}.txt").exists()

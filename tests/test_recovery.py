@@ -23,23 +23,14 @@ from core.providers.resilient import ResilientModel
 from core.providers.resolve import build_chain, build_provider
 from core.providers.responses import ResponsesProvider
 from core.store import SessionRecord, SessionStore
-from tests.support.agents import close_open_agents, collect, ended, make_agent
+from tests.support.agents import OPEN_AGENTS, collect, ended, make_agent
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-_open: list[Any] = []
-
-
-@pytest.fixture
-async def fake():
-    with FakeProvider() as server:
-        yield server
-        while _open:
-            await _open.pop().aclose()
-        await close_open_agents()
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 def kept(provider: Any) -> Any:
-    _open.append(provider)
+    OPEN_AGENTS.append(provider)
     return provider
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from acp.exceptions import RequestError
 
-from tests.support.acp_harness import AcpClient, ServerProcess
+from tests.support.acp_harness import SLASH_COMMANDS, AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.server_setup import ServerSetup
 
@@ -62,18 +62,7 @@ async def test_commands_and_the_endpoint_model_list_follow_the_response(
     sid = session["sessionId"]
     commands = await client.wait_for_update("available_commands_update", sid)
     names = {c["name"] for c in commands["availableCommands"]}
-    assert names == {
-        "help",
-        "mode",
-        "model",
-        "compact",
-        "clear",
-        "tools",
-        "context",
-        "cost",
-        "steer",
-        "queue",
-    }
+    assert names == set(SLASH_COMMANDS)
     # the client must know the session id before any update for it arrives
     response_at = next(
         i for i, m in enumerate(server.received) if m.get("result", {}).get("sessionId") == sid

@@ -52,6 +52,10 @@ NO_CAPABILITIES: dict[str, Any] = {}
 PLAIN_CAPABILITIES: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
 
 
+# The slash commands the server offers, in the order it lists them.
+SLASH_COMMANDS = ("help", "mode", "model", "compact", "clear", "tools", "context", "cost", "steer", "queue")
+
+
 # -- the environment --------------------------------------------------------------------------
 
 

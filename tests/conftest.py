@@ -18,12 +18,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from tests.support.acp_harness import (
-    AcpClient,
-    ServerProcess,
-    server_env,
-    spawn_server,
-)
+from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider
 from tests.support.server_setup import ServerSetup, write_config
 
@@ -97,7 +92,7 @@ async def client(
 ) -> AsyncIterator[AcpClient]:
     """The module's SDK client, initialized afresh: whatever a test changed (capabilities, the
     permission answer) does not leak into the next."""
-    assert server.client is not None, "this module's server_setup has no SDK client"
+    assert server.client is not None, "this module's SERVER_SETUP has no SDK client"
     client = server.client
     client.capabilities = client_capabilities
     client.permission = "allow_once"

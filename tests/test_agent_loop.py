@@ -34,7 +34,6 @@ from core.tools.registry import ToolRegistry
 from tests.support.agents import (
     API_SHAPES,
     ScriptedApprover,
-    close_open_agents,
     collect,
     ended,
     make_agent,
@@ -42,25 +41,13 @@ from tests.support.agents import (
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-async def close_agents():
-    yield
-    await close_open_agents()
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "notes.txt").write_text("alpha\nbeta\ngamma\n")
-    return root
+def workdir(project: Path) -> Path:
+    (project / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    return project
 
 
 def body_text(fake: FakeProvider, index: int) -> str:
@@ -125,23 +112,31 @@ class SlowProbe(Tool[_Probe]):
     """A read-only tool that records when it ran, to observe concurrency."""
 
     name = "probe"
-    description = "Wait a little and record the visit."
+    description = "Record the visit, once `meet` probes are under way at the same time."
     args_model = _Probe
     kind = "read"
     calls: ClassVar[list[tuple[str, float, float]]] = []
+    running: ClassVar[set[str]] = set()
+    meet: ClassVar[int] = 1  # probes run one after another never meet: the first waits until the cap
 
     def title(self, args: _Probe, workspace) -> str:
         return f"Probe {args.label}"
 
     async def run(self, args: _Probe, ctx: ToolContext) -> ToolResult:
         start = time.monotonic()
-        await asyncio.sleep(0.15)
+        SlowProbe.running.add(args.label)
+        for _ in range(3000):  # 30 s: only a hang gets that far
+            if len(SlowProbe.running) >= SlowProbe.meet:
+                break
+            await asyncio.sleep(0.01)
         SlowProbe.calls.append((args.label, start, time.monotonic()))
         return ToolResult(f"probed {args.label}")
 
 
 async def test_read_only_calls_of_one_response_run_concurrently_and_return_in_order(fake, workdir):
     SlowProbe.calls.clear()
+    SlowProbe.running.clear()
+    SlowProbe.meet = 2
     fake.script(
         [
             Reply(tool_calls=[ToolCallSpec("probe", {"label": "a"}), ToolCallSpec("probe", {"label": "b"})]),
@@ -217,6 +212,8 @@ async def test_argument_repair_stops_after_three_attempts(fake, workdir):
 
 async def test_identical_duplicate_calls_run_once(fake, workdir):
     SlowProbe.calls.clear()
+    SlowProbe.running.clear()
+    SlowProbe.meet = 1
     same = ToolCallSpec("probe", {"label": "x"})
     fake.script([Reply(tool_calls=[same, ToolCallSpec("probe", {"label": "x"})]), Reply(text="ok")])
     agent = make_agent(fake, workdir, tools=ToolRegistry([*default_tools(), SlowProbe()]))
@@ -402,7 +399,7 @@ async def test_cancelling_during_a_command_kills_it(fake, workdir):
     fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command})])])
     agent = make_agent(fake, workdir, settings={"default_mode": "yolo"})
     task = asyncio.create_task(collect(agent.run_turn("run")))
-    for _ in range(200):
+    for _ in range(1500):  # 30 s: only a hang gets that far
         if marker.exists() and marker.read_text().strip():
             break
         await asyncio.sleep(0.02)
@@ -410,7 +407,13 @@ async def test_cancelling_during_a_command_kills_it(fake, workdir):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.sleep(0.2)
+    for _ in range(1500):  # the kill is sent; wait for the process to be gone
+        try:
+            if "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
+                break
+        except FileNotFoundError:
+            break
+        await asyncio.sleep(0.02)
     assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
@@ -468,7 +471,7 @@ async def test_files_the_user_changed_between_turns_reach_the_next_message(fake,
     await collect(agent.run_turn("write a file"))
     await asyncio.sleep(0.3)  # past the grace window: what follows is the user's
     (workdir / "notes.txt").write_text("edited by the user\n")
-    for _ in range(100):
+    for _ in range(1500):  # 30 s: only a hang gets that far
         if watcher.pending:
             break
         await asyncio.sleep(0.02)

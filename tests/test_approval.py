@@ -29,35 +29,36 @@ class CommandArgs(BaseModel):
     cwd: str | None = None
 
 
-class PeekTool(Tool[PathArgs]):
-    name = "peek"
-    description = "Read a file."
+class PathTool(Tool[PathArgs]):
+    """A tool on one file, titled by its verb and the file."""
+
     args_model = PathArgs
-    kind: ToolKind = "read"
+    verb = ""
 
     def title(self, args: PathArgs, workspace: Workspace) -> str:
-        return f"Read {args.path}"
+        return f"{self.verb} {args.path}"
 
     def paths(self, args: PathArgs) -> list[str]:
         return [args.path]
+
+
+class PeekTool(PathTool):
+    name = "peek"
+    description = "Read a file."
+    kind: ToolKind = "read"
+    verb = "Read"
 
     async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
         return ToolResult(await ctx.workspace.read_text(ctx.workspace.scope.resolve(args.path)))
 
 
-class ScribbleTool(Tool[PathArgs]):
+class ScribbleTool(PathTool):
     name = "scribble"
     description = "Write a line into a file."
-    args_model = PathArgs
     kind: ToolKind = "edit"
     needs_approval = True
     read_only = False
-
-    def title(self, args: PathArgs, workspace: Workspace) -> str:
-        return f"Edit {args.path}"
-
-    def paths(self, args: PathArgs) -> list[str]:
-        return [args.path]
+    verb = "Edit"
 
     async def run(self, args: PathArgs, ctx: ToolContext) -> ToolResult:
         path = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
@@ -285,11 +286,16 @@ def test_allow_always_for_git_status_does_not_cover_git_push(workspace: ScopedWo
     assert call(SHELL, workspace, pol, command="git status $(curl -s e.com)").action == "ask"
 
 
+def asking(verdict: PolicyVerdict) -> PolicyVerdict:
+    """A verdict that asks the user (it must)."""
+    assert verdict.request is not None
+    return verdict
+
+
 def test_allow_once_and_reject_once_are_not_remembered(workspace: ScopedWorkspace) -> None:
     memory = ApprovalMemory()
     pol = policy(Mode.ASK, memory)
-    request = call(SHELL, workspace, pol, command="make").request
-    assert request is not None
+    request = asking(call(SHELL, workspace, pol, command="make")).request
     for decision in (Decision.ALLOW_ONCE, Decision.REJECT_ONCE, Decision.CANCELLED):
         pol.record(request, decision)
     assert memory.stored == {"allowed": [], "rejected": []}
@@ -324,8 +330,7 @@ def test_reject_always_on_a_dangerous_command_is_remembered(workspace: ScopedWor
 def test_a_later_allow_always_replaces_a_reject_always(workspace: ScopedWorkspace) -> None:
     memory = ApprovalMemory()
     pol = policy(Mode.ASK, memory)
-    request = call(SCRIBBLE, workspace, pol, path="a.py").request
-    assert request is not None
+    request = asking(call(SCRIBBLE, workspace, pol, path="a.py")).request
     pol.record(request, Decision.REJECT_ALWAYS)
     assert call(SCRIBBLE, workspace, pol, path="b.py").action == "reject"
     pol.record(request, Decision.ALLOW_ALWAYS)
@@ -360,8 +365,7 @@ def test_remembered_decisions_survive_a_round_trip(workspace: ScopedWorkspace) -
     memory = ApprovalMemory()
     pol = policy(Mode.ASK, memory)
     for command, decision in (("git status", Decision.ALLOW_ALWAYS), ("rm x", Decision.REJECT_ALWAYS)):
-        request = call(SHELL, workspace, pol, command=command).request
-        assert request is not None
+        request = asking(call(SHELL, workspace, pol, command=command)).request
         pol.record(request, decision)
     restored = policy(Mode.ASK, ApprovalMemory.from_dict(memory.stored))
     assert call(SHELL, workspace, restored, command="git status -s").action == "run"

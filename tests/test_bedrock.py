@@ -244,24 +244,29 @@ async def test_a_tool_result_with_a_lone_surrogate_goes_through(fake):
     assert result["content"] == [{"text": "bytes \ufffd here"}]
 
 
-def test_check_reaches_bedrock_lists_its_models_and_gets_an_answer(fake, tmp_path):
-    import subprocess
-    import sys
-
+def bedrock_env(home: Path, fake: Any, region: str) -> dict[str, str]:
+    """The server pointed at the fake as Bedrock, with static keys and no instance metadata."""
     from tests.support.acp_harness import server_env
 
-    fake.models = ["anthropic.claude-sonnet-4-20250514-v1:0", "amazon.nova-pro-v1:0"]
-    fake.script([Reply(text="OK")])
-    env = server_env(
-        tmp_path,
+    return server_env(
+        home,
         model=MODEL,
         HERMES_ACP_PROVIDER="bedrock",
         HERMES_ACP_BASE_URL=f"http://127.0.0.1:{fake.port}",
         AWS_ACCESS_KEY_ID="x",
         AWS_SECRET_ACCESS_KEY="x",
-        AWS_REGION="us-west-2",
+        AWS_REGION=region,
         AWS_EC2_METADATA_DISABLED="true",
     )
+
+
+def test_check_reaches_bedrock_lists_its_models_and_gets_an_answer(fake, tmp_path):
+    import subprocess
+    import sys
+
+    fake.models = ["anthropic.claude-sonnet-4-20250514-v1:0", "amazon.nova-pro-v1:0"]
+    fake.script([Reply(text="OK")])
+    env = bedrock_env(tmp_path, fake, "us-west-2")
     result = subprocess.run(
         [sys.executable, "-m", "hermes_acp", "--check"], capture_output=True, text=True, env=env, timeout=60
     )
@@ -272,24 +277,13 @@ def test_check_reaches_bedrock_lists_its_models_and_gets_an_answer(fake, tmp_pat
 
 
 async def test_a_turn_over_acp_runs_a_tool_through_bedrock(fake, tmp_path, project):
-    from tests.support.acp_harness import server_env, spawn_server
+    from tests.support.acp_harness import connected
 
     (project / "notes.txt").write_text("the answer is 42\n")
     call = ToolCallSpec("read_file", {"path": "notes.txt"}, id="tooluse_1")
     fake.script([Reply(tool_calls=[call]), Reply(text="It says 42.")])
-    env = server_env(
-        tmp_path,
-        model=MODEL,
-        HERMES_ACP_PROVIDER="bedrock",
-        HERMES_ACP_BASE_URL=f"http://127.0.0.1:{fake.port}",
-        AWS_ACCESS_KEY_ID="x",
-        AWS_SECRET_ACCESS_KEY="x",
-        AWS_REGION="us-east-1",
-        AWS_EC2_METADATA_DISABLED="true",
-    )
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
+    env = bedrock_env(tmp_path, fake, "us-east-1")
+    async with connected(env) as (process, client):
         session = (await client.new_session(project))["sessionId"]
         assert await client.prompt(session, "what is in notes.txt?") == {"stopReason": "end_turn"}
         assert client.text(session) == "It says 42."

@@ -13,6 +13,7 @@ from core.workspace import LocalWorkspace, WorkspaceScope
 from hermes_acp.bridge.content import NO_IMAGES, prompt_to_content
 from hermes_acp.bridge.workspace import ClientWorkspace
 from hermes_acp.session.slash.menu import AVAILABLE_COMMANDS, commands_update, parse_command
+from tests.support.acp_harness import SLASH_COMMANDS
 from tests.support.bridge_pair import open_pair
 from tests.support.schema import validate
 
@@ -178,18 +179,7 @@ async def test_resource_link_reads_the_editors_unsaved_buffer(root):
 def test_available_commands_validate_and_hint_their_arguments():
     validate("SessionNotification", commands_update("s"))
     names = [c["name"] for c in AVAILABLE_COMMANDS]
-    assert names == [
-        "help",
-        "mode",
-        "model",
-        "compact",
-        "clear",
-        "tools",
-        "context",
-        "cost",
-        "steer",
-        "queue",
-    ]
+    assert names == list(SLASH_COMMANDS)
     hints = {c["name"]: c["input"]["hint"] for c in AVAILABLE_COMMANDS if "input" in c}
     assert set(hints) == {"mode", "model", "steer"}
     assert all(mode in hints["mode"] for mode in ("ask", "accept_edits", "plan", "yolo"))

@@ -115,14 +115,20 @@ async def test_text_and_thought_deltas_become_message_and_thought_chunks(pair):
     assert t.translate(TextDelta("")) == []
 
 
+def edit_finished(status: str, result: str, old: str | None, new: str, **extra: object) -> ToolCallFinished:
+    """How EDIT ended: its result and the diff of src/new.py."""
+    return ToolCallFinished(
+        call_id="call-1",
+        status=status,
+        result=result,
+        diff=FileDiff("/work/project/src/new.py", old, new),
+        **extra,
+    )
+
+
 async def test_edit_lifecycle_pending_running_completed_with_new_file_diff(pair):
     t = translator()
-    finished = ToolCallFinished(
-        call_id="call-1",
-        status="completed",
-        result="Created src/new.py (1 line)",
-        diff=FileDiff("/work/project/src/new.py", None, "print('hi')\n"),
-    )
+    finished = edit_finished("completed", "Created src/new.py (1 line)", None, "print('hi')\n")
     got = await deliver(pair, run(t, EDIT, ToolCallRunning("call-1"), finished))
     start, running, done = got
     assert start == {
@@ -151,12 +157,8 @@ async def test_edit_lifecycle_pending_running_completed_with_new_file_diff(pair)
 
 async def test_failed_edit_keeps_diff_and_says_why(pair):
     t = translator()
-    finished = ToolCallFinished(
-        call_id="call-1",
-        status="failed",
-        result="old_string not found in src/new.py",
-        diff=FileDiff("/work/project/src/new.py", "a\n", "b\n"),
-        raw_output={"error": "not found"},
+    finished = edit_finished(
+        "failed", "old_string not found in src/new.py", "a\n", "b\n", raw_output={"error": "not found"}
     )
     [_, done] = await deliver(pair, run(t, EDIT, finished))
     assert done["status"] == "failed"

@@ -14,24 +14,25 @@ from tests.support.bridge_pair import open_pair
 
 SID = "sess-p"
 
-GIT_STATUS = ApprovalRequest(
-    call_id="call-3",
-    tool="run",
-    title="`git status`",
-    kind="execute",
-    arguments={"command": "git status"},
-    reason="runs a command",
-    scope="terminal:git status",
-)
-RM_RF = ApprovalRequest(
-    call_id="call-4",
-    tool="run",
-    title="rm -rf ~",
-    kind="execute",
-    arguments={"command": "rm -rf ~"},
-    reason="runs a command",
-    scope="terminal:rm",
-    rule="recursive delete of a broad path",
+
+def command_request(
+    call_id: str, command: str, title: str, scope: str, rule: str | None = None
+) -> ApprovalRequest:
+    return ApprovalRequest(
+        call_id=call_id,
+        tool="run",
+        title=title,
+        kind="execute",
+        arguments={"command": command},
+        reason="runs a command",
+        scope=scope,
+        rule=rule,
+    )
+
+
+GIT_STATUS = command_request("call-3", "git status", "`git status`", "terminal:git status")
+RM_RF = command_request(
+    "call-4", "rm -rf ~", "rm -rf ~", "terminal:rm", rule="recursive delete of a broad path"
 )
 
 

@@ -11,29 +11,17 @@ import pytest
 from core.compression import SUMMARY_PREFIX
 from core.events import HistoryReplaced, Status, UsageUpdated
 from core.messages import Message, ToolCall
-from tests.support.agents import close_open_agents, collect, ended, make_agent, of_type
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.agents import collect, ended, make_agent, of_type
+from tests.support.fake_provider import Reply, ToolCallSpec
+
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 @pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-async def close_agents():
-    yield
-    await close_open_agents()
-
-
-@pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    (root / "app.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
-    (root / "AGENTS.md").write_text("Run the tests with pytest.\n")
-    return root
+def workdir(project: Path) -> Path:
+    (project / "app.py").write_text("".join(f"line_{i} = {i}\n" for i in range(40)))
+    (project / "AGENTS.md").write_text("Run the tests with pytest.\n")
+    return project
 
 
 def _without_cache_markers(value):

@@ -4,53 +4,21 @@ the question as the turn's answer where it does not, and a cancel that withdraws
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import (
-    PLAIN_CAPABILITIES,
-    ZED_CAPABILITIES,
-    AcpClient,
-    ServerProcess,
-    server_env,
-    spawn_server,
-)
+from tests.support.acp_harness import PLAIN_CAPABILITIES, ZED_CAPABILITIES, AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 ASKING = {**ZED_CAPABILITIES, "elicitation": {"form": {}}}  # as Zed advertises it
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    async with spawn_server(server_env(tmp_path_factory.mktemp("home"), fake)) as process:
-        process.sdk_client(ASKING)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    client.capabilities = ASKING
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
-
-
-@pytest_asyncio.fixture
-def project(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    return path
+SERVER_SETUP = ServerSetup(capabilities=ASKING)
 
 
 def ask(question: str, choices: list[str] | None = None, call_id: str = "call_ask") -> Reply:
@@ -124,9 +92,9 @@ async def test_a_cancel_withdraws_the_open_question(
     fake.script([ask("Shall I delete the cache?", ["yes", "no"])])
     withdrawn_before = len(client.withdrawn)
     prompt = client.start_prompt(session, "clean up")
-    await asyncio.wait_for(opened.wait(), 5)
+    await asyncio.wait_for(opened.wait(), 30)
     await client.cancel(session)
-    assert await asyncio.wait_for(prompt, 5) == {"stopReason": "cancelled"}
+    assert await asyncio.wait_for(prompt, 30) == {"stopReason": "cancelled"}
     await client.wait_for(lambda: len(client.withdrawn) > withdrawn_before)
     never.set()
     request_ids = [m["id"] for m in client.server.received if m.get("method") == "elicitation/create"]

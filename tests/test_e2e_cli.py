@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import socket
 import stat
-import subprocess
-import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hermes_acp import __version__
+from tests.support.acp_harness import run_hermes as run
 from tests.support.acp_harness import server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply
 
@@ -23,17 +22,6 @@ def fake() -> Iterator[FakeProvider]:
     with FakeProvider() as provider:
         provider.models = ["gpt-4.1", "gpt-4.1-mini"]
         yield provider
-
-
-def run(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hermes_acp", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
 
 
 def test_version(tmp_path: Path) -> None:

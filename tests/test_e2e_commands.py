@@ -2,39 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    env = server_env(home, fake, HERMES_ACP_COMPRESSION_KEEP_LAST="2")
-    config = Path(env["HERMES_ACP_HOME"]) / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('[prices."gpt-4.1"]\ninput = 2.0\noutput = 8.0\n')
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
+PRICES = '[prices."gpt-4.1"]\ninput = 2.0\noutput = 8.0\n'
 
 
-@pytest.fixture
-def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_COMPRESSION_KEEP_LAST": "2"}, config_toml=PRICES)
 
 
 @pytest_asyncio.fixture(loop_scope="module")

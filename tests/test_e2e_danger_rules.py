@@ -3,39 +3,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("home")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(fake: FakeProvider, home: Path) -> AsyncIterator[ServerProcess]:
-    async with spawn_server(server_env(home, fake)) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    client.capabilities = ZED_CAPABILITIES
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
 
 
 def run(command: str, call_id: str) -> list[Reply]:
@@ -99,9 +74,9 @@ async def test_always_allow_on_rm_file_does_not_cover_rm_rf_pwd(
     ['rm -rf "${HOME:?}"', "rm --recu --force ~", "$'\\x72m' -rf ~", "rm -rf {~,/nonexistent}"],
 )
 async def test_the_spellings_that_deleted_home_ask_in_yolo(
-    client: AcpClient, fake: FakeProvider, project: Path, home: Path, command: str
+    client: AcpClient, fake: FakeProvider, project: Path, server_home: Path, command: str
 ) -> None:
-    marker = home / "precious.txt"
+    marker = server_home / "precious.txt"
     marker.write_text("still here\n")
     sid = await start(client, project, "yolo")
     client.permission = "reject_once"

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests.support.acp_harness import AcpClient, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.waiting import until
 
 SESSIONS_PER_SERVER = 4
 PROMPTS_PER_SESSION = 5
@@ -33,6 +35,16 @@ async def _converse(client: AcpClient, project: Path, server: int) -> list[str]:
         return sid
 
     return list(await asyncio.gather(*(one_session(i) for i in range(SESSIONS_PER_SERVER))))
+
+
+def stored_tool_call(db: Path, call_id: str) -> bool:
+    """Is an assistant message calling `call_id` in the store (read as another process would)?"""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            rows = conn.execute("SELECT tool_calls FROM messages WHERE tool_calls IS NOT NULL").fetchall()
+    except sqlite3.Error:
+        return False  # not created yet, or busy: asked again
+    return any(call_id in row[0] for row in rows)
 
 
 async def test_two_server_processes_on_one_store_lose_nothing(
@@ -79,6 +91,9 @@ async def test_a_server_killed_while_a_tool_runs_can_be_loaded_and_continued(
             sid = (await client.new_session(project))["sessionId"]
             client.start_prompt(sid, "run the long command")
             await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+            # The history is written behind the turn: kill once the call is on disk, or a
+            # slow write (a loaded machine) would be what the kill loses.
+            await until(lambda: stored_tool_call(Path(env["HERMES_ACP_HOME"]) / "sessions.db", "call_run"))
             os.kill(process.pid, signal.SIGKILL)
             await process.wait()
             await client.aclose()

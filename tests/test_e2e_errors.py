@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,25 +12,18 @@ import pytest_asyncio
 
 from tests.support.acp_harness import ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        reply = await process.request("init", "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        assert reply["result"]["protocolVersion"] == 1
-        yield process
+SERVER_SETUP = ServerSetup(sdk_client=False)
 
 
-@pytest.fixture
-def raw(server: ServerProcess) -> Iterator[ServerProcess]:
-    yield server
-    server.assert_clean()
+@pytest_asyncio.fixture(scope="module", loop_scope="module", autouse=True)
+async def initialized(server: ServerProcess) -> None:
+    reply = await server.request("init", "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+    assert reply["result"]["protocolVersion"] == 1
 
 
 async def still_serving(server: ServerProcess, tag: str) -> None:
@@ -136,7 +128,7 @@ async def test_stdin_closed_mid_turn_lets_the_turn_finish_stores_it_and_exits_0(
         await process.close_stdin()
         assert (await prompt)["stopReason"] == "end_turn"
         assert client.text(sid) == story
-        assert await process.wait(within=10) == 0
+        assert await process.wait(within=30) == 0
     db = sqlite3.connect(Path(env["HERMES_ACP_HOME"]) / "sessions.db")
     rows = db.execute("SELECT role, content FROM messages WHERE session_id = ?", (sid,)).fetchall()
     assert rows[0][0] == "user" and "long story" in rows[0][1]
@@ -162,7 +154,7 @@ async def test_requests_in_flight_when_stdin_closes_are_still_answered(
         assert (await process.response_to(1))["result"]["protocolVersion"] == 1
         assert "sessionId" in (await process.response_to(2))["result"]
         assert "sessionId" in (await process.response_to(3))["result"]
-        assert await process.wait(within=10) == 0
+        assert await process.wait(within=30) == 0
 
 
 async def test_a_prompt_still_running_past_end_of_input_seconds_answers_cancelled(
@@ -180,7 +172,7 @@ async def test_a_prompt_still_running_past_end_of_input_seconds_answers_cancelle
         await client.wait_for(lambda: client.session_updates(sid, "agent_message_chunk"))
         await process.close_stdin()
         assert (await process.response_to("p"))["result"] == {"stopReason": "cancelled"}
-        assert await process.wait(within=10) == 0
+        assert await process.wait(within=30) == 0
 
 
 async def test_stray_prints_land_on_stderr(fake: FakeProvider, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ update after a prompt's response."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,31 +17,14 @@ from tests.support.acp_harness import (
     ServerProcess,
     connected,
     server_env,
-    spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake, HERMES_ACP_MAX_RETRIES="1")) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MAX_RETRIES": "1"})
 
 
 def load_params(sid: str, project: Path) -> dict[str, Any]:
@@ -58,19 +41,18 @@ def message_groups(client: AcpClient, sid: str) -> list[str]:
 
 
 async def test_a_retried_answer_is_a_new_message_and_the_dropped_text_is_marked(
-    client: AcpClient, fake: FakeProvider, project: Path
+    client: AcpClient, fake: FakeProvider, project: Path, session: str
 ) -> None:
     fake.script([Reply(text="partial answer", chunk_size=2, drop_after=5), Reply(text="B-ok")])
-    sid = (await client.new_session(project))["sessionId"]
 
-    assert await client.prompt(sid, "answer me") == {"stopReason": "end_turn"}
+    assert await client.prompt(session, "answer me") == {"stopReason": "end_turn"}
 
-    partial, answer = message_groups(client, sid)
+    partial, answer = message_groups(client, session)
     assert "partial answer".startswith(partial) and partial
     assert answer == "B-ok"
     kinds = [
         (u["sessionUpdate"], u["content"]["text"])
-        for u in client.session_updates(sid)
+        for u in client.session_updates(session)
         if u["sessionUpdate"] in ("agent_message_chunk", "agent_thought_chunk")
     ]
     notice = next(i for i, (kind, text) in enumerate(kinds) if "was discarded" in text)
@@ -79,18 +61,17 @@ async def test_a_retried_answer_is_a_new_message_and_the_dropped_text_is_marked(
     assert shown_before == partial  # the marker sits between the dropped text and the answer
 
     client.updates.clear()
-    await client.request("session/load", load_params(sid, project))
-    assert client.text(sid) == "B-ok"  # what was kept is the retry's answer alone
+    await client.request("session/load", load_params(session, project))
+    assert client.text(session) == "B-ok"  # what was kept is the retry's answer alone
 
 
 async def test_a_retry_that_repeats_what_was_shown_stays_one_message(
-    client: AcpClient, fake: FakeProvider, project: Path
+    client: AcpClient, fake: FakeProvider, session: str
 ) -> None:
     fake.script([Reply(text="same words", chunk_size=2, drop_after=3), Reply(text="same words")])
-    sid = (await client.new_session(project))["sessionId"]
-    assert await client.prompt(sid, "answer me") == {"stopReason": "end_turn"}
-    assert message_groups(client, sid) == ["same words"]
-    assert "discarded" not in client.text(sid, "agent_thought_chunk")
+    assert await client.prompt(session, "answer me") == {"stopReason": "end_turn"}
+    assert message_groups(client, session) == ["same words"]
+    assert "discarded" not in client.text(session, "agent_thought_chunk")
 
 
 async def test_a_failed_turn_shows_why_when_the_session_is_loaded_again(
@@ -124,9 +105,7 @@ async def fresh(fake: FakeProvider, tmp_path: Path) -> AsyncIterator[tuple[Serve
     fake.models = list(ENDPOINT_MODELS)
     fake.hold_models()
     try:
-        async with spawn_server(server_env(tmp_path / "home", fake)) as process:
-            client = process.sdk_client(ZED_CAPABILITIES)
-            await client.initialize()
+        async with connected(server_env(tmp_path / "home", fake), ZED_CAPABILITIES) as (process, client):
             yield process, client
             process.assert_clean()
     finally:
@@ -163,6 +142,28 @@ def model_list_landed(server: ServerProcess, client: AcpClient, sid: str) -> boo
     )
 
 
+async def write_while_asked(
+    client: AcpClient, fake: FakeProvider, sid: str, path: str, while_asked: Callable[[], Awaitable[None]]
+) -> None:
+    """A turn that writes `path`; `while_asked` runs while its permission request waits."""
+
+    async def answer(params: dict[str, Any]) -> str:
+        await while_asked()
+        return "allow_once"
+
+    client.permission = answer
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("write_file", {"path": path, "content": "x"}, id="call_w")]),
+            Reply(text="done"),
+        ]
+    )
+    try:
+        assert await client.prompt(sid, f"write {path}") == {"stopReason": "end_turn"}
+    finally:
+        client.permission = "allow_once"
+
+
 async def test_a_model_list_landing_after_a_cancelled_prompt_waits_for_the_next_turn(
     fresh: tuple[ServerProcess, AcpClient], fake: FakeProvider, project: Path
 ) -> None:
@@ -195,22 +196,11 @@ async def test_a_model_list_landing_mid_turn_is_sent_before_the_prompt_response(
     server, client = fresh
     sid = (await client.new_session(project))["sessionId"]
 
-    async def land_the_model_list(params: dict[str, Any]) -> str:
+    async def land_the_model_list() -> None:
         fake.release_models()
         await client.wait_for(lambda: model_list_landed(server, client, sid))
-        return "allow_once"
 
-    client.permission = land_the_model_list
-    fake.script(
-        [
-            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "a.txt", "content": "x"}, id="call_w")]),
-            Reply(text="written"),
-        ]
-    )
-    try:
-        assert await client.prompt(sid, "write a.txt") == {"stopReason": "end_turn"}
-    finally:
-        client.permission = "allow_once"
+    await write_while_asked(client, fake, sid, "a.txt", land_the_model_list)
     prompt_id = last_prompt_response(server)
     assert client.session_updates(sid, "config_option_update")
     assert after_response(server, sid, prompt_id) == []
@@ -253,22 +243,14 @@ async def test_a_model_switch_during_a_turn_closes_the_old_client_when_the_turn_
             await asyncio.to_thread(own.wait_for_models_served, 1, 60)
             await asyncio.to_thread(own.wait_for_open_connections, 0)
 
-            async def switch_now(params: dict[str, Any]) -> str:
+            async def switch_now() -> None:
                 await client.request(
                     "session/set_config_option",
                     {"sessionId": sid, "configId": "model", "value": "gpt-5-mini"},
                 )
                 assert own.open_connections == 1  # the running turn keeps its client
-                return "allow_once"
 
-            client.permission = switch_now
-            own.script(
-                [
-                    Reply(tool_calls=[ToolCallSpec("write_file", {"path": "a.txt", "content": "x"})]),
-                    Reply(text="done"),
-                ]
-            )
-            assert await client.prompt(sid, "write") == {"stopReason": "end_turn"}
+            await write_while_asked(client, own, sid, "a.txt", switch_now)
             assert own.requests[-1].body["model"] == "gpt-4.1"
             await asyncio.to_thread(own.wait_for_open_connections, 0)
             server.assert_clean()
@@ -279,21 +261,10 @@ async def test_a_mode_change_during_a_turn_is_announced_before_the_prompt_respon
 ) -> None:
     sid = (await client.new_session(project))["sessionId"]
 
-    async def switch_mode(params: dict[str, Any]) -> str:
+    async def switch_mode() -> None:
         await client.request("session/set_mode", {"sessionId": sid, "modeId": "accept_edits"})
-        return "allow_once"
 
-    client.permission = switch_mode
-    fake.script(
-        [
-            Reply(tool_calls=[ToolCallSpec("write_file", {"path": "m.txt", "content": "x"})]),
-            Reply(text="done"),
-        ]
-    )
-    try:
-        assert await client.prompt(sid, "write") == {"stopReason": "end_turn"}
-    finally:
-        client.permission = "allow_once"
+    await write_while_asked(client, fake, sid, "m.txt", switch_mode)
     prompt_id = last_prompt_response(server)
     assert client.session_updates(sid, "current_mode_update")[-1]["currentModeId"] == "accept_edits"
     assert after_response(server, sid, prompt_id) == []

@@ -6,11 +6,10 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
 from hermes_acp import __version__
 from tests.support.acp_harness import (
@@ -22,17 +21,12 @@ from tests.support.acp_harness import (
     spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        yield process
+SERVER_SETUP = ServerSetup(sdk_client=False)
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ import pytest
 
 from core.config import Settings
 from core.providers.model_list import TTL_SECONDS, cached_models, model_problem, remember_models
-from tests.support.acp_harness import server_env, spawn_server
+from tests.support.acp_harness import connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 
 LISTED = ["gpt-4.1", "gpt-4.1-mini", "fake-extra-model"]
@@ -58,9 +58,7 @@ async def test_a_new_session_offers_the_list_an_earlier_run_fetched(
     fake.script([Reply(text="OK")])
     assert check(env).returncode == 0  # this run fetches and keeps the list
     fake.models = []  # from now on the endpoint lists nothing: only the kept copy has them
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
+    async with connected(env) as (process, client):
         session = await client.new_session(project)
         model = next(o for o in session["configOptions"] if o["id"] == "model")
         offered = [o["value"] for o in model["options"]]

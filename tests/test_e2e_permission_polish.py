@@ -4,37 +4,14 @@ that cannot apply failing without a question, "always" options in the user's wor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    client = server.client
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
 
 
 def tool_messages(fake: FakeProvider) -> list[str]:

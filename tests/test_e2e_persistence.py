@@ -7,41 +7,29 @@ import contextlib
 import itertools
 import os
 import signal
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from acp.exceptions import RequestError
 
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.processes import alive, pids_running, wait_gone
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
+SETTINGS = {"HERMES_ACP_MODELS": "configured-two"}
+
+
+SERVER_SETUP = ServerSetup(settings=SETTINGS)
+
 
 @pytest.fixture(scope="module")
-def env(fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return server_env(tmp_path_factory.mktemp("home"), fake, HERMES_ACP_MODELS="configured-two")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(env: dict[str, str]) -> AsyncIterator[ServerProcess]:
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
-
-
-@pytest.fixture
-def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
-    assert server.client is not None
-    server.client.permission = "allow_once"
-    yield server.client
-    server.assert_clean()
-    fake.script([])
+def env(fake: FakeProvider, server_home: Path) -> dict[str, str]:
+    """The module server's environment: other servers on the same store."""
+    return server_env(server_home, fake, **SETTINGS)
 
 
 def load_params(session_id: str, cwd: Path) -> dict[str, Any]:
@@ -253,7 +241,7 @@ async def test_close_cancels_the_turn_and_keeps_the_history(
     prompt = client.start_prompt(sid, "keep this question")
     await client.wait_for(lambda: client.session_updates(sid, "agent_message_chunk"))
     assert await client.request("session/close", {"sessionId": sid}) == {}
-    assert (await asyncio.wait_for(prompt, 5)) == {"stopReason": "cancelled"}
+    assert (await asyncio.wait_for(prompt, 30)) == {"stopReason": "cancelled"}
     with pytest.raises(RequestError) as caught:
         await client.prompt(sid, "are you there?")
     assert caught.value.code == -32002

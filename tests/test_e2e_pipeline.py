@@ -3,48 +3,21 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import (
-    PLAIN_CAPABILITIES,
-    ZED_CAPABILITIES,
-    AcpClient,
-    ServerProcess,
-    server_env,
-    spawn_server,
-)
+from tests.support.acp_harness import PLAIN_CAPABILITIES, ZED_CAPABILITIES, AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module", params=["zed", "plain"])
-async def client(
-    request: pytest.FixtureRequest, server: ServerProcess, fake: FakeProvider
-) -> AsyncIterator[AcpClient]:
+@pytest.fixture(params=["zed", "plain"])
+def client_capabilities(request: pytest.FixtureRequest) -> dict[str, Any]:
     """As Zed (files through the editor) and as a client without fs (files on disk)."""
-    assert server.client is not None
-    client = server.client
-    client.capabilities = ZED_CAPABILITIES if request.param == "zed" else PLAIN_CAPABILITIES
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
+    return ZED_CAPABILITIES if request.param == "zed" else PLAIN_CAPABILITIES
 
 
 async def yolo_session(client: AcpClient, project: Path) -> str:
@@ -129,13 +102,21 @@ async def test_two_edits_of_one_file_by_different_spellings_both_land(
     assert (project / "link.py").is_symlink()  # the edit went through the link, not over it
 
 
+def linked_from_outside(tmp_path: Path, project: Path, name: str, content: str, link: str) -> Path:
+    """A file outside the project with a hard link to it inside (`link`); the outside file."""
+    secret = tmp_path / "elsewhere" / name
+    secret.parent.mkdir()
+    secret.write_text(content)
+    os.link(secret, project / link)
+    return secret
+
+
 async def test_a_hard_link_to_a_file_outside_counts_as_outside_even_in_yolo(
     client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
 ) -> None:
-    secret = tmp_path / "elsewhere" / "id_rsa"
-    secret.parent.mkdir()
-    secret.write_text("PRIVATE KEY\n")
-    os.link(secret, project / "notes.txt")  # what an unpacked archive or an injected command may leave
+    secret = linked_from_outside(
+        tmp_path, project, "id_rsa", "PRIVATE KEY\n", "notes.txt"
+    )  # what an unpacked archive or an injected command may leave
     client.permission = "reject_once"
     fake.script(
         [
@@ -163,10 +144,7 @@ async def test_a_hard_link_to_a_file_outside_counts_as_outside_even_in_yolo(
 async def test_search_leaves_out_a_hard_linked_file_it_would_have_to_ask_for(
     client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
 ) -> None:
-    secret = tmp_path / "elsewhere" / "credentials"
-    secret.parent.mkdir()
-    secret.write_text("token = PRIVATE-123\n")
-    os.link(secret, project / "config.ini")
+    linked_from_outside(tmp_path, project, "credentials", "token = PRIVATE-123\n", "config.ini")
     (project / "app.py").write_text("TOKEN_NAME = 'PRIVATE-placeholder'\n")
     fake.script(
         [Reply(tool_calls=[ToolCallSpec("search", {"pattern": "PRIVATE"}, id="call_s")]), Reply(text="ok")]

@@ -5,45 +5,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 32).decode()
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    env = server_env(home, fake, HERMES_ACP_MAX_ITERATIONS="2", HERMES_ACP_MAX_RETRIES="1")
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
-
-
-@pytest.fixture
-def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def session(client: AcpClient, tmp_path: Path) -> str:
-    project = tmp_path / "project"
-    project.mkdir()
-    return (await client.new_session(project))["sessionId"]
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MAX_ITERATIONS": "2", "HERMES_ACP_MAX_RETRIES": "1"})
 
 
 async def test_text_and_thoughts_stream_as_chunks(

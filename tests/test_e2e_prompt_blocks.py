@@ -4,36 +4,15 @@ and an @file mention reaches it on its own lines, apart from the words around it
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
-
-
-@pytest.fixture
-def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
 
 
 def user_text(body: dict[str, Any]) -> str:

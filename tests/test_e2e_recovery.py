@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.support.acp_harness import server_env, spawn_server
+from tests.support.acp_harness import connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 
 FIRST_KEY = "sk-first-secret-key"
@@ -19,9 +19,7 @@ async def test_a_rate_limited_key_rotates_and_the_editor_sees_its_index_only(
     with FakeProvider() as fake:
         fake.script([Reply.rate_limited(30), Reply(text="hello from the second key")])
         env = server_env(tmp_path, fake, OPENAI_API_KEY=FIRST_KEY, OPENAI_API_KEY_1=SECOND_KEY)
-        async with spawn_server(env) as process:
-            client = process.sdk_client()
-            await client.initialize()
+        async with connected(env) as (process, client):
             session = (await client.new_session(project))["sessionId"]
             assert await client.prompt(session, "hi") == {"stopReason": "end_turn"}
             assert client.text(session) == "hello from the second key"
@@ -46,18 +44,14 @@ async def test_a_stated_context_limit_reaches_the_editors_context_meter_and_the_
             [Reply(status=400, error_kind="context_overflow", error_message=overflow), Reply(text="ok")]
         )
         env = server_env(tmp_path, fake, model="probe-model")
-        async with spawn_server(env) as process:
-            client = process.sdk_client()
-            await client.initialize()
+        async with connected(env) as (process, client):
             session = (await client.new_session(project))["sessionId"]
             assert await client.prompt(session, "hi") == {"stopReason": "end_turn"}
             assert client.text(session) == "ok"
             assert client.session_updates(session, "usage_update")[-1]["size"] == 16384
             process.assert_clean()
         fake.script([Reply(text="again")])
-        async with spawn_server(env) as process:  # a later run starts from the confirmed window
-            client = process.sdk_client()
-            await client.initialize()
+        async with connected(env) as (process, client):  # a later run starts from the confirmed window
             session = (await client.new_session(project))["sessionId"]
             assert await client.prompt(session, "hi") == {"stopReason": "end_turn"}
             assert client.session_updates(session, "usage_update")[-1]["size"] == 16384

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_acp.terminal import exit_codes
-from tests.support.acp_harness import server_env
+from tests.support.acp_harness import run_hermes, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.schema import validate
 
@@ -21,15 +21,7 @@ from tests.support.schema import validate
 def hermes_run(
     env: dict[str, str], cwd: Path, *args: str, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hermes_acp", "run", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-    )
+    return run_hermes(env, "run", *args, stdin=stdin, cwd=cwd)
 
 
 def session_id_in(stderr: str) -> str:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 from acp.exceptions import RequestError
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import SLASH_COMMANDS, AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -25,23 +25,7 @@ def fake() -> Iterator[FakeProvider]:
         yield provider
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    env = server_env(home, fake, HERMES_ACP_MODELS="configured-one,configured-two")
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
-
-
-@pytest.fixture
-def client(server: ServerProcess) -> Iterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
+SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MODELS": "configured-one,configured-two"})
 
 
 def option(options: list[dict], option_id: str) -> dict:
@@ -78,18 +62,7 @@ async def test_commands_and_the_endpoint_model_list_follow_the_response(
     sid = session["sessionId"]
     commands = await client.wait_for_update("available_commands_update", sid)
     names = {c["name"] for c in commands["availableCommands"]}
-    assert names == {
-        "help",
-        "mode",
-        "model",
-        "compact",
-        "clear",
-        "tools",
-        "context",
-        "cost",
-        "steer",
-        "queue",
-    }
+    assert names == set(SLASH_COMMANDS)
     # the client must know the session id before any update for it arrives
     response_at = next(
         i for i, m in enumerate(server.received) if m.get("result", {}).get("sessionId") == sid

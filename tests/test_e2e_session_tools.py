@@ -9,17 +9,16 @@ import json
 import os
 import socket
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from acp.exceptions import RequestError
 
-from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
+from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.processes import alive, wait_gone
+from tests.support.watching import until_watched, watcher_caught_up
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -31,25 +30,6 @@ def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
     path.mkdir()
     return path
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
 
 
 def stdio_entry(name: str, pid_file: Path) -> dict[str, Any]:
@@ -183,15 +163,21 @@ async def test_mcp_servers_stop_when_the_editor_goes_away(
 # -- files the user changed between turns ------------------------------------------------------
 
 
-async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
-    client: AcpClient, fake: FakeProvider, project: Path
-) -> None:
+async def a_session_after_a_turn(client: AcpClient, fake: FakeProvider, project: Path) -> str:
+    """A session that has had a turn ("hello"), with the model's answer to the next one scripted."""
     sid = (await client.new_session(project))["sessionId"]
     fake.script([Reply(text="Hello."), Reply(text="I see.")])
     await client.prompt(sid, "hello")
+    return sid
+
+
+async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = await a_session_after_a_turn(client, fake, project)
     await asyncio.sleep(1.2)  # past the watcher's grace window after a turn: what follows is the user's
     (project / "notes.txt").write_text("the user's own notes\n")
-    await asyncio.sleep(0.3)  # the notifier groups events before passing them on
+    await watcher_caught_up(server.pid, project)
     await client.prompt(sid, "look again")
     assert "notes.txt" in last_user_text(fake.requests[-1].body)
     assert "notes.txt" not in last_user_text(fake.requests[-2].body)
@@ -204,15 +190,13 @@ async def test_a_file_the_user_saved_between_turns_is_named_in_the_next_message(
 
 
 async def test_a_file_saved_between_resume_and_the_next_prompt_is_named(
-    client: AcpClient, fake: FakeProvider, project: Path
+    server: ServerProcess, client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
-    sid = (await client.new_session(project))["sessionId"]
-    fake.script([Reply(text="Hello."), Reply(text="I see.")])
-    await client.prompt(sid, "hello")
+    sid = await a_session_after_a_turn(client, fake, project)
     await client.request("session/resume", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
-    await asyncio.sleep(1.0)  # the restored session's watcher starts after the response
+    await until_watched(server.pid, project)  # the restored session's watcher starts after the response
     (project / "todo.txt").write_text("edited after the resume\n")
-    await asyncio.sleep(0.3)  # the notifier groups events before passing them on
+    await watcher_caught_up(server.pid, project)
     await client.prompt(sid, "look again")
     assert "todo.txt" in last_user_text(fake.requests[-1].body)
 

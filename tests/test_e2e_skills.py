@@ -4,15 +4,14 @@ unknown slash commands, over the real server."""
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -20,31 +19,17 @@ MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
 DEPLOY_BODY = "Run ./helper.sh with the environment name, then check the health URL."
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("home")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(fake: FakeProvider, home: Path) -> AsyncIterator[ServerProcess]:
+def install_deploy_skill(home: Path) -> None:
+    """A user-wide skill with a helper script beside it."""
     skill = home / ".hermes-acp" / "skills" / "deploy"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(
         f"---\nname: deploy\ndescription: Deploy the service to an environment\n---\n{DEPLOY_BODY}\n"
     )
     (skill / "helper.sh").write_text("#!/bin/sh\necho deploying\n")
-    async with spawn_server(server_env(home, fake)) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        yield process
 
 
-@pytest.fixture
-def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
+SERVER_SETUP = ServerSetup(prepare_home=install_deploy_skill)
 
 
 @pytest.fixture
@@ -86,7 +71,7 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 async def test_skills_are_listed_once_and_loaded_with_the_skill_tool(
-    client: AcpClient, server: ServerProcess, fake: FakeProvider, project: Path, home: Path
+    client: AcpClient, server: ServerProcess, fake: FakeProvider, project: Path, server_home: Path
 ) -> None:
     session = (await client.new_session(project))["sessionId"]
     commands = await menu(client, session)
@@ -111,7 +96,7 @@ async def test_skills_are_listed_once_and_loaded_with_the_skill_tool(
     assert "skill" in [tool["function"]["name"] for tool in first["tools"]]
     result = next(m for m in second["messages"] if m["role"] == "tool")
     assert DEPLOY_BODY in result["content"]
-    assert str(home / ".hermes-acp" / "skills" / "deploy" / "helper.sh") in result["content"]
+    assert str(server_home / ".hermes-acp" / "skills" / "deploy" / "helper.sh") in result["content"]
     assert system_prompt(second) == system  # cache-stable within the session
 
 

@@ -4,55 +4,35 @@ prompt response, the boolean auto-compact option, `session/set_model`, messageId
 from __future__ import annotations
 
 import tomllib
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    # Every turn is over the threshold: compaction runs whenever auto-compact is on.
-    env = server_env(
-        home, fake, HERMES_ACP_COMPRESSION_THRESHOLD="0.000001", HERMES_ACP_COMPRESSION_KEEP_LAST="2"
-    )
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        process.initialize_result = await client.initialize()  # type: ignore[attr-defined]
-        yield process
+# Every turn is over the threshold: compaction runs whenever auto-compact is on.
+COMPACT_EVERY_TURN = {"HERMES_ACP_COMPRESSION_THRESHOLD": "0.000001", "HERMES_ACP_COMPRESSION_KEEP_LAST": "2"}
 
 
-@pytest.fixture
-def client(server: ServerProcess, fake: FakeProvider) -> Iterator[AcpClient]:
-    assert server.client is not None
-    yield server.client
-    server.assert_clean()
-    fake.script([])
+SERVER_SETUP = ServerSetup(settings=COMPACT_EVERY_TURN)
 
 
 async def test_logout_is_advertised_and_forgets_the_stored_keys(
-    fake: FakeProvider, tmp_path: Path, server: ServerProcess
+    fake: FakeProvider, tmp_path: Path, client: AcpClient
 ) -> None:
-    assert server.initialize_result["agentCapabilities"]["auth"] == {"logout": {}}  # type: ignore[attr-defined]
+    assert client.initialized["agentCapabilities"]["auth"] == {"logout": {}}
     env = server_env(tmp_path, fake)
     del env["OPENAI_API_KEY"]
     config = Path(env["HERMES_ACP_HOME"]) / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text('provider = "openai"\nmodel = "gpt-4.1"\nopenai_api_key = "sk-stored"\n')
-    async with spawn_server(env) as process:
-        client = process.sdk_client()
-        await client.initialize()
-        assert (await client.new_session(tmp_path))["sessionId"]
-        result = await client.request("logout", {})
+    async with connected(env) as (process, own):
+        assert (await own.new_session(tmp_path))["sessionId"]
+        result = await own.request("logout", {})
         assert result["_meta"]["hermes"] == {"removed": ["openai_api_key"], "keysStillInEnvironment": False}
         assert tomllib.loads(config.read_text()) == {"provider": "openai", "model": "gpt-4.1"}
         new = {"cwd": str(tmp_path), "mcpServers": []}

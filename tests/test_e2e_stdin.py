@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,36 +51,31 @@ def answer(messages: list[dict[str, Any]], request_id: Any) -> dict[str, Any]:
     return next(m for m in messages if "method" not in m and m.get("id") == request_id)
 
 
-async def stored_session(env: dict[str, str], fake: FakeProvider, project: Path) -> str:
-    """A session with one finished turn in the store."""
+async def stored_session(home: Path, fake: FakeProvider, project: Path) -> tuple[dict[str, str], str]:
+    """A server environment with `home`, and a session with one finished turn in its store."""
+    env = server_env(home, fake)
     fake.script([Reply(text="first answer")])
     async with connected(env) as (_, client):
         sid = (await client.new_session(project))["sessionId"]
         assert (await client.prompt(sid, "first question"))["stopReason"] == "end_turn"
-    return sid
+    return env, sid
 
 
-def test_stdin_from_dev_null_ends_at_once_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "before_exec",
+    [None, lambda: os.close(0)],  # `hermes-acp --stdio </dev/null`, `hermes-acp --stdio <&-`
+    ids=["dev_null", "closed"],
+)
+def test_stdin_from_dev_null_or_closed_ends_at_once_quietly(
+    tmp_path: Path, before_exec: Callable[[], None] | None
+) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "hermes_acp", "--stdio"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         env=server_env(tmp_path),
         timeout=60,
-    )
-    assert result.returncode == 0
-    assert result.stdout == b""
-    assert b"Traceback" not in result.stderr
-
-
-def test_a_closed_stdin_ends_at_once_quietly(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "hermes_acp", "--stdio"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        env=server_env(tmp_path),
-        timeout=60,
-        preexec_fn=lambda: os.close(0),  # `hermes-acp --stdio <&-`
+        preexec_fn=before_exec,
     )
     assert result.returncode == 0
     assert result.stdout == b""
@@ -89,8 +85,7 @@ def test_a_closed_stdin_ends_at_once_quietly(tmp_path: Path) -> None:
 async def test_a_request_file_is_a_script_every_request_is_answered_in_order(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     fake.script([Reply(text="second answer")])
     code, messages, stderr = serve_file(
         env,
@@ -125,8 +120,7 @@ async def test_a_request_file_is_a_script_every_request_is_answered_in_order(
 async def test_a_script_prompt_that_needs_permission_is_rejected_not_hung(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     marker = project / "ran.txt"
     fake.script(
         [
@@ -159,8 +153,7 @@ async def test_requests_piped_at_once_run_the_prompt_to_its_end(
 ) -> None:
     """`printf '<requests>' | hermes-acp --stdio`: the prompt waits for the resume it
     depends on, and closing stdin lets it finish instead of cancelling it."""
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     fake.script([Reply(text="piped " * 20, chunk_size=6, chunk_delay=0.01)])
     async with spawn_server(env) as server:
         await server.send_together(
@@ -178,8 +171,7 @@ async def test_a_permission_a_prompt_needs_after_stdin_closed_is_rejected(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
     """Nobody is left to answer: the request is rejected, the turn goes on to its end."""
-    env = server_env(tmp_path, fake)
-    sid = await stored_session(env, fake, project)
+    env, sid = await stored_session(tmp_path, fake, project)
     marker = project / "ran.txt"
     call = ToolCallSpec("terminal", {"command": f"touch {marker}"}, id="t1")
     fake.script(

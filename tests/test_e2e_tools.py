@@ -3,48 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from tests.support.acp_harness import (
-    NO_CAPABILITIES,
-    PLAIN_CAPABILITIES,
-    ZED_CAPABILITIES,
-    AcpClient,
-    ServerProcess,
-    server_env,
-    spawn_server,
-)
+from tests.support.acp_harness import NO_CAPABILITIES, PLAIN_CAPABILITIES, AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server(
-    fake: FakeProvider, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("home")
-    async with spawn_server(server_env(home, fake)) as process:
-        process.sdk_client(ZED_CAPABILITIES)
-        yield process
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def client(server: ServerProcess, fake: FakeProvider) -> AsyncIterator[AcpClient]:
-    """The module's client, initialized as Zed unless a test re-initializes it."""
-    assert server.client is not None
-    client = server.client
-    client.capabilities = ZED_CAPABILITIES
-    client.permission = "allow_once"
-    await client.initialize()
-    yield client
-    server.assert_clean()
-    fake.script([])
 
 
 def tool_turn(*calls: ToolCallSpec, answer: str = "Done.") -> list[Reply]:
@@ -57,7 +24,10 @@ def last_tool_result(fake: FakeProvider) -> str:
     return next(m for m in reversed(messages) if m["role"] == "tool")["content"]
 
 
-async def start(client: AcpClient, project: Path, mode: str = "ask") -> str:
+async def start(client: AcpClient, project: Path, mode: str = "ask", permission: str | None = None) -> str:
+    """A session in `mode`; with `permission`, the client's answer to its permission requests."""
+    if permission is not None:
+        client.permission = permission
     sid = (await client.new_session(project))["sessionId"]
     if mode != "ask":
         await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
@@ -138,8 +108,7 @@ def _write(name: str, call_id: str) -> ToolCallSpec:
 async def test_allowing_runs_the_tool(
     client: AcpClient, fake: FakeProvider, project: Path, option: str
 ) -> None:
-    client.permission = option
-    sid = await start(client, project)
+    sid = await start(client, project, permission=option)
     fake.script(tool_turn(_write("a.txt", "call_1")) + tool_turn(_write("a.txt", "call_2")))
     await client.prompt(sid, "write a")
     assert (project / "a.txt").exists()
@@ -154,8 +123,7 @@ async def test_allowing_runs_the_tool(
 async def test_rejecting_tells_the_model_and_the_turn_goes_on(
     client: AcpClient, fake: FakeProvider, project: Path, option: str
 ) -> None:
-    client.permission = option
-    sid = await start(client, project)
+    sid = await start(client, project, permission=option)
     fake.script(tool_turn(_write("r.txt", "call_r1"), answer="Understood, not writing."))
     assert await client.prompt(sid, "write r") == {"stopReason": "end_turn"}
     assert not (project / "r.txt").exists()
@@ -175,15 +143,24 @@ async def test_rejecting_tells_the_model_and_the_turn_goes_on(
         assert (project / "r.txt").exists()
 
 
+async def a_refused_write(
+    client: AcpClient, fake: FakeProvider, project: Path, permission: str, name: str
+) -> tuple[str, dict[str, Any]]:
+    """A write the editor answers with `permission`, which must not let it happen: the
+    session and the prompt's answer."""
+    sid = await start(client, project, permission=permission)
+    fake.script(tool_turn(_write(f"{name}.txt", f"call_{name}")))
+    answer = await client.prompt(sid, f"write {name}")
+    assert not (project / f"{name}.txt").exists()
+    assert client.tool_updates(f"call_{name}")[-1]["status"] == "failed"
+    return sid, answer
+
+
 async def test_a_cancelled_permission_ends_the_turn_cancelled(
     client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
-    client.permission = "cancelled"
-    sid = await start(client, project)
-    fake.script(tool_turn(_write("c.txt", "call_c")))
-    assert await client.prompt(sid, "write c") == {"stopReason": "cancelled"}
-    assert not (project / "c.txt").exists()
-    assert client.tool_updates("call_c")[-1]["status"] == "failed"
+    sid, answer = await a_refused_write(client, fake, project, "cancelled", "c")
+    assert answer == {"stopReason": "cancelled"}
     client.permission = "allow_once"
     fake.script([Reply(text="still here")])
     assert await client.prompt(sid, "hello") == {"stopReason": "end_turn"}
@@ -192,12 +169,8 @@ async def test_a_cancelled_permission_ends_the_turn_cancelled(
 async def test_an_option_that_was_not_offered_counts_as_a_rejection(
     client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
-    client.permission = "definitely-not-an-option"
-    sid = await start(client, project)
-    fake.script(tool_turn(_write("u.txt", "call_u")))
-    assert await client.prompt(sid, "write u") == {"stopReason": "end_turn"}
-    assert not (project / "u.txt").exists()
-    assert client.tool_updates("call_u")[-1]["status"] == "failed"
+    _, answer = await a_refused_write(client, fake, project, "definitely-not-an-option", "u")
+    assert answer == {"stopReason": "end_turn"}
 
 
 async def test_commands_run_in_the_editor_terminal(

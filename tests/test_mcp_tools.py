@@ -164,8 +164,13 @@ async def test_a_slow_call_times_out_and_the_server_keeps_working(shared: Shared
 
 async def test_cancelling_a_call_cancels_it_and_the_server_keeps_working(shared: Shared) -> None:
     tool = shared.tools["mcp__test__snooze"]
+    started = shared.cwd / "snooze.started"
+    started.unlink(missing_ok=True)
     running = asyncio.create_task(tool.run(tool.parse({"seconds": 30}), context(shared.cwd)))
-    await asyncio.sleep(0.2)
+    for _ in range(3000):  # until the call is running in the server (30 s: only a hang gets that far)
+        if started.exists():
+            break
+        await asyncio.sleep(0.01)
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running

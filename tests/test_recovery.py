@@ -24,61 +24,38 @@ from core.providers.resolve import build_chain, build_provider
 from core.providers.responses import ResponsesProvider
 from core.store.sessions import SessionStore
 from core.store.writer import SessionRecord
-from tests.support.agents import close_open_agents, collect, ended, make_agent
+from tests.support.agents import OPEN_AGENTS, collect, ended, make_agent
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-_open: list[Any] = []
-
-
-@pytest.fixture
-async def fake():
-    with FakeProvider() as server:
-        yield server
-        while _open:
-            await _open.pop().aclose()
-        await close_open_agents()
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 def kept(provider: Any) -> Any:
-    _open.append(provider)
+    OPEN_AGENTS.append(provider)
     return provider
+
+
+def kept_provider(kind: type, model: str, base_url: str, name: str, **options: Any) -> Any:
+    """A provider of `kind` against the fake, closed after the test."""
+    return kept(kind(model, base_url=base_url, name=name, timeout=10, stale_seconds=5, **options))
 
 
 def chat(
     fake: FakeProvider, key: str = "key-one", keys: list[str] | None = None, model: str = "gpt-4.1"
 ) -> Any:
-    return kept(
-        ChatCompletionsProvider(
-            model,
-            api_key=key,
-            api_keys=keys,
-            base_url=fake.openai_base_url,
-            name="openai",
-            timeout=10,
-            stale_seconds=5,
-        )
+    return kept_provider(
+        ChatCompletionsProvider, model, fake.openai_base_url, "openai", api_key=key, api_keys=keys
     )
 
 
 def claude(fake: FakeProvider) -> Any:
-    return kept(
-        AnthropicMessagesProvider(
-            "claude-sonnet-4",
-            api_key="k",
-            base_url=fake.anthropic_base_url,
-            name="anthropic",
-            timeout=10,
-            stale_seconds=5,
-        )
+    return kept_provider(
+        AnthropicMessagesProvider, "claude-sonnet-4", fake.anthropic_base_url, "anthropic", api_key="k"
     )
 
 
 def responses(fake: FakeProvider) -> Any:
-    return kept(
-        ResponsesProvider(
-            "gpt-5", api_key="k", base_url=fake.openai_base_url, name="responses", timeout=10, stale_seconds=5
-        )
-    )
+    return kept_provider(ResponsesProvider, "gpt-5", fake.openai_base_url, "responses", api_key="k")
 
 
 class NoSleep:

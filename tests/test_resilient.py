@@ -13,24 +13,17 @@ from core.providers.anthropic_messages import AnthropicMessagesProvider
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.chat_completions import ChatCompletionsProvider
 from core.providers.resilient import ResilientModel
+from tests.support.agents import OPEN_AGENTS
 from tests.support.fake_provider import FakeProvider, Reply
 
-_open: list[Any] = []  # providers a test built; closed after it
-
-
-@pytest.fixture
-async def fake():
-    with FakeProvider() as server:
-        yield server
-        while _open:
-            await _open.pop().aclose()
+pytestmark = pytest.mark.usefixtures("agent_test")
 
 
 def chat(fake: FakeProvider, model: str = "gpt-4.1") -> ChatCompletionsProvider:
     provider = ChatCompletionsProvider(
         model, api_key="k", base_url=fake.openai_base_url, name="openai", timeout=10, stale_seconds=5
     )
-    _open.append(provider)
+    OPEN_AGENTS.append(provider)
     return provider
 
 
@@ -43,7 +36,7 @@ def claude(fake: FakeProvider) -> AnthropicMessagesProvider:
         timeout=10,
         stale_seconds=5,
     )
-    _open.append(provider)
+    OPEN_AGENTS.append(provider)
     return provider
 
 

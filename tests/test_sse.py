@@ -139,7 +139,7 @@ async def trickle(delays: list[float]) -> AsyncIterator[int]:
 
 
 async def test_the_watch_reads_until_the_end():
-    watch = StaleWatch(stale_seconds=1, provider="p")
+    watch = StaleWatch(stale_seconds=30, provider="p")  # not what is tested: no load outlasts it
     items = []
     iterator = trickle([0, 0.01, 0])
     while (item := await watch.read(iterator)) is not END:
@@ -151,7 +151,7 @@ async def test_the_watch_reads_until_the_end():
 
 async def test_a_silent_stream_is_stale():
     watch = StaleWatch(stale_seconds=0.1, provider="p")
-    iterator = trickle([0, 5])
+    iterator = trickle([0, 60])  # silent far longer than the window, whatever the load
     assert await watch.read(iterator) == 0
     watch.restart()
     with pytest.raises(ProviderError) as caught:

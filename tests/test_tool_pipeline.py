@@ -13,29 +13,15 @@ from core.events import StopReason, ToolCallFinished
 from core.tools import default_tools
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.tools.registry import ToolRegistry
-from tests.support.agents import close_open_agents, collect, ended, make_agent, of_type
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.agents import collect, ended, make_agent, of_type
+from tests.support.fake_provider import Reply, ToolCallSpec
 
-pytestmark = pytest.mark.asyncio
-
-
-@pytest.fixture
-def fake():
-    with FakeProvider() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-async def close_agents():
-    yield
-    await close_open_agents()
+pytestmark = [pytest.mark.asyncio, pytest.mark.usefixtures("agent_test")]
 
 
 @pytest.fixture
-def workdir(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    return root
+def workdir(project: Path) -> Path:
+    return project
 
 
 class BrokenApprover:

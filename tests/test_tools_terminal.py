@@ -17,7 +17,7 @@ from core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.processes import alive
 
 
-async def until_dead(pid: int, within: float = 3.0) -> None:
+async def until_dead(pid: int, within: float = 30.0) -> None:  # the cap only catches a hang
     deadline = time.monotonic() + within
     while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} is still running"
@@ -67,7 +67,16 @@ async def test_runs_in_the_workspace_root(tmp_path: Path) -> None:
 
 async def test_output_is_streamed_as_progress_in_order(tmp_path: Path) -> None:
     ctx, events = make_ctx(tmp_path)
-    result = await terminal(ctx, command="for i in 1 2 3; do echo step $i; sleep 0.05; done")
+    # Each step waits until the test has seen the step before: output held back to the end stalls it.
+    command = "for i in 1 2 3; do echo step $i; until [ -e seen$i ]; do sleep 0.01; done; done"
+    running = asyncio.create_task(terminal(ctx, command=command))
+    for step in (1, 2, 3):
+        for _ in range(3000):  # 30 s: only a hang gets that far
+            if f"step {step}\n" in streamed(events):
+                break
+            await asyncio.sleep(0.01)
+        (tmp_path / f"seen{step}").touch()
+    result = await running
     progress = [e for e in events if isinstance(e, ToolCallProgress)]
     assert len(progress) >= 3  # arrived while the command ran, not all at the end
     assert all(e.call_id == "call-7" and e.terminal_id is None for e in progress)
@@ -77,9 +86,7 @@ async def test_output_is_streamed_as_progress_in_order(tmp_path: Path) -> None:
 
 async def test_timeout_kills_the_command(tmp_path: Path) -> None:
     ctx, events = make_ctx(tmp_path)
-    started = time.monotonic()
     result = await terminal(ctx, command="echo $$; exec sleep 30", timeout=0.3)
-    assert time.monotonic() - started < 3
     pid = int(streamed(events))
     assert not result.ok
     assert result.text.startswith("Timed out after 0.3s; the command was killed.")
@@ -97,7 +104,7 @@ async def test_timeout_is_capped_by_the_limit(tmp_path: Path) -> None:
 async def test_cancellation_kills_the_process_group(tmp_path: Path) -> None:
     ctx, events = make_ctx(tmp_path)
     task = asyncio.create_task(terminal(ctx, command="sleep 60 & echo $!; echo $$; wait"))
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # only a hang gets that far
     while len(streamed(events).split()) < 2:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.02)
@@ -121,13 +128,12 @@ async def test_long_output_keeps_the_tail(tmp_path: Path) -> None:
 
 async def test_background_then_poll_and_kill(tmp_path: Path) -> None:
     ctx, _ = make_ctx(tmp_path)
-    started = time.monotonic()
+    # returns while the command runs: the poll below finds it still running
     result = await terminal(ctx, command="echo serving; echo $$; exec sleep 60", background=True)
-    assert time.monotonic() - started < 1
     assert result.ok and "proc-1" in result.text
     assert list(ctx.state.processes) == ["proc-1"]
 
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # only a hang gets that far
     while True:
         polled = await process(ctx, handle="proc-1", action="poll")
         if len(polled.text.splitlines()) >= 3:
@@ -148,7 +154,7 @@ async def test_background_then_poll_and_kill(tmp_path: Path) -> None:
 async def test_poll_reports_a_finished_background_command(tmp_path: Path) -> None:
     ctx, _ = make_ctx(tmp_path)
     await terminal(ctx, command="echo done; exit 4", background=True)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30  # only a hang gets that far
     while "finished" not in (polled := await process(ctx, handle="proc-1", action="poll")).text:
         assert time.monotonic() < deadline
     assert polled.text == "proc-1 (echo done; exit 4) has finished. Exit code: 4. Output:\ndone\n"

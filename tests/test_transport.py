@@ -78,7 +78,7 @@ async def test_bad_input_is_answered_and_the_next_message_still_arrives(
 ) -> None:
     p, transport = pipes
     p.write(raw + b"\n" + json.dumps(VALID).encode() + b"\n")
-    message = await asyncio.wait_for(transport.receive(), 2)
+    message = await asyncio.wait_for(transport.receive(), 30)
     assert message == VALID
     reply = await p.read_message()
     assert reply["jsonrpc"] == "2.0"
@@ -97,21 +97,21 @@ async def test_responses_and_notifications_pass_through(pipes: tuple[Pipes, Line
     ]
     p.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
     for expected in messages:
-        assert await asyncio.wait_for(transport.receive(), 2) == expected
+        assert await asyncio.wait_for(transport.receive(), 30) == expected
 
 
 async def test_blank_lines_and_crlf_are_tolerated(pipes: tuple[Pipes, LineTransport]) -> None:
     p, transport = pipes
     p.write(b"\n   \n" + json.dumps(VALID).encode() + b"\r\n")
-    assert await asyncio.wait_for(transport.receive(), 2) == VALID
+    assert await asyncio.wait_for(transport.receive(), 30) == VALID
 
 
 async def test_end_of_input_is_none(pipes: tuple[Pipes, LineTransport]) -> None:
     p, transport = pipes
     p.write(json.dumps(VALID).encode())  # the last line may lack its newline
     p.close_input()
-    assert await asyncio.wait_for(transport.receive(), 2) == VALID
-    assert await asyncio.wait_for(transport.receive(), 2) is None
+    assert await asyncio.wait_for(transport.receive(), 30) == VALID
+    assert await asyncio.wait_for(transport.receive(), 30) is None
 
 
 async def test_an_oversized_line_is_refused_and_serving_goes_on() -> None:
@@ -119,7 +119,7 @@ async def test_an_oversized_line_is_refused_and_serving_goes_on() -> None:
     base = await open_fd_transport(p.in_read, p.out_write)
     small = LineTransport(base._reader, base._write, max_line_bytes=1000)
     p.write(b'{"x": "' + b"a" * 5000 + b'"}\n' + json.dumps(VALID).encode() + b"\n")
-    assert await asyncio.wait_for(small.receive(), 2) == VALID
+    assert await asyncio.wait_for(small.receive(), 30) == VALID
     reply = await p.read_message()
     assert reply["error"]["code"] == -32700
     assert "over the limit" in reply["error"]["data"]["details"]
@@ -191,8 +191,8 @@ async def test_input_from_a_regular_file(tmp_path: Path) -> None:
     out_read, out_write = os.pipe()
     fd = os.open(source, os.O_RDONLY)
     transport = await open_fd_transport(fd, out_write)
-    assert await asyncio.wait_for(transport.receive(), 2) == VALID
-    assert await asyncio.wait_for(transport.receive(), 2) is None
+    assert await asyncio.wait_for(transport.receive(), 30) == VALID
+    assert await asyncio.wait_for(transport.receive(), 30) is None
     reply = json.loads(os.read(out_read, 65536).split(b"\n")[0])
     assert reply["error"]["code"] == -32700
     for f in (fd, out_read, out_write):

@@ -21,7 +21,7 @@ from core.workspace import (
 from tests.support.processes import alive
 
 
-async def until_dead(pid: int, within: float = 3.0) -> None:
+async def until_dead(pid: int, within: float = 30.0) -> None:  # the cap only catches a hang
     deadline = time.monotonic() + within
     while alive(pid):
         assert time.monotonic() < deadline, f"process {pid} is still running"
@@ -193,23 +193,19 @@ async def test_kill_reaches_the_whole_process_group(ws: LocalWorkspace) -> None:
 async def test_kill_escalates_to_sigkill(ws: LocalWorkspace) -> None:
     run = await ws.start_command("trap '' TERM; echo ready; while :; do sleep 0.05; done")
     assert await anext(run.stream()) == "ready\n"
-    started = time.monotonic()
     await run.kill()
     status = await run.wait()
-    assert status.signal == "SIGKILL"
-    assert time.monotonic() - started < 2.0
+    assert status.signal == "SIGKILL"  # it ignores SIGTERM: only the escalation ends it
     await run.release()
 
 
 async def test_leftover_child_does_not_hold_the_command_open(ws: LocalWorkspace) -> None:
     run = await ws.start_command("sleep 60 & echo $!")
-    started = time.monotonic()
     chunks = [chunk async for chunk in run.stream()]
     status = await run.wait()
     assert status.exit_code == 0
-    assert time.monotonic() - started < 2.0
     child = int("".join(chunks))
-    assert alive(child)
+    assert alive(child)  # the stream and the wait ended while the child still runs
     await run.release()  # release cleans up what the shell left behind
     await until_dead(child)
 
@@ -218,14 +214,17 @@ async def test_cancelled_wait_then_release_kills_the_process(ws: LocalWorkspace)
     run = await ws.start_command("echo $$; exec sleep 60")
     pid = int(await anext(run.stream()))
 
+    waiting = asyncio.Event()
+
     async def waiter() -> None:
         try:
+            waiting.set()
             await run.wait()
         finally:
             await run.release()
 
     task = asyncio.create_task(waiter())
-    await asyncio.sleep(0.05)
+    await waiting.wait()  # the test runs again only once the waiter is suspended in wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

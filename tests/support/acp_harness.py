@@ -28,6 +28,7 @@ import inspect
 import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ from acp.exceptions import RequestError
 from tests.support.schema import SCHEMA_PATH, UNSTABLE_SCHEMA_PATH, validate
 
 MAX_LINE = 64 * 1024 * 1024
-DEFAULT_TIMEOUT = 10.0
+DEFAULT_TIMEOUT = 60.0  # seconds: a cap that only catches a hang (CI is a loaded 2-core machine)
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 ZED_CAPABILITIES: dict[str, Any] = json.loads((FIXTURES / "zed-initialize.json").read_text())["params"][
@@ -49,6 +50,10 @@ ZED_CAPABILITIES: dict[str, Any] = json.loads((FIXTURES / "zed-initialize.json")
 NO_CAPABILITIES: dict[str, Any] = {}
 # fs and terminal, but none of Zed's `_meta` conventions and no terminal auth
 PLAIN_CAPABILITIES: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
+
+
+# The slash commands the server offers, in the order it lists them.
+SLASH_COMMANDS = ("help", "mode", "model", "compact", "clear", "tools", "context", "cost", "steer", "queue")
 
 
 # -- the environment --------------------------------------------------------------------------
@@ -353,6 +358,21 @@ async def spawn_server(
         server.assert_clean()
 
 
+def run_hermes(
+    env: dict[str, str], *args: str, stdin: str = "", cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`hermes-acp ARGS` run to its end, as a script or a person at a shell would."""
+    return subprocess.run(
+        [sys.executable, "-m", "hermes_acp", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
 # -- the SDK client ------------------------------------------------------------------------------
 
 
@@ -416,6 +436,7 @@ class AcpClient:
         # PromptResponse.usage of each prompt answered, by session (prompt() returns the
         # rest, so a test that checks the stop reason compares one key)
         self.prompt_usage: dict[str, list[dict[str, Any] | None]] = {}
+        self.initialized: dict[str, Any] = {}  # the last initialize response
         self._changed = asyncio.Event()
         self.connection = Connection(self._handle, _PipeTransport(server))
 
@@ -428,7 +449,7 @@ class AcpClient:
         await self.connection.send_notification(method, params)
 
     async def initialize(self, protocol_version: int = 1) -> dict[str, Any]:
-        return await self.request(
+        self.initialized = await self.request(
             "initialize",
             {
                 "protocolVersion": protocol_version,
@@ -436,6 +457,7 @@ class AcpClient:
                 "clientInfo": {"name": "hermes-tests", "version": "1.0"},
             },
         )
+        return self.initialized
 
     async def new_session(self, cwd: Path | str, **params: Any) -> dict[str, Any]:
         return await self.request("session/new", {"cwd": str(cwd), "mcpServers": [], **params})

@@ -16,7 +16,7 @@ from tests.support.fake_provider import FakeProvider
 API_SHAPES = ("openai", "anthropic", "openai-responses")
 
 # Agents built by make_agent, closed by the `close_agents` fixture (their HTTP clients).
-OPEN_AGENTS: list[Agent] = []
+OPEN_AGENTS: list[Any] = []  # agents and providers a test built; closed after it (agent_test)
 
 
 class ScriptedApprover:

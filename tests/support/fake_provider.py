@@ -160,6 +160,13 @@ class FakeProvider:
             self._queue = list(replies)
             self._routes = {}
 
+    def forget(self) -> None:
+        """No script and no recorded requests: a fresh start for the next test on this fake."""
+        with self._changed:
+            self._queue = []
+            self._routes = {}
+            self._requests = []
+
     def route(self, key: str, replies: list[Reply]) -> None:
         with self._changed:
             self._routes[key] = list(replies)

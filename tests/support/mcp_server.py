@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import Context, Image, MCPServer
@@ -63,7 +64,8 @@ def build_server() -> MCPServer:
 
     @server.tool()
     async def snooze(seconds: float) -> str:
-        """Sleep, then answer."""
+        """Sleep, then answer. `snooze.started` in the cwd tells a test the call arrived."""
+        Path("snooze.started").touch()
         await asyncio.sleep(seconds)
         return f"slept {seconds}"
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
+
+from tests.support.waiting import HANG, until
 
 
 def alive(pid: int) -> bool:
@@ -15,12 +16,9 @@ def alive(pid: int) -> bool:
     return fields[0] != "Z"
 
 
-async def wait_gone(pid: int, what: str = "process", seconds: float = 5.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if not alive(pid):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{what} {pid} still runs")
+async def wait_gone(pid: int, what: str = "process", seconds: float = HANG) -> None:
+    """Until the process has ended; the cap only catches one that never does."""
+    await until(lambda: not alive(pid), f"{what} {pid} to end", seconds)
 
 
 def pids_running(*argv: str) -> list[int]:

@@ -193,7 +193,7 @@ async def face_alone() -> Result:
 
     from core.events import TextDelta
     from hermes_acp.bridge.events import EventTranslator
-    from hermes_acp.transport import open_fd_transport
+    from hermes_acp.fd_transport import open_fd_transport
 
     read_fd, write_fd = os.pipe()
     sink = await asyncio.create_subprocess_exec("cat", stdin=read_fd, stdout=asyncio.subprocess.DEVNULL)

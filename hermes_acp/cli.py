@@ -138,8 +138,8 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
     """The server on these descriptors, with SIGTERM and SIGHUP wired to a shutdown."""
     import signal
 
+    from hermes_acp.fd_transport import open_fd_transport
     from hermes_acp.server import AcpServer
-    from hermes_acp.transport import open_fd_transport
 
     transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
     server = AcpServer(transport)

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.events import TextDelta, ThoughtDelta, Usage
-from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.messages import ImagePart, Message, TextPart
 from core.models import model_info
+from core.providers import base
 from core.providers.base import (
     ErrorKind,
     FinishReason,
@@ -202,26 +203,18 @@ def _merge_usage(usage: dict[str, int], raw: dict[str, Any] | None) -> None:
 def _response(
     blocks: dict[int, _Block], stop_reason: str | None, usage: dict[str, int], model: str
 ) -> ModelResponse:
-    ordered = [blocks[i] for i in sorted(blocks)]
-    text = "".join(b.text for b in ordered if b.type == "text")
-    reasoning = "".join(b.text for b in ordered if b.type == "thinking")
-    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
-    thinking = [b.replayed() for b in ordered if b.type in ("thinking", "redacted_thinking")]
-    finish = _FINISH.get(stop_reason or "end_turn", "stop")
-    if tool_calls and finish == "stop":
-        finish = "tool_calls"
-    return ModelResponse(
-        text=text,
-        reasoning=reasoning,
-        tool_calls=tool_calls,
-        finish_reason=finish,
+    return base.response_from_blocks(
+        blocks,
+        finish=_FINISH.get(stop_reason or "end_turn", "stop"),
+        thought_type="thinking",
+        replayed_types=("thinking", "redacted_thinking"),
+        replay_key="thinking_blocks",
         usage=Usage.split_input(
             usage.get("input_tokens", 0),
             usage.get("output_tokens", 0),
             cache_read=usage.get("cache_read_input_tokens", 0),
             cache_write=usage.get("cache_creation_input_tokens", 0),
         ),
-        provider_data={"thinking_blocks": thinking} if thinking else None,
         model=model,
     )
 

@@ -46,6 +46,33 @@ class ModelResponse:
 StreamItem = TextDelta | ThoughtDelta | ModelResponse
 
 
+def response_from_blocks(
+    blocks: dict[int, Any],
+    *,
+    finish: FinishReason,
+    thought_type: str,
+    replayed_types: tuple[str, ...],
+    replay_key: str,
+    usage: Usage,
+    model: str,
+) -> ModelResponse:
+    """The response of a stream of indexed content blocks (Anthropic's and Bedrock's), each
+    with a `type`, its `text`, a tool's `id` and `name`, and `replayed()` for reasoning the
+    next request must send back (under `provider_data[replay_key]`)."""
+    ordered = [blocks[i] for i in sorted(blocks)]
+    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
+    replayed = [b.replayed() for b in ordered if b.type in replayed_types]
+    return ModelResponse(
+        text="".join(b.text for b in ordered if b.type == "text"),
+        reasoning="".join(b.text for b in ordered if b.type == thought_type),
+        tool_calls=tool_calls,
+        finish_reason="tool_calls" if tool_calls and finish == "stop" else finish,
+        usage=usage,
+        provider_data={replay_key: replayed} if replayed else None,
+        model=model,
+    )
+
+
 class ErrorKind(StrEnum):
     RATE_LIMIT = "rate_limit"  # 429 or "overloaded" (529): back off and retry
     AUTH = "auth"  # 401/403: fail over, never retry the same endpoint

@@ -139,6 +139,9 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
     import signal
 
     from hermes_acp.fd_transport import open_fd_transport
+    from hermes_acp.sdk_import import defer_package_init
+
+    defer_package_init()  # initialize is answered before the SDK's schema is imported
     from hermes_acp.server import AcpServer
 
     transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)

@@ -6,7 +6,8 @@ the time from spawn to the `initialize` answer. Answering `initialize` needs onl
 `acp.connection` (the SDK's JSON-RPC `Connection`, which carries every message) and
 `acp.exceptions`. The schema is imported right after the answer, by the warm-up.
 
-How: `defer_package_init()` registers the `acp` package in `sys.modules` with its
+How: `defer_package_init()`, called by `hermes-acp --stdio` before it imports the
+server, registers the `acp` package in `sys.modules` with its
 `__path__` but without running its `__init__`. Submodules (`acp.connection`,
 `acp.schema`) import as usual. The first lookup of a name the package's `__init__`
 defines (`acp.PROTOCOL_VERSION`, `from acp import Agent`) runs the real `__init__`

@@ -9,6 +9,8 @@ import sys
 
 PROBE = """
 import json, sys
+from hermes_acp.sdk_import import defer_package_init
+defer_package_init()  # as `hermes-acp --stdio` does before it imports the server
 import hermes_acp.server
 after_import = "acp.schema" in sys.modules
 import acp

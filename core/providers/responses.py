@@ -108,23 +108,17 @@ class ResponsesProvider(SdkProvider):
                         item_id = event["item_id"]
                         call = calls.setdefault(item_id, {"call_id": item_id, "name": "", "arguments": ""})
                         call["arguments"] += event.get("delta") or ""
-                    elif kind == "response.output_item.added":
+                    elif kind in ("response.output_item.added", "response.output_item.done"):
                         item = event["item"]
                         if item.get("type") == "function_call":
+                            # added: arguments follow as deltas; done: they come whole
+                            done = kind == "response.output_item.done"
                             calls[item.get("id") or item["call_id"]] = {
                                 "call_id": item["call_id"],
                                 "name": item.get("name") or "",
-                                "arguments": "",
+                                "arguments": (item.get("arguments") or "") if done else "",
                             }
-                    elif kind == "response.output_item.done":
-                        item = event["item"]
-                        if item.get("type") == "function_call":
-                            calls[item.get("id") or item["call_id"]] = {
-                                "call_id": item["call_id"],
-                                "name": item.get("name") or "",
-                                "arguments": item.get("arguments") or "",
-                            }
-                        elif item.get("type") == "reasoning":
+                        elif item.get("type") == "reasoning" and kind == "response.output_item.done":
                             reasoning_items.append(_without_none(item))
                     elif kind == "error":
                         raise classify_stream_error(event, provider=self.name)

@@ -143,9 +143,19 @@ async def open_response(
 async def json_events(
     response: Any, *, stale_seconds: float, provider: str
 ) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, parsed data) for each event of a raw SDK response, until the body ends
-    or a `[DONE]` data line (the rest of the body is then read and dropped, so the
-    connection can serve the next request).
+    """(event name, parsed data) for each event of a raw SDK response (see `json_batches`)."""
+    async for batch in json_batches(response, stale_seconds=stale_seconds, provider=provider):
+        for item in batch:
+            yield item
+
+
+async def json_batches(
+    response: Any, *, stale_seconds: float, provider: str
+) -> AsyncIterator[list[tuple[str, Any]]]:
+    """The (event name, parsed data) of the events each network read completed, together,
+    until the body ends or a `[DONE]` data line (the rest of the body is then read and
+    dropped, so the connection can serve the next request). A provider merges the deltas
+    of one read into one: a fast stream costs a message per read, not per token.
 
     No event for `stale_seconds` -> ProviderError(STALE); keep-alive comments do not
     count, they show a live connection, not a live model. A broken connection, or data
@@ -159,13 +169,18 @@ async def json_events(
             chunk = await watch.read(chunks)
             ended = chunk is END
             events = decoder.finish() if ended else decoder.feed(cast(bytes, chunk))
+            batch: list[tuple[str, Any]] = []
             for event in events:
                 if not event.data:
                     continue
                 if event.data.startswith(DONE):
+                    if batch:
+                        yield batch
                     await _drain(chunks)
                     return
-                yield event.event, _parse(event, provider)
+                batch.append((event.event, _parse(event, provider)))
+            if batch:
+                yield batch
             if ended:
                 return
             if events:
@@ -173,6 +188,25 @@ async def json_events(
     finally:
         watch.close()
         await close_quietly(chunks)
+
+
+def merged(deltas: list[Any]) -> list[Any]:
+    """Runs of deltas of one kind (TextDelta, ThoughtDelta) joined into one delta each."""
+    if len(deltas) < 2:
+        return deltas
+    out: list[Any] = []
+    run: list[str] = []
+    for delta in deltas:
+        if out and type(out[-1]) is type(delta):
+            run.append(delta.text)
+            continue
+        if len(run) > 1:
+            out[-1] = type(out[-1])("".join(run))
+        out.append(delta)
+        run = [delta.text]
+    if len(run) > 1:
+        out[-1] = type(out[-1])("".join(run))
+    return out
 
 
 def _body(response: Any) -> AsyncIterator[bytes]:

@@ -202,20 +202,11 @@ class AcpServer:
     # -- handlers -----------------------------------------------------------------------
 
     async def initialize(self, request: ClientHello, raw: Params) -> Params:
-        profile = ClientProfile(
-            boolean_options=request.boolean_options,
-            read_file=request.read_file,
-            write_file=request.write_file,
-            terminal=request.terminal,
-            terminal_auth=request.terminal_auth,
-            terminal_meta=request.terminal_meta,
-            elicitation_form=request.elicitation_form,
-        )
         # One object shared with the manager: sessions made later see these capabilities.
-        for name in profile.__slots__:
-            setattr(self.client, name, getattr(profile, name))
+        for name in self.client.__slots__:  # the hello names each capability as the profile does
+            setattr(self.client, name, getattr(request, name))
         client = request.client_name or "an unnamed client"
-        log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, profile)
+        log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, self.client)
         self.transport.after_response(self.warmup.start)
         return {
             "protocolVersion": PROTOCOL_VERSION,

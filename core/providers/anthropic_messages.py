@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -225,16 +224,7 @@ def _response(
 def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Anthropic messages: tool results as user `tool_result` blocks, same-role messages
     merged, empty ones dropped, a cache breakpoint on the last user message."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
-        else:
-            wire.append({"role": role, "content": blocks})
+    wire = base.alternating(messages, _blocks)
     for entry in reversed(wire):
         if entry["role"] == "user":
             entry["content"][-1] = {**entry["content"][-1], "cache_control": CACHE}
@@ -260,9 +250,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         if message.text:
             blocks.append({"type": "text", "text": message.text})
         for call in message.tool_calls:
-            blocks.append(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-            )
+            tool_input = base.tool_input(call.arguments)
+            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input})
         return blocks
     return _content_blocks(message.content)
 
@@ -279,12 +268,3 @@ def _content_blocks(content: str | list[TextPart | ImagePart]) -> list[dict[str,
             source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
             blocks.append({"type": "image", "source": source})
     return blocks
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    """Tool-use input must be an object; arguments that were not one are kept as text."""
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {"_raw_arguments": arguments}
-    return value if isinstance(value, dict) else {"_raw_arguments": arguments}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any
 
 from core.messages import ImagePart, Message, TextPart
+from core.providers.base import alternating, tool_input
 
 _IMAGE_FORMATS = {
     "image/png": "png",
@@ -20,17 +20,7 @@ _IMAGE_FORMATS = {
 def to_converse_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Converse messages: tool results as user `toolResult` blocks, same-role messages
     merged (the API wants user and assistant to alternate), empty ones dropped."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
-        else:
-            wire.append({"role": role, "content": blocks})
-    return wire
+    return alternating(messages, _blocks)
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
@@ -49,7 +39,7 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
             blocks.append({"text": message.text})
         for call in message.tool_calls:
             blocks.append(
-                {"toolUse": {"toolUseId": call.id, "name": call.name, "input": _input(call.arguments)}}
+                {"toolUse": {"toolUseId": call.id, "name": call.name, "input": tool_input(call.arguments)}}
             )
         return blocks
     return _content(message.content)
@@ -69,11 +59,3 @@ def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:
                 {"image": {"format": image_format, "source": {"bytes": base64.b64decode(part.data)}}}
             )
     return blocks
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {"_raw_arguments": arguments}
-    return value if isinstance(value, dict) else {"_raw_arguments": arguments}

@@ -21,7 +21,7 @@ from pathlib import Path
 from benchmarks.fake_process import FakeProviderProcess
 from core.agent import Agent, StaticApprover
 from core.approval import Decision
-from core.providers.errors import untransformed
+from core.providers.sdk import untransformed
 from core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for
 from tests.support.fake_provider import Reply, ToolCallSpec

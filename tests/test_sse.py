@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from core.providers.base import ErrorKind, ProviderError
-from core.providers.errors import END, StaleWatch, classify_stream_error
-from core.providers.sse import ServerSentEvent, SSEDecoder
+from core.providers.errors import classify_stream_error
+from core.providers.sse import END, ServerSentEvent, SSEDecoder, StaleWatch
 
 
 def parse(*pieces: bytes, finish: bool = True) -> list[ServerSentEvent]:

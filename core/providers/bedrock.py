@@ -32,9 +32,8 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.bedrock_messages import to_converse_messages
-from core.providers.encoding import clean
 from core.providers.errors import from_status, with_hints
-from core.providers.sdk import SdkProvider
+from core.providers.sdk import SdkProvider, clean
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import classify_stream_error, close_quietly, untransformed
-from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, json_batches, malformed, merged, open_response
+from core.providers.errors import classify_stream_error
+from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged, open_response
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",

@@ -17,14 +17,9 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import (
-    classify_payload,
-    classify_stream_error,
-    close_quietly,
-    untransformed,
-)
-from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
+from core.providers.errors import classify_payload, classify_stream_error
+from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}

@@ -1,4 +1,5 @@
-"""What the API shapes share: one endpoint's settings and a lazily built SDK client.
+"""What the API shapes share: one endpoint's settings, a lazily built SDK client, and the
+request handed to it as it is (`untransformed`, `clean`).
 
 The client is shared by every provider of the process that calls the same endpoint with
 the same key (50 sessions, one client): building one costs ~50 ms of CPU (the system's
@@ -110,6 +111,71 @@ class SdkProvider:
         if self._client_key is not None:
             key, self._client, self._client_key = self._client_key, None, None
             await _SHARED.give_back(key)
+
+
+def untransformed(
+    params: dict[str, Any], *, bulky: tuple[str, ...], placeholders: dict[str, Any]
+) -> dict[str, Any]:
+    """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
+    `extra_body`.
+
+    The SDKs walk every request parameter against their TypedDicts before sending
+    (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
+    for JSON we built in wire shape already. `extra_body` (public API) is merged into
+    the body after that walk, so those parts go out as they are; `placeholders` stand
+    in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
+    on its way out, instead of failing the request (`clean`).
+    """
+    out = dict(clean(params))
+    extra = dict(out.pop("extra_body", None) or {})
+    for key in bulky:
+        if key in out:
+            extra[key] = out.pop(key)
+            if key in placeholders:
+                out[key] = placeholders[key]
+    if extra:
+        out["extra_body"] = extra
+    return out
+
+
+# Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,
+# a tool's broken output, half of an emoji cut by truncation) made sendable: JSON encoders
+# refuse it (`surrogates not allowed`), which would fail the whole turn; a replacement
+# character in its place loses one character instead.
+REPLACEMENT = "\ufffd"
+
+
+def clean_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD; surrogate pairs (as a JSON
+    decoder may leave them) joined into their character."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def clean(value: Any) -> Any:
+    """A wire payload (dicts, lists, strings) with its strings cleaned; the same objects
+    when nothing needed it, so the common case copies nothing."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        out = None
+        for key, item in value.items():
+            fixed = clean(item)
+            if fixed is not item:
+                out = dict(value) if out is None else out
+                out[key] = fixed
+        return value if out is None else out
+    if isinstance(value, list):
+        fixed_items = [clean(item) for item in value]
+        if any(a is not b for a, b in zip(fixed_items, value, strict=True)):
+            return fixed_items
+        return value
+    return value
 
 
 @dataclass(slots=True)

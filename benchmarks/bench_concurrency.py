@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.drive import start_profiler, stop_profiler  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
@@ -100,18 +100,9 @@ async def main(count: int, turns: int, profile: Path | None) -> int:
             fake.script(tool_turn_replies(turns * 2))
             alone = await run_turns(server, sessions[:1], turns * 2, 20_000)
             fake.script(tool_turn_replies(count * turns))
-            spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
-            recorder = None
-            if profile is not None and spy:
-                recorder = await asyncio.create_subprocess_exec(
-                    spy, "record", "--pid", str(server.pid), "--format", "speedscope",
-                    "--output", str(profile), "--rate", "100",
-                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-                )  # fmt: skip
+            recorder = await start_profiler(server.pid, profile, 100)
             together = await run_turns(server, sessions[1:], turns, 30_000)
-            if recorder is not None:
-                recorder.send_signal(2)
-                await recorder.wait()
+            await stop_profiler(recorder)
     lone = statistics.median(alone[turns:])  # the first turns warm up
     p95 = statistics.quantiles(together, n=20)[-1]
     print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")

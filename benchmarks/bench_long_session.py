@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.drive import send_prompt, start_profiler, stop_profiler  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
@@ -36,14 +36,7 @@ ANSWER = "Here is what I found in the project, in a few sentences of ordinary le
 
 async def turn(server: ServerProcess, request_id: int, session: str, text: str) -> float:
     started = time.perf_counter()
-    await server.send(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]},
-        }
-    )
+    await send_prompt(server, request_id, session, text)
     while True:
         message = await server.next_message(60)
         if message.get("id") == request_id and "method" not in message:
@@ -61,14 +54,7 @@ async def main(turns: int, profile: Path | None) -> int:
         env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning")
         env.update(OPENAI_BASE_URL=fake.openai_base_url, OPENAI_API_KEY="test")
         async with spawn_server(env, check_schema=False) as server:
-            recorder = None
-            spy = shutil.which("py-spy") or shutil.which("py-spy", path=str(Path(sys.executable).parent))
-            if profile is not None and spy:
-                recorder = await asyncio.create_subprocess_exec(
-                    spy, "record", "--pid", str(server.pid), "--format", "speedscope",
-                    "--output", str(profile), "--rate", "50",
-                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-                )  # fmt: skip
+            recorder = await start_profiler(server.pid, profile, 50)
             await server.request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             reply = await server.request(2, "session/new", {"cwd": str(project), "mcpServers": []})
             session = reply["result"]["sessionId"]
@@ -81,9 +67,7 @@ async def main(turns: int, profile: Path | None) -> int:
                     replies.insert(0, Reply(tool_calls=[call]))
                 fake.script(replies)
                 samples.append(await turn(server, 10 + i, session, f"turn {i}: what next?"))
-            if recorder is not None:
-                recorder.send_signal(2)
-                await recorder.wait()
+            await stop_profiler(recorder)
     early = statistics.median(samples[5:30])
     late = statistics.median(samples[-25:])
     ratio = late / early

@@ -22,7 +22,7 @@ from benchmarks.fake_process import FakeProviderProcess
 from core.agent import Agent
 from core.approval import Decision
 from core.library import StaticApprover
-from core.providers.errors import untransformed
+from core.providers.sdk import untransformed
 from core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for
 from tests.support.fake_provider import Reply, ToolCallSpec

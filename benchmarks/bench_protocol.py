@@ -27,6 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.drive import send_prompt  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
@@ -75,14 +76,7 @@ async def prompt_until(
     """Send a prompt; (request id, seconds to the first message matching `until`, start time)."""
     request_id = ids()
     started = time.perf_counter()
-    await server.send(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": text}]},
-        }
-    )
+    await send_prompt(server, request_id, session, text)
     while True:
         message = await server.next_message(30)
         if until(message):
@@ -193,7 +187,7 @@ async def face_alone() -> Result:
 
     from core.events import TextDelta
     from hermes_acp.bridge.events import EventTranslator
-    from hermes_acp.transport import open_fd_transport
+    from hermes_acp.fd_transport import open_fd_transport
 
     read_fd, write_fd = os.pipe()
     sink = await asyncio.create_subprocess_exec("cat", stdin=read_fd, stdout=asyncio.subprocess.DEVNULL)

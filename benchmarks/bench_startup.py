@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_protocol import Result  # noqa: E402
+from benchmarks.drive import send_prompt  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply  # noqa: E402
@@ -224,14 +225,7 @@ async def first_chunk(
 ) -> float:
     fake.script([Reply(text="Hello from the model.")])
     started = time.perf_counter()
-    await server.send(
-        {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "method": "session/prompt",
-            "params": {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]},
-        }
-    )
+    await send_prompt(server, request_id, session, "hi")
     first: float | None = None
     while True:
         message = await server.next_message(60)

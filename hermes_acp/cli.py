@@ -115,7 +115,11 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
         return 2
     tracer = TraceWriter(trace) if trace else None
     try:
-        asyncio.run(_serve(protocol_in, protocol_out, tracer))
+        # The server's own coroutine is the main task, so a message wakes no frame of
+        # this module (a prompt's path stays in the modules that serve it).
+        with asyncio.Runner() as runner:
+            server = runner.run(_start_server(protocol_in, protocol_out, tracer))
+            runner.run(server.serve())
     except KeyboardInterrupt:
         pass
     finally:
@@ -130,11 +134,15 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     os._exit(0)
 
 
-async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
+async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
+    """The server on these descriptors, with SIGTERM and SIGHUP wired to a shutdown."""
     import signal
 
+    from hermes_acp.fd_transport import open_fd_transport
+    from hermes_acp.sdk_import import defer_package_init
+
+    defer_package_init()  # initialize is answered before the SDK's schema is imported
     from hermes_acp.server import AcpServer
-    from hermes_acp.transport import open_fd_transport
 
     transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
     server = AcpServer(transport)
@@ -153,7 +161,7 @@ async def _serve(read_fd: int, write_fd: int, tracer: Any) -> None:
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, shut_down)
-    await server.serve()
+    return server
 
 
 def config_problem() -> str | None:

@@ -5,22 +5,27 @@ method name -> (params model, handler). Params are validated with the SDK's sche
 models; a bad field is a -32602 that names it. Sessions live in the SessionManager;
 `session/prompt` and `session/cancel` go to its turn runner. The requests in flight are
 kept by id here, for `$/cancel_request`.
+
+The SDK's schema is imported by the warm-up right after `initialize` is answered, so
+the table names its models (`schema_model`) and `initialize` reads plainly valid
+params without it (hermes_acp/hello.py, hermes_acp/sdk_import.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from acp import schema
 from acp.connection import Connection
 from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
+from hermes_acp.hello import ClientHello, InitializeParams
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.factory import Placement
 from hermes_acp.session.manager import SessionManager
@@ -28,6 +33,9 @@ from hermes_acp.session.options import SetModelParams
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport, current_request_id
 from hermes_acp.warmup import Warmup
+
+if TYPE_CHECKING:
+    from acp import schema
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +51,18 @@ Handler = Callable[[Any, Params], Awaitable[Any]]
 ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
 
 
-def _initialize_model(params: Params) -> type[BaseModel]:
+def schema_model(name: str) -> Callable[[Params], type[BaseModel]]:
+    """The SDK's `acp.schema.<name>` as a params model, looked up when a request needs it
+    (after the warm-up has imported the schema)."""
+
+    def resolve(params: Params) -> type[BaseModel]:
+        model: type[BaseModel] = getattr(importlib.import_module("acp.schema"), name)
+        return model
+
+    return resolve
+
+
+def _initialize_model(params: Params) -> Any:
     """The SDK's model turns any protocolVersion into an int; the spec says it is one."""
     version = params.get("protocolVersion")
     if isinstance(version, bool) or not isinstance(version, int):
@@ -53,13 +72,13 @@ def _initialize_model(params: Params) -> type[BaseModel]:
             f"Invalid params: protocolVersion: {message}",
             {"errors": [{"field": "protocolVersion", "message": message}], "fields": ["protocolVersion"]},
         )
-    return schema.InitializeRequest
+    return InitializeParams
 
 
 def _config_option_model(params: Params) -> type[BaseModel]:
     if params.get("type") == "boolean":
-        return schema.SetSessionConfigOptionBooleanRequest
-    return schema.SetSessionConfigOptionSelectRequest
+        return schema_model("SetSessionConfigOptionBooleanRequest")(params)
+    return schema_model("SetSessionConfigOptionSelectRequest")(params)
 
 
 class AcpServer:
@@ -80,24 +99,24 @@ class AcpServer:
         self.turns = self.sessions.turns
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
             "initialize": (_initialize_model, self.initialize),
-            "authenticate": (schema.AuthenticateRequest, self.authenticate),
-            "session/new": (schema.NewSessionRequest, self.new_session),
-            "session/set_mode": (schema.SetSessionModeRequest, self.set_mode),
+            "authenticate": (schema_model("AuthenticateRequest"), self.authenticate),
+            "session/new": (schema_model("NewSessionRequest"), self.new_session),
+            "session/set_mode": (schema_model("SetSessionModeRequest"), self.set_mode),
             "session/set_config_option": (_config_option_model, self.set_config_option),
-            "session/prompt": (schema.PromptRequest, self.prompt),
-            "session/load": (schema.LoadSessionRequest, self.load_session),
-            "session/resume": (schema.ResumeSessionRequest, self.resume_session),
-            "session/fork": (schema.ForkSessionRequest, self.fork_session),
-            "session/list": (schema.ListSessionsRequest, self.list_sessions),
-            "session/close": (schema.CloseSessionRequest, self.close_session),
-            "session/delete": (schema.DeleteSessionRequest, self.delete_session),
-            "logout": (schema.LogoutRequest, self.logout),
+            "session/prompt": (schema_model("PromptRequest"), self.prompt),
+            "session/load": (schema_model("LoadSessionRequest"), self.load_session),
+            "session/resume": (schema_model("ResumeSessionRequest"), self.resume_session),
+            "session/fork": (schema_model("ForkSessionRequest"), self.fork_session),
+            "session/list": (schema_model("ListSessionsRequest"), self.list_sessions),
+            "session/close": (schema_model("CloseSessionRequest"), self.close_session),
+            "session/delete": (schema_model("DeleteSessionRequest"), self.delete_session),
+            "logout": (schema_model("LogoutRequest"), self.logout),
             # Gone from the spec; clients from before config options still send it.
             "session/set_model": (SetModelParams, self.set_model),
         }
         self.notifications: dict[str, tuple[ParamsModel, Handler]] = {
-            "session/cancel": (schema.CancelNotification, self.cancel),
-            "$/cancel_request": (schema.CancelRequestNotification, self.cancel_request),
+            "session/cancel": (schema_model("CancelNotification"), self.cancel),
+            "$/cancel_request": (schema_model("CancelRequestNotification"), self.cancel_request),
         }
 
     async def serve(self) -> None:
@@ -158,6 +177,16 @@ class AcpServer:
                 return None
             raise RequestError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
         model, handler = entry
+        if not is_notification:
+            # The task also writes the response once we return; shutdown waits for it.
+            task = asyncio.current_task()
+            assert task is not None
+            self._in_flight.add(task)
+            task.add_done_callback(self._in_flight.discard)
+        if model is not _initialize_model or self.warmup.started:
+            # The warm-up thread imports the schema: the loop never imports it half-way.
+            # Requests start in the order they came (an initialize too, once any waits).
+            await self.warmup.modules_ready()
         try:
             request, raw = parse_params(model, params)
         except RequestError:
@@ -165,36 +194,16 @@ class AcpServer:
                 log.warning("ignoring %s with invalid params: %r", method, params)
                 return None
             raise
-        if is_notification:
-            return await handler(request, raw)
-        # The task also writes the response once we return; shutdown waits for it.
-        task = asyncio.current_task()
-        assert task is not None
-        self._in_flight.add(task)
-        task.add_done_callback(self._in_flight.discard)
         return await handler(request, raw)
 
     # -- handlers -----------------------------------------------------------------------
 
-    async def initialize(self, request: schema.InitializeRequest, raw: Params) -> Params:
-        caps = request.client_capabilities or schema.ClientCapabilities()
-        fs = caps.fs
-        meta = caps.field_meta or {}
-        configs = caps.session.config_options if caps.session else None
-        profile = ClientProfile(
-            boolean_options=bool(configs and configs.boolean is not None),
-            read_file=bool(fs and fs.read_text_file),
-            write_file=bool(fs and fs.write_text_file),
-            terminal=bool(caps.terminal),
-            terminal_auth=bool(caps.auth and caps.auth.terminal),
-            terminal_meta=meta.get("terminal_output") is True,
-            elicitation_form=bool(caps.elicitation and caps.elicitation.form is not None),
-        )
+    async def initialize(self, request: ClientHello, raw: Params) -> Params:
         # One object shared with the manager: sessions made later see these capabilities.
-        for name in profile.__slots__:
-            setattr(self.client, name, getattr(profile, name))
-        client = request.client_info.name if request.client_info else "an unnamed client"
-        log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, profile)
+        for name in self.client.__slots__:  # the hello names each capability as the profile does
+            setattr(self.client, name, getattr(request, name))
+        client = request.client_name or "an unnamed client"
+        log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, self.client)
         self.transport.after_response(self.warmup.start)
         return {
             "protocolVersion": PROTOCOL_VERSION,

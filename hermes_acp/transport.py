@@ -1,5 +1,9 @@
 """Newline-delimited JSON-RPC over a pair of file descriptors, surviving bad input.
 
+(Over 400 lines, for a reason: this is what every message runs, framing, checks,
+ordering and writing, around one state; split, each message would run two modules.
+Start-up wiring lives in fd_transport.py.)
+
 `LineTransport` is a message-level transport for `acp.connection.Connection`
 (`send(dict)`, `receive() -> dict | None`, `close()`). It answers what the
 connection must never see itself and keeps serving:
@@ -8,8 +12,7 @@ connection must never see itself and keeps serving:
 - JSON that is not an object (a batch array, a number, a string) -> -32600;
 - an object that is neither a request/notification (string `method`) nor a
   response (`id` plus `result` or `error`), or carries a wrong `jsonrpc` -> -32600,
-  echoing its id when it has a usable one.
-
+  echoing its id when it has a usable one;
 - JSON nested deeper than MAX_DEPTH levels -> -32600 (-32700 when too deep even to
   parse), instead of a RecursionError that would end the server.
 
@@ -37,8 +40,6 @@ import contextvars
 import inspect
 import json
 import logging
-import os
-import stat
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -50,7 +51,6 @@ NO_CLIENT = -32099  # our own answer to a request nobody is left to answer (neve
 MAX_DEPTH = 200  # no ACP message comes near; deeper input is rejected before anything recurses
 _OPENING_METHODS = frozenset({"session/load", "session/resume"})
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a prompt with a few large images fits; a runaway line does not
-_READ_LIMIT = 1024 * 1024
 
 JsonRpcId = str | int | None
 AfterResponse = Callable[[], Awaitable[None] | None]
@@ -404,80 +404,19 @@ def encode(message: dict[str, Any]) -> bytes:
         return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
 
 
-# -- wiring to real file descriptors -------------------------------------------------------
-
-
-async def open_fd_transport(
-    read_fd: int, write_fd: int, *, tracer: WireTracer | None = None
-) -> LineTransport:
-    """A LineTransport reading `read_fd` and writing `write_fd` without blocking the loop.
-
-    Pipes, sockets and terminals (how editors and people start us) go through the event
-    loop. What epoll refuses is read in a thread: a regular file (then read as a script,
-    one request at a time) and /dev/null (ends at once).
-    """
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_READ_LIMIT, loop=loop)
-    script = stat.S_ISREG(os.fstat(read_fd).st_mode)
-    if script or not _pollable(read_fd):
-        _feed_in_thread(loop, reader, read_fd)
-    else:
-        read_file = os.fdopen(read_fd, "rb", buffering=0, closefd=False)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), read_file)
-
-    write_file = os.fdopen(write_fd, "wb", buffering=0, closefd=False)
-    try:
-        transport, protocol = await loop.connect_write_pipe(lambda: _WriteProtocol(loop), write_file)
-    except ValueError:
-        line_transport = LineTransport(reader, _blocking_writer(write_fd), tracer=tracer)
-        line_transport.one_at_a_time = script
-        return line_transport
-
-    async def write(data: bytes) -> None:
-        if transport.is_closing():
-            raise ConnectionError("output closed")
-        transport.write(data)
-        await protocol.drain()
-
-    async def close() -> None:
-        # close() writes out what the pipe has not taken yet (the last responses) before
-        # it lets go of the fd; wait for that, a little.
-        transport.close()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(protocol.lost.wait(), 2.0)
-
-    line_transport = LineTransport(reader, write, tracer=tracer, on_close=close)
-    line_transport.one_at_a_time = script
-    return line_transport
-
-
-def _pollable(fd: int) -> bool:
-    """Whether the event loop can watch `fd` (epoll refuses regular files and /dev/null;
-    asyncio would only find out in a callback, leaving a traceback and a reader that
-    never wakes)."""
-    import select
-
-    if not hasattr(select, "epoll"):
-        return not stat.S_ISREG(os.fstat(fd).st_mode)
-    poller = select.epoll()
-    try:
-        poller.register(fd, select.EPOLLIN)
-    except OSError:
-        return False
-    finally:
-        poller.close()
-    return True
-
-
-class _WriteProtocol(asyncio.Protocol):
-    """Flow control for the output pipe: `drain()` waits while the client is not reading."""
+class PipeWriter(asyncio.Protocol):
+    """The output pipe's protocol and the transport's `write`: `write()` waits while the
+    client is not reading (flow control); `close()` lets the pipe flush, briefly."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._pipe: asyncio.WriteTransport | None = None
         self._paused = False
         self._waiters: list[asyncio.Future[None]] = []
-        self._lost = False
-        self.lost = asyncio.Event()
+        self._lost = asyncio.Event()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._pipe = transport  # type: ignore[assignment]
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -487,8 +426,7 @@ class _WriteProtocol(asyncio.Protocol):
         self._wake()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = True
-        self.lost.set()
+        self._lost.set()
         self._wake()
 
     def _wake(self) -> None:
@@ -497,40 +435,22 @@ class _WriteProtocol(asyncio.Protocol):
                 waiter.set_result(None)
         self._waiters.clear()
 
-    async def drain(self) -> None:
-        if self._lost:
+    async def write(self, data: bytes) -> None:
+        assert self._pipe is not None
+        if self._pipe.is_closing():
             raise ConnectionError("output closed")
-        if not self._paused:
-            return
-        waiter = self._loop.create_future()
-        self._waiters.append(waiter)
-        await waiter
-        if self._lost:
+        self._pipe.write(data)
+        if self._paused and not self._lost.is_set():
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            await waiter
+        if self._lost.is_set():
             raise ConnectionError("output closed")
 
-
-def _feed_in_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, fd: int) -> None:
-    import threading
-
-    def pump() -> None:
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except OSError:
-                data = b""
-            if not data:
-                loop.call_soon_threadsafe(reader.feed_eof)
-                return
-            loop.call_soon_threadsafe(reader.feed_data, data)
-
-    threading.Thread(target=pump, name="hermes-acp-stdin", daemon=True).start()
-
-
-def _blocking_writer(fd: int) -> Callable[[bytes], Awaitable[None]]:
-    async def write(data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-
-    return write
+    async def close(self) -> None:
+        # close() writes out what the pipe has not taken yet (the last responses) before
+        # it lets go of the fd; wait for that, a little.
+        if self._pipe is not None:
+            self._pipe.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._lost.wait(), 2.0)

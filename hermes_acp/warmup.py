@@ -14,6 +14,7 @@ log = logging.getLogger(__name__)
 
 # What the first session/new imports; loaded by the warm-up thread after initialize.
 WARM_MODULES = (
+    "acp.schema",
     "core.agent",
     "core.store.sessions",
     "core.tools.session_search",
@@ -40,6 +41,10 @@ class Warmup:
         # Set once the provider SDK is imported: what a turn waits for, so that it never
         # imports an SDK on the event loop. Warm-up has started by then (session/new starts it).
         self.sdks_imported = asyncio.Event()
+
+    @property
+    def started(self) -> bool:
+        return self._started
 
     def start(self) -> None:
         if self._started:

@@ -215,7 +215,7 @@ async def test_settings_pick_bedrock_its_region_and_its_model_list(fake, tmp_pat
 
 
 def test_message_ids_and_history_survive_a_tool_call_without_arguments():
-    from core.providers.bedrock import to_converse_messages
+    from core.providers.bedrock_messages import to_converse_messages
 
     history = [
         Message(role="assistant", tool_calls=[ToolCall("t1", "list", "")]),

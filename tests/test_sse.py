@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from core.providers.base import ErrorKind, ProviderError
-from core.providers.errors import END, StaleWatch, classify_stream_error
-from core.providers.sse import ServerSentEvent, SSEDecoder
+from core.providers.errors import classify_stream_error
+from core.providers.sse import END, ServerSentEvent, SSEDecoder, StaleWatch
 
 
 def parse(*pieces: bytes, finish: bool = True) -> list[ServerSentEvent]:
@@ -206,3 +206,49 @@ async def test_a_failing_stream_becomes_a_provider_error():
         await watch.read(iterator)
     watch.close()
     assert caught.value.kind is ErrorKind.TRANSIENT
+
+
+# -- deltas of one network read ---------------------------------------------------------------
+
+
+def test_runs_of_one_kind_merge_and_the_order_of_kinds_stays() -> None:
+    from core.events import TextDelta, ThoughtDelta
+    from core.providers.sse import merged
+
+    deltas = [
+        ThoughtDelta("a"),
+        ThoughtDelta("b"),
+        TextDelta("c"),
+        TextDelta("d"),
+        TextDelta("e"),
+        ThoughtDelta("f"),
+    ]
+    assert merged(deltas) == [ThoughtDelta("ab"), TextDelta("cde"), ThoughtDelta("f")]
+    assert merged([TextDelta("x")]) == [TextDelta("x")]
+
+
+class _OneRead:
+    """A raw SDK response whose body arrives in the given network reads."""
+
+    def __init__(self, *reads: bytes) -> None:
+        self.http_response = self
+        self.headers: dict[str, str] = {}
+        self._reads = reads
+
+    async def aiter_raw(self):  # type: ignore[no-untyped-def]
+        for read in self._reads:
+            yield read
+
+
+def _chunk(text: str) -> bytes:
+    return b'data: {"choices": [{"delta": {"content": "%s"}}]}\n\n' % text.encode()
+
+
+@pytest.mark.asyncio
+async def test_the_events_of_one_read_come_together_and_of_the_next_read_apart() -> None:
+    from core.providers.sse import json_batches
+
+    body = _OneRead(b"".join(_chunk(c) for c in "abc"), _chunk("d") + b"data: [DONE]\n\n")
+    batches = [batch async for batch in json_batches(body, stale_seconds=5, provider="p")]
+    texts = [[data["choices"][0]["delta"]["content"] for _, data in batch] for batch in batches]
+    assert texts == [["a", "b", "c"], ["d"]]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart, ToolCall
+from core.messages import ImagePart, Message, TextPart
 from core.models import Usage, model_info
+from core.providers import base
 from core.providers.base import (
     ErrorKind,
     FinishReason,
@@ -18,9 +18,9 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import classify_stream_error, close_quietly, untransformed
-from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
+from core.providers.errors import classify_stream_error
+from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}
@@ -202,26 +202,18 @@ def _merge_usage(usage: dict[str, int], raw: dict[str, Any] | None) -> None:
 def _response(
     blocks: dict[int, _Block], stop_reason: str | None, usage: dict[str, int], model: str
 ) -> ModelResponse:
-    ordered = [blocks[i] for i in sorted(blocks)]
-    text = "".join(b.text for b in ordered if b.type == "text")
-    reasoning = "".join(b.text for b in ordered if b.type == "thinking")
-    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
-    thinking = [b.replayed() for b in ordered if b.type in ("thinking", "redacted_thinking")]
-    finish = _FINISH.get(stop_reason or "end_turn", "stop")
-    if tool_calls and finish == "stop":
-        finish = "tool_calls"
-    return ModelResponse(
-        text=text,
-        reasoning=reasoning,
-        tool_calls=tool_calls,
-        finish_reason=finish,
+    return base.response_from_blocks(
+        blocks,
+        finish=_FINISH.get(stop_reason or "end_turn", "stop"),
+        thought_type="thinking",
+        replayed_types=("thinking", "redacted_thinking"),
+        replay_key="thinking_blocks",
         usage=Usage.split_input(
             usage.get("input_tokens", 0),
             usage.get("output_tokens", 0),
             cache_read=usage.get("cache_read_input_tokens", 0),
             cache_write=usage.get("cache_creation_input_tokens", 0),
         ),
-        provider_data={"thinking_blocks": thinking} if thinking else None,
         model=model,
     )
 
@@ -232,16 +224,7 @@ def _response(
 def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Anthropic messages: tool results as user `tool_result` blocks, same-role messages
     merged, empty ones dropped, a cache breakpoint on the last user message."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
-        else:
-            wire.append({"role": role, "content": blocks})
+    wire = base.alternating(messages, _blocks)
     for entry in reversed(wire):
         if entry["role"] == "user":
             entry["content"][-1] = {**entry["content"][-1], "cache_control": CACHE}
@@ -267,9 +250,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         if message.text:
             blocks.append({"type": "text", "text": message.text})
         for call in message.tool_calls:
-            blocks.append(
-                {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-            )
+            tool_input = base.tool_input(call.arguments)
+            blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input})
         return blocks
     return _content_blocks(message.content)
 
@@ -286,12 +268,3 @@ def _content_blocks(content: str | list[TextPart | ImagePart]) -> list[dict[str,
             source = {"type": "base64", "media_type": part.mime_type, "data": part.data}
             blocks.append({"type": "image", "source": source})
     return blocks
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    """Tool-use input must be an object; arguments that were not one are kept as text."""
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {"_raw_arguments": arguments}
-    return value if isinstance(value, dict) else {"_raw_arguments": arguments}

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
@@ -46,6 +47,61 @@ class ModelResponse:
 
 
 StreamItem = TextDelta | ThoughtDelta | ModelResponse
+
+
+def alternating(
+    messages: list[Message], blocks_of: Callable[[Message], list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Wire messages whose roles alternate (Anthropic's and Bedrock's rule): each message's
+    blocks, tool results on the user's side, same-role neighbours merged, empty ones dropped."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        role = "assistant" if message.role == "assistant" else "user"
+        blocks = blocks_of(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    return wire
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """A tool call's arguments as the object Anthropic's and Bedrock's tool use carries;
+    arguments that were not one are kept as text."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"_raw_arguments": arguments}
+
+
+def response_from_blocks(
+    blocks: dict[int, Any],
+    *,
+    finish: FinishReason,
+    thought_type: str,
+    replayed_types: tuple[str, ...],
+    replay_key: str,
+    usage: Usage,
+    model: str,
+) -> ModelResponse:
+    """The response of a stream of indexed content blocks (Anthropic's and Bedrock's), each
+    with a `type`, its `text`, a tool's `id` and `name`, and `replayed()` for reasoning the
+    next request must send back (under `provider_data[replay_key]`)."""
+    ordered = [blocks[i] for i in sorted(blocks)]
+    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
+    replayed = [b.replayed() for b in ordered if b.type in replayed_types]
+    return ModelResponse(
+        text="".join(b.text for b in ordered if b.type == "text"),
+        reasoning="".join(b.text for b in ordered if b.type == thought_type),
+        tool_calls=tool_calls,
+        finish_reason="tool_calls" if tool_calls and finish == "stop" else finish,
+        usage=usage,
+        provider_data={replay_key: replayed} if replayed else None,
+        model=model,
+    )
 
 
 class ErrorKind(StrEnum):

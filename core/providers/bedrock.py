@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 import os
 import threading
@@ -22,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart, ToolCall
 from core.models import Usage, model_info
+from core.providers import base
 from core.providers.base import (
     ErrorKind,
     FinishReason,
@@ -32,20 +31,14 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.encoding import clean
+from core.providers.bedrock_messages import to_converse_messages
 from core.providers.errors import from_status, with_hints
+from core.providers.sdk import SdkProvider, clean
 
 log = logging.getLogger(__name__)
 
 THINKING_BUDGET = {"low": 2_048, "medium": 8_192, "high": 24_576}
 MIN_THINKING_BUDGET = 1_024
-_IMAGE_FORMATS = {
-    "image/png": "png",
-    "image/jpeg": "jpeg",
-    "image/jpg": "jpeg",
-    "image/gif": "gif",
-    "image/webp": "webp",
-}
 _FINISH: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -86,28 +79,16 @@ _CONNECTION = {
 _END = object()
 
 
-class BedrockConverseProvider:
+class BedrockConverseProvider(SdkProvider):
+    """The SDK is boto3, with a client per AWS service; AWS credentials come from the AWS
+    sources, never from a key pool."""
+
     api_mode = "bedrock_converse"
 
     def __init__(
-        self,
-        model: str,
-        *,
-        api_key: str | None = None,  # unused: AWS credentials come from the AWS sources
-        base_url: str | None,
-        name: str,
-        timeout: float,
-        stale_seconds: float,
-        extra_headers: dict[str, str] | None = None,
-        api_keys: list[str] | None = None,
-        region: str | None = None,
-        profile: str | None = None,
+        self, model: str, *, region: str | None = None, profile: str | None = None, **endpoint: Any
     ) -> None:
-        self.model = model
-        self.name = name
-        self.endpoint_url = base_url
-        self.timeout = timeout
-        self.stale_seconds = stale_seconds
+        super().__init__(model, **{"api_key": None, **endpoint, "api_keys": None})
         self.region = region
         self.profile = profile
         self._clients: dict[str, Any] = {}
@@ -143,7 +124,7 @@ class BedrockConverseProvider:
                 connect_timeout=min(self.timeout, 60),
                 user_agent_extra="hermes-acp",
             )
-            return session.client(service, endpoint_url=self.endpoint_url, config=config)
+            return session.client(service, endpoint_url=self.base_url, config=config)
         except Exception as exc:
             raise classify_aws(exc, provider=self.name) from exc
 
@@ -346,91 +327,20 @@ class _Block:
 def _response(
     blocks: dict[int, _Block], stop_reason: str, usage: dict[str, int], model: str
 ) -> ModelResponse:
-    ordered = [blocks[i] for i in sorted(blocks)]
-    tool_calls = [ToolCall(b.id, b.name, b.text or "{}") for b in ordered if b.type == "tool_use"]
-    reasoning_blocks = [b.replayed() for b in ordered if b.type == "reasoning"]
-    finish = _FINISH.get(stop_reason, "stop")
-    if tool_calls and finish == "stop":
-        finish = "tool_calls"
-    return ModelResponse(
-        text="".join(b.text for b in ordered if b.type == "text"),
-        reasoning="".join(b.text for b in ordered if b.type == "reasoning"),
-        tool_calls=tool_calls,
-        finish_reason=finish,
+    return base.response_from_blocks(
+        blocks,
+        finish=_FINISH.get(stop_reason, "stop"),
+        thought_type="reasoning",
+        replayed_types=("reasoning",),
+        replay_key="reasoning_blocks",
         usage=Usage.split_input(
             usage.get("inputTokens", 0),
             usage.get("outputTokens", 0),
             cache_read=usage.get("cacheReadInputTokens", 0),
             cache_write=usage.get("cacheWriteInputTokens", 0),
         ),
-        provider_data={"reasoning_blocks": reasoning_blocks} if reasoning_blocks else None,
         model=model,
     )
-
-
-# -- history -> Converse messages ------------------------------------------------------
-
-
-def to_converse_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Converse messages: tool results as user `toolResult` blocks, same-role messages
-    merged (the API wants user and assistant to alternate), empty ones dropped."""
-    wire: list[dict[str, Any]] = []
-    for message in messages:
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
-        if not blocks:
-            continue
-        if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
-        else:
-            wire.append({"role": role, "content": blocks})
-    return wire
-
-
-def _blocks(message: Message) -> list[dict[str, Any]]:
-    if message.role == "tool":
-        content = _content(message.content) or [{"text": "(no output)"}]
-        result = {"toolUseId": message.tool_call_id or "", "content": content}
-        result["status"] = "error" if message.is_error else "success"
-        return [{"toolResult": result}]
-    if message.role == "assistant":
-        blocks: list[dict[str, Any]] = []
-        for replayed in (message.provider_data or {}).get("reasoning_blocks", []):
-            if "redactedContent" in replayed:
-                replayed = {"redactedContent": base64.b64decode(replayed["redactedContent"])}
-            blocks.append({"reasoningContent": replayed})
-        if message.text:
-            blocks.append({"text": message.text})
-        for call in message.tool_calls:
-            blocks.append(
-                {"toolUse": {"toolUseId": call.id, "name": call.name, "input": _input(call.arguments)}}
-            )
-        return blocks
-    return _content(message.content)
-
-
-def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:
-    if isinstance(content, str):
-        return [{"text": content}] if content else []
-    blocks: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, TextPart):
-            if part.text:
-                blocks.append({"text": part.text})
-        else:
-            image_format = _IMAGE_FORMATS.get(part.mime_type.lower(), "png")
-            blocks.append(
-                {"image": {"format": image_format, "source": {"bytes": base64.b64decode(part.data)}}}
-            )
-    return blocks
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments or "{}")
-    except ValueError:
-        return {"_raw_arguments": arguments}
-    return value if isinstance(value, dict) else {"_raw_arguments": arguments}
 
 
 # -- errors ------------------------------------------------------------------------------

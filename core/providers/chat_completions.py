@@ -18,9 +18,9 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import classify_stream_error, close_quietly, untransformed
-from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, json_events, malformed, open_response
+from core.providers.errors import classify_stream_error
+from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged, open_response
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -152,7 +152,7 @@ class ChatCompletionsProvider(SdkProvider):
             stale_seconds=self.stale_seconds,
             provider=self.name,
         )
-        events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
+        events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
         thoughts: list[str] = []
         calls: dict[int, _PartialCall] = {}
@@ -161,24 +161,33 @@ class ChatCompletionsProvider(SdkProvider):
         usage = Usage()
         model = self.model
         try:
-            async for _, chunk in events:
+            async for batch in events:
+                read: list[TextDelta | ThoughtDelta] = []  # the deltas of one network read
+                failure: Exception | None = None
                 try:
-                    if error := chunk.get("error"):
-                        raise classify_stream_error(error, provider=self.name)
-                    model = chunk.get("model") or model
-                    if raw_usage := chunk.get("usage"):
-                        usage = _usage(raw_usage)
-                    for choice in chunk.get("choices") or ():
-                        if delta := choice.get("delta"):
-                            for item in _deltas(delta, think):
-                                (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
-                                yield item
-                            for call in delta.get("tool_calls") or ():
-                                _merge_call(calls, call)
-                        if reason := choice.get("finish_reason"):
-                            finish = reason
-                except MALFORMED as exc:
-                    raise malformed(exc, chunk, provider=self.name) from exc
+                    for _, chunk in batch:
+                        try:
+                            if error := chunk.get("error"):
+                                raise classify_stream_error(error, provider=self.name)
+                            model = chunk.get("model") or model
+                            if raw_usage := chunk.get("usage"):
+                                usage = _usage(raw_usage)
+                            for choice in chunk.get("choices") or ():
+                                if delta := choice.get("delta"):
+                                    read += _deltas(delta, think)
+                                    for call in delta.get("tool_calls") or ():
+                                        _merge_call(calls, call)
+                                if reason := choice.get("finish_reason"):
+                                    finish = reason
+                        except MALFORMED as exc:
+                            raise malformed(exc, chunk, provider=self.name) from exc
+                except Exception as exc:  # what came before it in the read still goes out first
+                    failure = exc
+                for item in merged(read):
+                    (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
+                    yield item
+                if failure is not None:
+                    raise failure
             for is_thought, piece in think.flush():
                 (thoughts if is_thought else text).append(piece)
                 yield ThoughtDelta(piece) if is_thought else TextDelta(piece)

@@ -7,18 +7,13 @@ class names) rather than on SDK classes, so this module never imports `openai`,
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
-import logging
 import re
 import time
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 from core.providers.base import ErrorKind, ProviderError
-
-T = TypeVar("T")
-logger = logging.getLogger(__name__)
 
 _OVERFLOW = re.compile(
     r"context[_ ]length[_ ]exceeded|maximum context length|context window|context limit"
@@ -180,138 +175,3 @@ def _error_details(exc: BaseException) -> tuple[str, str | None, str | None]:
     code = inner.get("code") or getattr(exc, "code", None)
     err_type = inner.get("type") or None
     return str(message), (str(code) if code else None), (str(err_type) if err_type else None)
-
-
-END = object()  # what StaleWatch.read returns when the stream ended
-
-
-class StaleWatch:
-    """Reads one stream piece by piece; no item for `stale_seconds` -> ProviderError(STALE).
-
-    The window starts at creation and again at each `restart()`; the time a consumer
-    spends between reads does not count. One timer serves the whole stream and only
-    moves on when it fires early: a timeout scope armed and cancelled around every read
-    (`asyncio.timeout`) costs more than parsing the SSE event the read brings.
-    """
-
-    def __init__(self, *, stale_seconds: float, provider: str) -> None:
-        self.stale_seconds = stale_seconds
-        self.provider = provider
-        self._loop = asyncio.get_running_loop()
-        self._deadline = self._loop.time() + stale_seconds
-        self._timer: asyncio.TimerHandle | None = None
-        self._reader: asyncio.Task[Any] | None = None  # the task inside read(), if any
-        self._fired = False
-
-    def restart(self) -> None:
-        """An item arrived and was handled: the stale window starts again now."""
-        self._deadline = self._loop.time() + self.stale_seconds
-
-    async def read(self, iterator: AsyncIterator[T]) -> T | object:
-        """The next item, or END. Any SDK or HTTP failure -> its ProviderError."""
-        task = asyncio.current_task()
-        assert task is not None
-        cancelling = task.cancelling()
-        self._reader = task
-        if self._timer is None:
-            self._timer = self._loop.call_at(self._deadline, self._check)
-        try:
-            return await anext(iterator)
-        except StopAsyncIteration:
-            return END
-        except asyncio.CancelledError as exc:
-            if self._take_back(task) and task.cancelling() <= cancelling:  # ours alone
-                raise self._stale() from exc
-            raise
-        except ProviderError:
-            raise
-        except Exception as exc:  # an HTTP layer may turn our cancel into its own error
-            raise (self._stale() if self._take_back(task) else classify(exc, provider=self.provider)) from exc
-        finally:
-            self._reader = None
-            if self._fired:  # a cancel some layer swallowed must not outlive the read
-                self._take_back(task)
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _check(self) -> None:
-        self._timer = None
-        if self._reader is None:
-            return  # the consumer is busy; the next read arms the timer again
-        if self._loop.time() < self._deadline:
-            self._timer = self._loop.call_at(self._deadline, self._check)
-            return
-        self._fired = True
-        self._reader.cancel()
-
-    def _stale(self) -> ProviderError:
-        message = f"no data for {self.stale_seconds:g}s: the stream stalled"
-        return ProviderError(ErrorKind.STALE, message, provider=self.provider)
-
-    def _take_back(self, task: asyncio.Task[Any]) -> bool:
-        """Withdraw this watch's cancel request, if it made one."""
-        if not self._fired:
-            return False
-        self._fired = False
-        task.uncancel()
-        return True
-
-
-async def close_quietly(*closables: Any) -> None:
-    """Close SDK streams and iterators, ignoring errors from already-broken connections."""
-    for closable in closables:
-        close = getattr(closable, "aclose", None) or getattr(closable, "close", None)
-        if close is None:
-            continue
-        try:
-            await close()
-        except Exception:  # closing a dead connection may complain; nothing left to do
-            logger.debug("closing a stream failed", exc_info=True)
-
-
-async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
-    """Await an SDK `create(stream=True)` call (it returns once headers arrived), translating
-    failures and giving up after `stale_seconds` without a response."""
-    try:
-        async with asyncio.timeout(stale_seconds) as deadline:
-            return await call
-    except TimeoutError as exc:
-        if deadline.expired():
-            raise ProviderError(
-                ErrorKind.STALE, f"no response for {stale_seconds:g}s", provider=provider
-            ) from exc
-        raise classify(exc, provider=provider) from exc
-    except ProviderError:
-        raise
-    except Exception as exc:
-        raise classify(exc, provider=provider) from exc
-
-
-def untransformed(
-    params: dict[str, Any], *, bulky: tuple[str, ...], placeholders: dict[str, Any]
-) -> dict[str, Any]:
-    """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
-    `extra_body`.
-
-    The SDKs walk every request parameter against their TypedDicts before sending
-    (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
-    for JSON we built in wire shape already. `extra_body` (public API) is merged into
-    the body after that walk, so those parts go out as they are; `placeholders` stand
-    in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
-    on its way out, instead of failing the request (core/providers/encoding.py).
-    """
-    from core.providers.encoding import clean
-
-    out = dict(clean(params))
-    extra = dict(out.pop("extra_body", None) or {})
-    for key in bulky:
-        if key in out:
-            extra[key] = out.pop(key)
-            if key in placeholders:
-                out[key] = placeholders[key]
-    if extra:
-        out["extra_body"] = extra
-    return out

@@ -144,17 +144,8 @@ def build_chain(settings: Settings, model: str | None = None) -> list[Provider]:
     configured fallbacks, in order."""
     ContextLimits(settings).apply_stored()
     chain = [build_provider(settings, model=model or settings.model)]
-    for entry in settings.fallback:
-        chain.append(
-            build_provider(
-                settings,
-                provider=entry.provider,
-                model=entry.model,
-                base_url=entry.base_url,
-                api_key_env=entry.api_key_env,
-                api_mode=entry.api_mode,
-            )
-        )
+    # A fallback entry's fields are build_provider's arguments, by name.
+    chain += [build_provider(settings, **entry.model_dump()) for entry in settings.fallback]
     return chain
 
 

@@ -17,14 +17,9 @@ from core.providers.base import (
     ProviderError,
     StreamItem,
 )
-from core.providers.errors import (
-    classify_payload,
-    classify_stream_error,
-    close_quietly,
-    untransformed,
-)
-from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, drain, json_events, malformed, open_response
+from core.providers.errors import classify_payload, classify_stream_error
+from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
@@ -108,23 +103,17 @@ class ResponsesProvider(SdkProvider):
                         item_id = event["item_id"]
                         call = calls.setdefault(item_id, {"call_id": item_id, "name": "", "arguments": ""})
                         call["arguments"] += event.get("delta") or ""
-                    elif kind == "response.output_item.added":
+                    elif kind in ("response.output_item.added", "response.output_item.done"):
                         item = event["item"]
                         if item.get("type") == "function_call":
+                            # added: arguments follow as deltas; done: they come whole
+                            done = kind == "response.output_item.done"
                             calls[item.get("id") or item["call_id"]] = {
                                 "call_id": item["call_id"],
                                 "name": item.get("name") or "",
-                                "arguments": "",
+                                "arguments": (item.get("arguments") or "") if done else "",
                             }
-                    elif kind == "response.output_item.done":
-                        item = event["item"]
-                        if item.get("type") == "function_call":
-                            calls[item.get("id") or item["call_id"]] = {
-                                "call_id": item["call_id"],
-                                "name": item.get("name") or "",
-                                "arguments": item.get("arguments") or "",
-                            }
-                        elif item.get("type") == "reasoning":
+                        elif item.get("type") == "reasoning" and kind == "response.output_item.done":
                             reasoning_items.append(_without_none(item))
                     elif kind == "error":
                         raise classify_stream_error(event, provider=self.name)

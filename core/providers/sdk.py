@@ -1,8 +1,17 @@
-"""What the three API shapes share: one endpoint's settings and a lazily built SDK client."""
+"""What the API shapes share: one endpoint's settings, a lazily built SDK client, and the
+request handed to it as it is (`untransformed`, `clean`).
+
+The client is shared by every provider of the process that calls the same endpoint with
+the same key (50 sessions, one client): building one costs ~50 ms of CPU (the system's
+certificate store), and one connection pool serves them all. It is closed when the last
+provider using it closes (a model switch still closes the connections it retires).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from core.providers.base import ErrorKind, ProviderError
@@ -35,6 +44,7 @@ class SdkProvider:
         self.stale_seconds = stale_seconds
         self.extra_headers = dict(extra_headers or {})
         self._client: Any = None
+        self._client_key: tuple[Any, ...] | None = None
 
     def _normalise_base_url(self, base_url: str | None) -> str | None:
         return base_url
@@ -48,17 +58,27 @@ class SdkProvider:
         raise NotImplementedError
 
     async def client(self) -> Any:
-        """The SDK client, made on first use in a thread: importing the SDK and loading the
-        system's certificates is blocking disk work."""
+        """The SDK client, taken from the shared ones or made on first use in a thread:
+        importing the SDK and loading the system's certificates is blocking disk work."""
         if self._client is None:
-            client = await asyncio.to_thread(self._make_client)
-            if self._client is None:  # a concurrent first call may have won
-                self._client = client
+            if not self.api_key and self._needs_key():
+                raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
+            key = (
+                asyncio.get_running_loop(),  # a client's connections belong to one event loop
+                type(self),
+                self.api_key,
+                self.base_url,
+                self.timeout,
+                tuple(sorted(self.extra_headers.items())),
+            )
+            client = await asyncio.to_thread(_SHARED.take, key, self._make_client)
+            if self._client is None:
+                self._client, self._client_key = client, key
+            else:  # a concurrent first call won
+                await _SHARED.give_back(key)
         return self._client
 
     def _make_client(self) -> Any:
-        if not self.api_key and self._needs_key():
-            raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
         return self._sdk_client_class()(
             # Explicit even when empty: local servers need no key, the SDKs insist on one,
             # and an explicit key stops them reading the environment or a profile.
@@ -88,6 +108,108 @@ class SdkProvider:
             raise classify(exc, provider=self.name) from exc
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
+        if self._client_key is not None:
+            key, self._client, self._client_key = self._client_key, None, None
+            await _SHARED.give_back(key)
+
+
+def untransformed(
+    params: dict[str, Any], *, bulky: tuple[str, ...], placeholders: dict[str, Any]
+) -> dict[str, Any]:
+    """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
+    `extra_body`.
+
+    The SDKs walk every request parameter against their TypedDicts before sending
+    (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
+    for JSON we built in wire shape already. `extra_body` (public API) is merged into
+    the body after that walk, so those parts go out as they are; `placeholders` stand
+    in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
+    on its way out, instead of failing the request (`clean`).
+    """
+    out = dict(clean(params))
+    extra = dict(out.pop("extra_body", None) or {})
+    for key in bulky:
+        if key in out:
+            extra[key] = out.pop(key)
+            if key in placeholders:
+                out[key] = placeholders[key]
+    if extra:
+        out["extra_body"] = extra
+    return out
+
+
+# Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,
+# a tool's broken output, half of an emoji cut by truncation) made sendable: JSON encoders
+# refuse it (`surrogates not allowed`), which would fail the whole turn; a replacement
+# character in its place loses one character instead.
+REPLACEMENT = "\ufffd"
+
+
+def clean_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD; surrogate pairs (as a JSON
+    decoder may leave them) joined into their character."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def clean(value: Any) -> Any:
+    """A wire payload (dicts, lists, strings) with its strings cleaned; the same objects
+    when nothing needed it, so the common case copies nothing."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        out = None
+        for key, item in value.items():
+            fixed = clean(item)
+            if fixed is not item:
+                out = dict(value) if out is None else out
+                out[key] = fixed
+        return value if out is None else out
+    if isinstance(value, list):
+        fixed_items = [clean(item) for item in value]
+        if any(a is not b for a, b in zip(fixed_items, value, strict=True)):
+            return fixed_items
+        return value
+    return value
+
+
+@dataclass(slots=True)
+class _Shared:
+    client: Any
+    users: int = 1
+
+
+class _SharedClients:
+    """The process's SDK clients by endpoint and key, each with the count of its users."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # taken in worker threads (take) and on the loop
+        self._clients: dict[tuple[Any, ...], _Shared] = {}
+
+    def take(self, key: tuple[Any, ...], make: Any) -> Any:
+        """The client for `key`, made with `make()` when there is none (blocking: call in a
+        thread; concurrent first users wait for one client instead of making one each)."""
+        with self._lock:
+            shared = self._clients.get(key)
+            if shared is None:
+                shared = self._clients[key] = _Shared(make())
+            else:
+                shared.users += 1
+            return shared.client
+
+    async def give_back(self, key: tuple[Any, ...]) -> None:
+        with self._lock:
+            shared = self._clients[key]
+            shared.users -= 1
+            if shared.users:
+                return
+            del self._clients[key]
+        await shared.client.close()
+
+
+_SHARED = _SharedClients()

@@ -1,4 +1,5 @@
-"""Server-Sent Events read straight off an SDK's raw streaming response, as plain dicts.
+"""A model's stream: Server-Sent Events read straight off an SDK's raw streaming response,
+as plain dicts, under a watch that ends a stream gone stale.
 
 The SDKs still build, authenticate and send the request, and still turn a non-2xx status
 into their status error (`with_streaming_response.create(...)`). Only the body is ours:
@@ -10,14 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from core.providers.base import ErrorKind, ProviderError
-from core.providers.errors import END, StaleWatch, close_quietly, open_stream
+from core.providers.errors import classify
 
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
 DONE = "[DONE]"  # OpenAI-style streams end with this data line
 DRAIN_SECONDS = 0.1  # how long reading the rest of a finished body may take
 _LINE_ENDS = (b"\n", b"\r")
@@ -127,6 +131,114 @@ class SSEDecoder:
         return event
 
 
+END = object()  # what StaleWatch.read returns when the stream ended
+
+
+class StaleWatch:
+    """Reads one stream piece by piece; no item for `stale_seconds` -> ProviderError(STALE).
+
+    The window starts at creation and again at each `restart()`; the time a consumer
+    spends between reads does not count. One timer serves the whole stream and only
+    moves on when it fires early: a timeout scope armed and cancelled around every read
+    (`asyncio.timeout`) costs more than parsing the SSE event the read brings.
+    """
+
+    def __init__(self, *, stale_seconds: float, provider: str) -> None:
+        self.stale_seconds = stale_seconds
+        self.provider = provider
+        self._loop = asyncio.get_running_loop()
+        self._deadline = self._loop.time() + stale_seconds
+        self._timer: asyncio.TimerHandle | None = None
+        self._reader: asyncio.Task[Any] | None = None  # the task inside read(), if any
+        self._fired = False
+
+    def restart(self) -> None:
+        """An item arrived and was handled: the stale window starts again now."""
+        self._deadline = self._loop.time() + self.stale_seconds
+
+    async def read(self, iterator: AsyncIterator[T]) -> T | object:
+        """The next item, or END. Any SDK or HTTP failure -> its ProviderError."""
+        task = asyncio.current_task()
+        assert task is not None
+        cancelling = task.cancelling()
+        self._reader = task
+        if self._timer is None:
+            self._timer = self._loop.call_at(self._deadline, self._check)
+        try:
+            return await anext(iterator)
+        except StopAsyncIteration:
+            return END
+        except asyncio.CancelledError as exc:
+            if self._take_back(task) and task.cancelling() <= cancelling:  # ours alone
+                raise self._stale() from exc
+            raise
+        except ProviderError:
+            raise
+        except Exception as exc:  # an HTTP layer may turn our cancel into its own error
+            raise (self._stale() if self._take_back(task) else classify(exc, provider=self.provider)) from exc
+        finally:
+            self._reader = None
+            if self._fired:  # a cancel some layer swallowed must not outlive the read
+                self._take_back(task)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        self._timer = None
+        if self._reader is None:
+            return  # the consumer is busy; the next read arms the timer again
+        if self._loop.time() < self._deadline:
+            self._timer = self._loop.call_at(self._deadline, self._check)
+            return
+        self._fired = True
+        self._reader.cancel()
+
+    def _stale(self) -> ProviderError:
+        message = f"no data for {self.stale_seconds:g}s: the stream stalled"
+        return ProviderError(ErrorKind.STALE, message, provider=self.provider)
+
+    def _take_back(self, task: asyncio.Task[Any]) -> bool:
+        """Withdraw this watch's cancel request, if it made one."""
+        if not self._fired:
+            return False
+        self._fired = False
+        task.uncancel()
+        return True
+
+
+async def close_quietly(*closables: Any) -> None:
+    """Close SDK streams and iterators, ignoring errors from already-broken connections."""
+    for closable in closables:
+        close = getattr(closable, "aclose", None) or getattr(closable, "close", None)
+        if close is None:
+            continue
+        try:
+            await close()
+        except Exception:  # closing a dead connection may complain; nothing left to do
+            logger.debug("closing a stream failed", exc_info=True)
+
+
+async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
+    """Await an SDK `create(stream=True)` call (it returns once headers arrived), translating
+    failures and giving up after `stale_seconds` without a response."""
+    try:
+        async with asyncio.timeout(stale_seconds) as deadline:
+            return await call
+    except TimeoutError as exc:
+        if deadline.expired():
+            raise ProviderError(
+                ErrorKind.STALE, f"no response for {stale_seconds:g}s", provider=provider
+            ) from exc
+        raise classify(exc, provider=provider) from exc
+    except ProviderError:
+        raise
+    except Exception as exc:
+        raise classify(exc, provider=provider) from exc
+
+
 async def open_response(
     request: AbstractAsyncContextManager[Any], *, stale_seconds: float, provider: str
 ) -> Any:
@@ -143,9 +255,19 @@ async def open_response(
 async def json_events(
     response: Any, *, stale_seconds: float, provider: str
 ) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, parsed data) for each event of a raw SDK response, until the body ends
-    or a `[DONE]` data line (the rest of the body is then read and dropped, so the
-    connection can serve the next request).
+    """(event name, parsed data) for each event of a raw SDK response (see `json_batches`)."""
+    async for batch in json_batches(response, stale_seconds=stale_seconds, provider=provider):
+        for item in batch:
+            yield item
+
+
+async def json_batches(
+    response: Any, *, stale_seconds: float, provider: str
+) -> AsyncIterator[list[tuple[str, Any]]]:
+    """The (event name, parsed data) of the events each network read completed, together,
+    until the body ends or a `[DONE]` data line (the rest of the body is then read and
+    dropped, so the connection can serve the next request). A provider merges the deltas
+    of one read into one: a fast stream costs a message per read, not per token.
 
     No event for `stale_seconds` -> ProviderError(STALE); keep-alive comments do not
     count, they show a live connection, not a live model. A broken connection, or data
@@ -159,13 +281,18 @@ async def json_events(
             chunk = await watch.read(chunks)
             ended = chunk is END
             events = decoder.finish() if ended else decoder.feed(cast(bytes, chunk))
+            batch: list[tuple[str, Any]] = []
             for event in events:
                 if not event.data:
                     continue
                 if event.data.startswith(DONE):
+                    if batch:
+                        yield batch
                     await _drain(chunks)
                     return
-                yield event.event, _parse(event, provider)
+                batch.append((event.event, _parse(event, provider)))
+            if batch:
+                yield batch
             if ended:
                 return
             if events:
@@ -173,6 +300,25 @@ async def json_events(
     finally:
         watch.close()
         await close_quietly(chunks)
+
+
+def merged(deltas: list[Any]) -> list[Any]:
+    """Runs of deltas of one kind (TextDelta, ThoughtDelta) joined into one delta each."""
+    if len(deltas) < 2:
+        return deltas
+    out: list[Any] = []
+    run: list[str] = []
+    for delta in deltas:
+        if out and type(out[-1]) is type(delta):
+            run.append(delta.text)
+            continue
+        if len(run) > 1:
+            out[-1] = type(out[-1])("".join(run))
+        out.append(delta)
+        run = [delta.text]
+    if len(run) > 1:
+        out[-1] = type(out[-1])("".join(run))
+    return out
 
 
 def _body(response: Any) -> AsyncIterator[bytes]:

@@ -1,0 +1,143 @@
+"""The `initialize` params, read without the SDK's schema when they are plainly valid.
+
+`initialize` is answered before the SDK's schema is imported (hermes_acp/sdk_import.py):
+it keeps only a few capability flags and the client's name. `read_initialize` reads
+them straight from params that the schema's `InitializeRequest` would accept with the
+very same values: known camelCase keys only, JSON booleans where booleans go, objects
+where objects go. Anything else (a string for a boolean, which pydantic coerces; a
+snake_case alias; an unknown or malformed capability, which the SDK may salvage into
+defaults for the whole object) goes through the schema model as before. So the fast
+path never decides differently, only sooner; `tests/test_hello.py` holds both readings
+to the same answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MAX_PROTOCOL_VERSION = 65535  # the schema's bound (a u16)
+
+# key -> the keys its object may have; None: a leaf read by `_plain_leaf`
+_META = "_meta"
+_EMPTY: dict[str, Any] = {_META: None}
+_SHAPE: dict[str, Any] = {
+    "fs": {"readTextFile": bool, "writeTextFile": bool, _META: None},
+    "terminal": bool,
+    "auth": {"terminal": bool, _META: None},
+    "session": {"configOptions": {"boolean": _EMPTY, _META: None}, _META: None},
+    "elicitation": {"form": _EMPTY, "url": _EMPTY, _META: None},
+    _META: None,
+}
+_CLIENT_INFO = {"name": str, "version": str, "title": str, _META: None}
+_TOP = frozenset({"protocolVersion", "clientCapabilities", "clientInfo", _META})
+
+
+@dataclass(frozen=True, slots=True)
+class ClientHello:
+    """What `initialize` keeps from its params."""
+
+    protocol_version: int
+    client_name: str | None = None
+    read_file: bool = False
+    write_file: bool = False
+    terminal: bool = False
+    terminal_auth: bool = False
+    terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
+    boolean_options: bool = False
+    elicitation_form: bool = False
+
+    @classmethod
+    def from_request(cls, request: Any) -> ClientHello:
+        """From the SDK's validated `InitializeRequest` (read as the server always has)."""
+        from acp.schema import ClientCapabilities
+
+        caps = request.client_capabilities or ClientCapabilities()
+        fs = caps.fs
+        meta = caps.field_meta or {}
+        configs = caps.session.config_options if caps.session else None
+        return cls(
+            protocol_version=request.protocol_version,
+            client_name=request.client_info.name if request.client_info else None,
+            read_file=bool(fs and fs.read_text_file),
+            write_file=bool(fs and fs.write_text_file),
+            terminal=bool(caps.terminal),
+            terminal_auth=bool(caps.auth and caps.auth.terminal),
+            terminal_meta=meta.get("terminal_output") is True,
+            boolean_options=bool(configs and configs.boolean is not None),
+            elicitation_form=bool(caps.elicitation and caps.elicitation.form is not None),
+        )
+
+
+class InitializeParams:
+    """The params model of `initialize` in the method table (see server.parse_params)."""
+
+    @staticmethod
+    def model_validate(params: dict[str, Any]) -> ClientHello:
+        if is_plain(params):
+            return read_plain(params)
+        from acp.schema import InitializeRequest
+
+        return ClientHello.from_request(InitializeRequest.model_validate(params))
+
+
+def read_plain(params: dict[str, Any]) -> ClientHello:
+    """The hello in params that `is_plain` accepted."""
+    caps = params.get("clientCapabilities") or {}
+    fs = caps.get("fs") or {}
+    auth = caps.get("auth") or {}
+    configs = (caps.get("session") or {}).get("configOptions") or {}
+    elicitation = caps.get("elicitation") or {}
+    info = params.get("clientInfo")
+    return ClientHello(
+        protocol_version=params["protocolVersion"],
+        client_name=info["name"] if info else None,
+        read_file=fs.get("readTextFile") is True,
+        write_file=fs.get("writeTextFile") is True,
+        terminal=caps.get("terminal") is True,
+        terminal_auth=auth.get("terminal") is True,
+        terminal_meta=(caps.get(_META) or {}).get("terminal_output") is True,
+        boolean_options=configs.get("boolean") is not None,
+        elicitation_form=elicitation.get("form") is not None,
+    )
+
+
+def is_plain(params: dict[str, Any]) -> bool:
+    """Whether the schema would take `params` as they are, with nothing coerced or salvaged."""
+    version = params.get("protocolVersion")
+    if type(version) is not int or not 0 <= version <= MAX_PROTOCOL_VERSION:
+        return False
+    if not params.keys() <= _TOP or not _meta_ok(params.get(_META)):
+        return False
+    info = params.get("clientInfo")
+    if info is not None and not (
+        _fits(info, _CLIENT_INFO)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        return False
+    caps = params.get("clientCapabilities")
+    return caps is None or _fits(caps, _SHAPE)
+
+
+def _fits(value: Any, shape: dict[str, Any]) -> bool:
+    """`value` is an object with only the keys of `shape`, each null or of its shape."""
+    if not isinstance(value, dict) or not value.keys() <= shape.keys():
+        return False
+    for key, child in value.items():
+        expected = shape[key]
+        if child is None:
+            continue
+        if expected is None:  # `_meta`: any object
+            if not isinstance(child, dict):
+                return False
+        elif isinstance(expected, dict):
+            if not _fits(child, expected):
+                return False
+        elif type(child) is not expected:
+            return False
+    return True
+
+
+def _meta_ok(value: Any) -> bool:
+    return value is None or isinstance(value, dict)

@@ -1,0 +1,45 @@
+"""The SDK's package `__init__`, deferred: start-up imports only what it uses, and the
+package is whole for whoever asks it for more."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+PROBE = """
+import json, sys
+from hermes_acp.sdk_import import defer_package_init
+defer_package_init()  # as `hermes-acp --stdio` does before it imports the server
+import hermes_acp.server
+after_import = "acp.schema" in sys.modules
+import acp
+from acp import schema as by_from
+submodule_alone = "acp.core" not in sys.modules
+from acp import PROTOCOL_VERSION, Agent, RequestError
+from acp.exceptions import RequestError as direct
+print(json.dumps({
+    "schema_after_importing_the_server": after_import,
+    "submodule_without_init": submodule_alone,
+    "schema_is_the_module": by_from is sys.modules["acp.schema"],
+    "protocol_version": PROTOCOL_VERSION,
+    "same_class": RequestError is direct,
+    "agent": Agent.__name__,
+    "init_ran_once": "__getattr__" not in vars(acp),
+}))
+"""
+
+
+def test_the_server_imports_without_the_schema_and_the_package_stays_whole() -> None:
+    result = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {
+        "schema_after_importing_the_server": False,
+        "submodule_without_init": True,
+        "schema_is_the_module": True,
+        "protocol_version": 1,
+        "same_class": True,
+        "agent": "Agent",
+        "init_ran_once": True,
+    }

@@ -178,19 +178,24 @@ async def test_a_prompt_still_running_past_end_of_input_seconds_answers_cancelle
 async def test_stray_prints_land_on_stderr(fake: FakeProvider, tmp_path: Path) -> None:
     """Whatever a library prints (print() or a raw write to fd 1) must not reach the
     protocol stream: every stdout line is checked to be JSON-RPC by the harness."""
-    hooks = tmp_path / "hooks"
+    hooks, go = tmp_path / "hooks", tmp_path / "go"
     hooks.mkdir()
+    # The library prints once the server is serving (the test says when by creating `go`):
+    # the redirection of fd 1 happens at start-up, before the initialize answer.
     (hooks / "sitecustomize.py").write_text(
-        "import os, sys, threading\n"
+        "import os, sys, threading, time\n"
         "def stray():\n"
+        f"    while not os.path.exists({str(go)!r}):\n"
+        "        time.sleep(0.01)\n"
         "    print('stray print from a library')\n"
         "    os.write(1, b'stray raw write to fd 1\\n')\n"
         "    sys.stdout.flush()\n"
-        "threading.Timer(0.2, stray).start()\n"
+        "threading.Thread(target=stray, daemon=True).start()\n"
     )
     env = server_env(tmp_path, fake, PYTHONPATH=str(hooks))
     async with spawn_server(env) as process:
         await process.request("i", "initialize", {"protocolVersion": 1})
+        go.touch()
         # Wait for the strays themselves (the timer fires whenever a loaded machine lets it).
         while not ("stray print from a library" in process.stderr and "stray raw write" in process.stderr):
             await asyncio.sleep(0.02)

@@ -11,7 +11,7 @@ def alive(pid: int) -> bool:
     """Running (a zombie counts as dead: PID 1 here may never reap orphans)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before, or while, /proc was read
         return False
     return fields[0] != "Z"
 

@@ -40,6 +40,7 @@ from tests.support.agents import (
     of_type,
 )
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.processes import wait_gone
 
 pytestmark = pytest.mark.usefixtures("agent_test")
 
@@ -407,14 +408,7 @@ async def test_cancelling_during_a_command_kills_it(fake, workdir):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for _ in range(1500):  # the kill is sent; wait for the process to be gone
-        try:
-            if "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]:
-                break
-        except FileNotFoundError:
-            break
-        await asyncio.sleep(0.02)
-    assert not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().split()[2]
+    await wait_gone(pid, "the killed command")  # the kill is sent
 
 
 async def test_each_request_extends_the_previous_one_byte_for_byte(fake, workdir):

@@ -7,8 +7,11 @@ signatures, Responses reasoning items) without the rest of the engine knowing it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -51,6 +54,32 @@ class Message:
     # {"title", "kind", "status", "locations", "diff", "raw_input", "raw_output", ...}.
     # Providers never send it.
     display: dict[str, Any] | None = None
+    # What the providers derived from this message (its wire form per API shape, its token
+    # estimate), so a long history is not converted again on every model call. Assigning
+    # any field a model reads drops it (`__setattr__`), so a derived form cannot outlive
+    # the content it came from; a replaced message is a new object with none.
+    memo: dict[Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _MEMO_SURVIVES:
+            object.__setattr__(self, "memo", None)
+        object.__setattr__(self, name, value)
+
+    def memoised(self, key: Any, derive: Callable[[Message], T]) -> T:
+        """`derive(self)`, computed once per `key` while the message stays as it is.
+
+        Nothing in the engine edits a committed message's nested parts in place (its
+        content list, tool calls, provider_data); code that would must assign the field
+        anew, which drops the memo."""
+        memo = self.memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "memo", memo)
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = derive(self)
+            return value
 
     @property
     def is_notice(self) -> bool:
@@ -100,6 +129,11 @@ class Message:
             display=data.get("display"),
             is_error=bool(data.get("is_error", False)),
         )
+
+
+# Fields whose change leaves what a model is sent as it was: the editor-only display, and
+# the memo itself.
+_MEMO_SURVIVES = frozenset({"display", "memo"})
 
 
 def _part_to_dict(part: ContentPart) -> dict[str, Any]:

@@ -74,6 +74,12 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_message_tokens(message: Message) -> int:
+    """The message's estimate, counted once while it stays as it is (`Message.memoised`):
+    every model call estimates the whole history."""
+    return message.memoised("tokens", _count_message_tokens)
+
+
+def _count_message_tokens(message: Message) -> int:
     chars = len(message.reasoning) if message.reasoning else 0
     tokens = MESSAGE_OVERHEAD_TOKENS
     content = message.content
@@ -99,11 +105,8 @@ def estimate_tool_tokens(spec: ToolSpec) -> int:
 def estimate_messages_tokens(system: str, messages: list[Message], tools: list[ToolSpec]) -> int:
     """The estimated size of a whole request: cheap enough for every model call.
 
-    A message costs a few len() calls (images count flat, never by their base64) and a
-    tool spec one small JSON dump, so there is nothing worth caching: 500 messages and
-    20 tools take about 5% of the time serialising the same messages takes (measured by
-    benchmarks/bench_context.py); an id()-keyed cache could save a fraction of a
-    millisecond per call at most.
+    A message costs a few len() calls the first time (images count flat, never by their
+    base64) and a lookup after that; a tool spec one small JSON dump.
     """
     total = estimate_tokens(system)
     for message in messages:

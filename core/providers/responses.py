@@ -18,7 +18,7 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import classify_payload, classify_stream_error
-from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sdk import SdkProvider, untransformed, wire_form
 from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
@@ -73,7 +73,10 @@ class ResponsesProvider(SdkProvider):
         response = await open_response(
             (await self.client()).responses.with_streaming_response.create(
                 **untransformed(
-                    self.params(request), bulky=("input", "tools", "instructions"), placeholders={}
+                    self.params(request),
+                    bulky=("input", "tools", "instructions"),
+                    placeholders={},
+                    cleaned=("input",),
                 )
             ),
             stale_seconds=self.stale_seconds,
@@ -185,27 +188,32 @@ def _without_none(value: Any) -> Any:
 
 
 def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
+    """The history as input items, cleaned; each message converted once (`wire_form`)."""
     items: list[dict[str, Any]] = []
     for message in messages:
-        if message.role == "tool":
-            output = message.text or "(no output)"
-            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
-        elif message.role == "assistant":
-            items.extend(dict(i) for i in (message.provider_data or {}).get("reasoning_items", []))
-            if message.text:
-                items.append({"role": "assistant", "content": message.text})
-            for call in message.tool_calls:
-                items.append(
-                    {
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments,
-                    }
-                )
-        else:
-            items.append({"role": message.role, "content": _content(message.content)})
+        items.extend(wire_form(message, "responses", _items))
     return items
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        output = message.text or "(no output)"
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
+    if message.role == "assistant":
+        items = [dict(i) for i in (message.provider_data or {}).get("reasoning_items", [])]
+        if message.text:
+            items.append({"role": "assistant", "content": message.text})
+        for call in message.tool_calls:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
+        return items
+    return [{"role": message.role, "content": _content(message.content)}]
 
 
 def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from core.messages import Message
 from core.providers.base import ErrorKind, ProviderError
 from core.providers.errors import classify
+
+T = TypeVar("T")
 
 
 class SdkProvider:
@@ -114,7 +118,11 @@ class SdkProvider:
 
 
 def untransformed(
-    params: dict[str, Any], *, bulky: tuple[str, ...], placeholders: dict[str, Any]
+    params: dict[str, Any],
+    *,
+    bulky: tuple[str, ...],
+    placeholders: dict[str, Any],
+    cleaned: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
     `extra_body`.
@@ -124,9 +132,11 @@ def untransformed(
     for JSON we built in wire shape already. `extra_body` (public API) is merged into
     the body after that walk, so those parts go out as they are; `placeholders` stand
     in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
-    on its way out, instead of failing the request (`clean`).
+    on its way out, instead of failing the request (`clean`), except in the `cleaned`
+    parameters: the history, built from wire forms each cleaned once (`wire_form`), which
+    a walk on every call would make cost O(history) per turn.
     """
-    out = dict(clean(params))
+    out = {key: value if key in cleaned else clean(value) for key, value in params.items()}
     extra = dict(out.pop("extra_body", None) or {})
     for key in bulky:
         if key in out:
@@ -136,6 +146,14 @@ def untransformed(
     if extra:
         out["extra_body"] = extra
     return out
+
+
+def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
+    """`convert(message)` cleaned (`clean`), made once per message and `key` (the API
+    shape and what else the conversion depends on) and kept on the message
+    (`Message.memoised`): each call converts only what the history gained since the last.
+    Callers must not mutate what it returns."""
+    return message.memoised(key, lambda m: clean(convert(m)))
 
 
 # Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,

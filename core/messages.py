@@ -7,6 +7,7 @@ signatures, Responses reasoning items) without the rest of the engine knowing it
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -152,6 +153,21 @@ def user(content: str | list[ContentPart]) -> Message:
     return Message(role="user", content=content)
 
 
+def new_since(seen: list[Message], messages: list[Message]) -> tuple[bool, list[Message]]:
+    """(whether `messages` starts with the very objects of `seen`, the messages after
+    those or all of them when it does not); `seen` becomes a copy of `messages`.
+
+    What lets work over a history be incremental and never stale: a history grows by
+    appending; compression and /clear put a new list in its place, an edit a new message
+    object. The identity check runs in C: ~20 ns a message."""
+    continued = len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
+    if not continued:
+        seen.clear()
+    added = messages[len(seen) :]
+    seen.extend(added)
+    return continued, added
+
+
 def repair_alternation(messages: list[Message]) -> list[Message]:
     """Make a history every provider accepts.
 
@@ -160,23 +176,39 @@ def repair_alternation(messages: list[Message]) -> list[Message]:
     instead, so the next request is not rejected for a dangling tool call. Notices
     (for the user only) are left out.
     """
-    repaired: list[Message] = []
-    pending: dict[str, ToolCall] = {}
-    for message in messages:
-        if message.is_notice:
-            continue
-        if message.role == "tool":
-            if message.tool_call_id in pending:
-                pending.pop(message.tool_call_id)
-                repaired.append(message)
-            continue
-        repaired.extend(_interrupted(pending))
-        pending = {}
-        repaired.append(message)
-        if message.role == "assistant":
-            pending = {call.id: call for call in message.tool_calls}
-    repaired.extend(_interrupted(pending))
-    return repaired
+    return RepairedHistory().of(messages)
+
+
+class RepairedHistory:
+    """`repair_alternation` of a history that grows between calls, repairing only what it
+    gained: the result for a list that starts with the same message objects as the last
+    one is extended; for any other list (compressed, cleared, edited) it starts over."""
+
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._repaired: list[Message] = []
+        self._pending: dict[str, ToolCall] = {}
+
+    def of(self, messages: list[Message]) -> list[Message]:
+        continued, added = new_since(self._seen, messages)
+        if not continued:
+            self._repaired = []
+            self._pending = {}
+        repaired, pending = self._repaired, self._pending
+        for message in added:
+            if message.is_notice:
+                continue
+            if message.role == "tool":
+                if message.tool_call_id in pending:
+                    pending.pop(message.tool_call_id)
+                    repaired.append(message)
+                continue
+            repaired.extend(_interrupted(pending))
+            pending.clear()
+            repaired.append(message)
+            if message.role == "assistant":
+                pending.update((call.id, call) for call in message.tool_calls)
+        return repaired + _interrupted(pending)
 
 
 def _interrupted(pending: dict[str, ToolCall]) -> list[Message]:

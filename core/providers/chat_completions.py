@@ -19,7 +19,7 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import classify_stream_error
-from core.providers.sdk import SdkProvider, clean, untransformed, wire_form
+from core.providers.sdk import SdkProvider, clean, untransformed
 from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged, open_response
 
 _FINISH: dict[str, FinishReason] = {
@@ -110,9 +110,8 @@ class ChatCompletionsProvider(SdkProvider):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append(clean({"role": "system", "content": request.system}))
-        key = ("chat_completions", echo_reasoning)
         convert = _to_wire_echoing if echo_reasoning else _to_wire_plain
-        messages.extend(wire_form(m, key, convert) for m in request.messages)
+        messages += self.wire_history(request.messages, ("chat_completions", echo_reasoning), convert)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -270,12 +269,12 @@ def _usage(raw: dict[str, Any]) -> Usage:
     )
 
 
-def _to_wire_echoing(message: Message) -> dict[str, Any]:
-    return _to_wire(message, True)
+def _to_wire_echoing(message: Message) -> list[dict[str, Any]]:
+    return [_to_wire(message, True)]
 
 
-def _to_wire_plain(message: Message) -> dict[str, Any]:
-    return _to_wire(message, False)
+def _to_wire_plain(message: Message) -> list[dict[str, Any]]:
+    return [_to_wire(message, False)]
 
 
 def _to_wire(message: Message, echo_reasoning: bool) -> dict[str, Any]:

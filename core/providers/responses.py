@@ -18,7 +18,7 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import classify_payload, classify_stream_error
-from core.providers.sdk import SdkProvider, untransformed, wire_form
+from core.providers.sdk import SdkProvider, untransformed
 from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
@@ -39,7 +39,7 @@ class ResponsesProvider(SdkProvider):
     def params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "input": to_input_items(request.messages),
+            "input": self.wire_history(request.messages, "responses", _items),
             "stream": True,
             "store": False,
         }
@@ -187,15 +187,8 @@ def _without_none(value: Any) -> Any:
 # -- history -> input items ------------------------------------------------------------
 
 
-def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
-    """The history as input items, cleaned; each message converted once (`wire_form`)."""
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        items.extend(wire_form(message, "responses", _items))
-    return items
-
-
 def _items(message: Message) -> list[dict[str, Any]]:
+    """One message as input items (`SdkProvider.wire_history` keeps and cleans them)."""
     if message.role == "tool":
         output = message.text or "(no output)"
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]

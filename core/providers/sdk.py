@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from core.messages import Message
+from core.messages import Message, new_since
 from core.providers.base import ErrorKind, ProviderError
 from core.providers.errors import classify
 
@@ -49,6 +49,16 @@ class SdkProvider:
         self.extra_headers = dict(extra_headers or {})
         self._client: Any = None
         self._client_key: tuple[Any, ...] | None = None
+        self._histories: dict[Any, WireHistory] = {}  # by conversion: incremental wire forms
+
+    def wire_history(
+        self, messages: list[Message], key: Any, convert: Callable[[Message], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """`messages` as wire items, `convert` run only on the ones new since the last call."""
+        history = self._histories.get(key)
+        if history is None:
+            history = self._histories[key] = WireHistory(key, convert)
+        return history.of(messages)
 
     def _normalise_base_url(self, base_url: str | None) -> str | None:
         return base_url
@@ -153,7 +163,29 @@ def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
     shape and what else the conversion depends on) and kept on the message
     (`Message.memoised`): each call converts only what the history gained since the last.
     Callers must not mutate what it returns."""
+    memo = message.memo
+    if memo is not None and key in memo:  # the common case, kept to a lookup
+        return memo[key]  # type: ignore[no-any-return]
     return message.memoised(key, lambda m: clean(convert(m)))
+
+
+class WireHistory:
+    """A history's wire items, extended by the wire forms of what it gained since the last
+    call (`new_since`); rebuilt from the messages' kept forms when it did not just grow."""
+
+    def __init__(self, key: Any, convert: Callable[[Message], list[dict[str, Any]]]) -> None:
+        self._key = key
+        self._convert = convert
+        self._seen: list[Message] = []
+        self._items: list[dict[str, Any]] = []
+
+    def of(self, messages: list[Message]) -> list[dict[str, Any]]:
+        continued, added = new_since(self._seen, messages)
+        if not continued:
+            self._items = []
+        for message in added:
+            self._items.extend(wire_form(message, self._key, self._convert))
+        return list(self._items)
 
 
 # Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,

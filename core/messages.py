@@ -62,8 +62,10 @@ class Message:
     memo: dict[Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name not in _MEMO_SURVIVES:
+        if name not in _MEMO_SURVIVES and getattr(self, "memo", None) is not None:
+            # Derived forms exist: drop them, and tell every `Growth` its sums are stale.
             object.__setattr__(self, "memo", None)
+            _EDITS[0] += 1
         object.__setattr__(self, name, value)
 
     def memoised(self, key: Any, derive: Callable[[Message], T]) -> T:
@@ -135,6 +137,9 @@ class Message:
 # Fields whose change leaves what a model is sent as it was: the editor-only display, and
 # the memo itself.
 _MEMO_SURVIVES = frozenset({"display", "memo"})
+# How many messages with derived forms have had a field assigned, process-wide: rare (no
+# engine code does it), so one edit anywhere makes every `Growth` start over.
+_EDITS = [0]
 
 
 def _part_to_dict(part: ContentPart) -> dict[str, Any]:
@@ -153,19 +158,31 @@ def user(content: str | list[ContentPart]) -> Message:
     return Message(role="user", content=content)
 
 
-def new_since(seen: list[Message], messages: list[Message]) -> tuple[bool, list[Message]]:
-    """(whether `messages` starts with the very objects of `seen`, the messages after
-    those or all of them when it does not); `seen` becomes a copy of `messages`.
+class Growth:
+    """What a history gained since the last call, for work over it that is incremental and
+    never stale: a history grows by appending; compression and /clear put a new list in
+    its place, an edit a new message object or an assigned field (`Message.__setattr__`).
+    The identity check runs in C: ~20 ns a message."""
 
-    What lets work over a history be incremental and never stale: a history grows by
-    appending; compression and /clear put a new list in its place, an edit a new message
-    object. The identity check runs in C: ~20 ns a message."""
-    continued = len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
-    if not continued:
-        seen.clear()
-    added = messages[len(seen) :]
-    seen.extend(added)
-    return continued, added
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._edits = _EDITS[0]
+
+    def added(self, messages: list[Message]) -> tuple[bool, list[Message]]:
+        """(whether `messages` is the last call's history, unedited, with messages
+        appended; those messages, or all of them when it is not)."""
+        seen = self._seen
+        continued = (
+            self._edits == _EDITS[0]
+            and len(messages) >= len(seen)
+            and all(map(operator.is_, seen, messages))
+        )
+        if not continued:
+            seen.clear()
+            self._edits = _EDITS[0]
+        added = messages[len(seen) :]
+        seen.extend(added)
+        return continued, added
 
 
 def repair_alternation(messages: list[Message]) -> list[Message]:
@@ -185,12 +202,12 @@ class RepairedHistory:
     one is extended; for any other list (compressed, cleared, edited) it starts over."""
 
     def __init__(self) -> None:
-        self._seen: list[Message] = []
+        self._growth = Growth()
         self._repaired: list[Message] = []
         self._pending: dict[str, ToolCall] = {}
 
     def of(self, messages: list[Message]) -> list[Message]:
-        continued, added = new_since(self._seen, messages)
+        continued, added = self._growth.added(messages)
         if not continued:
             self._repaired = []
             self._pending = {}

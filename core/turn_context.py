@@ -20,7 +20,7 @@ from collections import deque
 from pathlib import Path
 from typing import Literal
 
-from core.messages import Message, TextPart, new_since
+from core.messages import Growth, Message, TextPart
 from core.providers.base import ToolSpec
 
 # ---------------------------------------------------------------------------
@@ -121,16 +121,16 @@ def estimate_messages_tokens(system: str, messages: list[Message], tools: list[T
 
 class HistoryEstimate:
     """`estimate_messages_tokens` of a session's requests, counting only the messages the
-    history gained since the last call (`new_since`); the system prompt and the tool list
+    history gained since the last call (`Growth`); the system prompt and the tool list
     are counted again only when they are other objects than last time."""
 
     def __init__(self) -> None:
-        self._seen: list[Message] = []
+        self._growth = Growth()
         self._messages = 0
         self._fixed: tuple[str, list[ToolSpec], int] | None = None
 
     def of(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> int:
-        continued, added = new_since(self._seen, messages)
+        continued, added = self._growth.added(messages)
         if not continued:
             self._messages = 0
         self._messages += sum(map(estimate_message_tokens, added))

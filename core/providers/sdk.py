@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from core.messages import Message, new_since
+from core.messages import Growth, Message
 from core.providers.base import ErrorKind, ProviderError
 from core.providers.errors import classify
 
@@ -171,16 +171,16 @@ def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
 
 class WireHistory:
     """A history's wire items, extended by the wire forms of what it gained since the last
-    call (`new_since`); rebuilt from the messages' kept forms when it did not just grow."""
+    call (`Growth`); rebuilt from the messages' kept forms when it did not just grow."""
 
     def __init__(self, key: Any, convert: Callable[[Message], list[dict[str, Any]]]) -> None:
         self._key = key
         self._convert = convert
-        self._seen: list[Message] = []
+        self._growth = Growth()
         self._items: list[dict[str, Any]] = []
 
     def of(self, messages: list[Message]) -> list[dict[str, Any]]:
-        continued, added = new_since(self._seen, messages)
+        continued, added = self._growth.added(messages)
         if not continued:
             self._items = []
         for message in added:

@@ -18,7 +18,7 @@ from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
 from core.config import Settings
 from core.events import Event, UsageUpdated
 from core.memory import MemoryStore
-from core.messages import ContentPart, Message
+from core.messages import ContentPart, Message, RepairedHistory
 from core.models import Usage
 from core.providers.base import ModelRequest, Provider, ToolSpec
 from core.tool_runner import ToolRunner
@@ -30,6 +30,7 @@ from core.workspace import Workspace
 if TYPE_CHECKING:
     from core.tools.clarify import Asker
     from core.tools.delegate import ChildSink
+    from core.turn_context import HistoryEstimate
     from core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,9 @@ class Agent:
         self.approvals = approvals if approvals is not None else ApprovalMemory()
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
         self.messages: list[Message] = list(messages or [])
+        # The history as requests send it, repaired incrementally (a turn adds to it).
+        self.repaired = RepairedHistory()
+        self._estimate: HistoryEstimate | None = None  # the context's size, counted as it grows
         self.tool_state = tool_state if tool_state is not None else SessionToolState()
         self.limits = ToolLimits(command_timeout=settings.command_timeout_seconds)
         self.runner = ToolRunner(
@@ -264,9 +268,11 @@ class Agent:
         )
 
     def estimate_context(self) -> int:
-        from core.turn_context import estimate_messages_tokens
+        if self._estimate is None:
+            from core.turn_context import HistoryEstimate
 
-        return estimate_messages_tokens(self.system_prompt, self.messages, self.tool_specs())
+            self._estimate = HistoryEstimate()
+        return self._estimate.of(self.system_prompt, self.messages, self.tool_specs())
 
     async def maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
         """Compress the conversation when it nears the context window (or now, if forced)."""

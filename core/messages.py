@@ -7,8 +7,12 @@ signatures, Responses reasoning items) without the rest of the engine knowing it
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -51,6 +55,34 @@ class Message:
     # {"title", "kind", "status", "locations", "diff", "raw_input", "raw_output", ...}.
     # Providers never send it.
     display: dict[str, Any] | None = None
+    # What the providers derived from this message (its wire form per API shape, its token
+    # estimate), so a long history is not converted again on every model call. Assigning
+    # any field a model reads drops it (`__setattr__`), so a derived form cannot outlive
+    # the content it came from; a replaced message is a new object with none.
+    memo: dict[Any, Any] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name not in _MEMO_SURVIVES and getattr(self, "memo", None) is not None:
+            # Derived forms exist: drop them, and tell every `Growth` its sums are stale.
+            object.__setattr__(self, "memo", None)
+            _EDITS[0] += 1
+        object.__setattr__(self, name, value)
+
+    def memoised(self, key: Any, derive: Callable[[Message], T]) -> T:
+        """`derive(self)`, computed once per `key` while the message stays as it is.
+
+        Nothing in the engine edits a committed message's nested parts in place (its
+        content list, tool calls, provider_data); code that would must assign the field
+        anew, which drops the memo."""
+        memo = self.memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "memo", memo)
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = derive(self)
+            return value
 
     @property
     def is_notice(self) -> bool:
@@ -102,6 +134,14 @@ class Message:
         )
 
 
+# Fields whose change leaves what a model is sent as it was: the editor-only display, and
+# the memo itself.
+_MEMO_SURVIVES = frozenset({"display", "memo"})
+# How many messages with derived forms have had a field assigned, process-wide: rare (no
+# engine code does it), so one edit anywhere makes every `Growth` start over.
+_EDITS = [0]
+
+
 def _part_to_dict(part: ContentPart) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
@@ -118,6 +158,33 @@ def user(content: str | list[ContentPart]) -> Message:
     return Message(role="user", content=content)
 
 
+class Growth:
+    """What a history gained since the last call, for work over it that is incremental and
+    never stale: a history grows by appending; compression and /clear put a new list in
+    its place, an edit a new message object or an assigned field (`Message.__setattr__`).
+    The identity check runs in C: ~20 ns a message."""
+
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._edits = _EDITS[0]
+
+    def added(self, messages: list[Message]) -> tuple[bool, list[Message]]:
+        """(whether `messages` is the last call's history, unedited, with messages
+        appended; those messages, or all of them when it is not)."""
+        seen = self._seen
+        continued = (
+            self._edits == _EDITS[0]
+            and len(messages) >= len(seen)
+            and all(map(operator.is_, seen, messages))
+        )
+        if not continued:
+            seen.clear()
+            self._edits = _EDITS[0]
+        added = messages[len(seen) :]
+        seen.extend(added)
+        return continued, added
+
+
 def repair_alternation(messages: list[Message]) -> list[Message]:
     """Make a history every provider accepts.
 
@@ -126,23 +193,39 @@ def repair_alternation(messages: list[Message]) -> list[Message]:
     instead, so the next request is not rejected for a dangling tool call. Notices
     (for the user only) are left out.
     """
-    repaired: list[Message] = []
-    pending: dict[str, ToolCall] = {}
-    for message in messages:
-        if message.is_notice:
-            continue
-        if message.role == "tool":
-            if message.tool_call_id in pending:
-                pending.pop(message.tool_call_id)
-                repaired.append(message)
-            continue
-        repaired.extend(_interrupted(pending))
-        pending = {}
-        repaired.append(message)
-        if message.role == "assistant":
-            pending = {call.id: call for call in message.tool_calls}
-    repaired.extend(_interrupted(pending))
-    return repaired
+    return RepairedHistory().of(messages)
+
+
+class RepairedHistory:
+    """`repair_alternation` of a history that grows between calls, repairing only what it
+    gained: the result for a list that starts with the same message objects as the last
+    one is extended; for any other list (compressed, cleared, edited) it starts over."""
+
+    def __init__(self) -> None:
+        self._growth = Growth()
+        self._repaired: list[Message] = []
+        self._pending: dict[str, ToolCall] = {}
+
+    def of(self, messages: list[Message]) -> list[Message]:
+        continued, added = self._growth.added(messages)
+        if not continued:
+            self._repaired = []
+            self._pending = {}
+        repaired, pending = self._repaired, self._pending
+        for message in added:
+            if message.is_notice:
+                continue
+            if message.role == "tool":
+                if message.tool_call_id in pending:
+                    pending.pop(message.tool_call_id)
+                    repaired.append(message)
+                continue
+            repaired.extend(_interrupted(pending))
+            pending.clear()
+            repaired.append(message)
+            if message.role == "assistant":
+                pending.update((call.id, call) for call in message.tool_calls)
+        return repaired + _interrupted(pending)
 
 
 def _interrupted(pending: dict[str, ToolCall]) -> list[Message]:

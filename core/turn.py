@@ -27,7 +27,7 @@ from core.events import (
     TitleChanged,
     TurnEnded,
 )
-from core.messages import ContentPart, Message, TextPart, ToolCall, repair_alternation
+from core.messages import ContentPart, Message, TextPart, ToolCall
 from core.models import Usage
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.tool_runner import call_cards
@@ -281,7 +281,7 @@ class Turn:
         agent = self.agent
         return ModelRequest(
             system=agent.system_prompt,
-            messages=repair_alternation(agent.messages) + extra,
+            messages=agent.repaired.of(agent.messages) + extra,
             tools=agent.tool_specs(read_only=agent.mode is Mode.PLAN),
             max_output_tokens=agent.settings.max_output_tokens,
             reasoning_effort=agent.reasoning_effort,

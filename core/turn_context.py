@@ -20,7 +20,7 @@ from collections import deque
 from pathlib import Path
 from typing import Literal
 
-from core.messages import Message, TextPart
+from core.messages import Growth, Message, TextPart
 from core.providers.base import ToolSpec
 
 # ---------------------------------------------------------------------------
@@ -74,6 +74,15 @@ def estimate_tokens(text: str) -> int:
 
 
 def estimate_message_tokens(message: Message) -> int:
+    """The message's estimate, counted once while it stays as it is (`Message.memoised`):
+    every model call estimates the whole history."""
+    memo = message.memo
+    if memo is not None and "tokens" in memo:  # the common case, kept to a lookup
+        return memo["tokens"]  # type: ignore[no-any-return]
+    return message.memoised("tokens", _count_message_tokens)
+
+
+def _count_message_tokens(message: Message) -> int:
     chars = len(message.reasoning) if message.reasoning else 0
     tokens = MESSAGE_OVERHEAD_TOKENS
     content = message.content
@@ -99,11 +108,8 @@ def estimate_tool_tokens(spec: ToolSpec) -> int:
 def estimate_messages_tokens(system: str, messages: list[Message], tools: list[ToolSpec]) -> int:
     """The estimated size of a whole request: cheap enough for every model call.
 
-    A message costs a few len() calls (images count flat, never by their base64) and a
-    tool spec one small JSON dump, so there is nothing worth caching: 500 messages and
-    20 tools take about 5% of the time serialising the same messages takes (measured by
-    benchmarks/bench_context.py); an id()-keyed cache could save a fraction of a
-    millisecond per call at most.
+    A message costs a few len() calls the first time (images count flat, never by their
+    base64) and a lookup after that; a tool spec one small JSON dump.
     """
     total = estimate_tokens(system)
     for message in messages:
@@ -111,6 +117,28 @@ def estimate_messages_tokens(system: str, messages: list[Message], tools: list[T
     for spec in tools:
         total += estimate_tool_tokens(spec)
     return total
+
+
+class HistoryEstimate:
+    """`estimate_messages_tokens` of a session's requests, counting only the messages the
+    history gained since the last call (`Growth`); the system prompt and the tool list
+    are counted again only when they are other objects than last time."""
+
+    def __init__(self) -> None:
+        self._growth = Growth()
+        self._messages = 0
+        self._fixed: tuple[str, list[ToolSpec], int] | None = None
+
+    def of(self, system: str, messages: list[Message], tools: list[ToolSpec]) -> int:
+        continued, added = self._growth.added(messages)
+        if not continued:
+            self._messages = 0
+        self._messages += sum(map(estimate_message_tokens, added))
+        fixed = self._fixed
+        if fixed is None or fixed[0] is not system or fixed[1] is not tools:
+            count = estimate_tokens(system) + sum(map(estimate_tool_tokens, tools))
+            fixed = self._fixed = (system, tools, count)
+        return fixed[2] + self._messages
 
 
 def should_compress(context_tokens: int, context_window: int, threshold: float) -> bool:

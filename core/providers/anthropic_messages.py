@@ -19,7 +19,7 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import classify_stream_error
-from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sdk import SdkProvider, untransformed, wire_form
 from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -88,7 +88,10 @@ class AnthropicMessagesProvider(SdkProvider):
         response = await open_response(
             (await self.client()).messages.with_streaming_response.create(
                 **untransformed(
-                    self.params(request), bulky=("messages", "tools", "system"), placeholders={"messages": []}
+                    self.params(request),
+                    bulky=("messages", "tools", "system"),
+                    placeholders={"messages": []},
+                    cleaned=("messages",),
                 )
             ),
             stale_seconds=self.stale_seconds,
@@ -223,13 +226,18 @@ def _response(
 
 def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Anthropic messages: tool results as user `tool_result` blocks, same-role messages
-    merged, empty ones dropped, a cache breakpoint on the last user message."""
-    wire = base.alternating(messages, _blocks)
+    merged, empty ones dropped, a cache breakpoint on the last user message; cleaned, each
+    message's blocks made once (`wire_form`)."""
+    wire = base.alternating(messages, _cached_blocks)
     for entry in reversed(wire):
         if entry["role"] == "user":
             entry["content"][-1] = {**entry["content"][-1], "cache_control": CACHE}
             break
     return wire
+
+
+def _cached_blocks(message: Message) -> list[dict[str, Any]]:
+    return wire_form(message, "anthropic", _blocks)
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:

@@ -53,7 +53,8 @@ def alternating(
     messages: list[Message], blocks_of: Callable[[Message], list[dict[str, Any]]]
 ) -> list[dict[str, Any]]:
     """Wire messages whose roles alternate (Anthropic's and Bedrock's rule): each message's
-    blocks, tool results on the user's side, same-role neighbours merged, empty ones dropped."""
+    blocks, tool results on the user's side, same-role neighbours merged, empty ones dropped.
+    `blocks_of`'s lists are not changed (they may be a message's cached wire form)."""
     wire: list[dict[str, Any]] = []
     for message in messages:
         role = "assistant" if message.role == "assistant" else "user"
@@ -63,7 +64,7 @@ def alternating(
         if wire and wire[-1]["role"] == role:
             wire[-1]["content"].extend(blocks)
         else:
-            wire.append({"role": role, "content": blocks})
+            wire.append({"role": role, "content": list(blocks)})
     return wire
 
 

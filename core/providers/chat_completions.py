@@ -19,7 +19,7 @@ from core.providers.base import (
     StreamItem,
 )
 from core.providers.errors import classify_stream_error
-from core.providers.sdk import SdkProvider, untransformed
+from core.providers.sdk import SdkProvider, clean, untransformed
 from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged, open_response
 
 _FINISH: dict[str, FinishReason] = {
@@ -109,8 +109,9 @@ class ChatCompletionsProvider(SdkProvider):
         echo_reasoning = info.reasoning == "reasoning_content"
         messages: list[dict[str, Any]] = []
         if request.system:
-            messages.append({"role": "system", "content": request.system})
-        messages.extend(_to_wire(m, echo_reasoning) for m in request.messages)
+            messages.append(clean({"role": "system", "content": request.system}))
+        convert = _to_wire_echoing if echo_reasoning else _to_wire_plain
+        messages += self.wire_history(request.messages, ("chat_completions", echo_reasoning), convert)
         params: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -146,7 +147,10 @@ class ChatCompletionsProvider(SdkProvider):
         response = await open_response(
             (await self.client()).chat.completions.with_streaming_response.create(
                 **untransformed(
-                    self.params(request), bulky=("messages", "tools"), placeholders={"messages": []}
+                    self.params(request),
+                    bulky=("messages", "tools"),
+                    placeholders={"messages": []},
+                    cleaned=("messages",),
                 )
             ),
             stale_seconds=self.stale_seconds,
@@ -263,6 +267,14 @@ def _usage(raw: dict[str, Any]) -> Usage:
         cache_write_tokens=details.get("cache_write_tokens") or 0,
         reasoning_tokens=output_details.get("reasoning_tokens") or 0,
     )
+
+
+def _to_wire_echoing(message: Message) -> list[dict[str, Any]]:
+    return [_to_wire(message, True)]
+
+
+def _to_wire_plain(message: Message) -> list[dict[str, Any]]:
+    return [_to_wire(message, False)]
 
 
 def _to_wire(message: Message, echo_reasoning: bool) -> dict[str, Any]:

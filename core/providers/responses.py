@@ -39,7 +39,7 @@ class ResponsesProvider(SdkProvider):
     def params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.model,
-            "input": to_input_items(request.messages),
+            "input": self.wire_history(request.messages, "responses", _items),
             "stream": True,
             "store": False,
         }
@@ -73,7 +73,10 @@ class ResponsesProvider(SdkProvider):
         response = await open_response(
             (await self.client()).responses.with_streaming_response.create(
                 **untransformed(
-                    self.params(request), bulky=("input", "tools", "instructions"), placeholders={}
+                    self.params(request),
+                    bulky=("input", "tools", "instructions"),
+                    placeholders={},
+                    cleaned=("input",),
                 )
             ),
             stale_seconds=self.stale_seconds,
@@ -184,28 +187,26 @@ def _without_none(value: Any) -> Any:
 # -- history -> input items ------------------------------------------------------------
 
 
-def to_input_items(messages: list[Message]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "tool":
-            output = message.text or "(no output)"
-            items.append({"type": "function_call_output", "call_id": message.tool_call_id, "output": output})
-        elif message.role == "assistant":
-            items.extend(dict(i) for i in (message.provider_data or {}).get("reasoning_items", []))
-            if message.text:
-                items.append({"role": "assistant", "content": message.text})
-            for call in message.tool_calls:
-                items.append(
-                    {
-                        "type": "function_call",
-                        "call_id": call.id,
-                        "name": call.name,
-                        "arguments": call.arguments,
-                    }
-                )
-        else:
-            items.append({"role": message.role, "content": _content(message.content)})
-    return items
+def _items(message: Message) -> list[dict[str, Any]]:
+    """One message as input items (`SdkProvider.wire_history` keeps and cleans them)."""
+    if message.role == "tool":
+        output = message.text or "(no output)"
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": output}]
+    if message.role == "assistant":
+        items = [dict(i) for i in (message.provider_data or {}).get("reasoning_items", [])]
+        if message.text:
+            items.append({"role": "assistant", "content": message.text})
+        for call in message.tool_calls:
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }
+            )
+        return items
+    return [{"role": message.role, "content": _content(message.content)}]
 
 
 def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
+from core.messages import Growth, Message
 from core.providers.base import ErrorKind, ProviderError
 from core.providers.errors import classify
+
+T = TypeVar("T")
 
 
 class SdkProvider:
@@ -45,6 +49,16 @@ class SdkProvider:
         self.extra_headers = dict(extra_headers or {})
         self._client: Any = None
         self._client_key: tuple[Any, ...] | None = None
+        self._histories: dict[Any, WireHistory] = {}  # by conversion: incremental wire forms
+
+    def wire_history(
+        self, messages: list[Message], key: Any, convert: Callable[[Message], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """`messages` as wire items, `convert` run only on the ones new since the last call."""
+        history = self._histories.get(key)
+        if history is None:
+            history = self._histories[key] = WireHistory(key, convert)
+        return history.of(messages)
 
     def _normalise_base_url(self, base_url: str | None) -> str | None:
         return base_url
@@ -114,7 +128,11 @@ class SdkProvider:
 
 
 def untransformed(
-    params: dict[str, Any], *, bulky: tuple[str, ...], placeholders: dict[str, Any]
+    params: dict[str, Any],
+    *,
+    bulky: tuple[str, ...],
+    placeholders: dict[str, Any],
+    cleaned: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
     `extra_body`.
@@ -124,9 +142,11 @@ def untransformed(
     for JSON we built in wire shape already. `extra_body` (public API) is merged into
     the body after that walk, so those parts go out as they are; `placeholders` stand
     in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
-    on its way out, instead of failing the request (`clean`).
+    on its way out, instead of failing the request (`clean`), except in the `cleaned`
+    parameters: the history, built from wire forms each cleaned once (`wire_form`), which
+    a walk on every call would make cost O(history) per turn.
     """
-    out = dict(clean(params))
+    out = {key: value if key in cleaned else clean(value) for key, value in params.items()}
     extra = dict(out.pop("extra_body", None) or {})
     for key in bulky:
         if key in out:
@@ -136,6 +156,36 @@ def untransformed(
     if extra:
         out["extra_body"] = extra
     return out
+
+
+def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
+    """`convert(message)` cleaned (`clean`), made once per message and `key` (the API
+    shape and what else the conversion depends on) and kept on the message
+    (`Message.memoised`): each call converts only what the history gained since the last.
+    Callers must not mutate what it returns."""
+    memo = message.memo
+    if memo is not None and key in memo:  # the common case, kept to a lookup
+        return memo[key]  # type: ignore[no-any-return]
+    return message.memoised(key, lambda m: clean(convert(m)))
+
+
+class WireHistory:
+    """A history's wire items, extended by the wire forms of what it gained since the last
+    call (`Growth`); rebuilt from the messages' kept forms when it did not just grow."""
+
+    def __init__(self, key: Any, convert: Callable[[Message], list[dict[str, Any]]]) -> None:
+        self._key = key
+        self._convert = convert
+        self._growth = Growth()
+        self._items: list[dict[str, Any]] = []
+
+    def of(self, messages: list[Message]) -> list[dict[str, Any]]:
+        continued, added = self._growth.added(messages)
+        if not continued:
+            self._items = []
+        for message in added:
+            self._items.extend(wire_form(message, self._key, self._convert))
+        return list(self._items)
 
 
 # Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,

@@ -1,0 +1,129 @@
+"""The history's wire forms are kept between model calls (a long session converts only
+what it gained); what goes on the wire must still be exactly what a provider that never
+saw the session would send, after an edit, a replaced message or a compression."""
+
+from __future__ import annotations
+
+import json
+from contextlib import aclosing
+from typing import Any
+
+import pytest
+
+from core.compression import apply_compression, plan_compression
+from core.messages import Message, RepairedHistory, ToolCall, repair_alternation, user
+from core.providers.anthropic_messages import AnthropicMessagesProvider
+from core.providers.base import ModelRequest
+from core.providers.chat_completions import ChatCompletionsProvider
+from core.providers.responses import ResponsesProvider
+from core.turn_context import HistoryEstimate, estimate_messages_tokens
+from tests.support.fake_provider import FakeProvider, Reply
+
+SHAPES = {
+    "chat_completions": (ChatCompletionsProvider, "gpt-4.1"),
+    "responses": (ResponsesProvider, "gpt-5"),
+    "anthropic_messages": (AnthropicMessagesProvider, "claude-sonnet-4"),
+}
+
+
+@pytest.fixture
+def fake():
+    with FakeProvider() as server:
+        yield server
+
+
+def make(shape: str, fake: FakeProvider) -> Any:
+    cls, model = SHAPES[shape]
+    base = fake.anthropic_base_url if shape == "anthropic_messages" else fake.openai_base_url
+    return cls(model, api_key="test-key", base_url=base, name=shape, timeout=10, stale_seconds=5)
+
+
+async def sent(provider: Any, fake: FakeProvider, history: list[Message]) -> bytes:
+    """The body `provider` sends for `history`, as the model received it."""
+    fake.script([Reply(text="ok")])
+    request = ModelRequest(system="You are terse.", messages=repair_alternation(history))
+    try:
+        async with aclosing(provider.stream(request)) as items:
+            [item async for item in items]
+    finally:
+        await provider.aclose()
+    return json.dumps(fake.requests[-1].body, sort_keys=True).encode()
+
+
+async def sent_by_a_fresh_provider(shape: str, fake: FakeProvider, history: list[Message]) -> bytes:
+    """The same history (as new message objects) through a provider that kept nothing."""
+    return await sent(make(shape, fake), fake, [Message.from_dict(m.to_dict()) for m in history])
+
+
+def exchange(n: int) -> list[Message]:
+    call = ToolCall(f"call_{n}", "read_file", json.dumps({"path": f"file{n}.txt"}))
+    return [
+        user(f"question {n}"),
+        Message(role="assistant", content=f"looking {n}", tool_calls=[call]),
+        Message(role="tool", content=f"contents of file {n}", tool_call_id=call.id, name="read_file"),
+        user(f"also this, {n}"),  # merged with the result into one user turn (Anthropic)
+        Message(role="assistant", content=f"answer {n}"),
+    ]
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_a_kept_wire_form_never_outlives_the_message_it_came_from(fake, shape):
+    provider = make(shape, fake)  # one provider for the whole session: it keeps wire forms
+    history = [m for n in range(6) for m in exchange(n)]
+
+    async def same_as_fresh() -> bytes:
+        body = await sent(provider, fake, history)
+        assert body == await sent_by_a_fresh_provider(shape, fake, history)
+        return body
+
+    await same_as_fresh()
+    history += exchange(6)  # the history grew: the new messages are converted too
+    assert b"answer 6" in await same_as_fresh()
+
+    history[4].content = "an edited answer"  # a field assigned on a message already sent
+    body = await same_as_fresh()
+    assert b"an edited answer" in body and b"answer 0" not in body
+
+    call = ToolCall("call_1", "read_file", json.dumps({"path": "other.txt"}))
+    history[6] = Message(role="assistant", content="looking again", tool_calls=[call])  # replaced
+    body = await same_as_fresh()
+    assert b"looking again" in body and b"looking 1" not in body
+
+    plan = plan_compression(history, keep_first=2, keep_last=4)
+    assert plan is not None
+    history = apply_compression(plan, "what happened so far")
+    body = await same_as_fresh()
+    assert b"what happened so far" in body and b"answer 2" not in body
+
+
+def test_the_history_is_repaired_incrementally_as_from_scratch():
+    repaired = RepairedHistory()
+    history: list[Message] = []
+    steps: list[list[Message]] = [
+        exchange(0),
+        [user("go"), Message(role="assistant", tool_calls=[ToolCall("c1", "read_file", "{}")])],
+        [Message(role="tool", content="late result", tool_call_id="c1", name="read_file")],
+        [Message(role="assistant", content="failed", display={"notice": "the model failed"})],
+        [Message(role="assistant", tool_calls=[ToolCall("c2", "read_file", "{}")]), user("cut short")],
+    ]
+    for step in steps:
+        history += step
+        assert repaired.of(history) == repair_alternation(history)
+    history = [*history[:3], user("a new list")]  # compression or /clear: a list of its own
+    assert repaired.of(history) == repair_alternation(history)
+    history[1] = Message(role="assistant", content="no tools now")  # replaced in place
+    assert repaired.of(history) == repair_alternation(history)
+
+
+def test_the_context_estimate_follows_edits_and_replacements():
+    estimate = HistoryEstimate()
+    history = [m for n in range(3) for m in exchange(n)]
+    assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])
+    history += exchange(3)
+    assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])
+    history[0].content = "a much longer question than before " * 20
+    assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])
+    history[1] = user("short")
+    assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])
+    history = history[:2]
+    assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])

@@ -29,6 +29,11 @@ class ImagePart:
     data: str  # base64, no data: prefix
     type: Literal["image"] = "image"
 
+    @property
+    def data_url(self) -> str:
+        """The image as a `data:` URL (how the OpenAI APIs take an inline image)."""
+        return f"data:{self.mime_type};base64,{self.data}"
+
 
 ContentPart = TextPart | ImagePart
 
@@ -173,9 +178,7 @@ class Growth:
         appended; those messages, or all of them when it is not)."""
         seen = self._seen
         continued = (
-            self._edits == _EDITS[0]
-            and len(messages) >= len(seen)
-            and all(map(operator.is_, seen, messages))
+            self._edits == _EDITS[0] and len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
         )
         if not continued:
             seen.clear()

@@ -10,33 +10,15 @@ from core.events import TextDelta, ThoughtDelta
 from core.messages import ImagePart, Message, TextPart
 from core.models import Usage, model_info
 from core.providers import base
-from core.providers.base import (
-    ErrorKind,
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ProviderError,
-    StreamItem,
-)
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_stream_error
-from core.providers.sdk import SdkProvider, untransformed, wire_form
-from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
+from core.providers.sdk import SdkProvider, wire_form
+from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}
 # Thinking budgets per reasoning effort; the API wants at least 1024 and less than max_tokens.
-THINKING_BUDGET = {"low": 2_048, "medium": 8_192, "high": 24_576}
-MIN_THINKING_BUDGET = 1_024
-
-_FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "pause_turn": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
-    "refusal": "refusal",
-}
+_FINISH: dict[str, base.FinishReason] = {**base.CLAUDE_FINISH, "pause_turn": "stop", "refusal": "refusal"}
 
 
 class AnthropicMessagesProvider(SdkProvider):
@@ -77,25 +59,18 @@ class AnthropicMessagesProvider(SdkProvider):
             params["tools"] = tools
             if request.tool_choice_none:
                 params["tool_choice"] = {"type": "none"}
-        if request.reasoning_effort and info.reasoning == "thinking":
-            wanted = THINKING_BUDGET.get(request.reasoning_effort, THINKING_BUDGET["medium"])
-            budget = min(wanted, max_tokens - 1)
-            if budget >= MIN_THINKING_BUDGET:
-                params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        budget = base.thinking_budget(request.reasoning_effort, info.reasoning, max_tokens)
+        if budget is not None:
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        response = await open_response(
-            (await self.client()).messages.with_streaming_response.create(
-                **untransformed(
-                    self.params(request),
-                    bulky=("messages", "tools", "system"),
-                    placeholders={"messages": []},
-                    cleaned=("messages",),
-                )
-            ),
-            stale_seconds=self.stale_seconds,
-            provider=self.name,
+    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+        response = await self.open_stream(
+            lambda client: client.messages.with_streaming_response.create,
+            self.params(request),
+            bulky=("messages", "tools", "system"),
+            placeholders={"messages": []},
+            cleaned=("messages",),
         )
         events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
         blocks: dict[int, _Block] = {}
@@ -145,21 +120,15 @@ class AnthropicMessagesProvider(SdkProvider):
 
 
 @dataclass(slots=True)
-class _Block:
-    """One content block as it streams in; text arrives as pieces, joined once at the end."""
-
-    type: str
-    pieces: list[str] = field(default_factory=list)  # text, thinking, or tool input JSON
+class _Block(base.StreamedBlock):
     signature: list[str] = field(default_factory=list)
-    id: str = ""
-    name: str = ""
     data: Any = None  # redacted thinking, replayed as it came
 
     @classmethod
     def start(cls, raw: dict[str, Any]) -> _Block:
         kind = raw.get("type") or "text"
         if kind == "thinking":
-            return cls(kind, [raw.get("thinking") or ""], [raw.get("signature") or ""])
+            return cls(kind, [raw.get("thinking") or ""], signature=[raw.get("signature") or ""])
         if kind == "redacted_thinking":
             return cls(kind, data=raw.get("data"))
         if kind == "tool_use":
@@ -183,10 +152,6 @@ class _Block:
         elif kind == "input_json_delta":
             self.pieces.append(delta.get("partial_json") or "")
         return None
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
 
     def replayed(self) -> dict[str, Any]:
         """A thinking block as the next request must send it back."""

@@ -78,6 +78,45 @@ def tool_input(arguments: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"_raw_arguments": arguments}
 
 
+# Claude's extended thinking (Anthropic and Bedrock): a budget per reasoning effort; the
+# API wants at least 1024 tokens and fewer than max_tokens.
+THINKING_BUDGET = {"low": 2_048, "medium": 8_192, "high": 24_576}
+MIN_THINKING_BUDGET = 1_024
+
+# Claude's stop reasons, as both its APIs name them; each API adds its own.
+CLAUDE_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+
+
+def thinking_budget(effort: str | None, reasoning: str | None, max_tokens: int) -> int | None:
+    """The thinking budget for a reasoning effort, when the model thinks and the output
+    limit leaves room for the API's minimum."""
+    if not effort or reasoning != "thinking":
+        return None
+    budget = min(THINKING_BUDGET.get(effort, THINKING_BUDGET["medium"]), max_tokens - 1)
+    return budget if budget >= MIN_THINKING_BUDGET else None
+
+
+@dataclass(slots=True)
+class StreamedBlock:
+    """One content block of a Claude stream (Anthropic's or Bedrock's) as it arrives: its
+    text, thinking or tool input in pieces, joined when read."""
+
+    type: str = "text"
+    pieces: list[str] = field(default_factory=list)
+    id: str = ""  # a tool call's
+    name: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
 def response_from_blocks(
     blocks: dict[int, Any],
     *,

@@ -17,34 +17,21 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from core.events import TextDelta, ThoughtDelta
 from core.models import Usage, model_info
 from core.providers import base
-from core.providers.base import (
-    ErrorKind,
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ProviderError,
-    StreamItem,
-)
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.bedrock_messages import to_converse_messages
 from core.providers.errors import from_status, with_hints
 from core.providers.sdk import SdkProvider, clean
 
 log = logging.getLogger(__name__)
 
-THINKING_BUDGET = {"low": 2_048, "medium": 8_192, "high": 24_576}
-MIN_THINKING_BUDGET = 1_024
-_FINISH: dict[str, FinishReason] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_calls",
-    "max_tokens": "length",
-    "model_context_window_exceeded": "length",
+_FINISH: dict[str, base.FinishReason] = {
+    **base.CLAUDE_FINISH,
     "content_filtered": "content_filter",
     "guardrail_intervened": "content_filter",
 }
@@ -153,16 +140,14 @@ class BedrockConverseProvider(SdkProvider):
                     for t in request.tools
                 ]
             }
-        if request.reasoning_effort and info.reasoning == "thinking":
-            wanted = THINKING_BUDGET.get(request.reasoning_effort, THINKING_BUDGET["medium"])
-            budget = min(wanted, max_tokens - 1)
-            if budget >= MIN_THINKING_BUDGET:
-                params["additionalModelRequestFields"] = {
-                    "thinking": {"type": "enabled", "budget_tokens": budget}
-                }
+        budget = base.thinking_budget(request.reasoning_effort, info.reasoning, max_tokens)
+        if budget is not None:
+            params["additionalModelRequestFields"] = {
+                "thinking": {"type": "enabled", "budget_tokens": budget}
+            }
         return clean(params)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
         client = await self.client()
         reader = _StreamReader(client, self.params(request), provider=self.name)
         blocks: dict[int, _Block] = {}
@@ -285,13 +270,9 @@ class _StreamReader:
 
 
 @dataclass(slots=True)
-class _Block:
-    type: str = "text"  # "text" | "reasoning" | "tool_use"
-    pieces: list[str] = field(default_factory=list)
+class _Block(base.StreamedBlock):  # type: "text" | "reasoning" | "tool_use"
     signature: str = ""
     redacted: str = ""  # base64 of redacted reasoning, replayed as it came
-    id: str = ""
-    name: str = ""
 
     def apply(self, delta: dict[str, Any]) -> TextDelta | ThoughtDelta | None:
         if "text" in delta:
@@ -312,10 +293,6 @@ class _Block:
             self.type = "tool_use"
             self.pieces.append(tool.get("input") or "")
         return None
-
-    @property
-    def text(self) -> str:
-        return "".join(self.pieces)
 
     def replayed(self) -> dict[str, Any]:
         """The reasoning block as the next request must send it back."""

@@ -10,19 +10,13 @@ from typing import Any
 from core.events import TextDelta, ThoughtDelta
 from core.messages import ImagePart, Message, TextPart, ToolCall
 from core.models import Usage, model_info
-from core.providers.base import (
-    ErrorKind,
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ProviderError,
-    StreamItem,
-)
+from core.providers import base
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_stream_error
-from core.providers.sdk import SdkProvider, clean, untransformed
-from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged, open_response
+from core.providers.sdk import SdkProvider, clean
+from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged
 
-_FINISH: dict[str, FinishReason] = {
+_FINISH: dict[str, base.FinishReason] = {
     "stop": "stop",
     "end_turn": "stop",
     "length": "length",
@@ -143,18 +137,13 @@ class ChatCompletionsProvider(SdkProvider):
     def _is_openai(self) -> bool:
         return self.base_url is None or "api.openai.com" in self.base_url
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        response = await open_response(
-            (await self.client()).chat.completions.with_streaming_response.create(
-                **untransformed(
-                    self.params(request),
-                    bulky=("messages", "tools"),
-                    placeholders={"messages": []},
-                    cleaned=("messages",),
-                )
-            ),
-            stale_seconds=self.stale_seconds,
-            provider=self.name,
+    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+        response = await self.open_stream(
+            lambda client: client.chat.completions.with_streaming_response.create,
+            self.params(request),
+            bulky=("messages", "tools"),
+            placeholders={"messages": []},
+            cleaned=("messages",),
         )
         events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
@@ -314,6 +303,5 @@ def _content(content: str | list[TextPart | ImagePart]) -> str | list[dict[str, 
         if isinstance(part, TextPart):
             parts.append({"type": "text", "text": part.text})
         else:
-            url = f"data:{part.mime_type};base64,{part.data}"
-            parts.append({"type": "image_url", "image_url": {"url": url}})
+            parts.append({"type": "image_url", "image_url": {"url": part.data_url}})
     return parts

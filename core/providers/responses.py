@@ -9,17 +9,11 @@ from typing import Any
 from core.events import TextDelta, ThoughtDelta
 from core.messages import ImagePart, Message, TextPart, ToolCall
 from core.models import Usage, model_info
-from core.providers.base import (
-    ErrorKind,
-    FinishReason,
-    ModelRequest,
-    ModelResponse,
-    ProviderError,
-    StreamItem,
-)
+from core.providers import base
+from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_payload, classify_stream_error
-from core.providers.sdk import SdkProvider, untransformed
-from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed, open_response
+from core.providers.sdk import SdkProvider
+from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
@@ -69,18 +63,13 @@ class ResponsesProvider(SdkProvider):
             params["include"] = ["reasoning.encrypted_content"]
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        response = await open_response(
-            (await self.client()).responses.with_streaming_response.create(
-                **untransformed(
-                    self.params(request),
-                    bulky=("input", "tools", "instructions"),
-                    placeholders={},
-                    cleaned=("input",),
-                )
-            ),
-            stale_seconds=self.stale_seconds,
-            provider=self.name,
+    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+        response = await self.open_stream(
+            lambda client: client.responses.with_streaming_response.create,
+            self.params(request),
+            bulky=("input", "tools", "instructions"),
+            placeholders={},
+            cleaned=("input",),
         )
         events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
@@ -152,7 +141,7 @@ class ResponsesProvider(SdkProvider):
         )
 
 
-def _finish(final: dict[str, Any], refused: bool, has_calls: bool) -> FinishReason:
+def _finish(final: dict[str, Any], refused: bool, has_calls: bool) -> base.FinishReason:
     if final.get("status") == "incomplete":
         details = final.get("incomplete_details") or {}
         return "content_filter" if details.get("reason") == "content_filter" else "length"
@@ -212,11 +201,9 @@ def _items(message: Message) -> list[dict[str, Any]]:
 def _content(content: str | list[TextPart | ImagePart]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"type": "input_text", "text": content}]
-    parts: list[dict[str, Any]] = []
-    for part in content:
-        if isinstance(part, TextPart):
-            parts.append({"type": "input_text", "text": part.text})
-        else:
-            url = f"data:{part.mime_type};base64,{part.data}"
-            parts.append({"type": "input_image", "image_url": url, "detail": "auto"})
-    return parts
+    return [
+        {"type": "input_text", "text": part.text}
+        if isinstance(part, TextPart)
+        else {"type": "input_image", "image_url": part.data_url, "detail": "auto"}
+        for part in content
+    ]

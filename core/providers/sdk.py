@@ -71,6 +71,16 @@ class SdkProvider:
         """The SDK's async client class (importing the SDK: call off the event loop)."""
         raise NotImplementedError
 
+    async def open_stream(self, endpoint: Callable[[Any], Any], params: dict[str, Any], **shape: Any) -> Any:
+        """Start a streaming call: `endpoint(client)` is the SDK's `with_streaming_response.create`,
+        handed `params` as `untransformed(params, **shape)` shapes them."""
+        from core.providers.sse import open_response
+
+        create = endpoint(await self.client())
+        return await open_response(
+            create(**untransformed(params, **shape)), stale_seconds=self.stale_seconds, provider=self.name
+        )
+
     async def client(self) -> Any:
         """The SDK client, taken from the shared ones or made on first use in a thread:
         importing the SDK and loading the system's certificates is blocking disk work."""

@@ -156,7 +156,7 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
         # still answer `cancelled` and are stored; a second signal stops waiting for that.
         nonlocal signals
         signals += 1
-        server.sessions.cancel_all()
+        server.cancel_turns()
         transport.stop(settle=signals == 1)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):

@@ -166,6 +166,10 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
 
 def config_problem() -> str | None:
     """What is wrong with the configuration (config.toml and HERMES_ACP_* variables), if anything."""
+    from core.config_plain import plainly_valid
+
+    if plainly_valid():  # no need for the settings model (~50 ms of pydantic) before the answer
+        return None
     from core.config import ConfigError, load_settings
 
     try:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_acp import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 DEFAULT_MODELS = {
     "openai": "gpt-4.1",
@@ -32,6 +34,8 @@ TERMINAL_HINT = (
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv in ([], ["--stdio"]):  # as editors start it: no parser (argparse, shutil) before the answer
+        return run_stdio(None, None, None)
     args = _parser(terminal_commands=bool({"run", "chat"} & set(argv))).parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
@@ -50,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
     """The command line. `terminal_commands=False` names `run` and `chat` without their
     arguments, so `--stdio` start-up does not import what only they need."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="hermes-acp",
         description="A coding agent for editors, speaking the Agent Client Protocol on stdin/stdout.",

@@ -6,7 +6,8 @@
 - RSS once `initialize` has settled and once the first `session/new` has, per provider;
 - the first prompt of a fresh process: prompt -> first chunk, against a later turn of
   the same process (the zero-latency fake model sends its first byte at once, so the
-  difference is what a cold process adds).
+  difference is what a cold process adds); beside it, how long the `session/new` sent
+  right after the `initialize` answer took (the warm-up's order trades one for the other).
 
     python -m benchmarks.bench_startup [--runs N] [--before DIR]
 
@@ -200,7 +201,9 @@ async def fresh_process(
         results: list[Result] = []
         if rss:
             after_init = await settled_rss(server)
+        asked = time.perf_counter()
         session = (await request(server, 1, "session/new", {"cwd": str(cwd), "mcpServers": []}))["sessionId"]
+        new_session = time.perf_counter() - asked
         if rss:
             after_new = await settled_rss(server)
             results.append(Result(f"RSS after initialize ({label})", after_init, "MB", 45))
@@ -214,7 +217,8 @@ async def fresh_process(
                 (cold - warm) * 1e3,
                 "ms",
                 150,
-                f"cold {cold * 1e3:.0f} ms, warm {warm * 1e3:.0f} ms",
+                f"cold {cold * 1e3:.0f} ms, warm {warm * 1e3:.0f} ms;"
+                f" session/new right after initialize {new_session * 1e3:.0f} ms",
             )
         )
         return results

@@ -16,21 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.config_plain import ENV_PREFIX, env_overrides
 from core.errors import HermesError
 
 ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom"]
 ApiMode = Literal["chat_completions", "anthropic_messages", "responses", "bedrock_converse"]
-
-ENV_PREFIX = "HERMES_ACP_"
-
-# The providers' own variables, mapped onto settings keys.
-SDK_ENV = {
-    "OPENAI_API_KEY": "openai_api_key",
-    "OPENAI_BASE_URL": "openai_base_url",
-    "ANTHROPIC_API_KEY": "anthropic_api_key",
-    "ANTHROPIC_BASE_URL": "anthropic_base_url",
-    "OPENROUTER_API_KEY": "openrouter_api_key",
-}
 
 
 class ConfigError(HermesError):
@@ -123,29 +113,10 @@ class Settings(BaseModel):
         return self.home / "memory"
 
 
-_LIST_KEYS = {"models", "api_keys", "sandbox_writable"}
-
-
 def _default_writable() -> tuple[str, ...]:
     from core.sandbox.bwrap import DEFAULT_WRITABLE
 
     return DEFAULT_WRITABLE
-
-
-def _env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
-    fields = Settings.model_fields
-    out: dict[str, Any] = {}
-    for env_name, key in SDK_ENV.items():
-        if environ.get(env_name):
-            out[key] = environ[env_name]
-    for env_name, value in environ.items():
-        if not env_name.startswith(ENV_PREFIX) or value == "":
-            continue
-        key = env_name[len(ENV_PREFIX) :].lower()
-        if key not in fields:
-            continue  # other HERMES_ACP_* variables (test hooks, log file) are not settings
-        out[key] = [v.strip() for v in value.split(",") if v.strip()] if key in _LIST_KEYS else value
-    return out
 
 
 def load_settings(
@@ -164,7 +135,7 @@ def load_settings(
         unknown = sorted(set(values) - set(Settings.model_fields))
         if unknown:
             raise ConfigError(f"{config_path}: unknown key {', '.join(map(repr, unknown))}")
-    values.update(_env_overrides(environ))
+    values.update(env_overrides(environ))
     values["home"] = home
     if overrides:
         values.update(overrides)

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_acp import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 DEFAULT_MODELS = {
     "openai": "gpt-4.1",
@@ -32,6 +34,8 @@ TERMINAL_HINT = (
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv in ([], ["--stdio"]):  # as editors start it: no parser (argparse, shutil) before the answer
+        return run_stdio(None, None, None)
     args = _parser(terminal_commands=bool({"run", "chat"} & set(argv))).parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
@@ -50,6 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
     """The command line. `terminal_commands=False` names `run` and `chat` without their
     arguments, so `--stdio` start-up does not import what only they need."""
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="hermes-acp",
         description="A coding agent for editors, speaking the Agent Client Protocol on stdin/stdout.",
@@ -156,7 +162,7 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
         # still answer `cancelled` and are stored; a second signal stops waiting for that.
         nonlocal signals
         signals += 1
-        server.sessions.cancel_all()
+        server.cancel_turns()
         transport.stop(settle=signals == 1)
 
     for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -166,6 +172,10 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
 
 def config_problem() -> str | None:
     """What is wrong with the configuration (config.toml and HERMES_ACP_* variables), if anything."""
+    from core.config_plain import plainly_valid
+
+    if plainly_valid():  # no need for the settings model (~50 ms of pydantic) before the answer
+        return None
     from core.config import ConfigError, load_settings
 
     try:

@@ -18,6 +18,7 @@ import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
@@ -27,15 +28,16 @@ from pydantic import BaseModel, ValidationError
 from hermes_acp import __version__
 from hermes_acp.hello import ClientHello, InitializeParams
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
-from hermes_acp.session.factory import Placement
-from hermes_acp.session.manager import SessionManager
-from hermes_acp.session.options import SetModelParams
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport, current_request_id
 from hermes_acp.warmup import Warmup
 
 if TYPE_CHECKING:
     from acp import schema
+
+    from hermes_acp.session.manager import SessionManager
+    from hermes_acp.session.options import SetModelParams
+    from hermes_acp.session.turn import TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,18 @@ def _initialize_model(params: Params) -> Any:
     return InitializeParams
 
 
+def _set_model_params(params: Params) -> type[BaseModel]:
+    from hermes_acp.session.options import SetModelParams
+
+    return SetModelParams
+
+
+def _placement(request: Any) -> Any:
+    from hermes_acp.session.factory import Placement
+
+    return Placement.of(request)
+
+
 def _config_option_model(params: Params) -> type[BaseModel]:
     if params.get("type") == "boolean":
         return schema_model("SetSessionConfigOptionBooleanRequest")(params)
@@ -89,14 +103,7 @@ class AcpServer:
         self.client = ClientProfile()
         self._in_flight: set[asyncio.Task[Any]] = set()
         self.warmup = Warmup()
-        self.sessions = SessionManager(
-            self.connection,
-            after_response=transport.after_response,
-            client=self.client,
-            environ=environ,
-            sdks_imported=self.warmup.sdks_imported,
-        )
-        self.turns = self.sessions.turns
+        self._environ = environ
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
             "initialize": (_initialize_model, self.initialize),
             "authenticate": (schema_model("AuthenticateRequest"), self.authenticate),
@@ -112,12 +119,35 @@ class AcpServer:
             "session/delete": (schema_model("DeleteSessionRequest"), self.delete_session),
             "logout": (schema_model("LogoutRequest"), self.logout),
             # Gone from the spec; clients from before config options still send it.
-            "session/set_model": (SetModelParams, self.set_model),
+            "session/set_model": (_set_model_params, self.set_model),
         }
         self.notifications: dict[str, tuple[ParamsModel, Handler]] = {
             "session/cancel": (schema_model("CancelNotification"), self.cancel),
             "$/cancel_request": (schema_model("CancelRequestNotification"), self.cancel_request),
         }
+
+    @cached_property
+    def sessions(self) -> SessionManager:
+        """Made on first use: every request but `initialize` waits for the warm-up, which
+        imports the session modules (a pydantic model among them) after the answer."""
+        from hermes_acp.session.manager import SessionManager
+
+        return SessionManager(
+            self.connection,
+            after_response=self.transport.after_response,
+            client=self.client,
+            environ=self._environ,
+            sdks_imported=self.warmup.sdks_imported,
+        )
+
+    @property
+    def turns(self) -> TurnRunner:
+        return self.sessions.turns
+
+    def cancel_turns(self) -> None:
+        """Cancel every running turn (there are none before the first session)."""
+        if "sessions" in self.__dict__:
+            self.sessions.cancel_all()
 
     async def serve(self) -> None:
         """Answer requests until the input ends; then cancel turns, answer what is still
@@ -127,10 +157,11 @@ class AcpServer:
             await self.connection.main_loop()
         finally:
             log.info("input closed; shutting down")
-            self.sessions.cancel_all()
+            self.cancel_turns()
             if self._in_flight:
                 await asyncio.wait(set(self._in_flight), timeout=DRAIN_SECONDS)
-            await self.sessions.shutdown()
+            if "sessions" in self.__dict__:  # no manager, nothing to flush or close
+                await self.sessions.shutdown()
             await self.connection.close()
 
     async def finish_in_flight(self, seconds: float) -> None:
@@ -267,7 +298,7 @@ class AcpServer:
 
     async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.new_session(Placement.of(request))
+        return await self.sessions.new_session(_placement(request))
 
     async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
@@ -288,11 +319,11 @@ class AcpServer:
         self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
     ) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.load_session(request.session_id, Placement.of(request), replay=replay)
+        return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
 
     async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()
-        return await self.sessions.fork_session(request.session_id, Placement.of(request))
+        return await self.sessions.fork_session(request.session_id, _placement(request))
 
     async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
         await self.warmup.modules_ready()

@@ -1,0 +1,165 @@
+"""Whether the settings are plainly valid, read without pydantic.
+
+`hermes-acp --stdio` refuses to start on a bad configuration, and says why. The full
+check (core/config.py's `Settings`) builds pydantic models: ~50 ms before the answer to
+`initialize`. `plainly_valid` reads config.toml and the environment the way
+`load_settings` does and accepts only values that the model takes as they are: known
+keys, the exact type, a literal from the list, a number inside its bound, and from the
+environment only digits (and `true`/`false`) where a number (or a flag) goes. Anything
+else, a table-valued key (`fallback`, `prices`, `context_windows`) among it, returns
+False and start-up runs the full check, which says what is wrong as it always has.
+So this never decides differently, only sooner; `tests/test_config_plain.py` holds both
+to the same verdicts and this table to the model's fields.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+ENV_PREFIX = "HERMES_ACP_"
+
+# The providers' own variables, mapped onto settings keys.
+SDK_ENV = {
+    "OPENAI_API_KEY": "openai_api_key",
+    "OPENAI_BASE_URL": "openai_base_url",
+    "ANTHROPIC_API_KEY": "anthropic_api_key",
+    "ANTHROPIC_BASE_URL": "anthropic_base_url",
+    "OPENROUTER_API_KEY": "openrouter_api_key",
+}
+LIST_KEYS = frozenset({"models", "api_keys", "sandbox_writable"})
+
+PROVIDERS = ("openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom")
+API_MODES = ("chat_completions", "anthropic_messages", "responses", "bedrock_converse")
+EFFORTS = ("low", "medium", "high")
+MODES = ("ask", "accept_edits", "plan", "auto", "yolo")
+SANDBOXES = ("workspace-write", "read-only", "off")
+SWITCH = ("on", "off")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+_INT_TEXT = re.compile(r"0|[1-9][0-9]{0,8}")
+_FLOAT_TEXT = re.compile(r"(0|[1-9][0-9]{0,8})(\.[0-9]{1,9})?")
+_FLAG_TEXT = frozenset({"true", "false"})
+
+Rule = Callable[[Any], bool]
+
+
+def _text(value: Any) -> bool:
+    return type(value) is str
+
+
+def _texts(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def _one_of(choices: tuple[str, ...]) -> Rule:
+    return lambda value: type(value) is str and value in choices
+
+
+def _integer(low: int) -> Rule:
+    def check(value: Any) -> bool:
+        if type(value) is str and _INT_TEXT.fullmatch(value):
+            value = int(value)
+        return type(value) is int and value >= low
+
+    return check
+
+
+def _number(low: float, *, inclusive: bool, high: float | None = None) -> Rule:
+    def check(value: Any) -> bool:
+        if type(value) is str and _FLOAT_TEXT.fullmatch(value):
+            value = float(value)
+        if type(value) not in (int, float) or not math.isfinite(value):
+            return False
+        above = value >= low if inclusive else value > low
+        return above and (high is None or value <= high)
+
+    return check
+
+
+def _flag(value: Any) -> bool:
+    return type(value) is bool or (type(value) is str and value in _FLAG_TEXT)
+
+
+# Every field of core.config.Settings but `home` (always the HERMES_ACP_HOME directory) and
+# the table-valued ones, which go to the full check.
+RULES: dict[str, Rule] = {
+    "provider": _one_of(PROVIDERS),
+    "model": _text,
+    "api_mode": _one_of(API_MODES),
+    "base_url": _text,
+    "api_key": _text,
+    "api_keys": _texts,
+    "openai_api_key": _text,
+    "openai_base_url": _text,
+    "anthropic_api_key": _text,
+    "anthropic_base_url": _text,
+    "openrouter_api_key": _text,
+    "bedrock_region": _text,
+    "bedrock_profile": _text,
+    "models": _texts,
+    "reasoning_effort": _one_of(EFFORTS),
+    "max_output_tokens": _integer(1),
+    "max_iterations": _integer(1),
+    "subagent_max_iterations": _integer(1),
+    "max_subagents": _integer(0),
+    "max_retries": _integer(0),
+    "retry_base_seconds": _number(0, inclusive=True),
+    "retry_cap_seconds": _number(0, inclusive=True),
+    "stale_stream_seconds": _number(0, inclusive=False),
+    "request_timeout_seconds": _number(0, inclusive=False),
+    "compression_threshold": _number(0, inclusive=False, high=1),
+    "compression_keep_last": _integer(2),
+    "auto_compact": _flag,
+    "auxiliary_model": _text,
+    "default_mode": _one_of(MODES),
+    "sandbox": _one_of(SANDBOXES),
+    "sandbox_network": _one_of(SWITCH),
+    "sandbox_writable": _texts,
+    "sandbox_bwrap": _text,
+    "command_timeout_seconds": _number(0, inclusive=False),
+    "end_of_input_seconds": _number(0, inclusive=False),
+    "log_level": _one_of(LOG_LEVELS),
+}
+TABLE_KEYS = frozenset({"fallback", "prices", "context_windows"})
+FIELDS = frozenset(RULES) | TABLE_KEYS | {"home"}
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings the environment gives: HERMES_ACP_<KEY> and the providers' variables."""
+    out: dict[str, Any] = {}
+    for env_name, key in SDK_ENV.items():
+        if environ.get(env_name):
+            out[key] = environ[env_name]
+    for env_name, value in environ.items():
+        if not env_name.startswith(ENV_PREFIX) or value == "":
+            continue
+        key = env_name[len(ENV_PREFIX) :].lower()
+        if key not in FIELDS:
+            continue  # other HERMES_ACP_* variables (test hooks, log file) are not settings
+        out[key] = [v.strip() for v in value.split(",") if v.strip()] if key in LIST_KEYS else value
+    return out
+
+
+def plainly_valid(environ: Mapping[str, str] | None = None) -> bool:
+    """True when `load_settings(environ)` surely succeeds; False when only it can tell."""
+    environ = os.environ if environ is None else environ
+    home = os.path.expanduser(environ.get(ENV_PREFIX + "HOME") or "~/.hermes-acp")
+    values: dict[str, Any] = {}
+    config_path = os.path.join(home, "config.toml")
+    try:
+        if os.path.isfile(config_path):
+            import tomllib
+
+            with open(config_path, encoding="utf-8") as file:
+                values.update(tomllib.loads(file.read()))
+    except Exception:  # unreadable or not TOML: the full check says which
+        return False
+    if not values.keys() <= FIELDS:
+        return False
+    values.update(env_overrides(environ))
+    values.pop("home", None)  # replaced by the directory itself
+    return all(key in RULES and RULES[key](value) for key, value in values.items())

@@ -214,10 +214,12 @@ class AcpServer:
             assert task is not None
             self._in_flight.add(task)
             task.add_done_callback(self._in_flight.discard)
-        if model is not _initialize_model or self.warmup.started:
-            # The warm-up thread imports the schema: the loop never imports it half-way.
-            # Requests start in the order they came (an initialize too, once any waits).
-            await self.warmup.modules_ready()
+        warmup = self.warmup
+        if not warmup.modules_imported.is_set() and (model is not _initialize_model or warmup.started):
+            # The warm-up thread imports the schema and the session modules: the loop never
+            # imports one half-way. Requests start in the order they came (an initialize
+            # too, once any waits). Every handler below runs after this.
+            await warmup.modules_ready()
         try:
             request, raw = parse_params(model, params)
         except RequestError:
@@ -297,7 +299,6 @@ class AcpServer:
         return {}
 
     async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
-        await self.warmup.modules_ready()
         return await self.sessions.new_session(_placement(request))
 
     async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
@@ -318,22 +319,18 @@ class AcpServer:
     async def _restore(
         self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
     ) -> Params:
-        await self.warmup.modules_ready()
         return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
 
     async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
-        await self.warmup.modules_ready()
         return await self.sessions.fork_session(request.session_id, _placement(request))
 
     async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
-        await self.warmup.modules_ready()
         return await self.sessions.list_sessions(request.cwd, request.cursor)
 
     async def close_session(self, request: schema.CloseSessionRequest, raw: Params) -> Params:
         return await self.sessions.close_session(request.session_id)
 
     async def delete_session(self, request: schema.DeleteSessionRequest, raw: Params) -> Params:
-        await self.warmup.modules_ready()
         return await self.sessions.delete_session(request.session_id)
 
     async def cancel(self, request: schema.CancelNotification, raw: Params) -> None:

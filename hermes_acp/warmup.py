@@ -37,20 +37,16 @@ class Warmup:
     """
 
     def __init__(self) -> None:
-        self._started = False
-        self._modules = asyncio.Event()
+        self.started = False
+        self.modules_imported = asyncio.Event()
         # Set once the provider SDK is imported: what a turn waits for, so that it never
         # imports an SDK on the event loop. Warm-up has started by then (session/new starts it).
         self.sdks_imported = asyncio.Event()
 
-    @property
-    def started(self) -> bool:
-        return self._started
-
     def start(self) -> None:
-        if self._started:
+        if self.started:
             return
-        self._started = True
+        self.started = True
         loop = asyncio.get_running_loop()
         threading.Thread(target=self._run, args=(loop,), name="hermes-acp-warmup", daemon=True).start()
 
@@ -61,7 +57,7 @@ class Warmup:
         except Exception:
             log.exception("warm-up import failed")
         finally:
-            _call_soon(loop, self._modules.set)
+            _call_soon(loop, self.modules_imported.set)
         try:
             _import_provider_sdk()
         except Exception:
@@ -71,7 +67,7 @@ class Warmup:
 
     async def modules_ready(self) -> None:
         self.start()
-        await self._modules.wait()
+        await self.modules_imported.wait()
 
 
 def _import_provider_sdk() -> None:

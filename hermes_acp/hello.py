@@ -1,4 +1,5 @@
-"""The `initialize` params, read without the SDK's schema when they are plainly valid.
+"""`initialize`: the client's hello, read without the SDK's schema when it is plainly
+valid, and the agent's answer (its capabilities and ways to authenticate).
 
 `initialize` is answered before the SDK's schema is imported (hermes_acp/sdk_import.py):
 it keeps only a few capability flags and the client's name. `read_initialize` reads
@@ -16,7 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+PROTOCOL_VERSION = 1
 MAX_PROTOCOL_VERSION = 65535  # the schema's bound (a u16)
+ENV_AUTH = "env"
+SETUP_AUTH = "setup"
 
 # key -> the keys its object may have; None: a leaf read by `_plain_leaf`
 _META = "_meta"
@@ -141,3 +145,53 @@ def _fits(value: Any, shape: dict[str, Any]) -> bool:
 
 def _meta_ok(value: Any) -> bool:
     return value is None or isinstance(value, dict)
+
+
+def agent_hello(version: str, *, terminal_auth: bool) -> dict[str, Any]:
+    """The initialize answer: what this agent offers, whoever the client is."""
+    return {
+        "protocolVersion": PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": True,
+            "auth": {"logout": {}},
+            "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": True, "sse": True},
+            # fork is in the unstable schema only; clients that do not know it ignore it
+            "sessionCapabilities": {
+                "list": {},
+                "resume": {},
+                "close": {},
+                "delete": {},
+                "fork": {},
+                "additionalDirectories": {},
+            },
+        },
+        "authMethods": auth_methods(terminal_auth=terminal_auth),
+        "agentInfo": {"name": "hermes-acp", "title": "Hermes", "version": version},
+    }
+
+
+def auth_methods(*, terminal_auth: bool) -> list[dict[str, Any]]:
+    """The environment's keys always; `hermes-acp setup` in a terminal where the client can run one."""
+    methods: list[dict[str, Any]] = [
+        {
+            "id": ENV_AUTH,
+            "name": "API key from environment or config file",
+            "description": (
+                "Reads OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY (or HERMES_ACP_API_KEY "
+                "with HERMES_ACP_BASE_URL) from the environment, or the keys in "
+                "~/.hermes-acp/config.toml (HERMES_ACP_HOME) written by `hermes-acp setup`."
+            ),
+        }
+    ]
+    if terminal_auth:
+        methods.append(
+            {
+                "type": "terminal",
+                "id": SETUP_AUTH,
+                "name": "Set up hermes-acp in a terminal",
+                "description": "Choose a provider, enter an API key and a model; writes config.toml.",
+                "args": ["setup"],
+            }
+        )
+    return methods

@@ -26,7 +26,7 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
-from hermes_acp.hello import ClientHello, InitializeParams
+from hermes_acp.hello import PROTOCOL_VERSION, ClientHello, InitializeParams, agent_hello, auth_methods
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport, current_request_id
@@ -41,12 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROTOCOL_VERSION = 1
 METHOD_NOT_FOUND = -32601
 REQUEST_CANCELLED = -32800
-ENV_AUTH = "env"
 DRAIN_SECONDS = 10.0  # how long requests in flight at end of input may take to answer
-SETUP_AUTH = "setup"
 
 Params = dict[str, Any]
 Handler = Callable[[Any, Params], Awaitable[Any]]
@@ -238,53 +235,10 @@ class AcpServer:
         client = request.client_name or "an unnamed client"
         log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, self.client)
         self.transport.after_response(self.warmup.start)
-        return {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": True,
-                "auth": {"logout": {}},
-                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": True, "sse": True},
-                # fork is in the unstable schema only; clients that do not know it ignore it
-                "sessionCapabilities": {
-                    "list": {},
-                    "resume": {},
-                    "close": {},
-                    "delete": {},
-                    "fork": {},
-                    "additionalDirectories": {},
-                },
-            },
-            "authMethods": self.auth_methods(),
-            "agentInfo": {"name": "hermes-acp", "title": "Hermes", "version": __version__},
-        }
-
-    def auth_methods(self) -> list[Params]:
-        methods: list[Params] = [
-            {
-                "id": ENV_AUTH,
-                "name": "API key from environment or config file",
-                "description": (
-                    "Reads OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY (or HERMES_ACP_API_KEY "
-                    "with HERMES_ACP_BASE_URL) from the environment, or the keys in "
-                    "~/.hermes-acp/config.toml (HERMES_ACP_HOME) written by `hermes-acp setup`."
-                ),
-            }
-        ]
-        if self.client.terminal_auth:
-            methods.append(
-                {
-                    "type": "terminal",
-                    "id": SETUP_AUTH,
-                    "name": "Set up hermes-acp in a terminal",
-                    "description": "Choose a provider, enter an API key and a model; writes config.toml.",
-                    "args": ["setup"],
-                }
-            )
-        return methods
+        return agent_hello(__version__, terminal_auth=self.client.terminal_auth)
 
     async def authenticate(self, request: schema.AuthenticateRequest, raw: Params) -> Params:
-        valid = [method["id"] for method in self.auth_methods()]
+        valid = [method["id"] for method in auth_methods(terminal_auth=self.client.terminal_auth)]
         if request.method_id not in valid:
             raise RequestError(
                 INVALID_PARAMS,

@@ -21,6 +21,11 @@ CACHE = {"type": "ephemeral"}
 _FINISH: dict[str, base.FinishReason] = {**base.CLAUDE_FINISH, "pause_turn": "stop", "refusal": "refusal"}
 
 
+# The body's keys in the order the anthropic SDK writes them (its `create()`; parameters
+# handed over as `extra_body` kept their place there).
+ORDER = ("max_tokens", "messages", "model", "stream", "system", "thinking", "tool_choice", "tools")
+
+
 class AnthropicMessagesProvider(SdkProvider):
     api_mode = "anthropic_messages"
 
@@ -65,13 +70,7 @@ class AnthropicMessagesProvider(SdkProvider):
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
-        response = await self.open_stream(
-            lambda client: client.messages.with_streaming_response.create,
-            self.params(request),
-            bulky=("messages", "tools", "system"),
-            placeholders={"messages": []},
-            cleaned=("messages",),
-        )
+        response = await self.open_stream("/v1/messages", self.params(request), ORDER)
         events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
         blocks: dict[int, _Block] = {}
         usage: dict[str, int] = {}

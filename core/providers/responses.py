@@ -20,8 +20,27 @@ _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_
 _ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
 
 
+# The body's keys in the order the openai SDK writes them (its `create()`), as they were
+# sent when it wrote the body: the bulky parts went in last, as `extra_body`.
+ORDER = (
+    "model",
+    "stream",
+    "include",
+    "max_output_tokens",
+    "reasoning",
+    "store",
+    "tool_choice",
+    "input",
+    "tools",
+    "instructions",
+)
+
+
 class ResponsesProvider(SdkProvider):
     api_mode = "responses"
+
+    def _request_options(self) -> dict[str, Any]:
+        return {"security": {"bearer_auth": True}}
 
     def _sdk_client_class(self) -> Any:
         import openai
@@ -64,13 +83,7 @@ class ResponsesProvider(SdkProvider):
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
-        response = await self.open_stream(
-            lambda client: client.responses.with_streaming_response.create,
-            self.params(request),
-            bulky=("input", "tools", "instructions"),
-            placeholders={},
-            cleaned=("input",),
-        )
+        response = await self.open_stream("/responses", self.params(request), ORDER)
         events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
         thoughts: list[str] = []

@@ -111,6 +111,7 @@ class RecordedRequest:
     headers: dict[str, str]  # names in lower case
     body: dict[str, Any]
     time: float  # time.monotonic() when the request arrived
+    raw: bytes = b""  # the body as it came over the wire, byte for byte
 
 
 _BEDROCK = "/converse-stream"
@@ -360,7 +361,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
-        reply = self.fake._take(RecordedRequest(self.path, headers, body, time.monotonic()))
+        reply = self.fake._take(RecordedRequest(self.path, headers, body, time.monotonic(), raw))
         if not self.fake._sleep(reply.delay):
             return
         try:

@@ -217,12 +217,17 @@ class WireHistory:
         for message in added:
             items = wire_form(message, self._key, self._convert)
             self._items.extend(items)
-            self._encoded.extend(message.memoised(self._encoded_key, lambda _, items=items: map_dumps(items)))
+            self._encoded.extend(encoded_form(message, self._encoded_key, items))
         return Encoded(self._items, self._encoded)
 
 
-def map_dumps(items: list[Any]) -> list[bytes]:
-    return [dumps(item) for item in items]
+def encoded_form(message: Message, key: Any, items: list[Any]) -> list[bytes]:
+    """Each of `items` (`message`'s wire form) encoded (`dumps`), once per message and `key`,
+    kept on the message beside its wire form (`Message.memoised`, same invalidation)."""
+    memo = message.memo
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    return message.memoised(key, lambda _: [dumps(item) for item in items])
 
 
 # Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,

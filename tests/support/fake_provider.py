@@ -76,6 +76,9 @@ class Reply:
     stream_error_event: str = "error"  # responses only: "error" or "response.failed"
     # Sent verbatim as the streamed body, one HTTP chunk each, instead of rendering the reply.
     raw_stream: list[bytes] | None = None
+    # The whole rendered stream written at once, one HTTP chunk (as a fast model's events
+    # pile up between two reads of a busy client).
+    one_write: bool = False
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 0.05) -> Reply:
@@ -411,6 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         events = _render_stream(endpoint, reply, body)
+        if reply.one_write:
+            events = iter([b"".join(events)])
         for count, event in enumerate(events):
             if reply.drop_after is not None and count >= reply.drop_after:
                 break

@@ -20,33 +20,46 @@ def dumps(value: Any) -> bytes:
 
 
 class Encoded(list[Any]):
-    """A JSON array that carries its encoding: the items, for code that reads them, and
-    `json`, the bytes they encode to, joined from encodings made once per item. Nothing
-    may change it after it is made: its bytes would no longer say what it holds."""
+    """A JSON array that carries its encoding: the items, for code that reads them, and the
+    encodings of the items, made once per item and joined only where the body is written
+    (`encode_body`: one copy of the history's bytes per call). Nothing may change it after
+    it is made: its bytes would no longer say what it holds."""
 
-    __slots__ = ("json",)
+    __slots__ = ("_encoded",)
 
     def __init__(self, items: Iterable[Any], encoded_items: list[bytes]) -> None:
         super().__init__(items)
-        self.json = b"[" + b",".join(encoded_items) + b"]"
+        self._encoded = list(encoded_items)
+
+    @property
+    def json(self) -> bytes:
+        return b"".join(self.pieces())
+
+    def pieces(self) -> list[bytes]:
+        """The array's encoding in pieces to be joined."""
+        return [b"[", b",".join(self._encoded), b"]"]
 
     def after(self, first: Any) -> Encoded:
         """This array with `first` put before its items (a system message, say)."""
         out = Encoded.__new__(Encoded)
         list.__init__(out, [first, *self])
-        out.json = b"[" + dumps(first) + (b"," + self.json[1:] if self else b"]")
+        out._encoded = [dumps(first), *self._encoded]
         return out
 
 
 def encode_body(params: dict[str, Any], order: tuple[str, ...]) -> bytes:
     """`params` as a JSON object, its keys in `order` (where the SDK puts each; the
     pseudo-key "extra_body" places that dict's keys), the rest after them as they come.
-    `Encoded` values go in as their bytes, the others are encoded here."""
+    `Encoded` values go in as their kept bytes, the others are encoded here."""
     extra: dict[str, Any] = params.get("extra_body") or {}
-    parts: list[bytes] = []
+    pieces: list[bytes] = []
 
     def add(key: str, value: Any) -> None:
-        parts.append(dumps(key) + b":" + (value.json if isinstance(value, Encoded) else dumps(value)))
+        pieces.extend((b"," if pieces else b"{", dumps(key), b":"))
+        if isinstance(value, Encoded):
+            pieces.extend(value.pieces())
+        else:
+            pieces.append(dumps(value))
 
     for key in order:
         if key == "extra_body":
@@ -60,4 +73,5 @@ def encode_body(params: dict[str, Any], order: tuple[str, ...]) -> bytes:
     if "extra_body" not in order:
         for extra_key, value in extra.items():
             add(extra_key, value)
-    return b"{" + b",".join(parts) + b"}"
+    pieces.append(b"}" if pieces else b"{}")
+    return b"".join(pieces)

@@ -78,7 +78,7 @@ async def test_every_body_is_the_bytes_the_sdk_wrote(api: str, tmp_path: Path) -
                 [
                     Reply(tool_calls=[ToolCallSpec("read_file", {"path": "notes.txt"})]),
                     Reply(text="It says café ✓ 🙂."),
-                    Reply(text="Second answer, «quoted» \"escaped\" \\ and a tab\t."),
+                    Reply(text='Second answer, «quoted» "escaped" \\ and a tab\t.'),
                     Reply(text="Third answer."),
                     Reply(text="Summary: notes were read, three questions answered."),
                     Reply(text="After the summary."),

@@ -13,9 +13,7 @@ def kept(items: list[object]) -> Encoded:
 
 
 def test_a_body_is_the_json_of_its_parameters_in_the_order_asked_for() -> None:
-    history = kept(
-        [{"role": "user", "content": "é ✓ 🙂 \"quoted\"\n"}, {"role": "assistant", "content": None}]
-    )
+    history = kept([{"role": "user", "content": 'é ✓ 🙂 "quoted"\n'}, {"role": "assistant", "content": None}])
     params = {
         "tools": [{"name": "t"}],
         "messages": history.after({"role": "system", "content": "s"}),

@@ -9,9 +9,11 @@ warm up): 1.0 is flat, the history's growth costing nothing per turn. The server
 ratio is the one judged: the wall time also holds what grows with the request outside
 the server (the fake model parsing a body of the whole history, as any model must).
 
-    python -m benchmarks.bench_long_session [--turns N] [--profile FILE]
+    python -m benchmarks.bench_long_session [--turns N] [--api API] [--profile FILE]
 
-`--profile FILE` records the server with py-spy (when installed) into FILE (speedscope).
+`--api` picks the provider's API shape: chat_completions (the default), responses or
+anthropic_messages. `--profile FILE` records the server with py-spy (when installed) into
+FILE (speedscope).
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ from tests.support.acp_harness import ServerProcess, server_env, spawn_server  #
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
 
 TARGET = 1.25  # late turns over early ones; noise on a shared box stays under this
+APIS: dict[str, dict[str, str]] = {
+    "chat_completions": {"HERMES_ACP_PROVIDER": "openai", "HERMES_ACP_MODEL": "gpt-4.1"},
+    "responses": {
+        "HERMES_ACP_PROVIDER": "openai",
+        "HERMES_ACP_MODEL": "gpt-4.1",
+        "HERMES_ACP_API_MODE": "responses",
+    },
+    "anthropic_messages": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
+}
 ANSWER = "Here is what I found in the project, in a few sentences of ordinary length. " * 4
 
 
@@ -71,15 +82,20 @@ def windows(samples: list[float]) -> tuple[float, float, float]:
     )
 
 
-async def main(turns: int, profile: Path | None) -> int:
+async def main(turns: int, api: str, profile: Path | None) -> int:
     load = os.getloadavg()[0]
     with FakeProviderProcess() as fake, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         project = home / "project"
         project.mkdir()
         (project / "notes.txt").write_text("a note\n" * 20)
-        env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning")
-        env.update(OPENAI_BASE_URL=fake.openai_base_url, OPENAI_API_KEY="test")
+        env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning", **APIS[api])
+        env.update(
+            OPENAI_BASE_URL=fake.openai_base_url,
+            OPENAI_API_KEY="test",
+            ANTHROPIC_BASE_URL=fake.anthropic_base_url,
+            ANTHROPIC_API_KEY="test",
+        )
         async with spawn_server(env, check_schema=False) as server:
             recorder = await start_profiler(server.pid, profile, 50)
             await server.request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -98,7 +114,8 @@ async def main(turns: int, profile: Path | None) -> int:
                 walls.append(wall)
                 cpus.append(cpu)
             await stop_profiler(recorder)
-    print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores); {turns} turns")
+    cores = os.cpu_count()
+    print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({cores} cores); {turns} turns, {api}")
     print("median ms per turn    turns 6-30  ~turn 100  last 25  late/early")
     for label, samples in (("wall", walls), ("server CPU", cpus)):
         early, middle, late = windows(samples)
@@ -113,6 +130,7 @@ async def main(turns: int, profile: Path | None) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
+    parser.add_argument("--api", choices=list(APIS), default="chat_completions")
     parser.add_argument("--profile", type=Path, default=None)
     arguments = parser.parse_args()
-    sys.exit(asyncio.run(main(arguments.turns, arguments.profile)))
+    sys.exit(asyncio.run(main(arguments.turns, arguments.api, arguments.profile)))

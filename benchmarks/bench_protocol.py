@@ -142,7 +142,14 @@ async def first_chunk(
     return Result("prompt -> first agent_message_chunk (median)", median * 1e3, "ms", 20, f"{runs} prompts")
 
 
-async def many_deltas(server: ServerProcess, ids: Ids, fake: FakeProviderProcess, session: str) -> Result:
+async def many_deltas(
+    server: ServerProcess,
+    ids: Ids,
+    fake: FakeProviderProcess,
+    session: str,
+    api: str = "",
+    target: float = 1.0,
+) -> Result:
     count = 10_000
     fake.script([Reply(text="x" * count, chunk_size=1)])
     request_id, _, started = await prompt_until(
@@ -157,7 +164,32 @@ async def many_deltas(server: ServerProcess, ids: Ids, fake: FakeProviderProcess
             break
     elapsed = time.perf_counter() - started
     assert received == count, f"{received} characters arrived, not {count}"
-    return Result(f"{count:,} streamed text deltas reach the client", elapsed, "s", 1.0)
+    label = f" ({api})" if api else ""
+    return Result(f"{count:,} streamed text deltas reach the client{label}", elapsed, "s", target)
+
+
+# The other API shapes, each streaming the same 10,000 deltas in its own wire format.
+OTHER_APIS: dict[str, dict[str, str]] = {
+    "responses": {"HERMES_ACP_API_MODE": "responses"},
+    "anthropic": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
+}
+
+
+async def many_deltas_per_api(env: dict[str, str], fake: FakeProviderProcess, cwd: Path) -> list[Result]:
+    results = []
+    for api, settings in OTHER_APIS.items():
+        api_env = {**env, **settings, "ANTHROPIC_API_KEY": "test"}
+        api_env["ANTHROPIC_BASE_URL"] = fake.anthropic_base_url
+        async with spawn_server(api_env, check_schema=False) as server:
+            ids = Ids()
+            await initialize(server, ids)
+            session = await new_session(server, ids, cwd)
+            fake.script([Reply(text="warm")])  # the first turn loads the SDK; not counted
+            chunk = is_update("agent_message_chunk")
+            request_id, _, _ = await prompt_until(server, ids, session, "hi", chunk)
+            await finish(server, request_id)
+            results.append(await many_deltas(server, ids, fake, session, api, 0.5))
+    return results
 
 
 async def provider_alone(env: dict[str, str], fake: FakeProviderProcess) -> Result:
@@ -291,6 +323,7 @@ async def main(runs: int) -> int:
             results.append(await face_alone())
             results.append(await cancel_streaming(server, ids, fake, session, 10))
             results.append(await cancel_command(server, ids, fake, session, 10))
+        results += await many_deltas_per_api(env, fake, project)
         results += await memory(env, project, 100)
 
     width = max(len(r.name) for r in results)

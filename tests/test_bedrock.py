@@ -308,3 +308,43 @@ def test_building_a_bedrock_provider_leaves_boto3_unloaded(tmp_path):
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.split() == ["bedrock_converse", "[]"]
+
+
+async def test_a_kept_converse_form_never_outlives_the_message_it_came_from(fake):
+    from core.compression import apply_compression, plan_compression
+    from core.messages import repair_alternation
+
+    def exchange(n: int) -> list[Message]:
+        call = ToolCall(f"t{n}", "read_file", json.dumps({"path": f"file{n}.txt"}))
+        return [
+            user(f"question {n}"),
+            Message(role="assistant", content=f"looking {n}", tool_calls=[call]),
+            Message(role="tool", content=f"contents {n} é", tool_call_id=call.id, name="read_file"),
+            user(f"also this, {n}"),  # merged with the result into one user turn
+            Message(role="assistant", content=f"answer {n}"),
+        ]
+
+    async def sent(provider: BedrockConverseProvider, history: list[Message]) -> bytes:
+        fake.script([Reply(text="ok")])
+        await run(provider, request(*repair_alternation(history)))
+        return fake.requests[-1].raw
+
+    kept = bedrock(fake)  # one provider for the whole session: its messages keep their blocks
+    history = [m for n in range(4) for m in exchange(n)]
+
+    async def same_as_fresh() -> bytes:
+        body = await sent(kept, history)
+        assert body == await sent(bedrock(fake), [Message.from_dict(m.to_dict()) for m in history])
+        return body
+
+    await same_as_fresh()
+    history += exchange(4)
+    assert b"answer 4" in await same_as_fresh()
+    history[4].content = "an edited answer"  # a field assigned on a message already sent
+    body = await same_as_fresh()
+    assert b"an edited answer" in body and b"answer 0" not in body
+    plan = plan_compression(history, keep_first=2, keep_last=4)
+    assert plan is not None
+    history = apply_compression(plan, "what happened so far")
+    body = await same_as_fresh()
+    assert b"what happened so far" in body and b"answer 2" not in body

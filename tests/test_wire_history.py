@@ -13,9 +13,10 @@ import pytest
 from core.compression import apply_compression, plan_compression
 from core.messages import Message, RepairedHistory, ToolCall, repair_alternation, user
 from core.providers.anthropic_messages import AnthropicMessagesProvider
-from core.providers.base import ModelRequest
+from core.providers.base import ModelRequest, ToolSpec
 from core.providers.chat_completions import ChatCompletionsProvider
 from core.providers.responses import ResponsesProvider
+from core.providers.sdk import untransformed
 from core.turn_context import HistoryEstimate, estimate_messages_tokens
 from tests.support.fake_provider import FakeProvider, Reply
 
@@ -47,7 +48,7 @@ async def sent(provider: Any, fake: FakeProvider, history: list[Message]) -> byt
             [item async for item in items]
     finally:
         await provider.aclose()
-    return json.dumps(fake.requests[-1].body, sort_keys=True).encode()
+    return fake.requests[-1].raw
 
 
 async def sent_by_a_fresh_provider(shape: str, fake: FakeProvider, history: list[Message]) -> bytes:
@@ -94,6 +95,70 @@ async def test_a_kept_wire_form_never_outlives_the_message_it_came_from(fake, sh
     history = apply_compression(plan, "what happened so far")
     body = await same_as_fresh()
     assert b"what happened so far" in body and b"answer 2" not in body
+
+
+# Each API with every optional part of a request in play, and how its SDK's `create()` was
+# handed a body when the SDK still wrote the bodies (`untransformed`).
+FULL_REQUESTS = {
+    "chat_completions": ("o3", "openai", {"bulky": ("messages", "tools"), "placeholders": {"messages": []}}),
+    "chat_completions via openrouter": (
+        "o3",
+        "openrouter",  # its reasoning effort goes in as `extra_body`
+        {"bulky": ("messages", "tools"), "placeholders": {"messages": []}},
+    ),
+    "responses": ("gpt-5", "openai", {"bulky": ("input", "tools", "instructions"), "placeholders": {}}),
+    "anthropic_messages": (
+        "claude-sonnet-4",
+        "anthropic",
+        {"bulky": ("messages", "tools", "system"), "placeholders": {"messages": []}},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FULL_REQUESTS))
+async def test_a_body_written_here_is_the_one_the_sdk_wrote(fake, case):
+    import anthropic
+    import openai
+
+    shape = case.split(" ")[0]
+    model, name, sdk_shape = FULL_REQUESTS[case]
+    cls = SHAPES[shape][0]
+    base = fake.anthropic_base_url if shape == "anthropic_messages" else fake.openai_base_url
+    provider = cls(model, api_key="test-key", base_url=base, name=name, timeout=10, stale_seconds=5)
+    tool = ToolSpec("read_file", "Read a file «here».", {"type": "object", "properties": {"path": {}}})
+    request = ModelRequest(
+        system="You are terse. ✓",
+        messages=repair_alternation([m for n in range(2) for m in exchange(n)] + [user("and é? 🙂")]),
+        tools=[tool],
+        max_output_tokens=30_000,
+        reasoning_effort="high",
+        tool_choice_none=True,
+    )
+    fake.script([Reply(text="ok")])
+    try:
+        async with aclosing(provider.stream(request)) as items:
+            [item async for item in items]
+        params = untransformed(provider.params(request), **sdk_shape)
+    finally:
+        await provider.aclose()
+    ours = fake.requests[-1].raw
+    fake.script([Reply(text="ok")])
+    if shape == "anthropic_messages":
+        client: Any = anthropic.AsyncAnthropic(api_key="test-key", base_url=base, max_retries=0)
+        create = client.messages.with_streaming_response.create
+    else:
+        client = openai.AsyncOpenAI(api_key="test-key", base_url=base, max_retries=0)
+        endpoint = client.responses if shape == "responses" else client.chat.completions
+        create = endpoint.with_streaming_response.create
+    try:
+        async with create(**params) as response:
+            await response.read()
+    finally:
+        await client.close()
+    assert ours == fake.requests[-1].raw
+    effort = b"budget_tokens" if shape == "anthropic_messages" else b'"high"'
+    for part in (b"tool_choice", b"30000", effort, "é? 🙂".encode()):
+        assert part in ours
 
 
 def test_the_history_is_repaired_incrementally_as_from_scratch():

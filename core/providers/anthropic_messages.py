@@ -7,18 +7,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart
+from core.messages import Growth, ImagePart, Message, TextPart
 from core.models import Usage, model_info
 from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from core.providers.body import Encoded, dumps
 from core.providers.errors import classify_stream_error
-from core.providers.sdk import SdkProvider, wire_form
-from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed
+from core.providers.sdk import SdkProvider, encoded_form, wire_form
+from core.providers.sse import MALFORMED, close_quietly, drain, json_batches, malformed, merged
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}
 # Thinking budgets per reasoning effort; the API wants at least 1024 and less than max_tokens.
 _FINISH: dict[str, base.FinishReason] = {**base.CLAUDE_FINISH, "pause_turn": "stop", "refusal": "refusal"}
+
+
+# The body's keys in the order the anthropic SDK writes them (its `create()`; parameters
+# handed over as `extra_body` kept their place there).
+ORDER = ("max_tokens", "messages", "model", "stream", "system", "thinking", "tool_choice", "tools")
 
 
 class AnthropicMessagesProvider(SdkProvider):
@@ -31,6 +37,10 @@ class AnthropicMessagesProvider(SdkProvider):
 
     def _needs_key(self) -> bool:
         return self.base_url == DEFAULT_BASE_URL
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._history = AlternatingHistory()
 
     def _sdk_client_class(self) -> Any:
         import anthropic
@@ -45,7 +55,7 @@ class AnthropicMessagesProvider(SdkProvider):
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
-            "messages": to_wire_messages(request.messages),
+            "messages": self._history.of(request.messages),
             "stream": True,
         }
         if request.system:
@@ -65,46 +75,52 @@ class AnthropicMessagesProvider(SdkProvider):
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
-        response = await self.open_stream(
-            lambda client: client.messages.with_streaming_response.create,
-            self.params(request),
-            bulky=("messages", "tools", "system"),
-            placeholders={"messages": []},
-            cleaned=("messages",),
-        )
-        events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
+        response = await self.open_stream("/v1/messages", self.params(request), ORDER)
+        events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         blocks: dict[int, _Block] = {}
         usage: dict[str, int] = {}
         stop_reason: str | None = None
         finished = False
         model = self.model
         try:
-            async for name, event in events:
+            async for batch in events:
+                read: list[TextDelta | ThoughtDelta] = []  # the deltas of one network read
+                failure: Exception | None = None
                 try:
-                    kind = event.get("type") or name
-                    if kind == "content_block_delta":
-                        block = blocks.get(event["index"])
-                        if block is None:
-                            block = blocks[event["index"]] = _Block("text")
-                        item = block.apply(event["delta"])
-                        if item is not None:
-                            yield item
-                    elif name == "error" or kind == "error":
-                        raise classify_stream_error(event.get("error"), provider=self.name)
-                    elif kind == "message_start":
-                        message = event.get("message") or {}
-                        model = message.get("model") or model
-                        _merge_usage(usage, message.get("usage"))
-                    elif kind == "content_block_start":
-                        blocks[event["index"]] = _Block.start(event["content_block"])
-                    elif kind == "message_delta":
-                        stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
-                        _merge_usage(usage, event.get("usage"))
-                    elif kind == "message_stop":
-                        finished = True
-                        break
-                except MALFORMED as exc:
-                    raise malformed(exc, event, provider=self.name) from exc
+                    for name, event in batch:
+                        try:
+                            kind = event.get("type") or name
+                            if kind == "content_block_delta":
+                                block = blocks.get(event["index"])
+                                if block is None:
+                                    block = blocks[event["index"]] = _Block("text")
+                                item = block.apply(event["delta"])
+                                if item is not None:
+                                    read.append(item)
+                            elif name == "error" or kind == "error":
+                                raise classify_stream_error(event.get("error"), provider=self.name)
+                            elif kind == "message_start":
+                                message = event.get("message") or {}
+                                model = message.get("model") or model
+                                _merge_usage(usage, message.get("usage"))
+                            elif kind == "content_block_start":
+                                blocks[event["index"]] = _Block.start(event["content_block"])
+                            elif kind == "message_delta":
+                                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                                _merge_usage(usage, event.get("usage"))
+                            elif kind == "message_stop":
+                                finished = True
+                                break
+                        except MALFORMED as exc:
+                            raise malformed(exc, event, provider=self.name) from exc
+                except Exception as exc:  # what came before it in the read still goes out first
+                    failure = exc
+                for item in merged(read):
+                    yield item
+                if failure is not None:
+                    raise failure
+                if finished:
+                    break
             if finished:
                 await drain(events)
         finally:
@@ -193,12 +209,60 @@ def to_wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Anthropic messages: tool results as user `tool_result` blocks, same-role messages
     merged, empty ones dropped, a cache breakpoint on the last user message; cleaned, each
     message's blocks made once (`wire_form`)."""
-    wire = base.alternating(messages, _cached_blocks)
-    for entry in reversed(wire):
-        if entry["role"] == "user":
-            entry["content"][-1] = {**entry["content"][-1], "cache_control": CACHE}
-            break
-    return wire
+    return AlternatingHistory().of(messages)
+
+
+class AlternatingHistory:
+    """`to_wire_messages` of a history that grows between calls, converting and encoding
+    only what it gained (`Growth`); for any other list (compressed, cleared, edited) it
+    starts over.
+
+    Only the last entry can still change (a same-role message merges into it), and the
+    cache breakpoint sits on one of the last two (roles alternate): the entries before
+    those are kept with their encodings; the last two are made again on each call.
+    """
+
+    def __init__(self) -> None:
+        self._growth = Growth()
+        self._entries: list[tuple[str, list[dict[str, Any]], list[bytes]]] = []  # role, blocks, encoded
+        self._settled: list[dict[str, Any]] = []
+        self._settled_json: list[bytes] = []
+
+    def of(self, messages: list[Message]) -> Encoded:
+        continued, added = self._growth.added(messages)
+        if not continued:
+            self._entries, self._settled, self._settled_json = [], [], []
+        entries = self._entries
+        for message in added:
+            blocks = _cached_blocks(message)
+            if not blocks:
+                continue
+            role = "assistant" if message.role == "assistant" else "user"
+            encoded = encoded_form(message, ("json", "anthropic"), blocks)
+            if entries and entries[-1][0] == role:
+                entries[-1][1].extend(blocks)
+                entries[-1][2].extend(encoded)
+            else:
+                entries.append((role, list(blocks), list(encoded)))
+        while len(self._settled) < len(entries) - 2:
+            role, blocks, encoded = entries[len(self._settled)]
+            self._settled.append({"role": role, "content": blocks})
+            self._settled_json.append(_entry_json(role, encoded))
+        tail = entries[len(self._settled) :]
+        marked = max((i for i, entry in enumerate(tail) if entry[0] == "user"), default=-1)
+        items, encodings = list(self._settled), list(self._settled_json)
+        for i, (role, blocks, encoded) in enumerate(tail):
+            blocks, encoded = list(blocks), list(encoded)
+            if i == marked:
+                blocks[-1] = {**blocks[-1], "cache_control": CACHE}
+                encoded[-1] = dumps(blocks[-1])
+            items.append({"role": role, "content": blocks})
+            encodings.append(_entry_json(role, encoded))
+        return Encoded(items, encodings)
+
+
+def _entry_json(role: str, encoded_blocks: list[bytes]) -> bytes:
+    return b'{"role":' + dumps(role) + b',"content":[' + b",".join(encoded_blocks) + b"]}"
 
 
 def _cached_blocks(message: Message) -> list[dict[str, Any]]:

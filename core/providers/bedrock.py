@@ -120,11 +120,7 @@ class BedrockConverseProvider(SdkProvider):
     def params(self, request: ModelRequest) -> dict[str, Any]:
         info = model_info(self.model)
         max_tokens = request.max_output_tokens or info.default_output_tokens
-        params: dict[str, Any] = {
-            "modelId": self.model,
-            "messages": to_converse_messages(request.messages),
-            "inferenceConfig": {"maxTokens": max_tokens},
-        }
+        params: dict[str, Any] = {"modelId": self.model, "inferenceConfig": {"maxTokens": max_tokens}}
         if request.system:
             params["system"] = [{"text": request.system}]
         if request.tools:
@@ -145,7 +141,11 @@ class BedrockConverseProvider(SdkProvider):
             params["additionalModelRequestFields"] = {
                 "thinking": {"type": "enabled", "budget_tokens": budget}
             }
-        return clean(params)
+        # The history comes cleaned from its kept wire forms; a walk over it here would
+        # cost O(history) on every call.
+        cleaned = clean(params)
+        messages = to_converse_messages(request.messages)
+        return {"modelId": cleaned["modelId"], "messages": messages, **cleaned}  # the order boto3 sends
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
         client = await self.client()

@@ -7,6 +7,7 @@ from typing import Any
 
 from core.messages import ImagePart, Message, TextPart
 from core.providers.base import alternating, tool_input
+from core.providers.sdk import wire_form
 
 _IMAGE_FORMATS = {
     "image/png": "png",
@@ -19,8 +20,13 @@ _IMAGE_FORMATS = {
 
 def to_converse_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Converse messages: tool results as user `toolResult` blocks, same-role messages
-    merged (the API wants user and assistant to alternate), empty ones dropped."""
-    return alternating(messages, _blocks)
+    merged (the API wants user and assistant to alternate), empty ones dropped; cleaned,
+    each message's blocks made once and kept on it (`wire_form`)."""
+    return alternating(messages, _cached_blocks)
+
+
+def _cached_blocks(message: Message) -> list[dict[str, Any]]:
+    return wire_form(message, "bedrock", _blocks)
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:

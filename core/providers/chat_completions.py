@@ -28,6 +28,22 @@ _FINISH: dict[str, base.FinishReason] = {
 }
 
 
+# The body's keys in the order the openai SDK writes them (its `create()`), as they were
+# sent when it wrote the body: the bulky "tools" went in last, as `extra_body`.
+ORDER = (
+    "model",
+    "stream",
+    "messages",
+    "max_completion_tokens",
+    "max_tokens",
+    "reasoning_effort",
+    "stream_options",
+    "tool_choice",
+    "extra_body",
+    "tools",
+)
+
+
 class ThinkTagParser:
     """Splits streamed content into answer text and `<think>...</think>` reasoning.
 
@@ -91,6 +107,9 @@ class _PartialCall:
 class ChatCompletionsProvider(SdkProvider):
     api_mode = "chat_completions"
 
+    def _request_options(self) -> dict[str, Any]:
+        return {"security": {"bearer_auth": True}}
+
     def _sdk_client_class(self) -> Any:
         import openai
 
@@ -101,11 +120,10 @@ class ChatCompletionsProvider(SdkProvider):
     def params(self, request: ModelRequest) -> dict[str, Any]:
         info = model_info(self.model)
         echo_reasoning = info.reasoning == "reasoning_content"
-        messages: list[dict[str, Any]] = []
-        if request.system:
-            messages.append(clean({"role": "system", "content": request.system}))
         convert = _to_wire_echoing if echo_reasoning else _to_wire_plain
-        messages += self.wire_history(request.messages, ("chat_completions", echo_reasoning), convert)
+        messages = self.wire_history(request.messages, ("chat_completions", echo_reasoning), convert)
+        if request.system:
+            messages = messages.after(clean({"role": "system", "content": request.system}))
         params: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -138,13 +156,7 @@ class ChatCompletionsProvider(SdkProvider):
         return self.base_url is None or "api.openai.com" in self.base_url
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
-        response = await self.open_stream(
-            lambda client: client.chat.completions.with_streaming_response.create,
-            self.params(request),
-            bulky=("messages", "tools"),
-            placeholders={"messages": []},
-            cleaned=("messages",),
-        )
+        response = await self.open_stream("/chat/completions", self.params(request), ORDER)
         events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
         thoughts: list[str] = []

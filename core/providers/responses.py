@@ -13,15 +13,34 @@ from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_payload, classify_stream_error
 from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, close_quietly, drain, json_events, malformed
+from core.providers.sse import MALFORMED, close_quietly, drain, json_batches, malformed, merged
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 _ENDINGS = {"response.completed", "response.incomplete", "response.failed"}
 
 
+# The body's keys in the order the openai SDK writes them (its `create()`), as they were
+# sent when it wrote the body: the bulky parts went in last, as `extra_body`.
+ORDER = (
+    "model",
+    "stream",
+    "include",
+    "max_output_tokens",
+    "reasoning",
+    "store",
+    "tool_choice",
+    "input",
+    "tools",
+    "instructions",
+)
+
+
 class ResponsesProvider(SdkProvider):
     api_mode = "responses"
+
+    def _request_options(self) -> dict[str, Any]:
+        return {"security": {"bearer_auth": True}}
 
     def _sdk_client_class(self) -> Any:
         import openai
@@ -64,14 +83,8 @@ class ResponsesProvider(SdkProvider):
         return params
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
-        response = await self.open_stream(
-            lambda client: client.responses.with_streaming_response.create,
-            self.params(request),
-            bulky=("input", "tools", "instructions"),
-            placeholders={},
-            cleaned=("input",),
-        )
-        events = json_events(response, stale_seconds=self.stale_seconds, provider=self.name)
+        response = await self.open_stream("/responses", self.params(request), ORDER)
+        events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []
         thoughts: list[str] = []
         refused = False
@@ -79,43 +92,46 @@ class ResponsesProvider(SdkProvider):
         reasoning_items: list[dict[str, Any]] = []
         final: dict[str, Any] | None = None
         try:
-            async for name, event in events:
+            async for batch in events:
+                read: list[TextDelta | ThoughtDelta] = []  # the deltas of one network read
+                failure: Exception | None = None
                 try:
-                    kind = event.get("type") or name
-                    if kind in _TEXT_EVENTS:
-                        refused = refused or kind == "response.refusal.delta"
-                        if delta := event.get("delta"):
-                            text.append(delta)
-                            yield TextDelta(delta)
-                    elif kind in _THOUGHT_EVENTS:
-                        if delta := event.get("delta"):
-                            thoughts.append(delta)
-                            yield ThoughtDelta(delta)
-                    elif kind == "response.function_call_arguments.delta":
-                        item_id = event["item_id"]
-                        call = calls.setdefault(item_id, {"call_id": item_id, "name": "", "arguments": ""})
-                        call["arguments"] += event.get("delta") or ""
-                    elif kind in ("response.output_item.added", "response.output_item.done"):
-                        item = event["item"]
-                        if item.get("type") == "function_call":
-                            # added: arguments follow as deltas; done: they come whole
-                            done = kind == "response.output_item.done"
-                            calls[item.get("id") or item["call_id"]] = {
-                                "call_id": item["call_id"],
-                                "name": item.get("name") or "",
-                                "arguments": (item.get("arguments") or "") if done else "",
-                            }
-                        elif item.get("type") == "reasoning" and kind == "response.output_item.done":
-                            reasoning_items.append(_without_none(item))
-                    elif kind == "error":
-                        raise classify_stream_error(event, provider=self.name)
-                    elif kind in _ENDINGS:
-                        final = event["response"]
-                        break
-                    elif error := event.get("error"):  # an API error sent as a bare data line
-                        raise classify_stream_error(error, provider=self.name)
-                except MALFORMED as exc:
-                    raise malformed(exc, event, provider=self.name) from exc
+                    for name, event in batch:
+                        try:
+                            kind = event.get("type") or name
+                            if kind in _TEXT_EVENTS:
+                                refused = refused or kind == "response.refusal.delta"
+                                if delta := event.get("delta"):
+                                    text.append(delta)
+                                    read.append(TextDelta(delta))
+                            elif kind in _THOUGHT_EVENTS:
+                                if delta := event.get("delta"):
+                                    thoughts.append(delta)
+                                    read.append(ThoughtDelta(delta))
+                            elif kind == "response.function_call_arguments.delta":
+                                item_id = event["item_id"]
+                                blank = {"call_id": item_id, "name": "", "arguments": ""}
+                                call = calls.setdefault(item_id, blank)
+                                call["arguments"] += event.get("delta") or ""
+                            elif kind in ("response.output_item.added", "response.output_item.done"):
+                                _output_item(kind, event["item"], calls, reasoning_items)
+                            elif kind == "error":
+                                raise classify_stream_error(event, provider=self.name)
+                            elif kind in _ENDINGS:
+                                final = event["response"]
+                                break
+                            elif error := event.get("error"):  # an API error sent as a bare data line
+                                raise classify_stream_error(error, provider=self.name)
+                        except MALFORMED as exc:
+                            raise malformed(exc, event, provider=self.name) from exc
+                except Exception as exc:  # what came before it in the read still goes out first
+                    failure = exc
+                for item in merged(read):
+                    yield item
+                if failure is not None:
+                    raise failure
+                if final is not None:
+                    break
             if final is not None:
                 await drain(events)
         finally:
@@ -139,6 +155,21 @@ class ResponsesProvider(SdkProvider):
             provider_data={"reasoning_items": reasoning_items} if reasoning_items else None,
             model=final.get("model") or self.model,
         )
+
+
+def _output_item(
+    kind: str, item: dict[str, Any], calls: dict[str, dict[str, str]], reasoning_items: list[dict[str, Any]]
+) -> None:
+    if item.get("type") == "function_call":
+        # added: arguments follow as deltas; done: they come whole
+        done = kind == "response.output_item.done"
+        calls[item.get("id") or item["call_id"]] = {
+            "call_id": item["call_id"],
+            "name": item.get("name") or "",
+            "arguments": (item.get("arguments") or "") if done else "",
+        }
+    elif item.get("type") == "reasoning" and kind == "response.output_item.done":
+        reasoning_items.append(_without_none(item))
 
 
 def _finish(final: dict[str, Any], refused: bool, has_calls: bool) -> base.FinishReason:

@@ -1,5 +1,5 @@
 """What the API shapes share: one endpoint's settings, a lazily built SDK client, and the
-request handed to it as it is (`untransformed`, `clean`).
+request handed to it as it is (`open_stream`, `clean`).
 
 The client is shared by every provider of the process that calls the same endpoint with
 the same key (50 sessions, one client): building one costs ~50 ms of CPU (the system's
@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TypeVar
 
 from core.messages import Growth, Message
 from core.providers.base import ErrorKind, ProviderError
+from core.providers.body import Encoded, dumps, encode_body
 from core.providers.errors import classify
 
 T = TypeVar("T")
@@ -53,8 +54,9 @@ class SdkProvider:
 
     def wire_history(
         self, messages: list[Message], key: Any, convert: Callable[[Message], list[dict[str, Any]]]
-    ) -> list[dict[str, Any]]:
-        """`messages` as wire items, `convert` run only on the ones new since the last call."""
+    ) -> Encoded:
+        """`messages` as wire items, `convert` run (and its items encoded) only on the
+        ones new since the last call."""
         history = self._histories.get(key)
         if history is None:
             history = self._histories[key] = WireHistory(key, convert)
@@ -71,15 +73,29 @@ class SdkProvider:
         """The SDK's async client class (importing the SDK: call off the event loop)."""
         raise NotImplementedError
 
-    async def open_stream(self, endpoint: Callable[[Any], Any], params: dict[str, Any], **shape: Any) -> Any:
-        """Start a streaming call: `endpoint(client)` is the SDK's `with_streaming_response.create`,
-        handed `params` as `untransformed(params, **shape)` shapes them."""
-        from core.providers.sse import open_response
+    async def open_stream(self, path: str, params: dict[str, Any], order: tuple[str, ...]) -> Any:
+        """Start a streaming call: POST `params` to `path`; the raw response (httpx's) once
+        its headers arrived.
 
-        create = endpoint(await self.client())
-        return await open_response(
-            create(**untransformed(params, **shape)), stale_seconds=self.stale_seconds, provider=self.name
+        The body is written here (`encode_body`: the history's part from bytes kept per
+        message, the rest cleaned, `clean`, and encoded) and handed to the SDK as it is
+        (`post(content=...)`); the SDK still authenticates, sets its headers and turns a
+        non-2xx status into its status error, as its `create()` would.
+        """
+        import httpx2  # the SDKs' HTTP client, loaded with them
+
+        from core.providers.sse import open_stream
+
+        client = await self.client()
+        body = encode_body({k: v if isinstance(v, Encoded) else clean(v) for k, v in params.items()}, order)
+        call = client.post(
+            path, cast_to=httpx2.Response, content=body, options=self._request_options(), stream=True
         )
+        return await open_stream(call, stale_seconds=self.stale_seconds, provider=self.name)
+
+    def _request_options(self) -> dict[str, Any]:
+        """What the SDK's `create()` would add to its request options (auth schemes)."""
+        return {}
 
     async def client(self) -> Any:
         """The SDK client, taken from the shared ones or made on first use in a thread:
@@ -145,7 +161,8 @@ def untransformed(
     cleaned: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
-    `extra_body`.
+    `extra_body`: how requests were handed to the SDKs before the bodies were written here
+    (`open_stream`), kept as the reference the tests and benchmarks compare that with.
 
     The SDKs walk every request parameter against their TypedDicts before sending
     (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
@@ -180,22 +197,37 @@ def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
 
 
 class WireHistory:
-    """A history's wire items, extended by the wire forms of what it gained since the last
-    call (`Growth`); rebuilt from the messages' kept forms when it did not just grow."""
+    """A history's wire items and their encodings, extended by the forms of what it gained
+    since the last call (`Growth`); rebuilt from the messages' kept forms when it did not
+    just grow."""
 
     def __init__(self, key: Any, convert: Callable[[Message], list[dict[str, Any]]]) -> None:
         self._key = key
+        self._encoded_key = ("json", key)
         self._convert = convert
         self._growth = Growth()
         self._items: list[dict[str, Any]] = []
+        self._encoded: list[bytes] = []
 
-    def of(self, messages: list[Message]) -> list[dict[str, Any]]:
+    def of(self, messages: list[Message]) -> Encoded:
         continued, added = self._growth.added(messages)
         if not continued:
             self._items = []
+            self._encoded = []
         for message in added:
-            self._items.extend(wire_form(message, self._key, self._convert))
-        return list(self._items)
+            items = wire_form(message, self._key, self._convert)
+            self._items.extend(items)
+            self._encoded.extend(encoded_form(message, self._encoded_key, items))
+        return Encoded(self._items, self._encoded)
+
+
+def encoded_form(message: Message, key: Any, items: list[Any]) -> list[bytes]:
+    """Each of `items` (`message`'s wire form) encoded (`dumps`), once per message and `key`,
+    kept on the message beside its wire form (`Message.memoised`, same invalidation)."""
+    memo = message.memo
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    return message.memoised(key, lambda _: [dumps(item) for item in items])
 
 
 # Text that cannot be sent as UTF-8 (lone surrogates: a file read with `surrogateescape`,

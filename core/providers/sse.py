@@ -1,8 +1,8 @@
 """A model's stream: Server-Sent Events read straight off an SDK's raw streaming response,
 as plain dicts, under a watch that ends a stream gone stale.
 
-The SDKs still build, authenticate and send the request, and still turn a non-2xx status
-into their status error (`with_streaming_response.create(...)`). Only the body is ours:
+The SDKs still authenticate and send the request, and still turn a non-2xx status into
+their status error (`SdkProvider.open_stream`). Only the response body is read here:
 their stream classes build a pydantic model per event, which costs more than everything
 else on the path of a long answer; here each event is one `json.loads`.
 """
@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
@@ -222,7 +222,7 @@ async def close_quietly(*closables: Any) -> None:
 
 
 async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
-    """Await an SDK `create(stream=True)` call (it returns once headers arrived), translating
+    """Await an SDK's streaming call (it returns once headers arrived), translating
     failures and giving up after `stale_seconds` without a response."""
     try:
         async with asyncio.timeout(stale_seconds) as deadline:
@@ -237,19 +237,6 @@ async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
         raise
     except Exception as exc:
         raise classify(exc, provider=provider) from exc
-
-
-async def open_response(
-    request: AbstractAsyncContextManager[Any], *, stale_seconds: float, provider: str
-) -> Any:
-    """Send an SDK `with_streaming_response.create(...)` request; its raw response
-    (`AsyncAPIResponse`) once the headers arrived.
-
-    A non-2xx status raises inside the SDK, as its status error read from the body, and
-    leaves here as a ProviderError. The caller closes the response (`close_quietly`), which
-    is all the context manager's exit would do.
-    """
-    return await open_stream(request.__aenter__(), stale_seconds=stale_seconds, provider=provider)
 
 
 async def json_events(
@@ -322,12 +309,13 @@ def merged(deltas: list[Any]) -> list[Any]:
 
 
 def _body(response: Any) -> AsyncIterator[bytes]:
-    """The body's bytes as they arrive. Raw when not compressed: the decoding layers of
-    `iter_bytes()` cost a little on each of a long answer's thousands of chunks."""
-    http = response.http_response
+    """The body's bytes as they arrive, from httpx's response (or an SDK's raw one around
+    it). Raw when not compressed: the decoding layers of `aiter_bytes()` cost a little on
+    each of a long answer's thousands of chunks."""
+    http = getattr(response, "http_response", response)
     if http.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
         return aiter(http.aiter_raw())
-    return aiter(response.iter_bytes())
+    return aiter(http.aiter_bytes())
 
 
 async def drain(events: AsyncIterator[Any]) -> None:

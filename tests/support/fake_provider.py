@@ -76,6 +76,9 @@ class Reply:
     stream_error_event: str = "error"  # responses only: "error" or "response.failed"
     # Sent verbatim as the streamed body, one HTTP chunk each, instead of rendering the reply.
     raw_stream: list[bytes] | None = None
+    # The whole rendered stream written at once, one HTTP chunk (as a fast model's events
+    # pile up between two reads of a busy client).
+    one_write: bool = False
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 0.05) -> Reply:
@@ -111,6 +114,7 @@ class RecordedRequest:
     headers: dict[str, str]  # names in lower case
     body: dict[str, Any]
     time: float  # time.monotonic() when the request arrived
+    raw: bytes = b""  # the body as it came over the wire, byte for byte
 
 
 _BEDROCK = "/converse-stream"
@@ -360,7 +364,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"fake provider: no route {self.path}"}})
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
-        reply = self.fake._take(RecordedRequest(self.path, headers, body, time.monotonic()))
+        reply = self.fake._take(RecordedRequest(self.path, headers, body, time.monotonic(), raw))
         if not self.fake._sleep(reply.delay):
             return
         try:
@@ -410,6 +414,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         events = _render_stream(endpoint, reply, body)
+        if reply.one_write:
+            events = iter([b"".join(events)])
         for count, event in enumerate(events):
             if reply.drop_after is not None and count >= reply.drop_after:
                 break

@@ -5,7 +5,7 @@ stream classes build a pydantic model per event. This measures it, in one proces
 one body of 10,000 chat-completion chunks (and 10,000 Anthropic deltas), delivered in
 reads of one event each (a model streaming slowly) and of 16 KiB (a burst):
 
-- ours: `SSEDecoder.feed` + `json.loads` per event, as `json_events` does;
+- ours: `SSEDecoder.feed` + `json.loads` per event, as `json_batches` does;
 - the SDK's decoder alone: its `SSEDecoder.aiter_bytes` + `json.loads` (no models);
 - the SDK's stream: `AsyncStream` with the API's chunk model, as `create(stream=True)`.
 

@@ -239,15 +239,6 @@ async def open_stream(call: Any, *, stale_seconds: float, provider: str) -> Any:
         raise classify(exc, provider=provider) from exc
 
 
-async def json_events(
-    response: Any, *, stale_seconds: float, provider: str
-) -> AsyncIterator[tuple[str, Any]]:
-    """(event name, parsed data) for each event of a raw SDK response (see `json_batches`)."""
-    async for batch in json_batches(response, stale_seconds=stale_seconds, provider=provider):
-        for item in batch:
-            yield item
-
-
 async def json_batches(
     response: Any, *, stale_seconds: float, provider: str
 ) -> AsyncIterator[list[tuple[str, Any]]]:

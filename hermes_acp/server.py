@@ -6,9 +6,10 @@ models; a bad field is a -32602 that names it. Sessions live in the SessionManag
 `session/prompt` and `session/cancel` go to its turn runner. The requests in flight are
 kept by id here, for `$/cancel_request`.
 
-The SDK's schema is imported by the warm-up right after `initialize` is answered, so
-the table names its models (`schema_model`) and `initialize` reads plainly valid
-params without it (hermes_acp/hello.py, hermes_acp/sdk_import.py).
+Plainly valid params are read without the SDK's schema (hermes_acp/plain_params.py,
+hermes_acp/hello.py for `initialize`): a fresh thread's session/new and prompts never
+import it. The table names the schema's models (`schema_model`) for the rest, which
+the dispatch imports in a thread the first time one is needed (hermes_acp/warmup.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
+from hermes_acp import plain_params as plain
 from hermes_acp.hello import PROTOCOL_VERSION, ClientHello, InitializeParams, agent_hello, auth_methods
+from hermes_acp.plain_params import READERS
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport, current_request_id
@@ -52,7 +55,7 @@ ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
 
 def schema_model(name: str) -> Callable[[Params], type[BaseModel]]:
     """The SDK's `acp.schema.<name>` as a params model, looked up when a request needs it
-    (after the warm-up has imported the schema)."""
+    (after the dispatch has imported the schema off the event loop)."""
 
     def resolve(params: Params) -> type[BaseModel]:
         model: type[BaseModel] = getattr(importlib.import_module("acp.schema"), name)
@@ -217,6 +220,12 @@ class AcpServer:
             # imports one half-way. Requests start in the order they came (an initialize
             # too, once any waits). Every handler below runs after this.
             await warmup.modules_ready()
+        reader = READERS.get(method)
+        request = reader(params if params is not None else {}) if reader is not None else None
+        if request is not None:
+            return await handler(request, params if params is not None else {})
+        if reader is not None and isinstance(params, dict):
+            await warmup.schema_ready()  # declined: the schema decides, imported off the loop
         try:
             request, raw = parse_params(model, params)
         except RequestError:
@@ -237,7 +246,9 @@ class AcpServer:
         self.transport.after_response(self.warmup.start)
         return agent_hello(__version__, terminal_auth=self.client.terminal_auth)
 
-    async def authenticate(self, request: schema.AuthenticateRequest, raw: Params) -> Params:
+    async def authenticate(
+        self, request: schema.AuthenticateRequest | plain.AuthChoice, raw: Params
+    ) -> Params:
         valid = [method["id"] for method in auth_methods(terminal_auth=self.client.terminal_auth)]
         if request.method_id not in valid:
             raise RequestError(
@@ -252,45 +263,59 @@ class AcpServer:
             raise user_error(AUTH_REQUIRED, auth_help(settings))
         return {}
 
-    async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
+    async def new_session(
+        self, request: schema.NewSessionRequest | plain.PlacementParams, raw: Params
+    ) -> Params:
         return await self.sessions.new_session(_placement(request))
 
-    async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
+    async def set_mode(self, request: schema.SetSessionModeRequest | plain.ModeChange, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
 
     async def set_config_option(self, request: Any, raw: Params) -> Params:
         return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
 
-    async def prompt(self, request: schema.PromptRequest, raw: Params) -> Params:
+    async def prompt(self, request: schema.PromptRequest | plain.PromptParams, raw: Params) -> Params:
         return await self.turns.prompt(request.session_id, list(raw["prompt"]))
 
-    async def load_session(self, request: schema.LoadSessionRequest, raw: Params) -> Params:
+    async def load_session(
+        self, request: schema.LoadSessionRequest | plain.PlacementParams, raw: Params
+    ) -> Params:
         return await self._restore(request, replay=True)
 
-    async def resume_session(self, request: schema.ResumeSessionRequest, raw: Params) -> Params:
+    async def resume_session(
+        self, request: schema.ResumeSessionRequest | plain.PlacementParams, raw: Params
+    ) -> Params:
         return await self._restore(request, replay=False)
 
-    async def _restore(
-        self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
-    ) -> Params:
+    async def _restore(self, request: Any, *, replay: bool) -> Params:
         return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
 
-    async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
+    async def fork_session(
+        self, request: schema.ForkSessionRequest | plain.PlacementParams, raw: Params
+    ) -> Params:
         return await self.sessions.fork_session(request.session_id, _placement(request))
 
-    async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
+    async def list_sessions(
+        self, request: schema.ListSessionsRequest | plain.ListQuery, raw: Params
+    ) -> Params:
         return await self.sessions.list_sessions(request.cwd, request.cursor)
 
-    async def close_session(self, request: schema.CloseSessionRequest, raw: Params) -> Params:
+    async def close_session(
+        self, request: schema.CloseSessionRequest | plain.SessionRef, raw: Params
+    ) -> Params:
         return await self.sessions.close_session(request.session_id)
 
-    async def delete_session(self, request: schema.DeleteSessionRequest, raw: Params) -> Params:
+    async def delete_session(
+        self, request: schema.DeleteSessionRequest | plain.SessionRef, raw: Params
+    ) -> Params:
         return await self.sessions.delete_session(request.session_id)
 
-    async def cancel(self, request: schema.CancelNotification, raw: Params) -> None:
+    async def cancel(self, request: schema.CancelNotification | plain.SessionRef, raw: Params) -> None:
         self.turns.cancel(request.session_id)
 
-    async def cancel_request(self, request: schema.CancelRequestNotification, raw: Params) -> None:
+    async def cancel_request(
+        self, request: schema.CancelRequestNotification | plain.RequestRef, raw: Params
+    ) -> None:
         """A prompt is cancelled as session/cancel does it (its turn ends "cancelled"); any
         other request in flight stops and answers -32800."""
         request_id = raw.get("requestId")
@@ -303,7 +328,7 @@ class AcpServer:
             entry.cancelled = True
             entry.task.cancel()
 
-    async def logout(self, request: schema.LogoutRequest, raw: Params) -> Params:
+    async def logout(self, request: schema.LogoutRequest | plain.NoParams, raw: Params) -> Params:
         """Forget the API keys `hermes-acp setup` wrote to config.toml. Keys in the
         environment are the editor's to remove: they are named, not touched."""
         from core.credentials import forget_stored_keys

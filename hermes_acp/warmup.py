@@ -12,9 +12,12 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+SCHEMA = "acp.schema"
+
 # What the first session/new imports; loaded by the warm-up thread after initialize.
+# Not the SDK's schema (450-630 ms, +17-24 MB): plainly valid requests are read without
+# it (hermes_acp/plain_params.py); `schema_ready` imports it when one is not.
 WARM_MODULES = (
-    "acp.schema",
     "core.agent",
     "core.store.sessions",
     "core.tools.session_search",
@@ -42,6 +45,7 @@ class Warmup:
         # Set once the provider SDK is imported: what a turn waits for, so that it never
         # imports an SDK on the event loop. Warm-up has started by then (session/new starts it).
         self.sdks_imported = asyncio.Event()
+        self._schema: asyncio.Future[Any] | None = None
 
     def start(self) -> None:
         if self.started:
@@ -68,6 +72,13 @@ class Warmup:
     async def modules_ready(self) -> None:
         self.start()
         await self.modules_imported.wait()
+
+    async def schema_ready(self) -> None:
+        """Import the SDK's schema in a thread, the first time a request needs it: a turn
+        streaming meanwhile is not held up. Requests that need it together share one import."""
+        if self._schema is None:
+            self._schema = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SCHEMA))
+        await asyncio.shield(self._schema)  # one waiter cancelled does not cancel the import
 
 
 def _import_provider_sdk() -> None:

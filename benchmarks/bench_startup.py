@@ -287,7 +287,8 @@ async def main(runs: int, before: Path | None) -> int:
                 cold = [
                     await fresh_process(env, fake, project, label, rss=False, source=source) for _ in range(3)
                 ]
-                results.append(sorted((r[0] for r in cold), key=lambda r: r.value)[1])  # median of 3
+                for rows in zip(*cold, strict=True):  # each row's median of 3
+                    results.append(sorted(rows, key=lambda r: r.value)[1])
 
     print(f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     width = max(len(r.name) for r in results)

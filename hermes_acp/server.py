@@ -266,6 +266,7 @@ class AcpServer:
     async def new_session(
         self, request: schema.NewSessionRequest | plain.PlacementParams, raw: Params
     ) -> Params:
+        self.warmup.want_sdk()
         return await self.sessions.new_session(_placement(request))
 
     async def set_mode(self, request: schema.SetSessionModeRequest | plain.ModeChange, raw: Params) -> Params:
@@ -288,11 +289,13 @@ class AcpServer:
         return await self._restore(request, replay=False)
 
     async def _restore(self, request: Any, *, replay: bool) -> Params:
+        self.warmup.want_sdk()
         return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
 
     async def fork_session(
         self, request: schema.ForkSessionRequest | plain.PlacementParams, raw: Params
     ) -> Params:
+        self.warmup.want_sdk()
         return await self.sessions.fork_session(request.session_id, _placement(request))
 
     async def list_sessions(

@@ -27,9 +27,7 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
 
 from hermes_acp import __version__
-from hermes_acp import plain_params as plain
 from hermes_acp.hello import PROTOCOL_VERSION, ClientHello, InitializeParams, agent_hello, auth_methods
-from hermes_acp.plain_params import READERS
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport, current_request_id
@@ -38,6 +36,7 @@ from hermes_acp.warmup import Warmup
 if TYPE_CHECKING:
     from acp import schema
 
+    from hermes_acp import plain_params as plain
     from hermes_acp.session.manager import SessionManager
     from hermes_acp.session.options import SetModelParams
     from hermes_acp.session.turn import TurnRunner
@@ -75,6 +74,14 @@ def _initialize_model(params: Params) -> Any:
             {"errors": [{"field": "protocolVersion", "message": message}], "fields": ["protocolVersion"]},
         )
     return InitializeParams
+
+
+def _plain_reader(method: str) -> Callable[[Params], Any] | None:
+    """The method's reader of plainly valid params (imported by the warm-up: 5 ms that
+    `initialize` need not pay)."""
+    from hermes_acp.plain_params import READERS
+
+    return READERS.get(method)
 
 
 def _set_model_params(params: Params) -> type[BaseModel]:
@@ -220,7 +227,7 @@ class AcpServer:
             # imports one half-way. Requests start in the order they came (an initialize
             # too, once any waits). Every handler below runs after this.
             await warmup.modules_ready()
-        reader = READERS.get(method)
+        reader = _plain_reader(method) if model is not _initialize_model else None
         request = reader(params if params is not None else {}) if reader is not None else None
         if request is not None:
             return await handler(request, params if params is not None else {})

@@ -26,6 +26,7 @@ WARM_MODULES = (
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",
     "hermes_acp.bridge.workspace",
+    "hermes_acp.plain_params",
     "hermes_acp.session.manager",
     "hermes_acp.session.slash.menu",
 )

@@ -160,16 +160,20 @@ def _resource(value: Any) -> bool:
     return _object(value, {**_RESOURCE, body: _str}, _RESOURCE_OPTIONAL)
 
 
-# block type -> (required keys, optional keys), beside `type` and `annotations`
+# block type -> (required keys, optional keys)
 _BLOCKS: dict[str, tuple[dict[str, Check], dict[str, Check]]] = {
-    "text": ({"text": _str}, {}),
-    "image": ({"data": _str, "mimeType": _str}, {"uri": _str}),
-    "audio": ({"data": _str, "mimeType": _str}, {}),
-    "resource_link": (
-        {"uri": _str, "name": _str},
-        {"description": _str, "mimeType": _str, "title": _str, "size": _int},
-    ),
-    "resource": ({"resource": _resource}, {}),
+    kind: ({**required, "type": _equals(kind)}, {**optional, **_ANNOTATED})
+    for kind, required, optional in (
+        ("text", {"text": _str}, {}),
+        ("image", {"data": _str, "mimeType": _str}, {"uri": _str}),
+        ("audio", {"data": _str, "mimeType": _str}, {}),
+        (
+            "resource_link",
+            {"uri": _str, "name": _str},
+            {"description": _str, "mimeType": _str, "title": _str, "size": _int},
+        ),
+        ("resource", {"resource": _resource}, {}),
+    )
 }
 
 
@@ -177,8 +181,7 @@ def _block(block: Any) -> bool:
     kind = block.get("type") if type(block) is dict else None
     if type(kind) is not str or kind not in _BLOCKS:
         return False
-    required, optional = _BLOCKS[kind]
-    return _object(block, {**required, "type": _equals(kind)}, {**optional, **_ANNOTATED})
+    return _object(block, *_BLOCKS[kind])
 
 
 # -- the readers --------------------------------------------------------------------------------

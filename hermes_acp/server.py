@@ -1,15 +1,12 @@
 """The ACP method table: what a client may call, and where each call goes.
 
 `AcpServer.requests` and `AcpServer.notifications` are the table of contents:
-method name -> (params model, handler). Params are validated with the SDK's schema
-models; a bad field is a -32602 that names it. Sessions live in the SessionManager;
-`session/prompt` and `session/cancel` go to its turn runner. The requests in flight are
-kept by id here, for `$/cancel_request`.
-
-Plainly valid params are read without the SDK's schema (hermes_acp/plain_params.py,
-hermes_acp/hello.py for `initialize`): a fresh thread's session/new and prompts never
-import it. The table names the schema's models (`schema_model`) for the rest, which
-the dispatch imports in a thread the first time one is needed (hermes_acp/warmup.py).
+method name -> (params model, handler). Plainly valid params are read without the SDK's
+schema (hermes_acp/plain_params.py; hello.py for `initialize`), so a fresh thread never
+imports it; the rest are validated with the schema's models (`schema_model`, imported in a
+thread when first needed), and a bad field is a -32602 that names it. Sessions live in the
+SessionManager; `session/prompt` and `session/cancel` go to its turn runner. The requests
+in flight are kept by id here, for `$/cancel_request`.
 """
 
 from __future__ import annotations
@@ -36,7 +33,16 @@ from hermes_acp.warmup import Warmup
 if TYPE_CHECKING:
     from acp import schema
 
-    from hermes_acp import plain_params as plain
+    from hermes_acp.plain_params import (
+        AuthChoice,
+        ListQuery,
+        ModeChange,
+        NoParams,
+        PlacementParams,
+        PromptParams,
+        RequestRef,
+        SessionRef,
+    )
     from hermes_acp.session.manager import SessionManager
     from hermes_acp.session.options import SetModelParams
     from hermes_acp.session.turn import TurnRunner
@@ -74,14 +80,6 @@ def _initialize_model(params: Params) -> Any:
             {"errors": [{"field": "protocolVersion", "message": message}], "fields": ["protocolVersion"]},
         )
     return InitializeParams
-
-
-def _plain_reader(method: str) -> Callable[[Params], Any] | None:
-    """The method's reader of plainly valid params (imported by the warm-up: 5 ms that
-    `initialize` need not pay)."""
-    from hermes_acp.plain_params import READERS
-
-    return READERS.get(method)
 
 
 def _set_model_params(params: Params) -> type[BaseModel]:
@@ -223,16 +221,19 @@ class AcpServer:
             task.add_done_callback(self._in_flight.discard)
         warmup = self.warmup
         if not warmup.modules_imported.is_set() and (model is not _initialize_model or warmup.started):
-            # The warm-up thread imports the schema and the session modules: the loop never
-            # imports one half-way. Requests start in the order they came (an initialize
+            # The warm-up thread imports the session modules: the loop never imports one
+            # half-way. Requests start in the order they came (an initialize
             # too, once any waits). Every handler below runs after this.
             await warmup.modules_ready()
-        reader = _plain_reader(method) if model is not _initialize_model else None
-        request = reader(params if params is not None else {}) if reader is not None else None
-        if request is not None:
-            return await handler(request, params if params is not None else {})
-        if reader is not None and isinstance(params, dict):
-            await warmup.schema_ready()  # declined: the schema decides, imported off the loop
+        if model is not _initialize_model:
+            from hermes_acp.plain_params import READERS  # imported by the warm-up: 5 ms initialize skips
+
+            reader = READERS.get(method)
+            request = reader(params if params is not None else {}) if reader else None
+            if request is not None:
+                return await handler(request, params if params is not None else {})
+            if reader is not None and isinstance(params, dict):
+                await warmup.schema_ready()  # declined: the schema decides, imported off the loop
         try:
             request, raw = parse_params(model, params)
         except RequestError:
@@ -253,9 +254,7 @@ class AcpServer:
         self.transport.after_response(self.warmup.start)
         return agent_hello(__version__, terminal_auth=self.client.terminal_auth)
 
-    async def authenticate(
-        self, request: schema.AuthenticateRequest | plain.AuthChoice, raw: Params
-    ) -> Params:
+    async def authenticate(self, request: schema.AuthenticateRequest | AuthChoice, raw: Params) -> Params:
         valid = [method["id"] for method in auth_methods(terminal_auth=self.client.terminal_auth)]
         if request.method_id not in valid:
             raise RequestError(
@@ -270,28 +269,24 @@ class AcpServer:
             raise user_error(AUTH_REQUIRED, auth_help(settings))
         return {}
 
-    async def new_session(
-        self, request: schema.NewSessionRequest | plain.PlacementParams, raw: Params
-    ) -> Params:
+    async def new_session(self, request: schema.NewSessionRequest | PlacementParams, raw: Params) -> Params:
         self.warmup.want_sdk()
         return await self.sessions.new_session(_placement(request))
 
-    async def set_mode(self, request: schema.SetSessionModeRequest | plain.ModeChange, raw: Params) -> Params:
+    async def set_mode(self, request: schema.SetSessionModeRequest | ModeChange, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
 
     async def set_config_option(self, request: Any, raw: Params) -> Params:
         return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
 
-    async def prompt(self, request: schema.PromptRequest | plain.PromptParams, raw: Params) -> Params:
+    async def prompt(self, request: schema.PromptRequest | PromptParams, raw: Params) -> Params:
         return await self.turns.prompt(request.session_id, list(raw["prompt"]))
 
-    async def load_session(
-        self, request: schema.LoadSessionRequest | plain.PlacementParams, raw: Params
-    ) -> Params:
+    async def load_session(self, request: schema.LoadSessionRequest | PlacementParams, raw: Params) -> Params:
         return await self._restore(request, replay=True)
 
     async def resume_session(
-        self, request: schema.ResumeSessionRequest | plain.PlacementParams, raw: Params
+        self, request: schema.ResumeSessionRequest | PlacementParams, raw: Params
     ) -> Params:
         return await self._restore(request, replay=False)
 
@@ -299,32 +294,24 @@ class AcpServer:
         self.warmup.want_sdk()
         return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
 
-    async def fork_session(
-        self, request: schema.ForkSessionRequest | plain.PlacementParams, raw: Params
-    ) -> Params:
+    async def fork_session(self, request: schema.ForkSessionRequest | PlacementParams, raw: Params) -> Params:
         self.warmup.want_sdk()
         return await self.sessions.fork_session(request.session_id, _placement(request))
 
-    async def list_sessions(
-        self, request: schema.ListSessionsRequest | plain.ListQuery, raw: Params
-    ) -> Params:
+    async def list_sessions(self, request: schema.ListSessionsRequest | ListQuery, raw: Params) -> Params:
         return await self.sessions.list_sessions(request.cwd, request.cursor)
 
-    async def close_session(
-        self, request: schema.CloseSessionRequest | plain.SessionRef, raw: Params
-    ) -> Params:
+    async def close_session(self, request: schema.CloseSessionRequest | SessionRef, raw: Params) -> Params:
         return await self.sessions.close_session(request.session_id)
 
-    async def delete_session(
-        self, request: schema.DeleteSessionRequest | plain.SessionRef, raw: Params
-    ) -> Params:
+    async def delete_session(self, request: schema.DeleteSessionRequest | SessionRef, raw: Params) -> Params:
         return await self.sessions.delete_session(request.session_id)
 
-    async def cancel(self, request: schema.CancelNotification | plain.SessionRef, raw: Params) -> None:
+    async def cancel(self, request: schema.CancelNotification | SessionRef, raw: Params) -> None:
         self.turns.cancel(request.session_id)
 
     async def cancel_request(
-        self, request: schema.CancelRequestNotification | plain.RequestRef, raw: Params
+        self, request: schema.CancelRequestNotification | RequestRef, raw: Params
     ) -> None:
         """A prompt is cancelled as session/cancel does it (its turn ends "cancelled"); any
         other request in flight stops and answers -32800."""
@@ -338,7 +325,7 @@ class AcpServer:
             entry.cancelled = True
             entry.task.cancel()
 
-    async def logout(self, request: schema.LogoutRequest | plain.NoParams, raw: Params) -> Params:
+    async def logout(self, request: schema.LogoutRequest | NoParams, raw: Params) -> Params:
         """Forget the API keys `hermes-acp setup` wrote to config.toml. Keys in the
         environment are the editor's to remove: they are named, not touched."""
         from core.credentials import forget_stored_keys

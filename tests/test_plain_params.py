@@ -29,7 +29,23 @@ CWD = "/home/user/project"
 META = {"_meta": {"zed": {"thread": 7}}}
 
 # values a field may be given: every one is wrong for some field, right for some other
-ODD_VALUES: list[Any] = [None, 0, 1, 1.5, True, "", "x", "\ud800", [], ["x"], [1], {}, {"a": 1}]
+ODD_VALUES: list[Any] = [
+    None,
+    0,
+    -1,
+    2**70,
+    1.5,
+    float("inf"),
+    True,
+    "",
+    "x",
+    "\ud800",
+    [],
+    ["x"],
+    [1],
+    {},
+    {"a": 1},
+]
 
 STDIO = {"name": "files", "command": "/usr/bin/mcp-files", "args": ["--root", "/"], "env": []}
 STDIO_ENV = {**STDIO, "env": [{"name": "TOKEN", "value": "s3cret"}, {"name": "A", "value": "", **META}]}

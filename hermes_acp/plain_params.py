@@ -135,10 +135,13 @@ _REMOTE = {"name": _str, "url": _str, "headers": _pairs}
 
 
 def _mcp_server(entry: Any) -> bool:
-    """stdio (no `type`), http or sse; `acp` and anything else go to the schema."""
+    """stdio (no `type`, or "stdio", which the schema's stdio model ignores), http or sse;
+    `acp` and anything else go to the schema."""
     kind = entry.get("type") if type(entry) is dict else None
     if kind == "http" or kind == "sse":
         return _object(entry, {**_REMOTE, "type": _equals(kind)})
+    if kind == "stdio":
+        return _object(entry, {**_STDIO, "type": _equals(kind)})
     return _object(entry, _STDIO)
 
 

@@ -57,7 +57,10 @@ SSE = {
     "url": "http://127.0.0.1:9/sse",
     "headers": [{"name": "X", "value": "1"}],
 }
-MCP_SERVERS = [STDIO, STDIO_ENV, {**STDIO, **META}, HTTP, HTTP_HEADERS, SSE, {**SSE, **META}]
+MCP_SERVERS = [
+    *(STDIO, STDIO_ENV, {**STDIO, **META}, {**STDIO, "type": "stdio"}),
+    *(HTTP, HTTP_HEADERS, SSE, {**SSE, **META}),
+]
 
 ANNOTATIONS: list[Any] = [
     None,
@@ -237,7 +240,6 @@ def test_broken_params_are_declined_or_read_as_the_schema_reads_them(method: str
         ("session/new", {"cwd": CWD}),  # mcpServers is required here
         ("session/new", {"cwd": CWD, "mcp_servers": []}),  # the SDK takes the alias: its call
         ("session/new", {"cwd": CWD, "mcpServers": [{"type": "acp", "name": "a", "id": "x"}]}),
-        ("session/new", {"cwd": CWD, "mcpServers": [{**STDIO, "type": "stdio"}]}),
         ("session/new", {"cwd": CWD, "mcpServers": [{**HTTP, "type": "websocket"}]}),
         ("session/prompt", {"sessionId": "s", "prompt": [{"type": "video", "data": "x"}]}),
         ("session/prompt", {"sessionId": "s", "prompt": [{"type": ["text"], "text": "x"}]}),

@@ -54,6 +54,8 @@ async def test_a_fresh_thread_runs_without_the_schema_until_a_request_needs_it(
         assert [entry["sessionId"] for entry in listed["sessions"]] == [session]
         await client.cancel(session)
         await client.request("session/close", {"sessionId": session})
+        # stderr is one pipe: once the close is logged, every import before it has been read
+        await client.wait_for(lambda: f"session {session} closed" in server.stderr)
 
         modules = imported(server)
         assert "hermes_acp.session.manager" in modules  # the -v lines are there

@@ -1,9 +1,10 @@
 """Request params read without the SDK's schema when they are plainly valid.
 
 Why: the SDK validates params with its generated `acp.schema`, 280 pydantic models built
-at import: 450-630 ms and +17-24 MB of resident memory (of the 63 MB a chat-completions
-session held at rest). A fresh thread sends `session/new` and `session/prompt` and
-nothing else, so a process that only ever sees plainly valid requests never needs it.
+at import: 330-630 ms and 8-24 MB of resident memory (8 when the provider SDK's pydantic
+machinery is in already). A fresh thread sends `session/new` and `session/prompt` and
+little else, so a process that only ever sees plainly valid requests never needs it: at
+rest after `initialize` it holds 40 MB instead of 63 (benchmarks/bench_startup.py).
 
 How: each reader takes a request's params only when the schema's model would accept them
 as they are, with nothing coerced or salvaged: known camelCase keys only, JSON strings
@@ -201,16 +202,16 @@ def read_new_session(params: Params) -> PlacementParams | None:
     return None
 
 
+_LOAD = {**_SERVERS_REQUIRED, **_SESSION}
+_RESUME = {**_PLACE, **_SESSION}
+
+
 def read_load_session(params: Params) -> PlacementParams | None:
-    if _object(params, {**_SERVERS_REQUIRED, **_SESSION}, _PLACE_OPTIONAL):
-        return _restore(params)
-    return None
+    return _restore(params) if _object(params, _LOAD, _PLACE_OPTIONAL) else None
 
 
 def read_resume_or_fork(params: Params) -> PlacementParams | None:
-    if _object(params, {**_PLACE, **_SESSION}, _PLACE_OPTIONAL):
-        return _restore(params)
-    return None
+    return _restore(params) if _object(params, _RESUME, _PLACE_OPTIONAL) else None
 
 
 def _restore(params: Params) -> PlacementParams:

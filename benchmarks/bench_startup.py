@@ -4,10 +4,12 @@
   codex-acp's linux-x64 binary (a native ACP agent) when npm can install it into the
   cache, otherwise the interpreter floor (`python -c pass`) + 100 ms;
 - RSS once `initialize` has settled and once the first `session/new` has, per provider;
-- the first prompt of a fresh process: prompt -> first chunk, against a later turn of
-  the same process (the zero-latency fake model sends its first byte at once, so the
-  difference is what a cold process adds); beside it, how long the `session/new` sent
-  right after the `initialize` answer took (the warm-up's order trades one for the other).
+- the first prompt of a fresh process, sent right after `session/new`: the issue's figure,
+  the model's first byte -> the first chunk (the fake, in its own process, records when
+  the request arrives on the same monotonic clock; it answers at once); and prompt ->
+  first chunk against a later turn of the same process (what a cold process adds, model
+  call included); beside it, how long the `session/new` sent right after the
+  `initialize` answer took (the warm-up's order trades one for the other).
 
     python -m benchmarks.bench_startup [--runs N] [--before DIR]
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import shutil
 import statistics
@@ -209,16 +212,26 @@ async def fresh_process(
             results.append(Result(f"RSS after initialize ({label})", after_init, "MB", 45))
             results.append(Result(f"RSS after session/new ({label})", after_new, "MB", 55))
             return results
-        cold = await first_chunk(server, fake, session, 10)
-        warm = min([await first_chunk(server, fake, session, 11 + i) for i in range(5)])
+        cold, after_model = await first_chunk(server, fake, session, 10)
+        warm = min([(await first_chunk(server, fake, session, 11 + i))[0] for i in range(5)])
+        results.append(
+            Result(
+                f"first prompt of a fresh process -> first chunk, after the model's first byte ({label})",
+                after_model * 1e3,
+                "ms",
+                150,
+                f"prompt -> first chunk {cold * 1e3:.0f} ms",
+            )
+        )
         results.append(
             Result(
                 f"first prompt of a fresh process -> first chunk, over a warm turn ({label})",
                 (cold - warm) * 1e3,
                 "ms",
-                150,
+                math.inf,  # shown beside the issue's figure, not judged
                 f"cold {cold * 1e3:.0f} ms, warm {warm * 1e3:.0f} ms;"
-                f" session/new right after initialize {new_session * 1e3:.0f} ms",
+                f" session/new right after initialize {new_session * 1e3:.0f} ms;"
+                f" the two together {(new_session + cold) * 1e3:.0f} ms",
             )
         )
         return results
@@ -226,8 +239,12 @@ async def fresh_process(
 
 async def first_chunk(
     server: ServerProcess, fake: FakeProviderProcess, session: str, request_id: int
-) -> float:
+) -> tuple[float, float]:
+    """Prompt -> first chunk, and the model's first byte -> first chunk: the zero-latency
+    fake answers as its request arrives, so the arrival it records (same clock) is the
+    first byte, give or take the fake writing its headers (which only adds to the figure)."""
     fake.script([Reply(text="Hello from the model.")])
+    before = fake.request_count()
     started = time.perf_counter()
     await send_prompt(server, request_id, session, "hi")
     first: float | None = None
@@ -235,11 +252,12 @@ async def first_chunk(
         message = await server.next_message(60)
         update = message.get("params", {}).get("update", {}) if message.get("method") else {}
         if first is None and update.get("sessionUpdate") == "agent_message_chunk":
-            first = time.perf_counter() - started
+            first = time.perf_counter()
         if message.get("id") == request_id and "method" not in message:
             assert "result" in message, message
             assert first is not None, "the turn ended without a chunk"
-            return first
+            (model_called,) = fake.arrival_times_since(before)
+            return first - started, first - model_called
 
 
 def provider_env(home: Path, fake: FakeProviderProcess, provider: dict[str, str]) -> dict[str, str]:
@@ -270,7 +288,8 @@ async def main(runs: int, before: Path | None) -> int:
                 cold = [
                     await fresh_process(env, fake, project, label, rss=False, source=source) for _ in range(3)
                 ]
-                results.append(sorted((r[0] for r in cold), key=lambda r: r.value)[1])  # median of 3
+                for rows in zip(*cold, strict=True):  # each row's median of 3
+                    results.append(sorted(rows, key=lambda r: r.value)[1])
 
     print(f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     width = max(len(r.name) for r in results)

@@ -26,6 +26,8 @@ def _serve(conn: Connection) -> None:
                 conn.send([request.body for request in fake.requests[payload:]])
             elif command == "count":
                 conn.send(len(fake.requests))
+            elif command == "times":
+                conn.send([request.time for request in fake.requests[payload:]])
             else:
                 conn.send(None)
                 return
@@ -51,6 +53,12 @@ class FakeProviderProcess:
 
     def request_count(self) -> int:
         self._conn.send(("count", None))
+        return self._conn.recv()
+
+    def arrival_times_since(self, index: int) -> list[float]:
+        """time.monotonic() at each request's arrival: CLOCK_MONOTONIC on Linux, the
+        clock of time.perf_counter in any other process of this machine."""
+        self._conn.send(("times", index))
         return self._conn.recv()
 
     def bodies_since(self, index: int) -> list[dict[str, Any]]:

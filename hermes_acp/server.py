@@ -1,14 +1,12 @@
 """The ACP method table: what a client may call, and where each call goes.
 
 `AcpServer.requests` and `AcpServer.notifications` are the table of contents:
-method name -> (params model, handler). Params are validated with the SDK's schema
-models; a bad field is a -32602 that names it. Sessions live in the SessionManager;
-`session/prompt` and `session/cancel` go to its turn runner. The requests in flight are
-kept by id here, for `$/cancel_request`.
-
-The SDK's schema is imported by the warm-up right after `initialize` is answered, so
-the table names its models (`schema_model`) and `initialize` reads plainly valid
-params without it (hermes_acp/hello.py, hermes_acp/sdk_import.py).
+method name -> (params model, handler). Plainly valid params are read without the SDK's
+schema (hermes_acp/plain_params.py; hello.py for `initialize`), so a fresh thread never
+imports it; the rest are validated with the schema's models (`schema_model`, imported in a
+thread when first needed), and a bad field is a -32602 that names it. Sessions live in the
+SessionManager; `session/prompt` and `session/cancel` go to its turn runner. The requests
+in flight are kept by id here, for `$/cancel_request`.
 """
 
 from __future__ import annotations
@@ -35,6 +33,16 @@ from hermes_acp.warmup import Warmup
 if TYPE_CHECKING:
     from acp import schema
 
+    from hermes_acp.plain_params import (
+        AuthChoice,
+        ListQuery,
+        ModeChange,
+        NoParams,
+        PlacementParams,
+        PromptParams,
+        RequestRef,
+        SessionRef,
+    )
     from hermes_acp.session.manager import SessionManager
     from hermes_acp.session.options import SetModelParams
     from hermes_acp.session.turn import TurnRunner
@@ -52,7 +60,7 @@ ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
 
 def schema_model(name: str) -> Callable[[Params], type[BaseModel]]:
     """The SDK's `acp.schema.<name>` as a params model, looked up when a request needs it
-    (after the warm-up has imported the schema)."""
+    (after the dispatch has imported the schema off the event loop)."""
 
     def resolve(params: Params) -> type[BaseModel]:
         model: type[BaseModel] = getattr(importlib.import_module("acp.schema"), name)
@@ -213,10 +221,19 @@ class AcpServer:
             task.add_done_callback(self._in_flight.discard)
         warmup = self.warmup
         if not warmup.modules_imported.is_set() and (model is not _initialize_model or warmup.started):
-            # The warm-up thread imports the schema and the session modules: the loop never
-            # imports one half-way. Requests start in the order they came (an initialize
+            # The warm-up thread imports the session modules: the loop never imports one
+            # half-way. Requests start in the order they came (an initialize
             # too, once any waits). Every handler below runs after this.
             await warmup.modules_ready()
+        if model is not _initialize_model:
+            from hermes_acp.plain_params import READERS  # imported by the warm-up: 5 ms initialize skips
+
+            reader = READERS.get(method)
+            request = reader(params if params is not None else {}) if reader else None
+            if request is not None:
+                return await handler(request, params if params is not None else {})
+            if reader is not None and isinstance(params, dict):
+                await warmup.schema_ready()  # declined: the schema decides, imported off the loop
         try:
             request, raw = parse_params(model, params)
         except RequestError:
@@ -237,7 +254,7 @@ class AcpServer:
         self.transport.after_response(self.warmup.start)
         return agent_hello(__version__, terminal_auth=self.client.terminal_auth)
 
-    async def authenticate(self, request: schema.AuthenticateRequest, raw: Params) -> Params:
+    async def authenticate(self, request: schema.AuthenticateRequest | AuthChoice, raw: Params) -> Params:
         valid = [method["id"] for method in auth_methods(terminal_auth=self.client.terminal_auth)]
         if request.method_id not in valid:
             raise RequestError(
@@ -252,45 +269,50 @@ class AcpServer:
             raise user_error(AUTH_REQUIRED, auth_help(settings))
         return {}
 
-    async def new_session(self, request: schema.NewSessionRequest, raw: Params) -> Params:
+    async def new_session(self, request: schema.NewSessionRequest | PlacementParams, raw: Params) -> Params:
+        self.warmup.want_sdk()
         return await self.sessions.new_session(_placement(request))
 
-    async def set_mode(self, request: schema.SetSessionModeRequest, raw: Params) -> Params:
+    async def set_mode(self, request: schema.SetSessionModeRequest | ModeChange, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
 
     async def set_config_option(self, request: Any, raw: Params) -> Params:
         return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
 
-    async def prompt(self, request: schema.PromptRequest, raw: Params) -> Params:
+    async def prompt(self, request: schema.PromptRequest | PromptParams, raw: Params) -> Params:
         return await self.turns.prompt(request.session_id, list(raw["prompt"]))
 
-    async def load_session(self, request: schema.LoadSessionRequest, raw: Params) -> Params:
+    async def load_session(self, request: schema.LoadSessionRequest | PlacementParams, raw: Params) -> Params:
         return await self._restore(request, replay=True)
 
-    async def resume_session(self, request: schema.ResumeSessionRequest, raw: Params) -> Params:
+    async def resume_session(
+        self, request: schema.ResumeSessionRequest | PlacementParams, raw: Params
+    ) -> Params:
         return await self._restore(request, replay=False)
 
-    async def _restore(
-        self, request: schema.LoadSessionRequest | schema.ResumeSessionRequest, *, replay: bool
-    ) -> Params:
+    async def _restore(self, request: Any, *, replay: bool) -> Params:
+        self.warmup.want_sdk()
         return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
 
-    async def fork_session(self, request: schema.ForkSessionRequest, raw: Params) -> Params:
+    async def fork_session(self, request: schema.ForkSessionRequest | PlacementParams, raw: Params) -> Params:
+        self.warmup.want_sdk()
         return await self.sessions.fork_session(request.session_id, _placement(request))
 
-    async def list_sessions(self, request: schema.ListSessionsRequest, raw: Params) -> Params:
+    async def list_sessions(self, request: schema.ListSessionsRequest | ListQuery, raw: Params) -> Params:
         return await self.sessions.list_sessions(request.cwd, request.cursor)
 
-    async def close_session(self, request: schema.CloseSessionRequest, raw: Params) -> Params:
+    async def close_session(self, request: schema.CloseSessionRequest | SessionRef, raw: Params) -> Params:
         return await self.sessions.close_session(request.session_id)
 
-    async def delete_session(self, request: schema.DeleteSessionRequest, raw: Params) -> Params:
+    async def delete_session(self, request: schema.DeleteSessionRequest | SessionRef, raw: Params) -> Params:
         return await self.sessions.delete_session(request.session_id)
 
-    async def cancel(self, request: schema.CancelNotification, raw: Params) -> None:
+    async def cancel(self, request: schema.CancelNotification | SessionRef, raw: Params) -> None:
         self.turns.cancel(request.session_id)
 
-    async def cancel_request(self, request: schema.CancelRequestNotification, raw: Params) -> None:
+    async def cancel_request(
+        self, request: schema.CancelRequestNotification | RequestRef, raw: Params
+    ) -> None:
         """A prompt is cancelled as session/cancel does it (its turn ends "cancelled"); any
         other request in flight stops and answers -32800."""
         request_id = raw.get("requestId")
@@ -303,7 +325,7 @@ class AcpServer:
             entry.cancelled = True
             entry.task.cancel()
 
-    async def logout(self, request: schema.LogoutRequest, raw: Params) -> Params:
+    async def logout(self, request: schema.LogoutRequest | NoParams, raw: Params) -> Params:
         """Forget the API keys `hermes-acp setup` wrote to config.toml. Keys in the
         environment are the editor's to remove: they are named, not touched."""
         from core.credentials import forget_stored_keys

@@ -12,9 +12,12 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+SCHEMA = "acp.schema"
+
 # What the first session/new imports; loaded by the warm-up thread after initialize.
+# Not the SDK's schema (330-630 ms, +8-24 MB): plainly valid requests are read without
+# it (hermes_acp/plain_params.py); `schema_ready` imports it when one is not.
 WARM_MODULES = (
-    "acp.schema",
     "core.agent",
     "core.store.sessions",
     "core.tools.session_search",
@@ -23,14 +26,22 @@ WARM_MODULES = (
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",
     "hermes_acp.bridge.workspace",
+    "hermes_acp.plain_params",
     "hermes_acp.session.manager",
     "hermes_acp.session.slash.menu",
 )
 
 
 class Warmup:
-    """Imports what the first session and the first prompt need, in a thread, right
-    after the initialize response is out: neither start-up nor the first prompt pays.
+    """Imports what the first session and the first prompt need, in a thread: the session
+    modules right after the initialize response is out, the provider's SDK as soon as a
+    session opens. Start-up does not pay for them, nor does a prompt typed by a person (a
+    script's prompt sent with its session/new waits for the SDK: 0.4-1.4 s).
+
+    The SDK waits for a session because it is most of the memory (openai +15 MB, anthropic
+    +38 MB over 40 MB at rest): a process that has only answered `initialize` stays
+    small, and the editors open a session right after `initialize` (Zed for a new thread,
+    our VS Code extension to resume), long before anyone has typed a prompt.
 
     Session creation waits for the module imports and a turn for the SDK imports,
     so the main thread never imports a module the warm-up thread is half-way through.
@@ -40,8 +51,10 @@ class Warmup:
         self.started = False
         self.modules_imported = asyncio.Event()
         # Set once the provider SDK is imported: what a turn waits for, so that it never
-        # imports an SDK on the event loop. Warm-up has started by then (session/new starts it).
+        # imports an SDK on the event loop. Every request that opens a session asks for it.
         self.sdks_imported = asyncio.Event()
+        self._sdk_wanted = threading.Event()
+        self._schema: asyncio.Future[Any] | None = None
 
     def start(self) -> None:
         if self.started:
@@ -58,6 +71,7 @@ class Warmup:
             log.exception("warm-up import failed")
         finally:
             _call_soon(loop, self.modules_imported.set)
+        self._sdk_wanted.wait()
         try:
             _import_provider_sdk()
         except Exception:
@@ -68,6 +82,19 @@ class Warmup:
     async def modules_ready(self) -> None:
         self.start()
         await self.modules_imported.wait()
+
+    def want_sdk(self) -> None:
+        """A session is opening: its turns will need the provider's SDK, imported once the
+        session modules are in (at once, if they are)."""
+        self.start()
+        self._sdk_wanted.set()
+
+    async def schema_ready(self) -> None:
+        """Import the SDK's schema in a thread, the first time a request needs it: a turn
+        streaming meanwhile is not held up. Requests that need it together share one import."""
+        if self._schema is None:
+            self._schema = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SCHEMA))
+        await asyncio.shield(self._schema)  # one waiter cancelled does not cancel the import
 
 
 def _import_provider_sdk() -> None:

@@ -557,7 +557,10 @@ def test_kill_9_mid_stream_loses_no_reported_message(db: Path) -> None:
             assert line, proc.stderr.read() if proc.stderr else "writer died"
             printed.append(int(line))
         os.kill(proc.pid, signal.SIGKILL)
-        rest, _ = proc.communicate(timeout=10)
+        # read() drains what readline() already buffered; communicate() would read the pipe
+        # past that buffer and lose the lines in it
+        rest = proc.stdout.read()
+        proc.wait(timeout=10)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -117,3 +117,22 @@ async def test_a_session_whose_store_cannot_open_loses_only_its_own_writes(store
 
     assert store.get_session("s2") is None
     assert [m.text for m in store.load_messages("s1")] == ["kept"]
+
+
+async def test_after_flush_the_writes_are_committed_for_every_other_connection(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    async def open_store() -> SessionStore:
+        return store
+
+    persister = Persister("s1", open_store)
+    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    persister.submit(lambda s: s.append_message("no-such-session", Message(role="user", content="x")))
+    for n in range(5):
+        persister.submit(append(f"m{n}"))
+    await persister.flush()
+
+    with SessionStore(tmp_path / "sessions.db") as other:  # another process's view
+        assert [m.text for m in other.load_messages("s1")] == [f"m{n}" for n in range(5)]
+    store.update_session("s1", title="still writable")  # no transaction left open
+    assert store.get_session("s1").title == "still writable"

@@ -6,6 +6,11 @@ its turns alone (the reference); then 50 sessions each run 5 turns one after ano
 sessions at once. A turn is timed from its prompt to its response. The figure is the p95
 turn of the 250 (target < 1 s), given beside the lone session's median turn.
 
+Where the time goes is printed beside it: the CPU each process spent over the crowd (the
+server, the fake model, this client; /proc counts in ticks, plenty over 250 turns) as
+shares of the wall time, the server's CPU per turn alone and in the crowd, and the turns by
+their index (turn 0 of every session starts at once: it pays the connection set-up).
+
     python -m benchmarks.bench_concurrency [--sessions N] [--turns N] [--profile FILE]
 
 `--profile FILE` records the server with py-spy (when installed) into FILE (speedscope).
@@ -34,6 +39,30 @@ from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
 TARGET_SECONDS = 1.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process `pid` has used, its ended threads included."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU time of the server, the fake model and this client over a stretch of wall time."""
+
+    def __init__(self, server_pid: int, fake_pid: int) -> None:
+        self._pids = (server_pid, fake_pid)
+        self._start = self._read()
+
+    def _read(self) -> tuple[float, float, float, float]:
+        server, fake = (cpu_seconds(pid) for pid in self._pids)
+        return server, fake, time.process_time(), time.perf_counter()
+
+    def spent(self) -> tuple[float, float, float, float]:
+        """(server, fake, client) CPU seconds and the wall seconds since the meter started."""
+        now = self._read()
+        server, fake, client, wall = (b - a for a, b in zip(self._start, now, strict=True))
+        return server, fake, client, wall
+
+
 def tool_turn_replies(turns: int) -> list[Reply]:
     """Replies for `turns` tool turns. The fake hands them out in order whoever asks, so
     with sessions interleaved a turn may get two tool calls before its answer and another
@@ -54,11 +83,14 @@ def prompt(request_id: int, session: str, text: str) -> dict[str, Any]:
     }
 
 
-async def run_turns(server: ServerProcess, sessions: list[str], turns: int, first_id: int) -> list[float]:
-    """Each session runs `turns` turns in sequence, all sessions at once; every turn's time."""
+async def run_turns(
+    server: ServerProcess, sessions: list[str], turns: int, first_id: int
+) -> list[list[float]]:
+    """Each session runs `turns` turns in sequence, all sessions at once; the turns' times,
+    grouped by the turn's index in its session."""
     next_id = first_id
     in_flight: dict[int, tuple[str, int, float]] = {}
-    durations: list[float] = []
+    durations: list[list[float]] = [[] for _ in range(turns)]
 
     async def start(session: str, turn: int) -> None:
         nonlocal next_id
@@ -73,7 +105,7 @@ async def run_turns(server: ServerProcess, sessions: list[str], turns: int, firs
         if "method" in message or message.get("id") not in in_flight:
             continue
         session, turn, started = in_flight.pop(message["id"])
-        durations.append(time.perf_counter() - started)
+        durations[turn].append(time.perf_counter() - started)
         assert message.get("result", {}).get("stopReason") == "end_turn", message
         if turn + 1 < turns:
             await start(session, turn + 1)
@@ -98,15 +130,31 @@ async def main(count: int, turns: int, profile: Path | None) -> int:
                 await server.request(10_000 + i, "session/set_mode", {"sessionId": session, "modeId": "yolo"})
                 sessions.append(session)
             fake.script(tool_turn_replies(turns * 2))
-            alone = await run_turns(server, sessions[:1], turns * 2, 20_000)
+            await run_turns(server, sessions[:1], turns, 20_000)  # the first turns warm up
+            meter = CpuMeter(server.pid, fake.pid)
+            alone = [t for by_index in await run_turns(server, sessions[:1], turns, 25_000) for t in by_index]
+            lone_cpu = meter.spent()[0] / turns
             fake.script(tool_turn_replies(count * turns))
             recorder = await start_profiler(server.pid, profile, 100)
-            together = await run_turns(server, sessions[1:], turns, 30_000)
+            meter = CpuMeter(server.pid, fake.pid)
+            by_index = await run_turns(server, sessions[1:], turns, 30_000)
+            server_cpu, fake_cpu, client_cpu, wall = meter.spent()
             await stop_profiler(recorder)
-    lone = statistics.median(alone[turns:])  # the first turns warm up
+    together = [t for turn_times in by_index for t in turn_times]
+    lone = statistics.median(alone)
     p95 = statistics.quantiles(together, n=20)[-1]
     print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
-    print(f"one session alone: median turn {lone * 1e3:.1f} ms")
+    print(f"one session alone: median turn {lone * 1e3:.1f} ms, server CPU {lone_cpu * 1e3:.1f} ms a turn")
+    print(
+        f"the crowd: {wall:.2f} s wall; CPU server {server_cpu / wall:.0%}, "
+        f"fake model {fake_cpu / wall:.0%}, "
+        f"this client {client_cpu / wall:.0%}; server CPU {server_cpu / len(together) * 1e3:.1f} ms a turn"
+    )
+    for index, turn_times in enumerate(by_index):
+        print(
+            f"  turn {index}: median {statistics.median(turn_times) * 1e3:.0f} ms, "
+            f"max {max(turn_times) * 1e3:.0f} ms"
+        )
     print(
         f"{count} sessions x {turns} tool turns at once: p95 turn {p95 * 1e3:.0f} ms, "
         f"median {statistics.median(together) * 1e3:.0f} ms, max {max(together) * 1e3:.0f} ms "

@@ -47,6 +47,11 @@ class FakeProviderProcess:
         self._conn.recv()
         self._process.join(5)
 
+    @property
+    def pid(self) -> int:
+        assert self._process.pid is not None
+        return self._process.pid
+
     def script(self, replies: list[Reply]) -> None:
         self._conn.send(("script", replies))
         self._conn.recv()

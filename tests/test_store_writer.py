@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,3 +81,58 @@ async def test_a_store_that_cannot_open_loses_that_batch_and_is_tried_again(stor
 
     assert store.get_session("lost") is None
     assert [m.text for m in store.load_messages("s1")] == ["kept"]
+
+
+async def test_many_sessions_writing_at_once_each_keep_their_order(store: SessionStore) -> None:
+    async def open_store() -> SessionStore:
+        return store
+
+    persisters = [Persister(f"s{n}", open_store) for n in range(20)]
+    for persister in persisters:
+        record = SessionRecord(id=persister.session_id, cwd="/work")
+        persister.submit(lambda s, record=record: s.create_session(record))
+    for turn in range(10):  # interleaved, as concurrent turns write
+        for persister in persisters:
+            message = Message(role="user", content=f"{persister.session_id} m{turn}")
+            persister.submit(lambda s, sid=persister.session_id, m=message: s.append_message(sid, m))
+    await asyncio.gather(*(persister.flush() for persister in persisters))
+
+    for persister in persisters:
+        texts = [m.text for m in store.load_messages(persister.session_id)]
+        assert texts == [f"{persister.session_id} m{turn}" for turn in range(10)]
+
+
+async def test_a_session_whose_store_cannot_open_loses_only_its_own_writes(store: SessionStore) -> None:
+    async def open_store() -> SessionStore:
+        return store
+
+    async def broken_store() -> SessionStore:
+        raise OSError("disk gone")
+
+    healthy, broken = Persister("s1", open_store), Persister("s2", broken_store)
+    healthy.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    broken.submit(lambda s: s.create_session(SessionRecord(id="s2", cwd="/work")))
+    healthy.submit(append("kept"))
+    await asyncio.gather(healthy.flush(), broken.flush())
+
+    assert store.get_session("s2") is None
+    assert [m.text for m in store.load_messages("s1")] == ["kept"]
+
+
+async def test_after_flush_the_writes_are_committed_for_every_other_connection(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    async def open_store() -> SessionStore:
+        return store
+
+    persister = Persister("s1", open_store)
+    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    persister.submit(lambda s: s.append_message("no-such-session", Message(role="user", content="x")))
+    for n in range(5):
+        persister.submit(append(f"m{n}"))
+    await persister.flush()
+
+    with SessionStore(tmp_path / "sessions.db") as other:  # another process's view
+        assert [m.text for m in other.load_messages("s1")] == [f"m{n}" for n in range(5)]
+    store.update_session("s1", title="still writable")  # no transaction left open
+    assert store.get_session("s1").title == "still writable"

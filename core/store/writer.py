@@ -9,11 +9,12 @@ lock past the busy timeout; each is committed when its method returns, so a kill
 process loses nothing it reported as stored (`synchronous=NORMAL`: only an OS crash or
 power loss can drop the last few).
 
-A turn must not wait for SQLite between two streamed chunks: a `Persister` queues the
-writes and one worker runs them in a thread, several per thread hop when they pile up;
-`flush()` waits until all queued so far are on disk (the manager calls it before it
-answers a prompt). A session's record is created with its first message, so sessions
-never prompted leave nothing behind; nothing is written once it is closed.
+A turn must not wait for SQLite between two streamed chunks: a session's `Persister`
+queues its writes on the event loop's `WriteQueue`, whose one worker runs them in a
+thread, every session's that piled up in one hop; `flush()` waits until all the session
+queued so far are on disk (the manager calls it before it answers a prompt). A session's
+record is created with its first message, so sessions never prompted leave nothing
+behind; nothing is written once it is closed.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
     from core.messages import Message
@@ -283,45 +286,86 @@ Write = Callable[["SessionStore"], Any]
 
 
 class Persister:
-    """One session's queue of writes, run in order by one worker off the event loop."""
+    """One session's writes, run in order off the event loop (by the loop's `WriteQueue`)."""
 
     def __init__(self, session_id: str, open_store: Callable[[], Awaitable[SessionStore]]) -> None:
         self.session_id = session_id
         self._open_store = open_store
         self._store: SessionStore | None = None  # once opened: a turn's writes skip the opener
-        self._pending: list[Write] = []
+        self._queued = 0  # submitted, not yet run
         self._idle = asyncio.Event()
         self._idle.set()
-        self._worker: asyncio.Task[None] | None = None
 
     def submit(self, write: Write) -> None:
-        self._pending.append(write)
+        self._queued += 1
         self._idle.clear()
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._run(), name=f"persist {self.session_id}")
+        WriteQueue.of_running_loop().put(self, write)
 
     async def flush(self) -> None:
         # shielded: a cancelled caller must not cancel writes other callers wait for
         await asyncio.shield(self._idle.wait())
 
+    async def store(self) -> SessionStore:
+        if self._store is None:
+            self._store = await self._open_store()
+        return self._store
+
+    def ran(self, count: int) -> None:
+        self._queued -= count
+        if not self._queued:
+            self._idle.set()
+
+
+class WriteQueue:
+    """The writes of every live session of an event loop, run by one worker: all that
+    piled up while the previous batch ran go to the thread in one hop, in the order they
+    were submitted. Fifty sessions writing at once make a few hops, not one each (the
+    store is one connection behind a lock: more threads would only queue on it)."""
+
+    _by_loop: ClassVar[weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WriteQueue]] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[Persister, Write]] = []
+        self._worker: asyncio.Task[None] | None = None
+
+    @classmethod
+    def of_running_loop(cls) -> WriteQueue:
+        loop = asyncio.get_running_loop()
+        queue = cls._by_loop.get(loop)
+        if queue is None:
+            queue = cls._by_loop[loop] = cls()
+        return queue
+
+    def put(self, persister: Persister, write: Write) -> None:
+        self._pending.append((persister, write))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._run(), name="persist sessions")
+
     async def _run(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            counts = Counter(persister for persister, _ in batch)
+            try:
+                stores = {persister: await self._store_of(persister) for persister in counts}
+                runnable = [(stores[p], p.session_id, write) for p, write in batch if stores[p] is not None]
+                await asyncio.to_thread(_apply, runnable)
+            finally:
+                for persister, count in counts.items():
+                    persister.ran(count)
+
+    @staticmethod
+    async def _store_of(persister: Persister) -> SessionStore | None:
         try:
-            if self._store is None:
-                self._store = await self._open_store()
-            store = self._store
-            while self._pending:
-                batch, self._pending = self._pending, []
-                await asyncio.to_thread(_apply, store, batch, self.session_id)
+            return await persister.store()
         except Exception:
-            log.exception("could not store session %s; %d write(s) lost", self.session_id, len(self._pending))
-            self._pending.clear()
-        finally:
-            if not self._pending:
-                self._idle.set()
+            log.exception("could not store session %s; its queued write(s) are lost", persister.session_id)
+            return None
 
 
-def _apply(store: SessionStore, batch: list[Write], session_id: str) -> None:
-    for write in batch:
+def _apply(batch: list[tuple[SessionStore, str, Write]]) -> None:
+    for store, session_id, write in batch:
         try:
             write(store)
         except Exception:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +69,15 @@ class ToolResult:
         return cls(text=text, ok=False, raw_output=raw or None)
 
 
+@functools.cache
+def _parameters(args_model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments, generated once a process: pydantic takes a
+    few milliseconds a tool, and every session's first turn asks for the whole list."""
+    schema = args_model.model_json_schema()
+    schema.pop("title", None)
+    return schema
+
+
 class CannotRun(ToolFailed):
     """A call that would fail for sure (a patch whose old_text is not in the file): it fails
     with this message before anyone is asked to approve it."""
@@ -100,9 +111,7 @@ class Tool(ABC, Generic[Args]):
                     cls.args_model = named[0]
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        return ToolSpec(self.name, self.description, schema)
+        return ToolSpec(self.name, self.description, copy.deepcopy(_parameters(self.args_model)))
 
     def parse(self, arguments: dict[str, Any]) -> Args:
         return self.args_model.model_validate(arguments)  # type: ignore[return-value]

@@ -295,6 +295,9 @@ class _Disconnected(Exception):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # socketserver's default listen backlog is 5: fifty sessions connecting at once overflow
+    # it and the kernel drops their SYNs, which the client resends only after a second.
+    request_queue_size = 128
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # a client that hung up, or close() cutting a connection: not worth a traceback

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_acp import __version__
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
+
+    from hermes_acp.early_hello import Handover
 
 DEFAULT_MODELS = {
     "openai": "gpt-4.1",
@@ -120,11 +121,17 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
         sys.stderr.flush()
         return 2
     tracer = TraceWriter(trace) if trace else None
+    from hermes_acp.early_hello import answer_first_initialize
+
+    # The first `initialize` is answered before asyncio and the SDK are imported.
+    handover = answer_first_initialize(protocol_in, protocol_out, tracer)
+    import asyncio
+
     try:
         # The server's own coroutine is the main task, so a message wakes no frame of
         # this module (a prompt's path stays in the modules that serve it).
         with asyncio.Runner() as runner:
-            server = runner.run(_start_server(protocol_in, protocol_out, tracer))
+            server = runner.run(_start_server(protocol_in, protocol_out, tracer, handover))
             runner.run(server.serve())
     except KeyboardInterrupt:
         pass
@@ -140,18 +147,25 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     os._exit(0)
 
 
-async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
-    """The server on these descriptors, with SIGTERM and SIGHUP wired to a shutdown."""
-    import signal
+async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Handover) -> Any:
+    """The server on these descriptors, with SIGTERM and SIGHUP wired to a shutdown,
+    taking over from the early start: its unread input, hello and signals."""
+    import asyncio
 
+    from hermes_acp.early_hello import SHUTDOWN_SIGNALS
     from hermes_acp.fd_transport import open_fd_transport
     from hermes_acp.sdk_import import defer_package_init
 
-    defer_package_init()  # initialize is answered before the SDK's schema is imported
+    defer_package_init()  # a later initialize is answered before the SDK's schema is imported
     from hermes_acp.server import AcpServer
 
-    transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
+    transport = await open_fd_transport(
+        read_fd, write_fd, tracer=tracer, unread=handover.unread, ended=handover.ended
+    )
     server = AcpServer(transport)
+    if handover.hello is not None:  # answered already: what the server does after its own answer
+        server.greeted(handover.hello)
+        server.warmup.start()
     transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
     loop = asyncio.get_running_loop()
     signals = 0
@@ -165,8 +179,10 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
         server.cancel_turns()
         transport.stop(settle=signals == 1)
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in SHUTDOWN_SIGNALS:
         loop.add_signal_handler(signum, shut_down)
+    for _ in range(handover.signals):  # counted until the handlers above took over
+        shut_down()
     return server
 
 
@@ -200,6 +216,8 @@ def end_of_input_seconds() -> float:
 
 def run_setup(stdin: TextIO, out: TextIO) -> int:
     """Ask for provider, key and model on the terminal; write config.toml."""
+    from pathlib import Path
+
     from core.config import ConfigError, write_config
 
     home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
@@ -283,6 +301,8 @@ def _ask_secret(stdin: TextIO, out: TextIO, label: str) -> str:
 
 def run_check(out: TextIO) -> int:
     """A readable report: config, credentials, endpoint, a one-token request. 0 when all pass."""
+    import asyncio
+
     return asyncio.run(_check(out))
 
 
@@ -327,6 +347,7 @@ async def _check(out: TextIO) -> int:
 
 
 async def _probe(provider: Any, line: Any, settings: Any) -> int:
+    import asyncio
     import time
 
     from core.messages import Message

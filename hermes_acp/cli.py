@@ -112,19 +112,24 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     os.dup2(null, 0)
     os.close(null)
 
-    from hermes_acp.logs import TraceWriter, setup_logging
-
-    setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
     problem = config_problem()
     if problem is not None:  # serving would only fail every session: say why, now
         sys.stderr.write(f"hermes-acp: {problem}\nFix the setting (or run `hermes-acp setup`) and restart.\n")
         sys.stderr.flush()
         return 2
-    tracer = TraceWriter(trace) if trace else None
+    tracer = None
+    if trace:
+        from hermes_acp.logs import TraceWriter
+
+        tracer = TraceWriter(trace)
     from hermes_acp.early_hello import answer_first_initialize
 
-    # The first `initialize` is answered before asyncio and the SDK are imported.
+    # The first `initialize` is answered before asyncio, the SDK and even logging are imported.
     handover = answer_first_initialize(protocol_in, protocol_out, tracer)
+    from hermes_acp.logs import setup_logging
+
+    setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
+    handover.report()
     import asyncio
 
     try:

@@ -24,7 +24,6 @@ handlers are in place, so a signal shuts down exactly as it does later on.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import select
 import signal
@@ -40,16 +39,16 @@ READ_SIZE = 64 * 1024
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
-log = logging.getLogger(__name__)
-
 
 class Handover:
     """What the server takes over from the early start."""
 
-    __slots__ = ("ended", "hello", "reading", "signals", "unread")
+    __slots__ = ("answered", "ended", "hello", "reading", "signals", "unread", "write_error")
 
     def __init__(self) -> None:
         self.hello: ClientHello | None = None  # set when `initialize` was answered here
+        self.answered: Any = None  # the id of that request
+        self.write_error: OSError | None = None
         self.unread = b""  # read from the input but not handled: the server reads it first
         self.ended = False  # the input has ended after `unread`
         self.signals = 0  # shutdown signals received so far, for the server to replay
@@ -60,6 +59,16 @@ class Handover:
         if self.reading:  # stop waiting for input; a signal that comes later just counts
             self.reading = False
             raise _Stopped
+
+    def report(self) -> None:
+        """Log what happened here, once logging is set up (after the answer: ~5 ms)."""
+        import logging
+
+        log = logging.getLogger(__name__)
+        if self.write_error is not None:  # the client is gone: the server finds out as it would have
+            log.error("could not write the initialize response: %s", self.write_error)
+        if self.hello is not None:
+            log.debug("initialize %r answered before the server started", self.answered)
 
 
 class _Stopped(Exception):
@@ -86,12 +95,11 @@ def answer_first_initialize(read_fd: int, write_fd: int, tracer: Any = None) -> 
     response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
     try:
         _write_all(write_fd, encode(response))
-    except OSError as exc:  # the client is gone: the server finds that out as it would have
-        log.error("could not write the initialize response: %s", exc)
+    except OSError as exc:
+        handover.write_error = exc
     if tracer is not None:
         tracer.outgoing(response)
-    log.debug("initialize %r answered before the server started", message["id"])
-    handover.hello = hello
+    handover.hello, handover.answered = hello, message["id"]
     handover.unread = buffer[newline + 1 :]
     return handover
 

@@ -125,7 +125,8 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     from hermes_acp.early_hello import answer_first_initialize
 
     # The first `initialize` is answered before asyncio, the SDK and even logging are imported.
-    handover = answer_first_initialize(protocol_in, protocol_out, tracer)
+    handover = answer_first_initialize(protocol_in, protocol_out, tracer, meanwhile=_import_server)
+    handover.join()
     from hermes_acp.logs import setup_logging
 
     setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
@@ -150,6 +151,20 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _import_server() -> None:
+    """What the server imports, run while the first line is awaited (early_hello.py). A
+    failure is left for the server's own imports to raise."""
+    with contextlib.suppress(Exception):
+        import asyncio  # noqa: F401
+
+        import hermes_acp.fd_transport
+        import hermes_acp.logs
+        from hermes_acp.sdk_import import defer_package_init
+
+        defer_package_init()
+        import hermes_acp.server  # noqa: F401
 
 
 async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Handover) -> Any:

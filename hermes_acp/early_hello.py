@@ -19,6 +19,12 @@ read goes to the server, which answers it as it always has.
 SIGTERM and SIGHUP during the wait end the read; they are counted, as are any that
 come while the server is imported, and the server replays them once its own
 handlers are in place, so a signal shuts down exactly as it does later on.
+
+When no input is there yet (an editor that spawns us early and says hello later),
+the server's modules are imported in a thread (`meanwhile`) during the wait, as the
+server used to do before it read a line: a `session/new` right after a late hello
+then waits no longer than it did. When the hello is already there, nothing competes
+with its answer.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import os
 import select
 import signal
+from collections.abc import Callable
 from typing import Any
 
 from hermes_acp import __version__
@@ -43,7 +50,7 @@ _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 class Handover:
     """What the server takes over from the early start."""
 
-    __slots__ = ("answered", "ended", "hello", "reading", "signals", "unread", "write_error")
+    __slots__ = ("answered", "ended", "hello", "meanwhile", "reading", "signals", "unread", "write_error")
 
     def __init__(self) -> None:
         self.hello: ClientHello | None = None  # set when `initialize` was answered here
@@ -53,12 +60,18 @@ class Handover:
         self.ended = False  # the input has ended after `unread`
         self.signals = 0  # shutdown signals received so far, for the server to replay
         self.reading = False  # the first line is being awaited
+        self.meanwhile: Any = None  # the thread that imports the server during the wait
 
     def on_signal(self, signum: int, frame: Any) -> None:
         self.signals += 1
         if self.reading:  # stop waiting for input; a signal that comes later just counts
             self.reading = False
             raise _Stopped
+
+    def join(self) -> None:
+        """Wait for the imports done during the wait, if any (the server needs them now)."""
+        if self.meanwhile is not None:
+            self.meanwhile.join()
 
     def report(self) -> None:
         """Log what happened here, once logging is set up (after the answer: ~5 ms)."""
@@ -75,12 +88,20 @@ class _Stopped(Exception):
     """A shutdown signal came while the first line was awaited."""
 
 
-def answer_first_initialize(read_fd: int, write_fd: int, tracer: Any = None) -> Handover:
+def answer_first_initialize(
+    read_fd: int, write_fd: int, tracer: Any = None, *, meanwhile: Callable[[], object] | None = None
+) -> Handover:
     """Read the first line of `read_fd`; answer it on `write_fd` when it is a plainly
-    valid `initialize`. Leaves the shutdown signals counted by the handover."""
+    valid `initialize`. Leaves the shutdown signals counted by the handover. When
+    nothing can be read yet, `meanwhile` runs in a thread during the wait."""
     handover = Handover()
     for signum in SHUTDOWN_SIGNALS:
         signal.signal(signum, handover.on_signal)
+    if meanwhile is not None and not select.select([read_fd], [], [], 0)[0]:
+        import threading
+
+        handover.meanwhile = threading.Thread(target=meanwhile, name="hermes-acp-imports", daemon=True)
+        handover.meanwhile.start()
     buffer = _read_first_line(read_fd, handover)
     newline = buffer.find(b"\n")
     # After a signal the server stops reading at once: what was read stays unanswered.

@@ -167,6 +167,19 @@ async def test_requests_written_with_initialize_are_served_by_the_client_it_desc
     assert early_answers(server) == 1
 
 
+async def test_a_hello_after_a_quiet_start_is_answered_early_and_the_server_follows(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    # Nothing to read at start: the server's modules are imported in a thread meanwhile.
+    async with spawn_server(env_for(tmp_path, fake)) as server:
+        await until(lambda: waiting_on_a_pipe(server.pid), "the server to wait for its first line")
+        await server.send_line(ZED_LINE)
+        assert (await server.next_message())["result"] == agent_hello(__version__, terminal_auth=True)
+        reply = await server.request(1, "session/new", {"cwd": str(project), "mcpServers": []})
+    assert "sessionId" in reply["result"]
+    assert early_answers(server) == 1
+
+
 async def test_a_first_line_split_across_reads_is_answered_early(tmp_path: Path) -> None:
     async with spawn_server(env_for(tmp_path)) as server:
         assert server.process.stdin is not None

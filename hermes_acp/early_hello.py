@@ -16,9 +16,10 @@ nests deeply, a batch, params the plain reader declines, a line longer than
 `FIRST_LINE_LIMIT`, end of input, a read error) is not looked at further: every byte
 read goes to the server, which answers it as it always has.
 
-SIGTERM and SIGHUP during the wait end the read; they are counted, as are any that
-come while the server is imported, and the server replays them once its own
-handlers are in place, so a signal shuts down exactly as it does later on.
+SIGTERM and SIGHUP are counted from the start, and the server replays them once its
+own handlers are in place, so a signal shuts down exactly as it does later on. The
+wait is a poll of the input and of a signal wake-up pipe (`signal.set_wakeup_fd`), so
+a signal ends it wherever it lands, even on another thread or just before the read.
 
 When no input is there yet (an editor that spawns us early and says hello later),
 the server's modules are imported in a thread (`meanwhile`) during the wait, as the
@@ -50,7 +51,7 @@ _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 class Handover:
     """What the server takes over from the early start."""
 
-    __slots__ = ("answered", "ended", "hello", "meanwhile", "reading", "signals", "unread", "write_error")
+    __slots__ = ("answered", "ended", "hello", "meanwhile", "signals", "unread", "write_error")
 
     def __init__(self) -> None:
         self.hello: ClientHello | None = None  # set when `initialize` was answered here
@@ -59,14 +60,10 @@ class Handover:
         self.unread = b""  # read from the input but not handled: the server reads it first
         self.ended = False  # the input has ended after `unread`
         self.signals = 0  # shutdown signals received so far, for the server to replay
-        self.reading = False  # the first line is being awaited
         self.meanwhile: Any = None  # the thread that imports the server during the wait
 
     def on_signal(self, signum: int, frame: Any) -> None:
         self.signals += 1
-        if self.reading:  # stop waiting for input; a signal that comes later just counts
-            self.reading = False
-            raise _Stopped
 
     def join(self) -> None:
         """Wait for the imports done during the wait, if any (the server needs them now)."""
@@ -84,10 +81,6 @@ class Handover:
             log.debug("initialize %r answered before the server started", self.answered)
 
 
-class _Stopped(Exception):
-    """A shutdown signal came while the first line was awaited."""
-
-
 def answer_first_initialize(
     read_fd: int, write_fd: int, tracer: Any = None, *, meanwhile: Callable[[], object] | None = None
 ) -> Handover:
@@ -97,7 +90,7 @@ def answer_first_initialize(
     handover = Handover()
     for signum in SHUTDOWN_SIGNALS:
         signal.signal(signum, handover.on_signal)
-    if meanwhile is not None and not select.select([read_fd], [], [], 0)[0]:
+    if meanwhile is not None and not _ready(read_fd, timeout=0):
         import threading
 
         handover.meanwhile = threading.Thread(target=meanwhile, name="hermes-acp-imports", daemon=True)
@@ -129,13 +122,17 @@ def _read_first_line(fd: int, handover: Handover) -> bytes:
     """What `fd` gives until a newline, the end, an error, a signal or the size limit."""
     chunks: list[bytes] = []
     size = 0
-    handover.reading = True
+    woken, waker = os.pipe()
+    os.set_blocking(waker, False)
+    previous = signal.set_wakeup_fd(waker)
     try:
-        while True:
+        while not handover.signals:
+            if _ready(fd, also=woken) != fd:
+                os.read(woken, 512)  # a signal: its handler has run, the loop's test decides
+                continue
             try:
                 chunk = os.read(fd, READ_SIZE)
-            except BlockingIOError:  # a non-blocking pipe from the editor: wait for it
-                select.select([fd], [], [])
+            except BlockingIOError:  # a non-blocking pipe that someone else drained: wait again
                 continue
             if not chunk:
                 handover.ended = True
@@ -144,14 +141,26 @@ def _read_first_line(fd: int, handover: Handover) -> bytes:
             size += len(chunk)
             if b"\n" in chunk or size > FIRST_LINE_LIMIT:
                 break
-    except (_Stopped, KeyboardInterrupt):
-        if not handover.signals:  # Ctrl-C in a terminal: stops as a signal does
-            handover.signals = 1
+    except KeyboardInterrupt:  # Ctrl-C in a terminal: stops as a signal does
+        handover.signals += 1
     except OSError:  # the server reads the descriptor again and meets the error as it always has
         pass
     finally:
-        handover.reading = False
+        signal.set_wakeup_fd(previous)
+        os.close(woken)
+        os.close(waker)
     return b"".join(chunks)
+
+
+def _ready(fd: int, *, also: int | None = None, timeout: float | None = None) -> int | None:
+    """The first of `fd` and `also` with something to read (or an end or error to meet),
+    waiting up to `timeout` seconds (None: for ever); None when neither is."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    if also is not None:
+        poller.register(also, select.POLLIN)
+    events = dict(poller.poll(None if timeout is None else int(timeout * 1000)))
+    return fd if fd in events else also if also in events else None
 
 
 def _initialize_request(line: bytes) -> tuple[dict[str, Any], ClientHello] | None:
@@ -197,7 +206,9 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         try:
             written = os.write(fd, view)
-        except BlockingIOError:
-            select.select([], [fd], [])
+        except BlockingIOError:  # a non-blocking pipe the client is slow to read
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            poller.poll()
             continue
         view = view[written:]

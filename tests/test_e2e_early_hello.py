@@ -73,9 +73,11 @@ def unread_bytes(server: ServerProcess) -> int:
     return int(struct.unpack("i", raw)[0])
 
 
-def waiting_on_a_pipe(pid: int) -> bool:
-    """The process is blocked in a read of a pipe (not in the event loop's epoll)."""
-    return Path(f"/proc/{pid}/wchan").read_text().endswith("pipe_read")
+def waiting_for_its_first_line(pid: int) -> bool:
+    """The process's main thread is blocked in the early wait, a poll(2) (the event loop
+    waits in epoll: `do_epoll_wait`, `ep_poll`; the poll in e.g. `poll_schedule_timeout`)."""
+    where = Path(f"/proc/{pid}/wchan").read_text()
+    return "poll" in where and "epoll" not in where and not where.startswith("ep_")
 
 
 # -- the same answer ---------------------------------------------------------------------------
@@ -172,7 +174,7 @@ async def test_a_hello_after_a_quiet_start_is_answered_early_and_the_server_foll
 ) -> None:
     # Nothing to read at start: the server's modules are imported in a thread meanwhile.
     async with spawn_server(env_for(tmp_path, fake)) as server:
-        await until(lambda: waiting_on_a_pipe(server.pid), "the server to wait for its first line")
+        await until(lambda: waiting_for_its_first_line(server.pid), "the server to wait for its first line")
         await server.send_line(ZED_LINE)
         assert (await server.next_message())["result"] == agent_hello(__version__, terminal_auth=True)
         reply = await server.request(1, "session/new", {"cwd": str(project), "mcpServers": []})
@@ -232,7 +234,7 @@ async def test_a_signal_while_the_first_line_is_awaited_shuts_down_as_always(
     tmp_path: Path, signum: int
 ) -> None:
     async with spawn_server(env_for(tmp_path)) as server:
-        await until(lambda: waiting_on_a_pipe(server.pid), "the server to wait for its first line")
+        await until(lambda: waiting_for_its_first_line(server.pid), "the server to wait for its first line")
         os.kill(server.pid, signum)
         assert await server.wait() == 0
         await server.stop()

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from hermes_acp import __version__
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
+
+    from hermes_acp.early_hello import Handover
 
 DEFAULT_MODELS = {
     "openai": "gpt-4.1",
@@ -111,20 +112,32 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     os.dup2(null, 0)
     os.close(null)
 
-    from hermes_acp.logs import TraceWriter, setup_logging
-
-    setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
     problem = config_problem()
     if problem is not None:  # serving would only fail every session: say why, now
         sys.stderr.write(f"hermes-acp: {problem}\nFix the setting (or run `hermes-acp setup`) and restart.\n")
         sys.stderr.flush()
         return 2
-    tracer = TraceWriter(trace) if trace else None
+    tracer = None
+    if trace:
+        from hermes_acp.logs import TraceWriter
+
+        tracer = TraceWriter(trace)
+    from hermes_acp.early_hello import answer_first_initialize
+
+    # The first `initialize` is answered before asyncio, the SDK and even logging are imported.
+    handover = answer_first_initialize(protocol_in, protocol_out, tracer, meanwhile=_import_server)
+    handover.join()
+    from hermes_acp.logs import setup_logging
+
+    setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
+    handover.report()
+    import asyncio
+
     try:
         # The server's own coroutine is the main task, so a message wakes no frame of
         # this module (a prompt's path stays in the modules that serve it).
         with asyncio.Runner() as runner:
-            server = runner.run(_start_server(protocol_in, protocol_out, tracer))
+            server = runner.run(_start_server(protocol_in, protocol_out, tracer, handover))
             runner.run(server.serve())
     except KeyboardInterrupt:
         pass
@@ -140,18 +153,39 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     os._exit(0)
 
 
-async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
-    """The server on these descriptors, with SIGTERM and SIGHUP wired to a shutdown."""
-    import signal
+def _import_server() -> None:
+    """What the server imports, run while the first line is awaited (early_hello.py). A
+    failure is left for the server's own imports to raise."""
+    with contextlib.suppress(Exception):
+        import asyncio  # noqa: F401
 
+        import hermes_acp.fd_transport
+        import hermes_acp.logs
+        from hermes_acp.sdk_import import defer_package_init
+
+        defer_package_init()
+        import hermes_acp.server  # noqa: F401
+
+
+async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Handover) -> Any:
+    """The server on these descriptors, with SIGTERM and SIGHUP wired to a shutdown,
+    taking over from the early start: its unread input, hello and signals."""
+    import asyncio
+
+    from hermes_acp.early_hello import SHUTDOWN_SIGNALS
     from hermes_acp.fd_transport import open_fd_transport
     from hermes_acp.sdk_import import defer_package_init
 
-    defer_package_init()  # initialize is answered before the SDK's schema is imported
+    defer_package_init()  # a later initialize is answered before the SDK's schema is imported
     from hermes_acp.server import AcpServer
 
-    transport = await open_fd_transport(read_fd, write_fd, tracer=tracer)
+    transport = await open_fd_transport(
+        read_fd, write_fd, tracer=tracer, unread=handover.unread, ended=handover.ended
+    )
     server = AcpServer(transport)
+    if handover.hello is not None:  # answered already: what the server does after its own answer
+        server.greeted(handover.hello)
+        server.warmup.start()
     transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
     loop = asyncio.get_running_loop()
     signals = 0
@@ -165,8 +199,10 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any) -> Any:
         server.cancel_turns()
         transport.stop(settle=signals == 1)
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in SHUTDOWN_SIGNALS:
         loop.add_signal_handler(signum, shut_down)
+    for _ in range(handover.signals):  # counted until the handlers above took over
+        shut_down()
     return server
 
 
@@ -200,6 +236,8 @@ def end_of_input_seconds() -> float:
 
 def run_setup(stdin: TextIO, out: TextIO) -> int:
     """Ask for provider, key and model on the terminal; write config.toml."""
+    from pathlib import Path
+
     from core.config import ConfigError, write_config
 
     home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
@@ -283,6 +321,8 @@ def _ask_secret(stdin: TextIO, out: TextIO, label: str) -> str:
 
 def run_check(out: TextIO) -> int:
     """A readable report: config, credentials, endpoint, a one-token request. 0 when all pass."""
+    import asyncio
+
     return asyncio.run(_check(out))
 
 
@@ -327,6 +367,7 @@ async def _check(out: TextIO) -> int:
 
 
 async def _probe(provider: Any, line: Any, settings: Any) -> int:
+    import asyncio
     import time
 
     from core.messages import Message

@@ -16,18 +16,29 @@ READ_LIMIT = 1024 * 1024  # the reader's buffer; longer lines are read in pieces
 
 
 async def open_fd_transport(
-    read_fd: int, write_fd: int, *, tracer: WireTracer | None = None
+    read_fd: int,
+    write_fd: int,
+    *,
+    tracer: WireTracer | None = None,
+    unread: bytes = b"",
+    ended: bool = False,
 ) -> LineTransport:
     """A LineTransport reading `read_fd` and writing `write_fd` without blocking the loop.
 
     Pipes, sockets and terminals (how editors and people start us) go through the event
     loop. What epoll refuses is read in a thread: a regular file (then read as a script,
     one request at a time) and /dev/null (ends at once).
+
+    `unread`: bytes already taken from `read_fd` (early_hello.py), read before the rest;
+    `ended`: the input ended after them, so `read_fd` is not read again.
     """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
+    reader.feed_data(unread)
     script = stat.S_ISREG(os.fstat(read_fd).st_mode)
-    if script or not _pollable(read_fd):
+    if ended:
+        reader.feed_eof()
+    elif script or not _pollable(read_fd):
         _feed_in_thread(loop, reader, read_fd)
     else:
         read_file = os.fdopen(read_fd, "rb", buffering=0, closefd=False)

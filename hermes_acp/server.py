@@ -246,13 +246,17 @@ class AcpServer:
     # -- handlers -----------------------------------------------------------------------
 
     async def initialize(self, request: ClientHello, raw: Params) -> Params:
-        # One object shared with the manager: sessions made later see these capabilities.
-        for name in self.client.__slots__:  # the hello names each capability as the profile does
-            setattr(self.client, name, getattr(request, name))
-        client = request.client_name or "an unnamed client"
-        log.info("initialize from %s (protocol %s): %s", client, request.protocol_version, self.client)
+        self.greeted(request)
         self.transport.after_response(self.warmup.start)
         return agent_hello(__version__, terminal_auth=self.client.terminal_auth)
+
+    def greeted(self, hello: ClientHello) -> None:
+        """Take the client's hello, answered here or before the server existed (early_hello.py)."""
+        # One object shared with the manager: sessions made later see these capabilities.
+        for name in self.client.__slots__:  # the hello names each capability as the profile does
+            setattr(self.client, name, getattr(hello, name))
+        client = hello.client_name or "an unnamed client"
+        log.info("initialize from %s (protocol %s): %s", client, hello.protocol_version, self.client)
 
     async def authenticate(self, request: schema.AuthenticateRequest | AuthChoice, raw: Params) -> Params:
         valid = [method["id"] for method in auth_methods(terminal_auth=self.client.terminal_auth)]

@@ -43,6 +43,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
+from hermes_acp.wire import encode
+
 log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
@@ -393,15 +395,6 @@ def _valid_id(value: Any) -> bool:
 def _key(request_id: Any) -> tuple[type, Any]:
     # 1 and "1" are different ids
     return (type(request_id), request_id)
-
-
-def encode(message: dict[str, Any]) -> bytes:
-    """One line of UTF-8 JSON. (json escapes newlines inside strings, so a message is
-    always exactly one line.)"""
-    try:
-        return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate somewhere: let json escape it
-        return (json.dumps(message, separators=(",", ":")) + "\n").encode("ascii")
 
 
 class PipeWriter(asyncio.Protocol):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import re
 import sys
@@ -41,6 +42,21 @@ def _initialize(request_id: str, **params: Any) -> dict[str, Any]:
 
 def _caps(request_id: str, capabilities: Any) -> dict[str, Any]:
     return _initialize(request_id, protocolVersion=1, clientCapabilities=capabilities)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _odd_first(first: dict[str, Any] | bytes) -> list[dict[str, Any] | bytes]:
+    """A first line that the early answer (hermes_acp/early_hello.py) leaves to the server."""
+    return [first, ZED_INITIALIZE]
+
+
+_BARE = {"protocolVersion": 1}
 
 
 NEW = {"cwd": "{cwd}", "mcpServers": []}
@@ -95,6 +111,23 @@ SCENARIOS: dict[str, list[dict[str, Any] | bytes]] = {
     ],
     "requests before initialize": [*SESSION_REQUESTS, ZED_INITIALIZE],
     "a burst right after initialize": [ZED_INITIALIZE, *SESSION_REQUESTS],
+    "first: a batch": _odd_first(
+        b'[{"jsonrpc":"2.0","id":"b","method":"initialize","params":{"protocolVersion":1}}]'
+    ),
+    "first: a blank line": _odd_first(b"  "),
+    "first: initialize ending in CRLF": _odd_first(json.dumps(_initialize("crlf", **_BARE)).encode() + b"\r"),
+    "first: initialize as a notification": _odd_first(
+        {"jsonrpc": "2.0", "method": "initialize", "params": _BARE}
+    ),
+    "first: initialize with a null id": _odd_first({**_initialize("x", **_BARE), "id": None}),
+    "first: initialize with a boolean id": _odd_first({**_initialize("x", **_BARE), "id": True}),
+    "first: initialize with a float id": _odd_first({**_initialize("x", **_BARE), "id": 1.5}),
+    "first: initialize under jsonrpc 1.0": _odd_first({**_initialize("v1", **_BARE), "jsonrpc": "1.0"}),
+    "first: initialize with an extra envelope key": _odd_first({**_initialize("extra", **_BARE), "note": 1}),
+    "first: initialize nested past the limit": _odd_first(_initialize("deep", **_BARE, _meta=_nested(250))),
+    "first: initialize nested deep within the limit": _odd_first(
+        _initialize("deepish", **_BARE, _meta=_nested(100))
+    ),
 }
 
 
@@ -103,6 +136,8 @@ def _lines(server: ServerProcess, scenario: list[dict[str, Any] | bytes], cwd: P
     out = []
     for item in scenario:
         if isinstance(item, bytes):
+            with contextlib.suppress(ValueError):
+                server.checker.sent(json.loads(item))
             out.append(item)
         else:
             line = json.dumps(item).replace("{cwd}", str(cwd))
@@ -113,7 +148,7 @@ def _lines(server: ServerProcess, scenario: list[dict[str, Any] | bytes], cwd: P
 
 def _answered_ids(scenario: list[dict[str, Any] | bytes]) -> int:
     """How many answers the scenario gets: one per request and per malformed line."""
-    return sum(1 for item in scenario if isinstance(item, bytes) or "id" in item)
+    return sum(1 for item in scenario if (item.strip() if isinstance(item, bytes) else "id" in item))
 
 
 def _normalised(message: dict[str, Any], cwd: Path) -> Any:

@@ -179,6 +179,7 @@ class ServerProcess:
         self.checker = WireChecker(schema=check_schema)
         self.stderr_lines: list[str] = []
         self.received: list[dict[str, Any]] = []  # every message the server wrote, in order
+        self.lines: list[bytes] = []  # ...and as the bytes it wrote, each line with its newline
         self._inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._readers = [
             asyncio.create_task(self._read_stdout()),
@@ -199,6 +200,7 @@ class ServerProcess:
                 if exc.partial:
                     self.checker.violations.append(f"stdout ended inside a line: {exc.partial[:200]!r}")
                 break
+            self.lines.append(line)
             message = self.checker.check_line(line.rstrip(b"\n"))
             if message is not None:
                 self.received.append(message)

@@ -73,7 +73,7 @@ class ClientHello(NamedTuple):
 
 
 class InitializeParams:
-    """The params model of `initialize` in the method table (see server.parse_params)."""
+    """The params model of `initialize` in the method table (see schema_params.parse_params)."""
 
     @staticmethod
     def model_validate(params: dict[str, Any]) -> ClientHello:

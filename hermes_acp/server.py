@@ -3,16 +3,15 @@
 `AcpServer.requests` and `AcpServer.notifications` are the table of contents:
 method name -> (params model, handler). Plainly valid params are read without the SDK's
 schema (hermes_acp/plain_params.py; hello.py for `initialize`), so a fresh thread never
-imports it; the rest are validated with the schema's models (`schema_model`, imported in a
-thread when first needed), and a bad field is a -32602 that names it. Sessions live in the
-SessionManager; `session/prompt` and `session/cancel` go to its turn runner. The requests
-in flight are kept by id here, for `$/cancel_request`.
+imports it; the rest are validated with the schema's models (hermes_acp/schema_params.py,
+the schema imported in a thread when first needed), and a bad field is a -32602 that
+names it. Sessions live in the SessionManager; `session/prompt` and `session/cancel` go to
+its turn runner. The requests in flight are kept by id here, for `$/cancel_request`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -21,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
 from acp.exceptions import RequestError
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from hermes_acp import __version__
 from hermes_acp.hello import PROTOCOL_VERSION, ClientHello, InitializeParams, agent_hello, auth_methods
+from hermes_acp.schema_params import ParamsModel, parse_params, schema_model
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.state import ClientProfile
 from hermes_acp.transport import LineTransport, current_request_id
@@ -55,18 +55,6 @@ DRAIN_SECONDS = 10.0  # how long requests in flight at end of input may take to 
 
 Params = dict[str, Any]
 Handler = Callable[[Any, Params], Awaitable[Any]]
-ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
-
-
-def schema_model(name: str) -> Callable[[Params], type[BaseModel]]:
-    """The SDK's `acp.schema.<name>` as a params model, looked up when a request needs it
-    (after the dispatch has imported the schema off the event loop)."""
-
-    def resolve(params: Params) -> type[BaseModel]:
-        model: type[BaseModel] = getattr(importlib.import_module("acp.schema"), name)
-        return model
-
-    return resolve
 
 
 def _initialize_model(params: Params) -> Any:
@@ -350,41 +338,6 @@ class AcpServer:
     async def set_model(self, request: SetModelParams, raw: Params) -> Params:
         await self.sessions.set_model(request.session_id, request.model_id)
         return {}
-
-
-def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:
-    """The validated request and its raw params; RequestError -32602 naming bad fields."""
-    if params is None:
-        params = {}
-    if not isinstance(params, dict):
-        raise RequestError(INVALID_PARAMS, "Invalid params: params must be an object", {"field": "params"})
-    cls = model if isinstance(model, type) else model(params)
-    try:
-        return cls.model_validate(params), params
-    except ValidationError as exc:
-        raise invalid_params(exc) from None
-
-
-def invalid_params(exc: ValidationError) -> RequestError:
-    errors = []
-    for error in exc.errors(include_url=False, include_context=False, include_input=False):
-        errors.append({"field": _dotted(error["loc"]) or "params", "message": error["msg"]})
-    summary = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
-    return RequestError(
-        INVALID_PARAMS,
-        f"Invalid params: {summary}",
-        {"errors": errors, "fields": list(dict.fromkeys(e["field"] for e in errors))},
-    )
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
-    return out
 
 
 RequestKey = tuple[type, Any]

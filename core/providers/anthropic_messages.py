@@ -14,7 +14,7 @@ from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider
 from core.providers.body import Encoded, dumps
 from core.providers.errors import classify_stream_error
 from core.providers.sdk import SdkProvider, encoded_form, wire_form
-from core.providers.sse import MALFORMED, close_quietly, drain, json_batches, malformed, merged
+from core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}
@@ -82,45 +82,35 @@ class AnthropicMessagesProvider(SdkProvider):
         stop_reason: str | None = None
         finished = False
         model = self.model
+
+        def on_event(name: str, event: Any, read: list[Any]) -> bool:
+            nonlocal model, stop_reason, finished
+            kind = event.get("type") or name
+            if kind == "content_block_delta":
+                block = blocks.get(event["index"])
+                if block is None:
+                    block = blocks[event["index"]] = _Block("text")
+                item = block.apply(event["delta"])
+                if item is not None:
+                    read.append(item)
+            elif name == "error" or kind == "error":
+                raise classify_stream_error(event.get("error"), provider=self.name)
+            elif kind == "message_start":
+                message = event.get("message") or {}
+                model = message.get("model") or model
+                _merge_usage(usage, message.get("usage"))
+            elif kind == "content_block_start":
+                blocks[event["index"]] = _Block.start(event["content_block"])
+            elif kind == "message_delta":
+                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
+                _merge_usage(usage, event.get("usage"))
+            elif kind == "message_stop":
+                finished = True
+            return finished
+
         try:
-            async for batch in events:
-                read: list[TextDelta | ThoughtDelta] = []  # the deltas of one network read
-                failure: Exception | None = None
-                try:
-                    for name, event in batch:
-                        try:
-                            kind = event.get("type") or name
-                            if kind == "content_block_delta":
-                                block = blocks.get(event["index"])
-                                if block is None:
-                                    block = blocks[event["index"]] = _Block("text")
-                                item = block.apply(event["delta"])
-                                if item is not None:
-                                    read.append(item)
-                            elif name == "error" or kind == "error":
-                                raise classify_stream_error(event.get("error"), provider=self.name)
-                            elif kind == "message_start":
-                                message = event.get("message") or {}
-                                model = message.get("model") or model
-                                _merge_usage(usage, message.get("usage"))
-                            elif kind == "content_block_start":
-                                blocks[event["index"]] = _Block.start(event["content_block"])
-                            elif kind == "message_delta":
-                                stop_reason = (event.get("delta") or {}).get("stop_reason") or stop_reason
-                                _merge_usage(usage, event.get("usage"))
-                            elif kind == "message_stop":
-                                finished = True
-                                break
-                        except MALFORMED as exc:
-                            raise malformed(exc, event, provider=self.name) from exc
-                except Exception as exc:  # what came before it in the read still goes out first
-                    failure = exc
-                for item in merged(read):
-                    yield item
-                if failure is not None:
-                    raise failure
-                if finished:
-                    break
+            async for item in deltas_by_read(events, on_event, provider=self.name):
+                yield item
             if finished:
                 await drain(events)
         finally:

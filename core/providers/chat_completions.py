@@ -14,7 +14,7 @@ from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_stream_error
 from core.providers.sdk import SdkProvider, clean
-from core.providers.sse import MALFORMED, close_quietly, json_batches, malformed, merged
+from core.providers.sse import close_quietly, deltas_by_read, json_batches
 
 _FINISH: dict[str, base.FinishReason] = {
     "stop": "stop",
@@ -165,34 +165,27 @@ class ChatCompletionsProvider(SdkProvider):
         finish: str | None = None
         usage = Usage()
         model = self.model
+
+        def on_chunk(_: str, chunk: Any, read: list[Any]) -> bool:
+            nonlocal model, usage, finish
+            if error := chunk.get("error"):
+                raise classify_stream_error(error, provider=self.name)
+            model = chunk.get("model") or model
+            if raw_usage := chunk.get("usage"):
+                usage = _usage(raw_usage)
+            for choice in chunk.get("choices") or ():
+                if delta := choice.get("delta"):
+                    read += _deltas(delta, think)
+                    for call in delta.get("tool_calls") or ():
+                        _merge_call(calls, call)
+                if reason := choice.get("finish_reason"):
+                    finish = reason
+            return False  # read to the end: usage may come after the finish reason
+
         try:
-            async for batch in events:
-                read: list[TextDelta | ThoughtDelta] = []  # the deltas of one network read
-                failure: Exception | None = None
-                try:
-                    for _, chunk in batch:
-                        try:
-                            if error := chunk.get("error"):
-                                raise classify_stream_error(error, provider=self.name)
-                            model = chunk.get("model") or model
-                            if raw_usage := chunk.get("usage"):
-                                usage = _usage(raw_usage)
-                            for choice in chunk.get("choices") or ():
-                                if delta := choice.get("delta"):
-                                    read += _deltas(delta, think)
-                                    for call in delta.get("tool_calls") or ():
-                                        _merge_call(calls, call)
-                                if reason := choice.get("finish_reason"):
-                                    finish = reason
-                        except MALFORMED as exc:
-                            raise malformed(exc, chunk, provider=self.name) from exc
-                except Exception as exc:  # what came before it in the read still goes out first
-                    failure = exc
-                for item in merged(read):
-                    (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
-                    yield item
-                if failure is not None:
-                    raise failure
+            async for item in deltas_by_read(events, on_chunk, provider=self.name):
+                (thoughts if isinstance(item, ThoughtDelta) else text).append(item.text)
+                yield item
             for is_thought, piece in think.flush():
                 (thoughts if is_thought else text).append(piece)
                 yield ThoughtDelta(piece) if is_thought else TextDelta(piece)

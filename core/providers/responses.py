@@ -13,7 +13,7 @@ from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_payload, classify_stream_error
 from core.providers.sdk import SdkProvider
-from core.providers.sse import MALFORMED, close_quietly, drain, json_batches, malformed, merged
+from core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
@@ -91,47 +91,37 @@ class ResponsesProvider(SdkProvider):
         calls: dict[str, dict[str, str]] = {}  # item id -> {call_id, name, arguments}
         reasoning_items: list[dict[str, Any]] = []
         final: dict[str, Any] | None = None
+
+        def on_event(name: str, event: Any, read: list[Any]) -> bool:
+            nonlocal refused, final
+            kind = event.get("type") or name
+            if kind in _TEXT_EVENTS:
+                refused = refused or kind == "response.refusal.delta"
+                if delta := event.get("delta"):
+                    text.append(delta)
+                    read.append(TextDelta(delta))
+            elif kind in _THOUGHT_EVENTS:
+                if delta := event.get("delta"):
+                    thoughts.append(delta)
+                    read.append(ThoughtDelta(delta))
+            elif kind == "response.function_call_arguments.delta":
+                item_id = event["item_id"]
+                blank = {"call_id": item_id, "name": "", "arguments": ""}
+                call = calls.setdefault(item_id, blank)
+                call["arguments"] += event.get("delta") or ""
+            elif kind in ("response.output_item.added", "response.output_item.done"):
+                _output_item(kind, event["item"], calls, reasoning_items)
+            elif kind == "error":
+                raise classify_stream_error(event, provider=self.name)
+            elif kind in _ENDINGS:
+                final = event["response"]
+            elif error := event.get("error"):  # an API error sent as a bare data line
+                raise classify_stream_error(error, provider=self.name)
+            return final is not None
+
         try:
-            async for batch in events:
-                read: list[TextDelta | ThoughtDelta] = []  # the deltas of one network read
-                failure: Exception | None = None
-                try:
-                    for name, event in batch:
-                        try:
-                            kind = event.get("type") or name
-                            if kind in _TEXT_EVENTS:
-                                refused = refused or kind == "response.refusal.delta"
-                                if delta := event.get("delta"):
-                                    text.append(delta)
-                                    read.append(TextDelta(delta))
-                            elif kind in _THOUGHT_EVENTS:
-                                if delta := event.get("delta"):
-                                    thoughts.append(delta)
-                                    read.append(ThoughtDelta(delta))
-                            elif kind == "response.function_call_arguments.delta":
-                                item_id = event["item_id"]
-                                blank = {"call_id": item_id, "name": "", "arguments": ""}
-                                call = calls.setdefault(item_id, blank)
-                                call["arguments"] += event.get("delta") or ""
-                            elif kind in ("response.output_item.added", "response.output_item.done"):
-                                _output_item(kind, event["item"], calls, reasoning_items)
-                            elif kind == "error":
-                                raise classify_stream_error(event, provider=self.name)
-                            elif kind in _ENDINGS:
-                                final = event["response"]
-                                break
-                            elif error := event.get("error"):  # an API error sent as a bare data line
-                                raise classify_stream_error(error, provider=self.name)
-                        except MALFORMED as exc:
-                            raise malformed(exc, event, provider=self.name) from exc
-                except Exception as exc:  # what came before it in the read still goes out first
-                    failure = exc
-                for item in merged(read):
-                    yield item
-                if failure is not None:
-                    raise failure
-                if final is not None:
-                    break
+            async for item in deltas_by_read(events, on_event, provider=self.name):
+                yield item
             if final is not None:
                 await drain(events)
         finally:

@@ -23,7 +23,14 @@ from acp.exceptions import RequestError
 from pydantic import BaseModel
 
 from hermes_acp import __version__
-from hermes_acp.hello import PROTOCOL_VERSION, ClientHello, InitializeParams, agent_hello, auth_methods
+from hermes_acp.hello import (
+    PROTOCOL_VERSION,
+    ClientHello,
+    InitializeParams,
+    agent_hello,
+    auth_methods,
+    is_plain,
+)
 from hermes_acp.schema_params import ParamsModel, parse_params, schema_model
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.state import ClientProfile
@@ -222,6 +229,8 @@ class AcpServer:
                 return await handler(request, params if params is not None else {})
             if reader is not None and isinstance(params, dict):
                 await warmup.schema_ready()  # declined: the schema decides, imported off the loop
+        elif isinstance(params, dict) and not is_plain(params) and warmup.started:
+            await warmup.schema_ready()  # an odd hello while turns may run: likewise
         try:
             request, raw = parse_params(model, params)
         except RequestError:

@@ -99,3 +99,20 @@ async def test_requests_only_the_schema_can_read_are_served_while_a_turn_streams
         assert session_error.code == -32602 and "sessionId" in str(session_error)
         assert await turn == {"stopReason": "end_turn"}
         assert client.text(session) == "one two three four five six"
+
+
+async def test_a_second_hello_only_the_schema_can_read_gets_the_same_answer(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    """Once sessions may run, an `initialize` the plain reader declines (a capability this
+    agent does not know) is read by the schema, which the server loads then, and answered
+    as the first was."""
+    async with spawn_server(server_env(tmp_path, fake, PYTHONVERBOSE="1")) as server:
+        client: AcpClient = server.sdk_client(dict(ZED_CAPABILITIES))
+        first = await client.initialize()
+        await client.new_session(project)
+        assert SCHEMA not in imported(server)
+        hello = {"protocolVersion": 1, "clientCapabilities": {**ZED_CAPABILITIES, "someFutureCapability": {}}}
+        second = await client.request("initialize", hello)
+        assert second == first
+        await client.wait_for(lambda: SCHEMA in imported(server))

@@ -109,12 +109,7 @@ def _import_provider_sdk() -> None:
         warm_up_sdks()
         return
     mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
-    if mode == "anthropic_messages":
-        importlib.import_module("anthropic")
-    else:
-        from core.providers.openai_client import async_openai
-
-        async_openai()
+    importlib.import_module("anthropic" if mode == "anthropic_messages" else "openai")
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

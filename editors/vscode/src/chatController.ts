@@ -27,6 +27,9 @@ export interface ControllerHost {
   log?(text: string): void;
   traffic?: TrafficListener;
   stateChanged?(state: AgentState, mode: string | undefined): void;
+  /** The view is about to show this session; it is told only once this settles, so a window
+   * reload right after the view shows a session comes back to that session. */
+  sessionChosen?(sessionId: string): PromiseLike<void>;
 }
 
 export class ChatController {
@@ -176,6 +179,7 @@ export class ChatController {
       const response = await connection.agent.request(acp.methods.agent.session.new, { cwd: this.host.cwd(), mcpServers: [] });
       this.sessionId = response.sessionId;
       this.configOptions = response.configOptions ?? [];
+      await this.host.sessionChosen?.(response.sessionId);
       this.host.post({ type: "clear" });
       this.postSession();
       return this.sessionId;
@@ -204,6 +208,7 @@ export class ChatController {
         mcpServers: [],
       });
       this.configOptions = response.configOptions ?? [];
+      await this.host.sessionChosen?.(sessionId);
       this.postSession();
       return true;
     } catch (error) {

@@ -4,6 +4,7 @@ import type { ContentBlock } from "@agentclientprotocol/sdk";
 import { locateAgent, type AgentSettings } from "./agentLocator";
 import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
+import { LastSessions } from "./lastSessions";
 import { readTextFile, writeTextFile } from "./editorFiles";
 import type { Attachment, FromView } from "./protocol";
 import { PseudoterminalSink } from "./pseudoterminals";
@@ -15,7 +16,8 @@ interface SelectionAttachment extends Attachment {
   mimeType: string;
 }
 
-const SESSION_KEY = "hermes.sessions"; // workspace folder -> last session id
+/** Where earlier versions kept each folder's last session; read when the file has none. */
+const SESSION_KEY = "hermes.sessions";
 
 export function activate(context: vscode.ExtensionContext): void {
   const log = vscode.window.createOutputChannel("Hermes");
@@ -30,6 +32,7 @@ export function activate(context: vscode.ExtensionContext): void {
     return (owner ?? vscode.workspace.workspaceFolders?.[0])?.uri.fsPath ?? process.cwd();
   };
   let sessionFolder = folder();
+  const lastSessions = new LastSessions((context.storageUri ?? context.globalStorageUri).fsPath);
 
   const view = new ChatView(context.extensionUri, (message) => void handle(message), () => void resume());
   const controller = new ChatController({
@@ -49,14 +52,9 @@ export function activate(context: vscode.ExtensionContext): void {
     log: (text) => log.append(text),
     traffic: (direction, message) => traffic.appendLine(`${direction === "in" ? "<-" : "->"} ${JSON.stringify(message)}`),
     stateChanged: (state, mode) => status.show(state, mode),
+    sessionChosen: (sessionId) =>
+      lastSessions.remember(sessionFolder, sessionId).catch((error: unknown) => log.appendLine(`could not remember the session: ${describe(error)}`)),
   });
-
-  const remember = (): void => {
-    const sessions = context.workspaceState.get<Record<string, string>>(SESSION_KEY, {});
-    if (controller.sessionId) {
-      void context.workspaceState.update(SESSION_KEY, { ...sessions, [sessionFolder]: controller.sessionId });
-    }
-  };
 
   let resumed = false;
   async function resume(): Promise<void> {
@@ -64,12 +62,12 @@ export function activate(context: vscode.ExtensionContext): void {
       return;
     }
     resumed = true;
-    const last = context.workspaceState.get<Record<string, string>>(SESSION_KEY, {})[sessionFolder];
+    const last =
+      (await lastSessions.get(sessionFolder)) ?? context.workspaceState.get<Record<string, string>>(SESSION_KEY, {})[sessionFolder];
     try {
       if (!(last && (await controller.loadSession(last)))) {
         await controller.newSession();
       }
-      remember();
     } catch (error) {
       log.appendLine(`could not start: ${describe(error)}`);
     }
@@ -88,7 +86,6 @@ export function activate(context: vscode.ExtensionContext): void {
     attachments = [];
     view.post({ type: "attachments", attachments: [] });
     await controller.prompt(blocks, shown);
-    remember();
   }
 
   async function handle(message: FromView): Promise<void> {
@@ -121,15 +118,12 @@ export function activate(context: vscode.ExtensionContext): void {
       case "newSession":
         sessionFolder = folder();
         await controller.newSession();
-        remember();
         return;
       case "listSessions":
         await controller.listSessions().catch((error) => view.post({ type: "error", message: describe(error) }));
         return;
       case "loadSession":
-        if (await controller.loadSession(message.sessionId)) {
-          remember();
-        }
+        await controller.loadSession(message.sessionId);
         return;
       case "findFiles": {
         const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 20);
@@ -168,7 +162,6 @@ export function activate(context: vscode.ExtensionContext): void {
       await controller.dispose(); // the agent reads its configuration at start
       controller.connection = undefined;
       await controller.newSession();
-      remember();
     }
   }
 

@@ -11,6 +11,8 @@ import { startFixture, type Fixture } from "./fixture";
 import { editorText, openFile, runCommand, widenSidebar } from "./workbench";
 
 let f: Fixture;
+/** The past session the user opened, which a window reload must bring back. */
+let loadedSession = "";
 
 /** A test that leaves a screenshot of the window when it fails. */
 function test(name: string, body: () => Promise<void>): void {
@@ -206,10 +208,15 @@ test("load a past session: it is listed and its thread replays into the view", a
   // The new session has no turn yet, so only the earlier one is worth listing.
   assert.deepEqual(await entries.locator(".title").allInnerTexts(), ["What would you change in app.py?"]);
   await f.shot("history");
-  await entries.filter({ hasText: "What would you change" }).first().click();
+  const entry = entries.filter({ hasText: "What would you change" }).first();
+  loadedSession = (await entry.getAttribute("data-session-id"))!;
+  await entry.click();
   await f.chat.locator(".message.user", { hasText: "What would you change in app.py?" }).waitFor();
   await f.chat.locator(".message.agent", { hasText: "Here is the plan" }).waitFor();
   await f.chat.locator(".message.user", { hasText: "Run the two-step command" }).waitFor();
+  // The replay comes before session/load's answer; the view learns the session id only once
+  // the extension has stored it for the next window.
+  await f.chat.locator(`body[data-session-id="${loadedSession}"]`).waitFor({ state: "attached" });
   await f.shot("session-loaded");
   assert.ok(existsSync(path.join(f.project, "go")));
 });
@@ -217,6 +224,7 @@ test("load a past session: it is listed and its thread replays into the view", a
 test("after a window reload the chat comes back with the session it showed", async () => {
   await f.page.reload();
   await f.page.locator(".statusbar-item", { hasText: "Hermes" }).first().waitFor();
+  await f.chat.locator(`body[data-session-id="${loadedSession}"]`).waitFor({ state: "attached" });
   await f.chat.locator(".message.user", { hasText: "What would you change in app.py?" }).waitFor();
   await f.chat.locator(".message.agent", { hasText: "Here is the plan" }).waitFor();
   await waitReady();

@@ -181,6 +181,27 @@ test("past sessions are listed and one opens with its thread replayed into the v
   assert.ok(clear >= 0 && clear < replay, "the view is cleared before the replay");
 });
 
+test("the view is told of a session only once the host has remembered it (a reload then comes back to it)", async () => {
+  const { host, project, home } = newHost("remember");
+  await fake.script([{ text: "Noted." }]);
+  const first = await host.controller.newSession();
+  assert.deepEqual(host.chosen, [first]);
+  await host.controller.prompt([{ type: "text", text: "remember me" }], "remember me"); // a session with a turn is kept
+  await host.controller.dispose();
+
+  const reopened = TestHost.forAgent(project, fake, home);
+  hosts.push(reopened);
+  let stored!: () => void;
+  reopened.remembering = new Promise<void>((resolve) => (stored = resolve));
+  const loading = reopened.controller.loadSession(first!);
+  await reopened.waitFor(() => reopened.chosen.length > 0 || reopened.of("error").length > 0);
+  assert.deepEqual(reopened.chosen, [first]);
+  assert.equal(reopened.of("session").length, 0, "nothing tells the view before the id is stored");
+  stored();
+  assert.ok(await loading);
+  assert.equal(reopened.of("session").at(-1)!.sessionId, first);
+});
+
 test("with no model configured the view offers to set Hermes up", async () => {
   const root = scratchDir("auth");
   const host = new TestHost(root, {

@@ -13,6 +13,10 @@ export class TestHost {
   /** The raw ACP traffic, as the "Show raw ACP traffic" channel gets it. */
   readonly traffic: Array<["in" | "out", Record<string, unknown>]> = [];
   readonly controller: ChatController;
+  /** Sessions the controller asked the host to remember, in order. */
+  readonly chosen: string[] = [];
+  /** Set it to hold `sessionChosen` (as slow storage would) until the promise settles. */
+  remembering: Promise<void> = Promise.resolve();
   private waiters: Array<() => void> = [];
 
   constructor(readonly cwd: string, command: AgentCommand | undefined) {
@@ -23,6 +27,11 @@ export class TestHost {
       post: (message) => {
         this.posts.push(message);
         for (const wake of this.waiters.splice(0)) wake();
+      },
+      sessionChosen: (sessionId) => {
+        this.chosen.push(sessionId);
+        for (const wake of this.waiters.splice(0)) wake();
+        return this.remembering;
       },
       files: {
         readTextFile: async (request: ReadTextFileRequest) => ({ content: this.buffers.get(request.path) ?? readFileSync(request.path, "utf8") }),
@@ -42,7 +51,7 @@ export class TestHost {
     return this.posts.filter((post): post is Extract<ToView, { type: T }> => post.type === type);
   }
 
-  /** Waits until a post satisfies `predicate` (woken by each post, no polling). */
+  /** Waits until `predicate` holds (woken by each post and each chosen session, no polling). */
   async waitFor<T>(predicate: () => T | undefined | false): Promise<T> {
     for (;;) {
       const found = predicate();

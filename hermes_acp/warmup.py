@@ -109,7 +109,12 @@ def _import_provider_sdk() -> None:
         warm_up_sdks()
         return
     mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
-    importlib.import_module("anthropic" if mode == "anthropic_messages" else "openai")
+    if mode == "anthropic_messages":
+        importlib.import_module("anthropic")
+    else:
+        from core.providers.openai_client import async_openai
+
+        async_openai()
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

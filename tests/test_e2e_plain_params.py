@@ -8,24 +8,18 @@ any thread: the schema's 280 models cost 330-630 ms and 8-24 MB the first time.
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 
 import pytest
 from acp.exceptions import RequestError
 
-from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.imports import imported
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SCHEMA = "acp.schema"
-IMPORTED = re.compile(r"import '([\w.]+)' #")
-
-
-def imported(server: ServerProcess) -> set[str]:
-    """The modules the server has imported so far, from its `-v` lines: `import 'name' # ...`."""
-    return {match[1] for line in server.stderr_lines if (match := IMPORTED.match(line))}
 
 
 async def test_a_fresh_thread_runs_without_the_schema_until_a_request_needs_it(

@@ -25,7 +25,7 @@ print(json.dumps({
     "protocol_version": PROTOCOL_VERSION,
     "same_class": RequestError is direct,
     "agent": Agent.__name__,
-    "init_ran_once": "__getattr__" not in vars(acp),
+    "init_ran_once": getattr(vars(acp).get("__getattr__"), "__module__", "acp") == "acp",  # ours is gone
 }))
 """
 
@@ -42,4 +42,39 @@ def test_the_server_imports_without_the_schema_and_the_package_stays_whole() -> 
         "same_class": True,
         "agent": "Agent",
         "init_ran_once": True,
+    }
+
+
+OPENAI_PROBE = """
+import json, sys
+from core.providers.openai_client import async_openai
+client_class = async_openai()
+client_alone = "openai.lib.azure" not in sys.modules
+import openai
+# the first lookup runs the __init__, and its name is one of the package's own lazy ones
+from openai import AssistantEventHandler
+from openai.types.chat import ChatCompletion
+from openai import AsyncOpenAI, APIStatusError
+from openai._exceptions import APIStatusError as direct
+print(json.dumps({
+    "client_alone": client_alone,
+    "same_client": AsyncOpenAI is client_class,
+    "same_error": APIStatusError is direct,
+    "chat_type": ChatCompletion.__name__,
+    "whole_now": "openai.lib.azure" in sys.modules,
+    "own_getattr": AssistantEventHandler.__name__,
+}))
+"""
+
+
+def test_the_openai_client_comes_alone_and_the_package_stays_whole() -> None:
+    result = subprocess.run([sys.executable, "-c", OPENAI_PROBE], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "client_alone": True,
+        "same_client": True,
+        "same_error": True,
+        "chat_type": "ChatCompletion",
+        "whole_now": True,
+        "own_getattr": "AssistantEventHandler",
     }

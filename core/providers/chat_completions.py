@@ -111,9 +111,9 @@ class ChatCompletionsProvider(SdkProvider):
         return {"security": {"bearer_auth": True}}
 
     def _sdk_client_class(self) -> Any:
-        import openai
+        from core.providers.openai_client import async_openai
 
-        return openai.AsyncOpenAI
+        return async_openai()
 
     # -- the call ----------------------------------------------------------------------
 

@@ -5,14 +5,23 @@ Submodules import as usual, so a caller that names the modules it needs
 (`acp.connection`, `openai._client`) gets only those and what they import. The first
 lookup of a name the package's `__init__` defines (`acp.PROTOCOL_VERSION`,
 `openai.AsyncOpenAI`) runs the real `__init__` then, so every reader still sees the whole
-package. `tests/test_sdk_import.py` holds it to that. Used for the ACP SDK
-(hermes_acp/sdk_import.py) and the openai SDK (core/providers/openai_client.py).
+package. `tests/test_sdk_import.py` holds it to that.
+
+A package whose `__init__` is nothing but re-exports (`from .beta_message import BetaMessage
+as BetaMessage`, line after line: the SDKs' generated `types` packages) never runs it: a
+name's lookup imports the one submodule that defines it. The anthropic SDK's client imports
+a few dozen of its 2,000 type modules that way instead of all of them.
+
+Used for the ACP SDK (hermes_acp/sdk_import.py) and the provider SDKs
+(core/providers/openai_client.py, anthropic_client.py).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 from typing import Any
@@ -28,6 +37,10 @@ def defer_package_init(name: str) -> None:
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return
     package = importlib.util.module_from_spec(spec)
+    reexports = _reexports(spec.origin)
+    if reexports is not None:
+        _resolve_each_name(name, package, reexports)
+        return
     lock = threading.RLock()
     ran = False
 
@@ -51,7 +64,79 @@ def defer_package_init(name: str) -> None:
         raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
 
     package.__getattr__ = run_init_on_miss  # type: ignore[method-assign]
+    _register(name, package)
+
+
+def defer_package_tree(name: str) -> None:
+    """`defer_package_init` for the package `name` and every package below it, parents
+    first."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        return
+    for root in spec.submodule_search_locations:
+        found = []
+        for folder, folders, files in os.walk(root):
+            folders[:] = [f for f in folders if f.isidentifier()]  # skips __pycache__'s kin
+            if "__init__.py" in files:
+                relative = os.path.relpath(folder, root)
+                found.append(name if relative == "." else f"{name}.{relative.replace(os.sep, '.')}")
+        for package in sorted(found, key=lambda dotted: dotted.count(".")):
+            defer_package_init(package)
+
+
+def _register(name: str, package: Any) -> None:
     sys.modules[name] = package
     parent, _, child = name.rpartition(".")
     if parent:  # as the import system does: a subpackage is an attribute of its parent
         setattr(sys.modules[parent], child, package)
+
+
+def _reexports(init_file: str | None) -> dict[str, tuple[str, str]] | None:
+    """Each name the `__init__` at `init_file` re-exports -> (its submodule, its name
+    there), or None when the file does anything else (then it has to run)."""
+    if init_file is None or not init_file.endswith("__init__.py"):
+        return None
+    try:
+        with open(init_file, "rb") as source:
+            tree = ast.parse(source.read())
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: dict[str, tuple[str, str]] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+            continue  # the docstring
+        if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            continue
+        if not (isinstance(statement, ast.ImportFrom) and statement.level == 1):
+            return None
+        for alias in statement.names:
+            if alias.name == "*":
+                return None
+            if statement.module is None:  # `from . import types`: a submodule
+                names[alias.asname or alias.name] = (alias.name, "")
+            else:
+                names[alias.asname or alias.name] = (statement.module, alias.name)
+    return names
+
+
+def _resolve_each_name(name: str, package: Any, reexports: dict[str, tuple[str, str]]) -> None:
+    def import_on_lookup(attribute: str) -> Any:
+        if attribute == "__all__":  # `from package import *` gets every name, as before
+            return list(reexports)
+        if attribute not in reexports:
+            if importlib.util.find_spec(f"{name}.{attribute}") is not None:
+                return importlib.import_module(f"{name}.{attribute}")
+            raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
+        submodule, defined = reexports[attribute]
+        module = importlib.import_module(f"{name}.{submodule}")
+        if not defined:
+            value = module
+        elif hasattr(module, defined):
+            value = getattr(module, defined)
+        else:  # `from .x import y` where y is a module of x's own
+            value = importlib.import_module(f"{name}.{submodule}.{defined}")
+        setattr(package, attribute, value)  # the next lookup finds it without us
+        return value
+
+    package.__getattr__ = import_on_lookup
+    _register(name, package)

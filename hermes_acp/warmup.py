@@ -110,7 +110,9 @@ def _import_provider_sdk() -> None:
         return
     mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
     if mode == "anthropic_messages":
-        importlib.import_module("anthropic")
+        from core.providers.anthropic_client import async_anthropic
+
+        async_anthropic()
     else:
         from core.providers.openai_client import async_openai
 

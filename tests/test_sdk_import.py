@@ -78,3 +78,44 @@ def test_the_openai_client_comes_alone_and_the_package_stays_whole() -> None:
         "whole_now": True,
         "own_getattr": "AssistantEventHandler",
     }
+
+
+ANTHROPIC_PROBE = """
+import json, sys
+from core.providers.anthropic_client import async_anthropic
+client_class = async_anthropic()
+def type_modules():
+    return sum(m.startswith("anthropic.types.") for m in sys.modules)
+with_the_client = type_modules()
+client_alone = "anthropic.lib.vertex" not in sys.modules
+import anthropic
+from anthropic.types import Message
+from anthropic.types.beta import BetaMessage
+from anthropic import AsyncAnthropic, APIStatusError, AnthropicVertex
+from anthropic._exceptions import APIStatusError as direct
+print(json.dumps({
+    "under_half_the_type_modules": with_the_client < type_modules() / 2,
+    "client_alone": client_alone,
+    "same_client": AsyncAnthropic is client_class,
+    "same_error": APIStatusError is direct,
+    "types": [Message.__name__, BetaMessage.__name__],
+    "same_type": Message is sys.modules["anthropic.types.message"].Message,
+    "whole_now": "anthropic.lib.vertex" in sys.modules and AnthropicVertex.__name__ == "AnthropicVertex",
+}))
+"""
+
+
+def test_the_anthropic_client_comes_alone_and_the_package_stays_whole() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", ANTHROPIC_PROBE], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "under_half_the_type_modules": True,
+        "client_alone": True,
+        "same_client": True,
+        "same_error": True,
+        "types": ["Message", "BetaMessage"],
+        "same_type": True,
+        "whole_now": True,
+    }

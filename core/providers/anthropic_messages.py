@@ -43,9 +43,9 @@ class AnthropicMessagesProvider(SdkProvider):
         self._history = AlternatingHistory()
 
     def _sdk_client_class(self) -> Any:
-        import anthropic
+        from core.providers.anthropic_client import async_anthropic
 
-        return anthropic.AsyncAnthropic
+        return async_anthropic()
 
     # -- the call ----------------------------------------------------------------------
 

@@ -174,5 +174,8 @@ def _is_local(url: str) -> bool:
 def warm_up_sdks() -> None:
     """Import both SDKs now (blocking), so the first model call does not pay for it on the
     event loop. Call it in a thread."""
-    import anthropic  # noqa: F401
-    import openai  # noqa: F401
+    from core.providers.anthropic_client import async_anthropic
+    from core.providers.openai_client import async_openai
+
+    async_anthropic()
+    async_openai()

@@ -1,6 +1,7 @@
-"""The openai SDK is loaded as its client alone: a session on chat completions or
-Responses streams its answers without the package's re-exports of every type and
-resource (core/providers/openai_client.py: ~470 ms and ~11 MB a process does not pay).
+"""The provider SDKs are loaded as their clients alone: a session on chat completions,
+Responses or Anthropic streams its answers without the package's re-exports of every type
+and resource (core/providers/openai_client.py, anthropic_client.py: hundreds of ms and tens
+of MB a process does not pay).
 
 The server runs with PYTHONVERBOSE, so its stderr names every module it imports.
 """
@@ -17,14 +18,25 @@ from tests.support.imports import imported
 
 pytestmark = pytest.mark.asyncio
 
-# `openai/__init__.py` imports these; the client alone does not
-WHOLE_PACKAGE = ("openai.lib.azure", "openai.resources.beta", "openai.types.beta")
+# What each package's `__init__` imports and its client alone does not
+CLIENTS = {
+    "chat_completions": (
+        "openai._client",
+        ("openai.lib.azure", "openai.resources.beta", "openai.types.beta"),
+    ),
+    "responses": ("openai._client", ("openai.lib.azure", "openai.resources.beta", "openai.types.beta")),
+    "anthropic_messages": (
+        "anthropic._client",
+        ("anthropic.lib.vertex", "anthropic.lib.bedrock", "anthropic.lib.foundry"),
+    ),
+}
 
 
-@pytest.mark.parametrize("api_mode", ["chat_completions", "responses"])
-async def test_a_session_streams_with_the_openai_client_alone(
+@pytest.mark.parametrize("api_mode", list(CLIENTS))
+async def test_a_session_streams_with_the_sdk_client_alone(
     api_mode: str, fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
+    client_module, whole_package = CLIENTS[api_mode]
     env = server_env(tmp_path, fake, PYTHONVERBOSE="1", HERMES_ACP_API_MODE=api_mode)
     async with spawn_server(env) as server:
         client: AcpClient = server.sdk_client()
@@ -38,5 +50,5 @@ async def test_a_session_streams_with_the_openai_client_alone(
         await client.wait_for(lambda: f"session {session} closed" in server.stderr)
 
         modules = imported(server)
-        assert "openai._client" in modules  # the -v lines are there, and the SDK did the call
-        assert [name for name in WHOLE_PACKAGE if name in modules] == []
+        assert client_module in modules  # the -v lines are there, and the SDK did the call
+        assert [name for name in whole_package if name in modules] == []

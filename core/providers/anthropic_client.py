@@ -1,0 +1,25 @@
+"""The anthropic SDK's async client, imported without the package's re-exports.
+
+Why: `import anthropic` runs its package `__init__`, which imports every type module it
+has (~3,300 modules, ~64 MB in a bare interpreter), most of an Anthropic session's memory
+at rest. We use the client alone (it authenticates, sets the headers, sends our body with
+`post(content=...)` and raises its status errors; core/providers/sdk.py). With the package
+deferred and its `types` packages resolving one name at a time (core/lazy_package.py),
+`anthropic._client` costs ~36 MB less... of which the client's own imports keep what they
+name. A lookup of anything else still gets it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.lazy_package import defer_package_init, defer_package_tree
+
+
+def async_anthropic() -> Any:
+    """The `AsyncAnthropic` class (importing the SDK: call off the event loop)."""
+    defer_package_init("anthropic")
+    defer_package_tree("anthropic.types")
+    from anthropic._client import AsyncAnthropic
+
+    return AsyncAnthropic

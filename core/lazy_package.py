@@ -37,9 +37,9 @@ def defer_package_init(name: str) -> None:
     if spec is None or spec.loader is None or spec.submodule_search_locations is None:
         return
     package = importlib.util.module_from_spec(spec)
-    reexports = _reexports(spec.origin)
-    if reexports is not None:
-        _resolve_each_name(name, package, reexports)
+    plan = _reexports(spec.origin)
+    if plan is not None:
+        _resolve_each_name(name, package, *plan)
         return
     lock = threading.RLock()
     ran = False
@@ -91,9 +91,10 @@ def _register(name: str, package: Any) -> None:
         setattr(sys.modules[parent], child, package)
 
 
-def _reexports(init_file: str | None) -> dict[str, tuple[str, str]] | None:
+def _reexports(init_file: str | None) -> tuple[dict[str, tuple[str, str]], list[str]] | None:
     """Each name the `__init__` at `init_file` re-exports -> (its submodule, its name
-    there), or None when the file does anything else (then it has to run)."""
+    there), and its `__all__` (all of them when it has none); None when the file does
+    anything else (then it has to run)."""
     if init_file is None or not init_file.endswith("__init__.py"):
         return None
     try:
@@ -102,10 +103,15 @@ def _reexports(init_file: str | None) -> dict[str, tuple[str, str]] | None:
     except (OSError, SyntaxError, ValueError):
         return None
     names: dict[str, tuple[str, str]] = {}
+    declared: list[str] | None = None
     for statement in tree.body:
         if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
             continue  # the docstring
         if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            continue
+        listed = _all_of_names(statement)
+        if listed is not None:
+            declared = listed
             continue
         if not (isinstance(statement, ast.ImportFrom) and statement.level == 1):
             return None
@@ -116,13 +122,29 @@ def _reexports(init_file: str | None) -> dict[str, tuple[str, str]] | None:
                 names[alias.asname or alias.name] = (alias.name, "")
             else:
                 names[alias.asname or alias.name] = (statement.module, alias.name)
-    return names
+    return names, list(names) if declared is None else list(declared)
 
 
-def _resolve_each_name(name: str, package: Any, reexports: dict[str, tuple[str, str]]) -> None:
+def _all_of_names(statement: ast.stmt) -> list[str] | None:
+    """The names of `__all__ = [...]` (strings only), or None for any other statement."""
+    if not (
+        isinstance(statement, ast.Assign)
+        and [getattr(target, "id", None) for target in statement.targets] == ["__all__"]
+        and isinstance(statement.value, (ast.List, ast.Tuple))
+    ):
+        return None
+    items = [item.value for item in statement.value.elts if isinstance(item, ast.Constant)]
+    if len(items) != len(statement.value.elts) or not all(isinstance(item, str) for item in items):
+        return None
+    return items
+
+
+def _resolve_each_name(
+    name: str, package: Any, reexports: dict[str, tuple[str, str]], star_names: list[str]
+) -> None:
     def import_on_lookup(attribute: str) -> Any:
-        if attribute == "__all__":  # `from package import *` gets every name, as before
-            return list(reexports)
+        if attribute == "__all__":  # `from package import *` gets the same names as before
+            return list(star_names)
         if attribute not in reexports:
             if importlib.util.find_spec(f"{name}.{attribute}") is not None:
                 return importlib.import_module(f"{name}.{attribute}")

@@ -88,3 +88,15 @@ def test_a_package_that_does_more_than_re_export_runs_its_init_on_the_first_look
     assert "COUNT" not in vars(module)
     assert module.COUNT == 1  # the __init__ ran: its own statements are there
     assert module.Alpha is sys.modules[f"{name}.alpha"].Alpha
+
+
+def test_a_declared_all_keeps_the_package_lazy_and_decides_the_star_import(root: tuple[Path, str]) -> None:
+    package, name = root
+    write(package / "__init__.py", 'from .alpha import Alpha, Hidden\n__all__ = ["Alpha"]\n')
+    write(package / "alpha.py", "class Alpha: pass\nclass Hidden: pass\n")
+    defer_package_init(name)
+    assert f"{name}.alpha" not in sys.modules
+    namespace: dict[str, object] = {}
+    exec(f"from {name} import *", namespace)
+    assert "Alpha" in namespace and "Hidden" not in namespace
+    assert sys.modules[name].Hidden.__name__ == "Hidden"  # still there by name, as before

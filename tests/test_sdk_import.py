@@ -84,9 +84,9 @@ ANTHROPIC_PROBE = """
 import json, sys
 from core.providers.anthropic_client import async_anthropic
 client_class = async_anthropic()
-def type_modules():
-    return sum(m.startswith("anthropic.types.") for m in sys.modules)
-with_the_client = type_modules()
+import pathlib
+type_files = sum(1 for _ in pathlib.Path(sys.modules["anthropic.types"].__path__[0]).rglob("*.py"))
+with_the_client = sum(m.startswith("anthropic.types.") for m in sys.modules)
 client_alone = "anthropic.lib.vertex" not in sys.modules
 import anthropic
 from anthropic.types import Message
@@ -94,7 +94,7 @@ from anthropic.types.beta import BetaMessage
 from anthropic import AsyncAnthropic, APIStatusError, AnthropicVertex
 from anthropic._exceptions import APIStatusError as direct
 print(json.dumps({
-    "under_half_the_type_modules": with_the_client < type_modules() / 2,
+    "under_half_the_type_modules": with_the_client < type_files / 2,
     "client_alone": client_alone,
     "same_client": AsyncAnthropic is client_class,
     "same_error": APIStatusError is direct,

@@ -20,6 +20,7 @@ def async_anthropic() -> Any:
     """The `AsyncAnthropic` class (importing the SDK: call off the event loop)."""
     defer_package_init("anthropic")
     defer_package_tree("anthropic.types")
+    defer_package_tree("anthropic.resources")  # `client.models` (the model list) imports one
     from anthropic._client import AsyncAnthropic
 
     return AsyncAnthropic

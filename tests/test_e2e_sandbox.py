@@ -4,6 +4,8 @@ commands dying with a kill -9 of the agent."""
 
 from __future__ import annotations
 
+import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -246,8 +248,11 @@ def test_check_says_when_the_sandbox_cannot_start(fake: FakeProvider, home: Path
 async def test_kill_9_of_the_agent_kills_its_commands_and_their_children(
     fake: FakeProvider, home: Path, project: Path, sandbox: str
 ) -> None:
-    # A grandchild the shell disowned `( … &)`, and the shell's own foreground child.
-    marks = ("1000.701", "1000.702") if sandbox == "off" else ("1000.703", "1000.704")
+    # A grandchild the shell disowned `( … &)`, and the shell's own foreground child. Their
+    # command lines are unique to this run: a suite running elsewhere on the machine (or a
+    # leftover of a failed run) must not be taken for them.
+    run = f"{os.getpid()}{secrets.randbelow(10**6):06d}"
+    marks = (f"1000.{run}1", f"1000.{run}2")
     command = f"(sleep {marks[0]} &); sleep {marks[1]}"
     fake.script(tool_turn(ToolCallSpec("terminal", {"command": command}, id="call_tree")))
     async with spawn_server(server_env(home, fake, HERMES_ACP_SANDBOX=sandbox), check_exit=False) as server:

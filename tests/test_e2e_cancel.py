@@ -11,7 +11,7 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, ServerProcess
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.processes import pids_running, wait_gone
+from tests.support.processes import pids_running, unique_seconds, wait_gone
 from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -109,10 +109,11 @@ async def test_cancel_during_a_running_command_kills_it(
     session = (await client.new_session(project))["sessionId"]
     await client.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
     pid_file = project / "pid"
-    command = f"echo $$ > {pid_file}; exec sleep 30.0131"  # an odd duration finds its host pid
+    seconds = unique_seconds(30)  # a duration of its own finds its host pid
+    command = f"echo $$ > {pid_file}; exec sleep {seconds}"
     fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="call_sleep")])])
     prompt = client.start_prompt(session, "sleep")
-    [pid] = await client.wait_for(lambda: pids_running("sleep", "30.0131"))
+    [pid] = await client.wait_for(lambda: pids_running("sleep", seconds))
     await cancel_and_check(client, session, prompt)
     await wait_gone(pid)
     assert client.tool_updates("call_sleep")[-1]["status"] == "failed"
@@ -134,12 +135,13 @@ async def test_cancel_while_the_editor_is_still_creating_the_terminal_stops_it(
     session = (await client.new_session(project))["sessionId"]
     await client.request("session/set_mode", {"sessionId": session, "modeId": "yolo"})
     pid_file = project / "pid"
-    command = f"echo $$ > {pid_file}; exec sleep 30.0132"
+    seconds = unique_seconds(30)
+    command = f"echo $$ > {pid_file}; exec sleep {seconds}"
     fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command})])])
     client.terminal_create_delay = 0.5
     try:
         prompt = client.start_prompt(session, "sleep")
-        [pid] = await client.wait_for(lambda: pids_running("sleep", "30.0132"))
+        [pid] = await client.wait_for(lambda: pids_running("sleep", seconds))
         await cancel_and_check(client, session, prompt)
         await wait_gone(pid)
         await client.wait_for(lambda: [m for m, _ in client.calls if m == "terminal/release"])

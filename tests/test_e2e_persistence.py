@@ -15,7 +15,7 @@ from acp.exceptions import RequestError
 
 from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.processes import alive, pids_running, wait_gone
+from tests.support.processes import alive, pids_running, unique_seconds, wait_gone
 from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -255,11 +255,12 @@ async def test_close_stops_the_sessions_background_processes(
     sid = (await client.new_session(project))["sessionId"]
     await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
     pid_file = project / "server.pid"
-    serve = {"command": f"echo $$ > {pid_file}; exec sleep 60.0133", "background": True}
+    seconds = unique_seconds(60)
+    serve = {"command": f"echo $$ > {pid_file}; exec sleep {seconds}", "background": True}
     fake.script([Reply(tool_calls=[ToolCallSpec("terminal", serve)]), Reply(text="Started the server.")])
     assert await client.prompt(sid, "start the dev server") == {"stopReason": "end_turn"}
     # Its host pid: inside the sandbox `$$` is its pid in the sandbox's own namespace.
-    [pid] = await client.wait_for(lambda: pids_running("sleep", "60.0133"))
+    [pid] = await client.wait_for(lambda: pids_running("sleep", seconds))
     assert alive(pid)
     await client.request("session/close", {"sessionId": sid})
     await wait_gone(pid, "a closed session's background process")

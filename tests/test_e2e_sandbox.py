@@ -4,8 +4,6 @@ commands dying with a kill -9 of the agent."""
 
 from __future__ import annotations
 
-import os
-import secrets
 import socket
 import subprocess
 import sys
@@ -18,7 +16,7 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.processes import pids_running, wait_gone
+from tests.support.processes import pids_running, unique_seconds, wait_gone
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
 EDITOR = PLAIN_CAPABILITIES  # the harness client runs terminal/create as real processes
@@ -248,11 +246,8 @@ def test_check_says_when_the_sandbox_cannot_start(fake: FakeProvider, home: Path
 async def test_kill_9_of_the_agent_kills_its_commands_and_their_children(
     fake: FakeProvider, home: Path, project: Path, sandbox: str
 ) -> None:
-    # A grandchild the shell disowned `( … &)`, and the shell's own foreground child. Their
-    # command lines are unique to this run: a suite running elsewhere on the machine (or a
-    # leftover of a failed run) must not be taken for them.
-    run = f"{os.getpid()}{secrets.randbelow(10**6):06d}"
-    marks = (f"1000.{run}1", f"1000.{run}2")
+    # A grandchild the shell disowned `( … &)`, and the shell's own foreground child.
+    marks = (unique_seconds(1000), unique_seconds(1000))
     command = f"(sleep {marks[0]} &); sleep {marks[1]}"
     fake.script(tool_turn(ToolCallSpec("terminal", {"command": command}, id="call_tree")))
     async with spawn_server(server_env(home, fake, HERMES_ACP_SANDBOX=sandbox), check_exit=False) as server:

@@ -19,7 +19,7 @@ import pytest
 from hermes_acp.cli import TERMINAL_HINT
 from tests.support.acp_harness import NO_CAPABILITIES, WireChecker, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.processes import pids_running, wait_gone
+from tests.support.processes import pids_running, unique_seconds, wait_gone
 
 
 def rpc(request_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -220,7 +220,8 @@ def test_a_terminal_on_stdin_gets_a_one_line_hint_and_is_still_served(tmp_path: 
 async def test_a_signal_shuts_down_like_end_of_input_killing_the_running_command(
     fake: FakeProvider, tmp_path: Path, project: Path, signum: int
 ) -> None:
-    command = f"exec sleep 300.{signum:04d}"  # a command line of its own, found by its host pid
+    seconds = unique_seconds(300)
+    command = f"exec sleep {seconds}"  # a command line of its own, found by its host pid
     fake.script(
         [Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="t1")]), Reply(text="ok")]
     )
@@ -228,7 +229,7 @@ async def test_a_signal_shuts_down_like_end_of_input_killing_the_running_command
     async with connected(env, NO_CAPABILITIES) as (server, client):  # commands run under the server
         sid = (await client.new_session(project))["sessionId"]
         prompt = client.start_prompt(sid, "run the long command")
-        [command_pid] = await client.wait_for(lambda: pids_running("sleep", f"300.{signum:04d}"))
+        [command_pid] = await client.wait_for(lambda: pids_running("sleep", seconds))
         os.kill(server.pid, signum)
         assert (await prompt)["stopReason"] == "cancelled"  # answered, not dropped
         assert await server.wait() == 0

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import secrets
 from pathlib import Path
 
 from tests.support.waiting import HANG, until
+
+
+def unique_seconds(whole: int) -> str:
+    """A `sleep` duration no other process on the machine has: its command line finds the
+    process's host pid (`pids_running`) without taking another run's, or a failed run's
+    leftover, for it."""
+    return f"{whole}.{os.getpid()}{secrets.randbelow(10**6):06d}"
 
 
 def alive(pid: int) -> bool:

@@ -30,21 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.drive import send_prompt, start_profiler, stop_profiler  # noqa: E402
+from benchmarks.drive import API_SETTINGS, send_prompt, start_profiler, stop_profiler  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
 
 TARGET = 1.25  # late turns over early ones; noise on a shared box stays under this
-APIS: dict[str, dict[str, str]] = {
-    "chat_completions": {"HERMES_ACP_PROVIDER": "openai", "HERMES_ACP_MODEL": "gpt-4.1"},
-    "responses": {
-        "HERMES_ACP_PROVIDER": "openai",
-        "HERMES_ACP_MODEL": "gpt-4.1",
-        "HERMES_ACP_API_MODE": "responses",
-    },
-    "anthropic_messages": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
-}
 ANSWER = "Here is what I found in the project, in a few sentences of ordinary length. " * 4
 
 
@@ -89,13 +80,7 @@ async def main(turns: int, api: str, profile: Path | None) -> int:
         project = home / "project"
         project.mkdir()
         (project / "notes.txt").write_text("a note\n" * 20)
-        env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning", **APIS[api])
-        env.update(
-            OPENAI_BASE_URL=fake.openai_base_url,
-            OPENAI_API_KEY="test",
-            ANTHROPIC_BASE_URL=fake.anthropic_base_url,
-            ANTHROPIC_API_KEY="test",
-        )
+        env = server_env(home, fake, HERMES_ACP_LOG_LEVEL="warning", **API_SETTINGS[api])
         async with spawn_server(env, check_schema=False) as server:
             recorder = await start_profiler(server.pid, profile, 50)
             await server.request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
@@ -130,7 +115,7 @@ async def main(turns: int, api: str, profile: Path | None) -> int:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=500)
-    parser.add_argument("--api", choices=list(APIS), default="chat_completions")
+    parser.add_argument("--api", choices=list(API_SETTINGS), default="chat_completions")
     parser.add_argument("--profile", type=Path, default=None)
     arguments = parser.parse_args()
     sys.exit(asyncio.run(main(arguments.turns, arguments.api, arguments.profile)))

@@ -27,7 +27,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.drive import send_prompt  # noqa: E402
+from benchmarks.drive import API_SETTINGS, send_prompt  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
@@ -169,17 +169,13 @@ async def many_deltas(
 
 
 # The other API shapes, each streaming the same 10,000 deltas in its own wire format.
-OTHER_APIS: dict[str, dict[str, str]] = {
-    "responses": {"HERMES_ACP_API_MODE": "responses"},
-    "anthropic": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
-}
+OTHER_APIS = ("responses", "anthropic_messages")
 
 
 async def many_deltas_per_api(env: dict[str, str], fake: FakeProviderProcess, cwd: Path) -> list[Result]:
     results = []
-    for api, settings in OTHER_APIS.items():
-        api_env = {**env, **settings, "ANTHROPIC_API_KEY": "test"}
-        api_env["ANTHROPIC_BASE_URL"] = fake.anthropic_base_url
+    for api in OTHER_APIS:
+        api_env = {**env, **API_SETTINGS[api]}
         async with spawn_server(api_env, check_schema=False) as server:
             ids = Ids()
             await initialize(server, ids)

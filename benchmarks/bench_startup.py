@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_protocol import Result  # noqa: E402
-from benchmarks.drive import send_prompt  # noqa: E402
+from benchmarks.drive import API_SETTINGS, send_prompt  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply  # noqa: E402
@@ -46,15 +46,6 @@ ZED_INITIALIZE = (ROOT / "tests" / "fixtures" / "zed-initialize.json").read_byte
 CODEX_PACKAGE = "@zed-industries/codex-acp-linux-x64"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hermes-acp-bench"
 FLOOR_MARGIN = 0.100
-PROVIDERS: dict[str, dict[str, str]] = {
-    "chat completions": {"HERMES_ACP_PROVIDER": "openai", "HERMES_ACP_MODEL": "gpt-4.1"},
-    "responses": {
-        "HERMES_ACP_PROVIDER": "openai",
-        "HERMES_ACP_MODEL": "gpt-4.1",
-        "HERMES_ACP_API_MODE": "responses",
-    },
-    "anthropic": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
-}
 
 
 # -- the reference ---------------------------------------------------------------------------------
@@ -261,14 +252,7 @@ async def first_chunk(
 
 
 def provider_env(home: Path, fake: FakeProviderProcess, provider: dict[str, str]) -> dict[str, str]:
-    env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning", **provider)
-    env.update(
-        OPENAI_BASE_URL=fake.openai_base_url,
-        OPENAI_API_KEY="test",
-        ANTHROPIC_BASE_URL=fake.anthropic_base_url,
-        ANTHROPIC_API_KEY="test",
-    )
-    return env
+    return server_env(home, fake, HERMES_ACP_LOG_LEVEL="warning", **provider)
 
 
 async def main(runs: int, before: Path | None) -> int:
@@ -278,9 +262,9 @@ async def main(runs: int, before: Path | None) -> int:
         home = Path(tmp)
         project = home / "project"
         project.mkdir()
-        results += await startup(provider_env(home, fake, PROVIDERS["chat completions"]), runs, before)
+        results += await startup(provider_env(home, fake, API_SETTINGS["chat_completions"]), runs, before)
         sources = [ROOT] if before is None else [ROOT, before]
-        for label, provider in PROVIDERS.items():
+        for label, provider in API_SETTINGS.items():
             env = provider_env(home, fake, provider)
             for source in sources:
                 results += await fresh_process(env, fake, project, label, rss=True, source=source)

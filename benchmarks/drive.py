@@ -9,6 +9,19 @@ from pathlib import Path
 
 from tests.support.acp_harness import ServerProcess
 
+# The server's settings for each wire API the benchmarks run a session on: the models the
+# README's figures were measured with (the tests' table, tests/support/acp_harness.py, has
+# reasoning models where a test needs them).
+API_SETTINGS: dict[str, dict[str, str]] = {
+    "chat_completions": {"HERMES_ACP_PROVIDER": "openai", "HERMES_ACP_MODEL": "gpt-4.1"},
+    "responses": {
+        "HERMES_ACP_PROVIDER": "openai",
+        "HERMES_ACP_MODEL": "gpt-4.1",
+        "HERMES_ACP_API_MODE": "responses",
+    },
+    "anthropic_messages": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4-5"},
+}
+
 
 async def send_prompt(server: ServerProcess, request_id: int, session: str, text: str) -> None:
     await server.send(

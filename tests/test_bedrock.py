@@ -313,16 +313,7 @@ def test_building_a_bedrock_provider_leaves_boto3_unloaded(tmp_path):
 async def test_a_kept_converse_form_never_outlives_the_message_it_came_from(fake):
     from core.compression import apply_compression, plan_compression
     from core.messages import repair_alternation
-
-    def exchange(n: int) -> list[Message]:
-        call = ToolCall(f"t{n}", "read_file", json.dumps({"path": f"file{n}.txt"}))
-        return [
-            user(f"question {n}"),
-            Message(role="assistant", content=f"looking {n}", tool_calls=[call]),
-            Message(role="tool", content=f"contents {n} é", tool_call_id=call.id, name="read_file"),
-            user(f"also this, {n}"),  # merged with the result into one user turn
-            Message(role="assistant", content=f"answer {n}"),
-        ]
+    from tests.support.sdk_bodies import exchange
 
     async def sent(provider: BedrockConverseProvider, history: list[Message]) -> bytes:
         fake.script([Reply(text="ok")])

@@ -8,35 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.acp_harness import connected, server_env
+from tests.support.acp_harness import API_SETTINGS, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 
 pytestmark = pytest.mark.asyncio
 
-APIS = {
-    "chat_completions": {"HERMES_ACP_PROVIDER": "openai", "HERMES_ACP_MODEL": "gpt-4.1"},
-    "responses": {
-        "HERMES_ACP_PROVIDER": "openai",
-        "HERMES_ACP_MODEL": "gpt-5",
-        "HERMES_ACP_API_MODE": "responses",
-    },
-    "anthropic_messages": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4"},
-}
 DELTAS = 400
 
 
-@pytest.mark.parametrize("api", list(APIS))
+@pytest.mark.parametrize("api", list(API_SETTINGS))
 async def test_the_deltas_of_one_read_reach_the_editor_together(api: str, tmp_path: Path) -> None:
     answer = ("abcdé✓🙂 " * DELTAS)[:DELTAS]
     thinking = ("hmm, so " * DELTAS)[:DELTAS]
     with FakeProvider() as fake:
-        env = server_env(tmp_path, None, **APIS[api])
-        env.update(
-            OPENAI_BASE_URL=fake.openai_base_url,
-            OPENAI_API_KEY="test",
-            ANTHROPIC_BASE_URL=fake.anthropic_base_url,
-            ANTHROPIC_API_KEY="test",
-        )
+        env = server_env(tmp_path, fake, **API_SETTINGS[api])
         async with connected(env) as (_, client):
             session = (await client.new_session(tmp_path))["sessionId"]
             fake.script([Reply(text=answer, reasoning=thinking, chunk_size=1, one_write=True)])

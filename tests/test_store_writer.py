@@ -24,6 +24,20 @@ def append(text: str) -> Callable[[SessionStore], int]:
     return lambda store: store.append_message("s1", Message(role="user", content=text))
 
 
+def writing_to(store: SessionStore, session_id: str = "s1") -> Persister:
+    """A Persister for `session_id` whose store, once asked for, is `store`."""
+
+    async def open_store() -> SessionStore:
+        return store
+
+    return Persister(session_id, open_store)
+
+
+def submit_a_session_and_a_failing_write(persister: Persister) -> None:
+    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
+    persister.submit(lambda s: s.append_message("no-such-session", Message(role="user", content="x")))
+
+
 async def test_queued_writes_land_in_order_and_the_store_is_opened_once(store: SessionStore) -> None:
     opens = 0
 
@@ -48,12 +62,8 @@ async def test_queued_writes_land_in_order_and_the_store_is_opened_once(store: S
 async def test_a_failing_write_is_logged_and_the_ones_after_it_still_land(
     store: SessionStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def open_store() -> SessionStore:
-        return store
-
-    persister = Persister("s1", open_store)
-    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
-    persister.submit(lambda s: s.append_message("no-such-session", Message(role="user", content="x")))
+    persister = writing_to(store)
+    submit_a_session_and_a_failing_write(persister)
     persister.submit(append("after the failure"))
     with caplog.at_level(logging.ERROR, logger="core.store.writer"):
         await persister.flush()
@@ -84,10 +94,7 @@ async def test_a_store_that_cannot_open_loses_that_batch_and_is_tried_again(stor
 
 
 async def test_many_sessions_writing_at_once_each_keep_their_order(store: SessionStore) -> None:
-    async def open_store() -> SessionStore:
-        return store
-
-    persisters = [Persister(f"s{n}", open_store) for n in range(20)]
+    persisters = [writing_to(store, f"s{n}") for n in range(20)]
     for persister in persisters:
         record = SessionRecord(id=persister.session_id, cwd="/work")
         persister.submit(lambda s, record=record: s.create_session(record))
@@ -103,13 +110,10 @@ async def test_many_sessions_writing_at_once_each_keep_their_order(store: Sessio
 
 
 async def test_a_session_whose_store_cannot_open_loses_only_its_own_writes(store: SessionStore) -> None:
-    async def open_store() -> SessionStore:
-        return store
-
     async def broken_store() -> SessionStore:
         raise OSError("disk gone")
 
-    healthy, broken = Persister("s1", open_store), Persister("s2", broken_store)
+    healthy, broken = writing_to(store), Persister("s2", broken_store)
     healthy.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
     broken.submit(lambda s: s.create_session(SessionRecord(id="s2", cwd="/work")))
     healthy.submit(append("kept"))
@@ -122,12 +126,8 @@ async def test_a_session_whose_store_cannot_open_loses_only_its_own_writes(store
 async def test_after_flush_the_writes_are_committed_for_every_other_connection(
     store: SessionStore, tmp_path: Path
 ) -> None:
-    async def open_store() -> SessionStore:
-        return store
-
-    persister = Persister("s1", open_store)
-    persister.submit(lambda s: s.create_session(SessionRecord(id="s1", cwd="/work")))
-    persister.submit(lambda s: s.append_message("no-such-session", Message(role="user", content="x")))
+    persister = writing_to(store)
+    submit_a_session_and_a_failing_write(persister)
     for n in range(5):
         persister.submit(append(f"m{n}"))
     await persister.flush()

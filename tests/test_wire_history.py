@@ -19,6 +19,7 @@ from core.providers.responses import ResponsesProvider
 from core.providers.sdk import untransformed
 from core.turn_context import HistoryEstimate, estimate_messages_tokens
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.sdk_bodies import SDK_SHAPES, bytes_the_sdk_writes, exchange
 
 SHAPES = {
     "chat_completions": (ChatCompletionsProvider, "gpt-4.1"),
@@ -33,10 +34,17 @@ def fake():
         yield server
 
 
-def make(shape: str, fake: FakeProvider) -> Any:
-    cls, model = SHAPES[shape]
+def make(shape: str, fake: FakeProvider, model: str | None = None, name: str | None = None) -> Any:
+    cls, default_model = SHAPES[shape]
     base = fake.anthropic_base_url if shape == "anthropic_messages" else fake.openai_base_url
-    return cls(model, api_key="test-key", base_url=base, name=shape, timeout=10, stale_seconds=5)
+    return cls(
+        model or default_model,
+        api_key="test-key",
+        base_url=base,
+        name=name or shape,
+        timeout=10,
+        stale_seconds=5,
+    )
 
 
 async def sent(provider: Any, fake: FakeProvider, history: list[Message]) -> bytes:
@@ -54,17 +62,6 @@ async def sent(provider: Any, fake: FakeProvider, history: list[Message]) -> byt
 async def sent_by_a_fresh_provider(shape: str, fake: FakeProvider, history: list[Message]) -> bytes:
     """The same history (as new message objects) through a provider that kept nothing."""
     return await sent(make(shape, fake), fake, [Message.from_dict(m.to_dict()) for m in history])
-
-
-def exchange(n: int) -> list[Message]:
-    call = ToolCall(f"call_{n}", "read_file", json.dumps({"path": f"file{n}.txt"}))
-    return [
-        user(f"question {n}"),
-        Message(role="assistant", content=f"looking {n}", tool_calls=[call]),
-        Message(role="tool", content=f"contents of file {n}", tool_call_id=call.id, name="read_file"),
-        user(f"also this, {n}"),  # merged with the result into one user turn (Anthropic)
-        Message(role="assistant", content=f"answer {n}"),
-    ]
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -97,34 +94,19 @@ async def test_a_kept_wire_form_never_outlives_the_message_it_came_from(fake, sh
     assert b"what happened so far" in body and b"answer 2" not in body
 
 
-# Each API with every optional part of a request in play, and how its SDK's `create()` was
-# handed a body when the SDK still wrote the bodies (`untransformed`).
+# Each API with every optional part of a request in play: (model, provider name).
 FULL_REQUESTS = {
-    "chat_completions": ("o3", "openai", {"bulky": ("messages", "tools"), "placeholders": {"messages": []}}),
-    "chat_completions via openrouter": (
-        "o3",
-        "openrouter",  # its reasoning effort goes in as `extra_body`
-        {"bulky": ("messages", "tools"), "placeholders": {"messages": []}},
-    ),
-    "responses": ("gpt-5", "openai", {"bulky": ("input", "tools", "instructions"), "placeholders": {}}),
-    "anthropic_messages": (
-        "claude-sonnet-4",
-        "anthropic",
-        {"bulky": ("messages", "tools", "system"), "placeholders": {"messages": []}},
-    ),
+    "chat_completions": ("o3", "openai"),
+    "chat_completions via openrouter": ("o3", "openrouter"),  # its reasoning effort goes in as `extra_body`
+    "responses": ("gpt-5", "openai"),
+    "anthropic_messages": ("claude-sonnet-4", "anthropic"),
 }
 
 
 @pytest.mark.parametrize("case", list(FULL_REQUESTS))
 async def test_a_body_written_here_is_the_one_the_sdk_wrote(fake, case):
-    import anthropic
-    import openai
-
     shape = case.split(" ")[0]
-    model, name, sdk_shape = FULL_REQUESTS[case]
-    cls = SHAPES[shape][0]
-    base = fake.anthropic_base_url if shape == "anthropic_messages" else fake.openai_base_url
-    provider = cls(model, api_key="test-key", base_url=base, name=name, timeout=10, stale_seconds=5)
+    provider = make(shape, fake, *FULL_REQUESTS[case])
     tool = ToolSpec("read_file", "Read a file «here».", {"type": "object", "properties": {"path": {}}})
     request = ModelRequest(
         system="You are terse. ✓",
@@ -138,24 +120,11 @@ async def test_a_body_written_here_is_the_one_the_sdk_wrote(fake, case):
     try:
         async with aclosing(provider.stream(request)) as items:
             [item async for item in items]
-        params = untransformed(provider.params(request), **sdk_shape)
+        params = untransformed(provider.params(request), **SDK_SHAPES[shape])
     finally:
         await provider.aclose()
     ours = fake.requests[-1].raw
-    fake.script([Reply(text="ok")])
-    if shape == "anthropic_messages":
-        client: Any = anthropic.AsyncAnthropic(api_key="test-key", base_url=base, max_retries=0)
-        create = client.messages.with_streaming_response.create
-    else:
-        client = openai.AsyncOpenAI(api_key="test-key", base_url=base, max_retries=0)
-        endpoint = client.responses if shape == "responses" else client.chat.completions
-        create = endpoint.with_streaming_response.create
-    try:
-        async with create(**params) as response:
-            await response.read()
-    finally:
-        await client.close()
-    assert ours == fake.requests[-1].raw
+    assert ours == await bytes_the_sdk_writes(shape, fake, params)
     effort = b"budget_tokens" if shape == "anthropic_messages" else b'"high"'
     for part in (b"tool_choice", b"30000", effort, "é? 🙂".encode()):
         assert part in ours

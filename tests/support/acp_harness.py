@@ -59,11 +59,24 @@ SLASH_COMMANDS = ("help", "mode", "model", "compact", "clear", "tools", "context
 # -- the environment --------------------------------------------------------------------------
 
 
+# The server's settings for a session on each wire API (with `server_env`, whose fake
+# speaks all three).
+API_SETTINGS: dict[str, dict[str, str]] = {
+    "chat_completions": {"HERMES_ACP_PROVIDER": "openai", "HERMES_ACP_MODEL": "gpt-4.1"},
+    "responses": {
+        "HERMES_ACP_PROVIDER": "openai",
+        "HERMES_ACP_MODEL": "gpt-5",
+        "HERMES_ACP_API_MODE": "responses",
+    },
+    "anthropic_messages": {"HERMES_ACP_PROVIDER": "anthropic", "HERMES_ACP_MODEL": "claude-sonnet-4"},
+}
+
+
 def server_env(
     home: Path, fake: Any | None = None, *, model: str = "gpt-4.1", **extra: str
 ) -> dict[str, str]:
     """A clean environment: nothing inherited but PATH (no real keys), the store under
-    `home`, the provider pointed at the fake, retries and timeouts tiny."""
+    `home`, both providers' endpoints pointed at the fake, retries and timeouts tiny."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
@@ -78,6 +91,8 @@ def server_env(
     if fake is not None:
         env["OPENAI_BASE_URL"] = fake.openai_base_url
         env["OPENAI_API_KEY"] = "test"
+        env["ANTHROPIC_BASE_URL"] = fake.anthropic_base_url
+        env["ANTHROPIC_API_KEY"] = "test"
     env.update(extra)
     return env
 

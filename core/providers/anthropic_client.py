@@ -1,12 +1,12 @@
 """The anthropic SDK's async client, imported without the package's re-exports.
 
-Why: `import anthropic` runs its package `__init__`, which imports every type module it
-has (~3,300 modules, ~64 MB in a bare interpreter), most of an Anthropic session's memory
-at rest. We use the client alone (it authenticates, sets the headers, sends our body with
-`post(content=...)` and raises its status errors; core/providers/sdk.py). With the package
-deferred and its `types` packages resolving one name at a time (core/lazy_package.py),
-`anthropic._client` costs ~36 MB less... of which the client's own imports keep what they
-name. A lookup of anything else still gets it.
+Why: `import anthropic` runs its package `__init__`, which imports every resource and
+type module it has (~3,300 modules, 64 MB over a bare interpreter), most of an Anthropic
+session's memory at rest. We use the client alone (it authenticates, sets the headers,
+sends our body with `post(content=...)` and raises its status errors; core/providers/sdk.py)
+and its model list. With the package deferred and its `types` and `resources` packages
+resolving one name at a time (core/lazy_package.py), that is ~1,400 modules and 39 MB; the
+rest is what the client's own modules import. A lookup of anything else still gets it.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ import * as path from "node:path";
 /**
  * The session each workspace folder last showed, in a file in the extension's storage folder.
  *
- * Why a file: `workspaceState` lives in the window's storage, and in a browser (code-server,
- * vscode.dev) a write still on its way there is lost when the window reloads, so a reload right
- * after opening a past session came back to the one before. The file is on disk when
+ * Why a file: `workspaceState` lives in the window's storage, and in a browser window
+ * (code-server) a write still on its way there is lost when the window reloads, so a reload
+ * right after opening a past session came back to the one before. The file is on disk when
  * `remember` resolves, and the view is told of the session only then.
  */
 export class LastSessions {

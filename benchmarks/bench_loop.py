@@ -22,10 +22,10 @@ from benchmarks.fake_process import FakeProviderProcess
 from core.agent import Agent
 from core.approval import Decision
 from core.library import StaticApprover
-from core.providers.sdk import untransformed
 from core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for
 from tests.support.fake_provider import Reply, ToolCallSpec
+from tests.support.sdk_bodies import SDK_SHAPES, untransformed
 
 ROUND_TRIPS = 40
 REPEATS = 5
@@ -45,7 +45,7 @@ async def bare_sdk_calls(fake: FakeProviderProcess, bodies: list[dict]) -> float
     fake.script([*(tool_reply(i) for i in range(len(bodies) - 1)), Reply(text="done")])
     start = time.perf_counter()
     for body in bodies:
-        params = untransformed(body, bulky=("messages", "tools"), placeholders={"messages": []})
+        params = untransformed(body, **SDK_SHAPES["chat_completions"])
         stream = await client.chat.completions.create(**params)
         async for _chunk in stream:
             pass

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from core.providers.sdk import untransformed
 from tests.support.acp_harness import API_SETTINGS, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.sdk_bodies import SDK_SHAPES, bytes_the_sdk_writes
+from tests.support.sdk_bodies import SDK_SHAPES, bytes_the_sdk_writes, untransformed
 
 pytestmark = pytest.mark.asyncio
 

@@ -16,10 +16,9 @@ from core.providers.anthropic_messages import AnthropicMessagesProvider
 from core.providers.base import ModelRequest, ToolSpec
 from core.providers.chat_completions import ChatCompletionsProvider
 from core.providers.responses import ResponsesProvider
-from core.providers.sdk import untransformed
 from core.turn_context import HistoryEstimate, estimate_messages_tokens
 from tests.support.fake_provider import FakeProvider, Reply
-from tests.support.sdk_bodies import SDK_SHAPES, bytes_the_sdk_writes, exchange
+from tests.support.sdk_bodies import SDK_SHAPES, bytes_the_sdk_writes, exchange, untransformed
 
 SHAPES = {
     "chat_completions": (ChatCompletionsProvider, "gpt-4.1"),

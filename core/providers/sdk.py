@@ -153,38 +153,6 @@ class SdkProvider:
             await _SHARED.give_back(key)
 
 
-def untransformed(
-    params: dict[str, Any],
-    *,
-    bulky: tuple[str, ...],
-    placeholders: dict[str, Any],
-    cleaned: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
-    `extra_body`: how requests were handed to the SDKs before the bodies were written here
-    (`open_stream`), kept as the reference the tests and benchmarks compare that with.
-
-    The SDKs walk every request parameter against their TypedDicts before sending
-    (`async_maybe_transform`): on a long history that costs ~3 ms per message and call,
-    for JSON we built in wire shape already. `extra_body` (public API) is merged into
-    the body after that walk, so those parts go out as they are; `placeholders` stand
-    in for required parameters meanwhile. Text that is not valid Unicode is cleaned here,
-    on its way out, instead of failing the request (`clean`), except in the `cleaned`
-    parameters: the history, built from wire forms each cleaned once (`wire_form`), which
-    a walk on every call would make cost O(history) per turn.
-    """
-    out = {key: value if key in cleaned else clean(value) for key, value in params.items()}
-    extra = dict(out.pop("extra_body", None) or {})
-    for key in bulky:
-        if key in out:
-            extra[key] = out.pop(key)
-            if key in placeholders:
-                out[key] = placeholders[key]
-    if extra:
-        out["extra_body"] = extra
-    return out
-
-
 def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
     """`convert(message)` cleaned (`clean`), made once per message and `key` (the API
     shape and what else the conversion depends on) and kept on the message

@@ -180,7 +180,7 @@ export class ChatController {
       this.sessionId = response.sessionId;
       this.configOptions = response.configOptions ?? [];
       await this.host.sessionChosen?.(response.sessionId);
-      this.host.post({ type: "clear" });
+      this.host.post({ type: "clear", cwd: this.host.cwd() });
       this.postSession();
       return this.sessionId;
     } catch (error) {
@@ -200,7 +200,7 @@ export class ChatController {
   async loadSession(sessionId: string): Promise<boolean> {
     try {
       const connection = await this.ensureStarted();
-      this.host.post({ type: "clear" });
+      this.host.post({ type: "clear", cwd: this.host.cwd() });
       this.sessionId = sessionId; // the replayed updates arrive before the response
       const response = await connection.agent.request(acp.methods.agent.session.load, {
         sessionId,

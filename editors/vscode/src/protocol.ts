@@ -18,7 +18,7 @@ export interface Attachment {
 export type ToView =
   | { type: "state"; state: AgentState; detail?: string }
   | { type: "session"; sessionId: string; cwd: string; title?: string; configOptions: SessionConfigOption[] }
-  | { type: "clear" }
+  | { type: "clear"; cwd: string } // the thread that follows is in `cwd` (its paths are shown relative to it)
   | { type: "update"; update: SessionUpdate }
   | { type: "userMessage"; text: string }
   | { type: "turnEnded"; stopReason: StopReason }

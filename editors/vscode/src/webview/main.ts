@@ -96,6 +96,7 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
       thread.cwd = message.cwd;
       return;
     case "clear":
+      thread.cwd = message.cwd; // a replay comes before its session's `session` message
       return thread.clear();
     case "update":
       return thread.update(message.update);

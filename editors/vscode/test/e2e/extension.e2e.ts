@@ -228,5 +228,8 @@ test("after a window reload the chat comes back with the session it showed", asy
   await f.chat.locator(".message.user", { hasText: "What would you change in app.py?" }).waitFor();
   await f.chat.locator(".message.agent", { hasText: "Here is the plan" }).waitFor();
   await waitReady();
+  // The replayed cards show paths relative to the project, as the live ones did.
+  await f.chat.locator("a.location", { hasText: /^app\.py$/ }).first().waitFor();
+  assert.equal(await f.chat.locator("a.location", { hasText: f.project }).count(), 0);
   await f.shot("after-reload");
 });

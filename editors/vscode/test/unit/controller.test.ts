@@ -177,6 +177,8 @@ test("past sessions are listed and one opens with its thread replayed into the v
   assert.equal(reopened.text("user_message_chunk"), "first question");
   assert.equal(reopened.text(), "The first answer.");
   const clear = reopened.posts.findIndex((post) => post.type === "clear");
+  // The replay comes before the `session` message: the clear says whose paths follow.
+  assert.deepEqual(reopened.posts[clear], { type: "clear", cwd: project });
   const replay = reopened.posts.findIndex((post) => post.type === "update");
   assert.ok(clear >= 0 && clear < replay, "the view is cleared before the replay");
 });

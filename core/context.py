@@ -11,6 +11,7 @@ long history is `core.compression`.
 from __future__ import annotations
 
 import logging
+import os
 import platform as _platform
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from core.memory import MemoryStore
 from core.skills import Skill
+from core.workspace import WorkspaceError, WorkspaceScope
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +73,20 @@ def find_context_files(cwd: Path) -> list[Path]:
     return found
 
 
-def read_context_file(path: Path, limit: int = CONTEXT_FILE_MAX_BYTES) -> str:
-    """The file's text, cut at `limit` bytes with a note saying so."""
-    with open(path, "rb") as handle:
+def read_context_file(path: Path, limit: int = CONTEXT_FILE_MAX_BYTES, *, root: Path | None = None) -> str:
+    """The file's text, cut at `limit` bytes with a note saying so. The workspace wrote it, so
+    it is opened beneath `root` (default: the repository root above it, else its folder) by
+    the file tools' rules: a symlink out (`AGENTS.md -> ~/.ssh/id_ed25519`), a hard link or
+    a FIFO raises (OSError or WorkspaceError) instead of being read."""
+    path = Path(path)
+    if root is None:
+        root = repository_root(path.parent) or path.parent
+    fd = WorkspaceScope(root).open_file(path)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
         data = handle.read(limit + 1)
     if len(data) <= limit:
         return data.decode("utf-8", errors="replace").strip()
-    size = Path(path).stat().st_size
     # "ignore" drops a multi-byte character the cut split in half.
     text = data[:limit].decode("utf-8", errors="ignore").rstrip()
     return f"{text}\n\n[Truncated: showing the first {limit} of {size} bytes of {path}.]"
@@ -206,11 +215,13 @@ def _environment(cwd: Path, extra_roots: list[Path], now: datetime, platform: st
 
 def _context_section(cwd: Path) -> str:
     blocks = []
+    cwd = Path(cwd).resolve()
+    root = repository_root(cwd) or cwd
     for path in find_context_files(cwd):
         try:
-            text = read_context_file(path)
-        except OSError as exc:
-            log.warning("cannot read context file %s: %s", path, exc)
+            text = read_context_file(path, root=root)
+        except (OSError, WorkspaceError) as exc:
+            log.warning("context file %s left out: %s", path, exc)
             continue
         if text:
             blocks.append(f"### {path}\n\n{text}")

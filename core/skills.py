@@ -37,10 +37,11 @@ class Skill:
     name: str
     description: str
     path: Path  # the SKILL.md
+    root: Path  # the skills folder it was found in: it is read beneath it
 
     def body(self) -> str:
         """The instructions, read afresh (the user may have edited them)."""
-        _, body = split_front_matter(_read(self.path))
+        _, body = split_front_matter(_read(self.path, self.root))
         return body.strip()
 
     def resources(self) -> list[str]:
@@ -116,7 +117,7 @@ def discover_skills(folders: list[Path]) -> list[Skill]:
             continue
         for path in candidates:
             try:
-                skill = load_skill(path)
+                skill = load_skill(path, folder)
             except (SkillError, OSError, UnicodeDecodeError) as exc:
                 log.warning("skill %s left out: %s", path, exc)
                 continue
@@ -128,8 +129,10 @@ def discover_skills(folders: list[Path]) -> list[Skill]:
     return [skills[name] for name in sorted(skills)]
 
 
-def load_skill(path: Path) -> Skill:
-    meta, _ = split_front_matter(_read(path))
+def load_skill(path: Path, root: Path | None = None) -> Skill:
+    """The skill at `path` (a SKILL.md), read beneath `root` (default: the skill's own folder)."""
+    root = root if root is not None else path.parent
+    meta, _ = split_front_matter(_read(path, root))
     name = meta.get("name")
     description = meta.get("description")
     if not isinstance(name, str) or not name.strip():
@@ -139,7 +142,7 @@ def load_skill(path: Path) -> Skill:
     name = name.strip()
     if not COMMAND_NAME.fullmatch(name):
         raise SkillError(f"the name {name!r} is not a letter followed by letters, digits, - or _")
-    return Skill(name=name, description=" ".join(description.split()), path=path)
+    return Skill(name=name, description=" ".join(description.split()), path=path, root=root)
 
 
 def discover_commands(cwd: Path) -> list[PromptCommand]:
@@ -159,7 +162,7 @@ def discover_commands(cwd: Path) -> list[PromptCommand]:
             log.warning("command %s left out: %r is not a command name", path, name)
             continue
         try:
-            meta, body = split_front_matter(_read(path))
+            meta, body = split_front_matter(_read(path, folder))
         except (SkillError, OSError, UnicodeDecodeError) as exc:
             log.warning("command %s left out: %s", path, exc)
             continue
@@ -170,9 +173,15 @@ def discover_commands(cwd: Path) -> list[PromptCommand]:
     return commands
 
 
-def _read(path: Path) -> str:
-    with open(path, "rb") as handle:
-        data = handle.read(MAX_SKILL_BYTES + 1)
-    if len(data) > MAX_SKILL_BYTES:
-        raise SkillError(f"it is larger than {MAX_SKILL_BYTES:,} bytes")
+def _read(path: Path, root: Path) -> str:
+    """The file's text, opened beneath `root` (the folder it was found in) by the file tools'
+    rules: a repository's skill or command may be a symlink to `~/.ssh/id_ed25519`."""
+    from core.workspace import FileTooLarge, WorkspaceError, WorkspaceScope
+
+    try:
+        data = WorkspaceScope(root).read_bytes(path, MAX_SKILL_BYTES)
+    except FileTooLarge:
+        raise SkillError(f"it is larger than {MAX_SKILL_BYTES:,} bytes") from None
+    except WorkspaceError as exc:
+        raise SkillError(str(exc)) from None
     return data.decode("utf-8")

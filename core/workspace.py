@@ -19,6 +19,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
+from core.beneath import LeavesRoot, open_beneath
 from core.errors import HermesError
 
 if TYPE_CHECKING:
@@ -33,9 +34,13 @@ class WorkspaceError(HermesError):
 
 
 class OutsideWorkspace(WorkspaceError):
-    def __init__(self, path: str, resolved: Path, roots: tuple[Path, ...], *, links: int = 1) -> None:
+    def __init__(
+        self, path: str, resolved: Path, roots: tuple[Path, ...], *, links: int = 1, moved: bool = False
+    ) -> None:
         allowed = ", ".join(str(r) for r in roots)
-        if links > 1:
+        if moved:
+            message = f"{path!r} led outside the workspace ({allowed}) through a symlink when it was opened"
+        elif links > 1:
             message = (
                 f"{path!r} is a hard link ({links} names for one file); its other names may be "
                 f"outside the workspace ({allowed}), so it counts as outside"
@@ -49,6 +54,15 @@ class OutsideWorkspace(WorkspaceError):
 
 class BinaryFile(WorkspaceError):
     pass
+
+
+class NotRegularFile(WorkspaceError):
+    """A FIFO, socket or device: reading one may block forever or touch hardware."""
+
+    def __init__(self, path: str, mode: int) -> None:
+        super().__init__(
+            f"{path!r} is {_file_type(mode)}, not a regular file; only regular files are read or written."
+        )
 
 
 class FileTooLarge(WorkspaceError):
@@ -108,6 +122,147 @@ class WorkspaceScope:
         except ValueError:
             return str(path)
 
+    # --- opening files: the name check above is for messages and approvals; these decide ---
+
+    def open_file(
+        self, path: str | os.PathLike[str], *, allow_outside: bool = False, directory_ok: bool = False
+    ) -> int:
+        """A read-only descriptor of the regular file at `path`, opened beneath a root at open
+        time (a symlink that leaves is refused, whenever it was planted), checked on the
+        descriptor: a regular file, one name unless `allow_outside`. Never blocks on a FIFO.
+        With `directory_ok` a directory is opened too. The caller closes it. Raises
+        FileNotFoundError, IsADirectoryError, OutsideWorkspace, NotRegularFile or another
+        OSError."""
+        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+        fd = self._open_beneath(path, flags, allow_outside=allow_outside)
+        try:
+            status = os.fstat(fd)
+            if directory_ok and stat.S_ISDIR(status.st_mode):
+                return fd
+            _check_regular(os.fspath(path), status.st_mode)
+            if status.st_nlink > 1 and not allow_outside:
+                raise OutsideWorkspace(
+                    os.fspath(path), self.absolute(path), self.roots, links=status.st_nlink
+                )
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def read_bytes(self, path: str | os.PathLike[str], limit: int, *, allow_outside: bool = False) -> bytes:
+        """The file's bytes through `open_file`; FileTooLarge past `limit`. Blocking: call it
+        off the event loop."""
+        fd = self.open_file(path, allow_outside=allow_outside)
+        with os.fdopen(fd, "rb") as handle:
+            check_size(Path(path), os.fstat(fd).st_size, limit)
+            data = handle.read(limit + 1)
+        check_size(Path(path), len(data), limit)  # it grew since fstat
+        return data
+
+    def write_bytes(self, path: str | os.PathLike[str], data: bytes, *, allow_outside: bool = False) -> None:
+        """Replace the file at `path` (created with missing parents): a temporary file made in
+        the directory opened beneath a root, renamed over the name inside that directory, so
+        a symlink swapped in meanwhile is replaced, never followed. A symlink already there
+        that stays inside is followed (its target is written); one that leaves is refused.
+        Blocking: call it off the event loop."""
+        directory, name, mode = self.open_for_replace(path, allow_outside=allow_outside)
+        try:
+            _replace_in(directory, name, data, mode)
+        finally:
+            os.close(directory)
+
+    def open_for_replace(
+        self, path: str | os.PathLike[str], *, allow_outside: bool = False
+    ) -> tuple[int, str, int | None]:
+        """(the descriptor of the directory the file lives in, opened beneath a root and made
+        when missing; the file's name there; its permission bits, None when it is new),
+        following a symlink at the name by the same rules. The caller closes the descriptor."""
+        raw = os.fspath(path)
+        for _ in range(_MAX_LINK_HOPS):
+            directory, name, found = self._open_parent(raw, allow_outside=allow_outside)
+            if not isinstance(found, str):
+                return directory, name, found
+            os.close(directory)
+            raw = found  # a symlink: where it points, by the same rules
+        raise WorkspaceError(f"{os.fspath(path)!r}: too many levels of symbolic links")
+
+    def _candidates(self, raw: str) -> list[tuple[Path, str]]:
+        """(root, path relative to it) pairs to open `raw` beneath, best first: by its name,
+        then by where its symlinks lead now (a link into another root). Opening decides."""
+        raw = os.path.expanduser(raw)
+        found: list[tuple[Path, str]] = []
+        if not os.path.isabs(raw):
+            found.append((self.cwd, raw))
+        else:
+            named = Path(os.path.normpath(raw))
+            found += [
+                (root, str(named.relative_to(root))) for root in self.roots if named.is_relative_to(root)
+            ]
+        resolved = self.absolute(raw)
+        for root in self.roots:
+            if resolved.is_relative_to(root) and (root, str(resolved.relative_to(root))) not in found:
+                found.append((root, str(resolved.relative_to(root))))
+        return found
+
+    def _open_beneath(
+        self, path: str | os.PathLike[str], flags: int, *, allow_outside: bool, make_dirs: bool = False
+    ) -> int:
+        raw = os.fspath(path)
+        left: LeavesRoot | None = None
+        for root, relative in self._candidates(raw):
+            root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                return open_beneath(root_fd, str(root), relative, flags, make_dirs=make_dirs)
+            except LeavesRoot as exc:
+                left = exc
+            finally:
+                os.close(root_fd)
+        if allow_outside:  # the user approved this path outside: open it where it leads now
+            target = self.absolute(raw)
+            if make_dirs:
+                target.mkdir(parents=True, exist_ok=True)
+            return os.open(target, flags | os.O_CLOEXEC)
+        resolved = self.absolute(raw)
+        # By name it may be inside again by now: the open saw a link leading out.
+        moved = left is not None and self.contains(resolved)
+        raise OutsideWorkspace(raw, resolved, self.roots, moved=moved)
+
+    def _open_parent(self, raw: str, *, allow_outside: bool) -> tuple[int, str, int | str | None]:
+        """(the directory's descriptor, the file's name in it, what is there: its mode when a
+        regular file, a path to follow when a symlink, None when nothing)."""
+        parent, name = os.path.split(os.path.expanduser(raw))
+        if name in ("", ".", ".."):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", raw)
+        flags = os.O_RDONLY | os.O_DIRECTORY
+        directory = self._open_beneath(parent or ".", flags, allow_outside=allow_outside, make_dirs=True)
+        try:
+            return directory, name, self._existing(directory, raw, parent, name, allow_outside)
+        except BaseException:
+            os.close(directory)
+            raise
+
+    def _existing(
+        self, directory: int, raw: str, parent: str, name: str, allow_outside: bool
+    ) -> int | str | None:
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+        try:
+            fd = os.open(name, flags, dir_fd=directory)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EMLINK):
+                raise
+            target = os.readlink(name, dir_fd=directory)
+            return target if os.path.isabs(target) else os.path.join(parent, target)
+        try:
+            status = os.fstat(fd)
+        finally:
+            os.close(fd)
+        _check_regular(raw, status.st_mode)
+        if status.st_nlink > 1 and not allow_outside:
+            raise OutsideWorkspace(raw, self.absolute(raw), self.roots, links=status.st_nlink)
+        return status.st_mode & 0o7777
+
 
 def _hard_link_count(resolved: Path) -> int:
     """How many names the regular file has; 1 for anything else (directories always have
@@ -117,6 +272,44 @@ def _hard_link_count(resolved: Path) -> int:
     except (OSError, ValueError):
         return 1
     return status.st_nlink if stat.S_ISREG(status.st_mode) else 1
+
+
+_MAX_LINK_HOPS = 40
+_FILE_TYPES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _file_type(mode: int) -> str:
+    return next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
+
+
+def _check_regular(path: str, mode: int) -> None:
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(path, mode)
+
+
+def _replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
+    """Write `data` to a new file in `directory`, then rename it over `name` there."""
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
+    # 0o666 lets the umask decide a new file's mode, as for any editor save.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, 0o666, dir_fd=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+        os.rename(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=directory)
+        raise
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +354,19 @@ class Workspace(Protocol):
     scope: WorkspaceScope
     max_read_bytes: int
 
-    async def read_text(self, path: Path) -> str:
-        """The file's text (the editor's unsaved buffer where there is one).
+    async def read_text(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> str:
+        """The file's text (the editor's unsaved buffer where there is one), opened beneath
+        the workspace's roots (`WorkspaceScope.open_file`) unless `allow_outside`.
 
         Raises FileNotFoundError, BinaryFile, FileTooLarge or WorkspaceError.
         """
         ...
 
-    async def write_text(self, path: Path, content: str) -> None: ...
+    async def write_text(
+        self, path: str | os.PathLike[str], content: str, *, allow_outside: bool = False
+    ) -> None:
+        """Replace the file's text beneath the workspace's roots (`WorkspaceScope.write_bytes`)."""
+        ...
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand: ...
 
@@ -202,19 +400,37 @@ def check_text(path: Path, head: bytes, size: int) -> None:
         raise BinaryFile(f"{path} is a binary file ({human_size(size)}); it has no text to read.")
 
 
-def check_readable(path: Path, limit: int) -> bool:
-    """Whether the file exists on disk; raises when it is a directory, too large or binary
-    (for readers, like an editor, that hand over text without judging it)."""
+def check_readable(
+    scope: WorkspaceScope, path: str | os.PathLike[str], limit: int, *, allow_outside: bool
+) -> bool:
+    """Whether the file exists on disk; raises when it is a directory, not a regular file,
+    outside, too large or binary (for readers, like an editor, that hand over text without
+    judging it). Opened by the workspace's rules, so what it judges is what is there."""
     try:
-        size = path.stat().st_size
+        fd = scope.open_file(path, allow_outside=allow_outside)
     except FileNotFoundError:
         return False
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
-    check_size(path, size, limit)
-    with path.open("rb") as handle:
-        check_text(path, handle.read(BINARY_SNIFF_BYTES), size)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        check_size(Path(path), size, limit)
+        check_text(Path(path), handle.read(BINARY_SNIFF_BYTES), size)
     return True
+
+
+def opened_identity(
+    scope: WorkspaceScope, path: str | os.PathLike[str], *, allow_outside: bool
+) -> tuple[int, ...] | None:
+    """(device, inode, change time) of the regular file `path` opens to by the workspace's
+    rules, or None when there is none. A rename or a new link changes the change time."""
+    try:
+        fd = scope.open_file(path, allow_outside=allow_outside)
+    except FileNotFoundError:
+        return None
+    try:
+        status = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return (status.st_dev, status.st_ino, status.st_ctime_ns)
 
 
 @dataclass(slots=True)
@@ -227,40 +443,20 @@ class LocalWorkspace:
     kill_grace: float = 2.0  # seconds between SIGTERM and SIGKILL
     sandbox: Sandbox | None = None  # None: commands run unconfined (library and unit use)
 
-    async def read_text(self, path: Path) -> str:
-        return await asyncio.to_thread(self._read_text, Path(path))
+    async def read_text(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> str:
+        return await asyncio.to_thread(self._read_text, path, allow_outside)
 
-    def _read_text(self, path: Path) -> str:
-        with path.open("rb") as handle:  # IsADirectoryError / FileNotFoundError surface as-is
-            check_size(path, os.fstat(handle.fileno()).st_size, self.max_read_bytes)
-            data = handle.read()
-        check_text(path, data, len(data))
+    def _read_text(self, path: str | os.PathLike[str], allow_outside: bool) -> str:
+        data = self.scope.read_bytes(path, self.max_read_bytes, allow_outside=allow_outside)
+        check_text(Path(path), data, len(data))
         # Stray non-UTF-8 bytes in a text file (Latin-1 comments) should not make it unreadable.
         return data.decode("utf-8", errors="replace")
 
-    async def write_text(self, path: Path, content: str) -> None:
-        await asyncio.to_thread(self._write_text, Path(path), content)
-
-    def _write_text(self, path: Path, content: str) -> None:
-        target = Path(os.path.realpath(path))  # replace the file a symlink points to, not the link
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            mode: int | None = target.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = None
-        temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
-        # 0o666 lets the umask decide a new file's mode, as for any editor save.
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(content.encode("utf-8"))
-            if mode is not None:
-                os.chmod(temp, mode)
-            os.replace(temp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+    async def write_text(
+        self, path: str | os.PathLike[str], content: str, *, allow_outside: bool = False
+    ) -> None:
+        data = content.encode("utf-8")
+        await asyncio.to_thread(self.scope.write_bytes, path, data, allow_outside=allow_outside)
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
         from core.processes import start_local_command

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from core.events import FileDiff, ToolKind
 from core.tools.base import CannotRun, Tool, ToolContext, ToolResult
-from core.tools.search import GIT_DIR_EXCLUDED, run_rg, strip_dot_slash
+from core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, strip_dot_slash
 from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
 EDITS = "edits"  # the approval scope of every file edit
@@ -94,10 +94,8 @@ class ReadFileTool(Tool[ReadFileArgs]):
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         try:
-            resolved = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
-            if resolved.is_dir():
-                raise IsADirectoryError(args.path)
-            text = await ctx.workspace.read_text(resolved)
+            # The workspace opens it beneath its roots and checks what it opened.
+            text = await ctx.workspace.read_text(args.path, allow_outside=ctx.allow_outside)
         except (OSError, WorkspaceError) as exc:
             return path_failure(exc, args.path)
         lines = text_lines(text)
@@ -188,10 +186,8 @@ class WriteFileTool(FileEditTool[WriteFileArgs]):
         self, args: WriteFileArgs, workspace: Workspace, allow_outside: bool
     ) -> tuple[Path, str | None, str]:
         resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
-        if resolved.is_dir():
-            raise IsADirectoryError(args.path)
         try:
-            return resolved, await workspace.read_text(resolved), args.content
+            return resolved, await workspace.read_text(args.path, allow_outside=allow_outside), args.content
         except FileNotFoundError:
             return resolved, None, args.content
         except (BinaryFile, FileTooLarge) as exc:
@@ -202,7 +198,7 @@ class WriteFileTool(FileEditTool[WriteFileArgs]):
             resolved, old, _ = await self.change(args, ctx.workspace, ctx.allow_outside)
             if old == args.content:
                 return ToolResult(f"{args.path} already has exactly this content; nothing changed.")
-            await ctx.workspace.write_text(resolved, args.content)
+            await ctx.workspace.write_text(args.path, args.content, allow_outside=ctx.allow_outside)
         except CannotRun as exc:
             return ToolResult.error(str(exc))
         except (OSError, WorkspaceError) as exc:
@@ -248,20 +244,25 @@ class ListFilesTool(Tool[ListFilesArgs]):
         path = args.path or "."
         try:
             resolved = ctx.workspace.scope.resolve(path, allow_outside=ctx.allow_outside)
-        except WorkspaceError as exc:
-            return ToolResult.error(str(exc))
-        if not resolved.exists():
+            target = await open_target(path, ctx.workspace, ctx.allow_outside)
+        except FileNotFoundError:
             return ToolResult.error(f"Directory not found: {path}")
-        if not resolved.is_dir():
+        except (OSError, WorkspaceError) as exc:
+            return ToolResult.error(str(exc))
+        if not target.is_dir:
+            target.close()
             return ToolResult.error(f"{path} is a file, not a directory; use read_file to read it.")
         rg_args = ["--files", "--hidden", "--null"]
         if args.glob:
             rg_args.append(f"--glob={args.glob}")
         rg_args += [GIT_DIR_EXCLUDED, "--", "."]
         try:
-            result = await run_rg(rg_args, cwd=resolved)
+            # In the directory opened beneath the workspace: a link swapped in for it is not followed.
+            result = await run_rg(rg_args, cwd=target.cwd or resolved)
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(str(exc))
+        finally:
+            target.close()
         listed = result.stdout.decode("utf-8", errors="replace").split("\0")
         names = sorted(strip_dot_slash(name) for name in listed if name)
         if result.returncode == 2 and not names:

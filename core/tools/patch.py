@@ -44,7 +44,7 @@ class PatchTool(FileEditTool[PatchArgs]):
     async def run(self, args: PatchArgs, ctx: ToolContext) -> ToolResult:
         try:
             resolved, text, updated, count = await _plan_patch(args, ctx.workspace, ctx.allow_outside)
-            await ctx.workspace.write_text(resolved, updated)
+            await ctx.workspace.write_text(args.path, updated, allow_outside=ctx.allow_outside)
         except CannotRun as exc:
             return ToolResult.error(str(exc), **(exc.args[1] if len(exc.args) > 1 else {}))
         except (OSError, WorkspaceError) as exc:
@@ -70,9 +70,7 @@ async def _plan_patch(
         )
     try:
         resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
-        if resolved.is_dir():
-            raise IsADirectoryError(args.path)
-        text = await workspace.read_text(resolved)
+        text = await workspace.read_text(args.path, allow_outside=allow_outside)
     except FileNotFoundError:
         raise CannotRun(f"File not found: {args.path}. To create a new file use write_file.") from None
     except (OSError, WorkspaceError) as exc:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -51,14 +52,47 @@ class RgOutput:
     cut: bool  # stdout was longer than we read; rg was stopped
 
 
-async def run_rg(args: list[str], *, cwd: Path, max_stdout: int = _MAX_RG_STDOUT) -> RgOutput:
-    """Run rg (never reading our stdin, ignoring the user's rg config); kill it if cancelled."""
+@dataclass(slots=True)
+class OpenedTarget:
+    """What rg searches, opened beneath the workspace before rg starts, so a symlink swapped
+    in afterwards changes nothing: a directory rg starts in (`cwd`, through the descriptor
+    where /proc allows) or a regular file rg reads on its stdin (`stdin`)."""
+
+    fd: int
+    is_dir: bool
+
+    @property
+    def cwd(self) -> str | None:
+        return f"/proc/self/fd/{self.fd}" if self.is_dir and _PROC_FDS else None
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+_PROC_FDS = os.path.isdir("/proc/self/fd")
+STDIN_NAME = "<stdin>"  # how rg names the file it read on its stdin
+
+
+async def open_target(path: str, workspace: Workspace, allow_outside: bool) -> OpenedTarget:
+    """`path` opened by the workspace's rules (a directory, or a regular file that is not a
+    FIFO or device: rg would block on one named on its command line)."""
+    scope = workspace.scope
+    fd = await asyncio.to_thread(scope.open_file, path, allow_outside=allow_outside, directory_ok=True)
+    return OpenedTarget(fd, stat.S_ISDIR(os.fstat(fd).st_mode))
+
+
+async def run_rg(
+    args: list[str], *, cwd: Path | str, max_stdout: int = _MAX_RG_STDOUT, stdin: int | None = None
+) -> RgOutput:
+    """Run rg (reading our stdin never, `stdin` when given; ignoring the user's rg config);
+    kill it if cancelled. rg follows no symlink while it walks (no --follow) and skips FIFOs
+    and devices it meets."""
     process = await asyncio.create_subprocess_exec(
         find_rg(),
         "--no-config",
         *args,
         cwd=cwd,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -151,10 +185,11 @@ class SearchTool(Tool[SearchArgs]):
         scope = ctx.workspace.scope
         try:
             resolved = scope.resolve(args.path or ".", allow_outside=ctx.allow_outside)
-        except WorkspaceError as exc:
-            return ToolResult.error(str(exc))
-        if not resolved.exists():
+            target = await open_target(args.path or ".", ctx.workspace, ctx.allow_outside)
+        except FileNotFoundError:
             return ToolResult.error(f"Path not found: {args.path}")
+        except (OSError, WorkspaceError) as exc:
+            return ToolResult.error(str(exc))
         case = {None: "--smart-case", True: "--case-sensitive", False: "--ignore-case"}[args.case_sensitive]
         rg_args = [
             "--line-number",
@@ -169,12 +204,25 @@ class SearchTool(Tool[SearchArgs]):
         ]
         if args.glob:
             rg_args.append(f"--glob={args.glob}")
-        rg_args += [GIT_DIR_EXCLUDED, "--regexp", args.pattern, "--", rg_target(resolved, ctx.workspace)]
+        shown = rg_target(resolved, ctx.workspace)
         try:
-            result = await run_rg(rg_args, cwd=scope.cwd)
+            if target.is_dir and target.cwd is not None:
+                rg_args += [GIT_DIR_EXCLUDED, "--regexp", args.pattern, "--", "."]
+                result = await run_rg(rg_args, cwd=target.cwd)
+                prefix = "" if shown == "." else shown.rstrip("/") + "/"
+            elif target.is_dir:  # no /proc: by name, from the workspace's cwd
+                rg_args += [GIT_DIR_EXCLUDED, "--regexp", args.pattern, "--", shown]
+                result = await run_rg(rg_args, cwd=scope.cwd)
+                prefix = ""
+            else:
+                rg_args += ["--regexp", args.pattern, "--", "-"]
+                result = await run_rg(rg_args, cwd=scope.cwd, stdin=target.fd)
+                prefix = ""
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(str(exc))
-        matches, notes = _parse(result.stdout)
+        finally:
+            target.close()
+        matches, notes = _parse(result.stdout, prefix, None if target.is_dir else shown)
         if not ctx.allow_outside:
             matches, notes = _without_outside_files(matches, notes, scope)
         if result.returncode == 2 and not matches:
@@ -194,7 +242,9 @@ class SearchTool(Tool[SearchArgs]):
         )
 
 
-def _parse(stdout: bytes) -> tuple[list[_Match], list[str]]:
+def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tuple[list[_Match], list[str]]:
+    """Matches with their paths made relative to the workspace's cwd: `prefix` before each
+    (rg ran in a subdirectory), `stdin_name` for the file rg read on its stdin."""
     matches: list[_Match] = []
     notes: list[str] = []
     for raw in stdout.splitlines():
@@ -203,9 +253,11 @@ def _parse(stdout: bytes) -> tuple[list[_Match], list[str]]:
         if not sep or not colon or not number.isdigit():
             notes.append(raw.decode("utf-8", errors="replace"))  # "binary file matches" and the like
             continue
+        name = strip_dot_slash(path.decode("utf-8", errors="replace"))
+        name = stdin_name if stdin_name is not None and name == STDIN_NAME else prefix + name
         matches.append(
             _Match(
-                strip_dot_slash(path.decode("utf-8", errors="replace")),
+                name,
                 int(number),
                 text.decode("utf-8", errors="replace").strip(),
             )

@@ -95,7 +95,8 @@ async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -
         path = workspace.scope.resolve(url2pathname(parsed.path))  # url2pathname unquotes
         if await asyncio.to_thread(path.is_dir):
             return TextPart(f"[Attached directory {path}: use the listing and search tools to look inside]")
-        text = await workspace.read_text(path)
+        # Opened beneath the workspace by the raw name: a link swapped in meanwhile is refused.
+        text = await workspace.read_text(url2pathname(parsed.path))
     except OutsideWorkspace as exc:
         return TextPart(f"[Attached file {uri} was not read: {exc}]")
     except FileNotFoundError:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 from collections.abc import AsyncIterator
 from dataclasses import KW_ONLY, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
 from acp.exceptions import RequestError
@@ -28,6 +28,7 @@ from core.workspace import (
     WorkspaceScope,
     check_readable,
     check_size,
+    opened_identity,
 )
 from hermes_acp.bridge.channel import ClientChannel
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _RESOURCE_NOT_FOUND = -32002
+_ATTEMPTS = 3  # reads of a file that keeps changing identity before giving up
 
 # Releases that outlive a cancelled caller; held here so they are not garbage-collected.
 _background: set[asyncio.Task[Any]] = set()
@@ -65,40 +67,79 @@ class ClientWorkspace:
         """The sandbox commands run in, local or in an editor terminal: the local one."""
         return getattr(self.local, "sandbox", None)
 
-    async def read_text(self, path: Path) -> str:
+    async def read_text(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> str:
         if not self.read:
-            return await self.local.read_text(path)
-        path = self.scope.absolute(path)
-        # The editor can only hand over text, so binary and size are judged on disk.
-        exists = await asyncio.to_thread(check_readable, path, self.max_read_bytes)
+            return await self.local.read_text(path, allow_outside=allow_outside)
+        # The editor follows whatever the path names when it reads, so the path is judged
+        # by the workspace's rules (beneath a root, a regular text file) before and after,
+        # and must still be the same file afterwards: a rename or a new link in between
+        # changes its change time. What is there is judged on disk: the editor can only
+        # hand over text.
+        for _ in range(_ATTEMPTS):
+            before = await asyncio.to_thread(self._judged, path, allow_outside)
+            content = await self._editor_read(path, exists=before is not None)
+            if await asyncio.to_thread(self._identity, path, allow_outside) == before:
+                return content
+        raise WorkspaceError(
+            f"{os.fspath(path)!r} kept changing while the editor read it (renamed or relinked "
+            f"{_ATTEMPTS} times); its text was not used"
+        )
+
+    def _judged(self, path: str | os.PathLike[str], allow_outside: bool) -> tuple[int, ...] | None:
+        if not check_readable(self.scope, path, self.max_read_bytes, allow_outside=allow_outside):
+            return None
+        return self._identity(path, allow_outside)
+
+    def _identity(self, path: str | os.PathLike[str], allow_outside: bool) -> tuple[int, ...] | None:
+        return opened_identity(self.scope, path, allow_outside=allow_outside)
+
+    async def _editor_read(self, path: str | os.PathLike[str], *, exists: bool) -> str:
+        absolute = self.scope.absolute(path)
         try:
             result = await self.channel.send_request(
-                "fs/read_text_file", {"sessionId": self.session_id, "path": str(path)}
+                "fs/read_text_file", {"sessionId": self.session_id, "path": str(absolute)}
             )
         except RequestError as exc:
             if not exists or exc.code == _RESOURCE_NOT_FOUND:
-                raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(path)) from exc
-            raise WorkspaceError(f"the editor could not read {path}: {_describe(exc)}") from exc
+                raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(absolute)) from exc
+            raise WorkspaceError(f"the editor could not read {absolute}: {_describe(exc)}") from exc
         except ConnectionError as exc:
-            raise WorkspaceError(f"the editor could not read {path}: {exc}") from exc
+            raise WorkspaceError(f"the editor could not read {absolute}: {exc}") from exc
         content = result.get("content") if isinstance(result, dict) else None
         if not isinstance(content, str):
-            raise WorkspaceError(f"the editor answered fs/read_text_file for {path} without text")
+            raise WorkspaceError(f"the editor answered fs/read_text_file for {absolute} without text")
         if len(content) > self.max_read_bytes:  # characters: a cheap bound before encoding
-            check_size(path, len(content.encode()), self.max_read_bytes)
+            check_size(absolute, len(content.encode()), self.max_read_bytes)
         return content
 
-    async def write_text(self, path: Path, content: str) -> None:
+    async def write_text(
+        self, path: str | os.PathLike[str], content: str, *, allow_outside: bool = False
+    ) -> None:
         if not self.write:
-            await self.local.write_text(path, content)
+            await self.local.write_text(path, content, allow_outside=allow_outside)
             return
-        path = self.scope.absolute(path)
-        await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
-        params = {"sessionId": self.session_id, "path": str(path), "content": content}
+        # Before: the parent directories are made beneath a root, and what the name holds
+        # now is judged (a regular file with one name, or nothing). After: the name must
+        # still open beneath a root. A link swapped in between may have let the editor
+        # write elsewhere; that is then said, loudly, rather than reported as done.
+        await asyncio.to_thread(self._judged_for_write, path, allow_outside)
+        absolute = self.scope.absolute(path)
+        params = {"sessionId": self.session_id, "path": str(absolute), "content": content}
         try:
             await self.channel.send_request("fs/write_text_file", params)
         except (RequestError, ConnectionError) as exc:
-            raise WorkspaceError(f"the editor could not write {path}: {_describe(exc)}") from exc
+            raise WorkspaceError(f"the editor could not write {absolute}: {_describe(exc)}") from exc
+        try:
+            await asyncio.to_thread(self._identity, path, allow_outside)
+        except (OSError, WorkspaceError) as exc:
+            raise WorkspaceError(
+                f"{os.fspath(path)!r} moved while the editor wrote it, and the editor may have "
+                f"written somewhere else: {exc}"
+            ) from exc
+
+    def _judged_for_write(self, path: str | os.PathLike[str], allow_outside: bool) -> None:
+        directory, _, _ = self.scope.open_for_replace(path, allow_outside=allow_outside)
+        os.close(directory)
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
         if not self.terminal:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -209,8 +208,8 @@ async def test_a_file_flipped_to_a_symlink_never_leaks_the_secret_nor_writes_out
         replies += [Reply(tool_calls=reads + writes), Reply(text="done")]
     fake.script(replies)
 
-    flipper = subprocess.Popen(
-        [sys.executable, "-c", FLIPPER, str(flip), str(key), str(stop)], stdout=subprocess.PIPE, text=True
+    flipper = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", FLIPPER, str(flip), str(key), str(stop), stdout=asyncio.subprocess.PIPE
     )
     try:
         # A call that names the file while it is the link asks (outside the workspace); the
@@ -225,7 +224,7 @@ async def test_a_file_flipped_to_a_symlink_never_leaks_the_secret_nor_writes_out
                 assert await client.prompt(session, f"turn {turn}", within=HANG) == {"stopReason": "end_turn"}
     finally:
         stop.touch()
-        flips = int(flipper.communicate(timeout=HANG)[0] or 0)
+        flips = int((await asyncio.wait_for(flipper.communicate(), HANG))[0] or 0)
 
     assert flips > 0  # the attacker was flipping all along
     assert key.read_text() == SSH_KEY  # never written through the link

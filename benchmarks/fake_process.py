@@ -22,6 +22,9 @@ def _serve(conn: Connection) -> None:
             if command == "script":
                 fake.script(payload)
                 conn.send(None)
+            elif command == "route":
+                fake.route(*payload)
+                conn.send(None)
             elif command == "bodies":
                 conn.send([request.body for request in fake.requests[payload:]])
             elif command == "count":
@@ -54,6 +57,11 @@ class FakeProviderProcess:
 
     def script(self, replies: list[Reply]) -> None:
         self._conn.send(("script", replies))
+        self._conn.recv()
+
+    def route(self, key: str, replies: list[Reply]) -> None:
+        """Replies for the requests of conversations whose first user message holds `key`."""
+        self._conn.send(("route", (key, replies)))
         self._conn.recv()
 
     def request_count(self) -> int:

@@ -14,7 +14,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
@@ -153,10 +153,14 @@ class WorkspaceScope:
         """The file's bytes through `open_file`; FileTooLarge past `limit`. Blocking: call it
         off the event loop."""
         fd = self.open_file(path, allow_outside=allow_outside)
-        with os.fdopen(fd, "rb") as handle:
-            check_size(Path(path), os.fstat(fd).st_size, limit)
-            data = handle.read(limit + 1)
-        check_size(Path(path), len(data), limit)  # it grew since fstat
+        with os.fdopen(fd, "rb", buffering=0) as handle:
+            size = os.fstat(fd).st_size
+            check_size(Path(path), size, limit)
+            # read(n) allocates n bytes up front: ask for the size we know, then for what it grew.
+            data = handle.read(size + 1)
+            if len(data) > size:
+                data += handle.read(limit + 1 - len(data)) or b""
+        check_size(Path(path), len(data), limit)
         return data
 
     def write_bytes(self, path: str | os.PathLike[str], data: bytes, *, allow_outside: bool = False) -> None:
@@ -186,23 +190,24 @@ class WorkspaceScope:
             raw = found  # a symlink: where it points, by the same rules
         raise WorkspaceError(f"{os.fspath(path)!r}: too many levels of symbolic links")
 
-    def _candidates(self, raw: str) -> list[tuple[Path, str]]:
+    def _candidates(self, raw: str) -> Iterator[tuple[Path, str]]:
         """(root, path relative to it) pairs to open `raw` beneath, best first: by its name,
-        then by where its symlinks lead now (a link into another root). Opening decides."""
+        then, only when those fail, by where its symlinks lead now (a link into another
+        root). Opening decides."""
         raw = os.path.expanduser(raw)
-        found: list[tuple[Path, str]] = []
+        tried: list[tuple[Path, str]] = []
         if not os.path.isabs(raw):
-            found.append((self.cwd, raw))
+            tried.append((self.cwd, raw))
         else:
             named = Path(os.path.normpath(raw))
-            found += [
+            tried += [
                 (root, str(named.relative_to(root))) for root in self.roots if named.is_relative_to(root)
             ]
+        yield from tried
         resolved = self.absolute(raw)
         for root in self.roots:
-            if resolved.is_relative_to(root) and (root, str(resolved.relative_to(root))) not in found:
-                found.append((root, str(resolved.relative_to(root))))
-        return found
+            if resolved.is_relative_to(root) and (root, str(resolved.relative_to(root))) not in tried:
+                yield root, str(resolved.relative_to(root))
 
     def _open_beneath(
         self, path: str | os.PathLike[str], flags: int, *, allow_outside: bool, make_dirs: bool = False
@@ -210,7 +215,7 @@ class WorkspaceScope:
         raw = os.fspath(path)
         left: LeavesRoot | None = None
         for root, relative in self._candidates(raw):
-            root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            root_fd = os.open(root, _DIRECTORY_FLAGS)
             try:
                 return open_beneath(root_fd, str(root), relative, flags, make_dirs=make_dirs)
             except LeavesRoot as exc:
@@ -275,6 +280,7 @@ def _hard_link_count(resolved: Path) -> int:
 
 
 _MAX_LINK_HOPS = 40
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _FILE_TYPES = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISSOCK, "a socket"),

@@ -82,8 +82,13 @@ def open_beneath(root_fd: int, root_path: str, relative: str, flags: int, *, mak
     if os.path.isabs(relative):
         raise LeavesRoot(relative, "an absolute path is not beneath anything")
     flags |= _O_CLOEXEC
-    if use_openat2 and not make_dirs:
-        fd = _openat2(root_fd, relative or ".", flags, 0)
+    if use_openat2:
+        try:
+            fd = _openat2(root_fd, relative or ".", flags, 0)
+        except FileNotFoundError:
+            if not make_dirs:
+                raise
+            fd = None  # the walk makes what is missing
         if fd is not None:
             return fd
     return _walk(root_fd, root_path, relative, flags, make_dirs)

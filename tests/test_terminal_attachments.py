@@ -31,3 +31,24 @@ def test_a_name_is_not_a_file_but_a_missing_path_is_an_error(tmp_path: Path) -> 
 def test_the_same_file_twice_is_attached_once(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("a")
     assert len(prompt_blocks("@a.txt and @./a.txt", tmp_path)) == 2
+
+
+def test_a_project_file_that_links_out_is_not_attached_but_a_path_spelled_outside_is(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    secret = tmp_path / "id_ed25519"
+    secret.write_text("SSH-KEY-SECRET\n")
+    (project / "notes.md").symlink_to(secret)  # planted by something that ran in the project
+    with pytest.raises(AttachmentError, match="outside"):
+        prompt_blocks("summarize @notes.md", project)
+    # The user named the file outside themselves: theirs to send.
+    blocks = prompt_blocks(f"summarize @{secret}", project)
+    assert blocks[1]["resource"]["text"] == "SSH-KEY-SECRET\n"
+
+
+def test_a_fifo_is_refused_at_once(tmp_path: Path) -> None:
+    import os
+
+    os.mkfifo(tmp_path / "pipe.txt")
+    with pytest.raises(AttachmentError, match="FIFO"):
+        prompt_blocks("read @pipe.txt", tmp_path)

@@ -2,320 +2,49 @@
 
 `LocalWorkspace` works on the local disk and local subprocesses (core/processes.py).
 The ACP side plugs in its own implementation (editor buffers, editor terminals) that
-follows the same scoping rules, which live here in `WorkspaceScope`, and the same read
-limit and file checks, which live here too.
+follows the same scoping rules and opens files the same way, both in `WorkspaceScope`
+(`core.scope`, re-exported here), with the same read limit and file checks.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import os
-import secrets
-import stat
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
-from core.beneath import LeavesRoot, open_beneath
-from core.errors import HermesError
+from core.scope import (
+    BINARY_SNIFF_BYTES,
+    MAX_READ_BYTES,
+    BinaryFile,
+    FileTooLarge,
+    NotRegularFile,
+    OutsideWorkspace,
+    WorkspaceError,
+    WorkspaceScope,
+    check_size,
+    check_text,
+    human_size,
+)
 
 if TYPE_CHECKING:
     from core.sandbox.bwrap import Sandbox
 
-MAX_READ_BYTES = 2_000_000  # larger files are refused, read from disk or from the editor
-BINARY_SNIFF_BYTES = 8192  # a NUL byte in this much of a file makes it binary
-
-
-class WorkspaceError(HermesError):
-    """A file or process operation failed in a way the model should read about."""
-
-
-class OutsideWorkspace(WorkspaceError):
-    def __init__(
-        self, path: str, resolved: Path, roots: tuple[Path, ...], *, links: int = 1, moved: bool = False
-    ) -> None:
-        allowed = ", ".join(str(r) for r in roots)
-        if moved:
-            message = f"{path!r} led outside the workspace ({allowed}) through a symlink when it was opened"
-        elif links > 1:
-            message = (
-                f"{path!r} is a hard link ({links} names for one file); its other names may be "
-                f"outside the workspace ({allowed}), so it counts as outside"
-            )
-        else:
-            message = f"{path!r} resolves to {resolved}, which is outside the workspace ({allowed})"
-        super().__init__(message)
-        self.path = path
-        self.resolved = resolved
-
-
-class BinaryFile(WorkspaceError):
-    pass
-
-
-class NotRegularFile(WorkspaceError):
-    """A FIFO, socket or device: reading one may block forever or touch hardware."""
-
-    def __init__(self, path: str, mode: int) -> None:
-        super().__init__(
-            f"{path!r} is {_file_type(mode)}, not a regular file; only regular files are read or written."
-        )
-
-
-class FileTooLarge(WorkspaceError):
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class WorkspaceScope:
-    """The session's cwd plus extra allowed roots; resolves and checks paths."""
-
-    cwd: Path
-    extra_roots: tuple[Path, ...] = ()
-
-    def __post_init__(self) -> None:
-        # Resolved once, so a symlinked cwd (/tmp on macOS) compares equal to the
-        # resolved paths checked against it.
-        object.__setattr__(self, "cwd", Path(self.cwd).resolve())
-        object.__setattr__(self, "extra_roots", tuple(Path(r).resolve() for r in self.extra_roots))
-
-    @property
-    def roots(self) -> tuple[Path, ...]:
-        return (self.cwd, *self.extra_roots)
-
-    def absolute(self, path: str | os.PathLike[str]) -> Path:
-        """The path made absolute against cwd, `..` folded and symlinks followed."""
-        raw = Path(os.path.expanduser(os.fspath(path)))
-        if not raw.is_absolute():
-            raw = self.cwd / raw
-        # strict=False: a file about to be created does not exist yet, but its
-        # existing parents' symlinks must still be followed.
-        try:
-            return raw.resolve(strict=False)
-        except (RuntimeError, ValueError, OSError) as exc:  # symlink loop, NUL byte
-            raise WorkspaceError(f"cannot resolve path {os.fspath(path)!r}: {exc}") from exc
-
-    def contains(self, resolved: Path) -> bool:
-        """Whether the resolved path lies under a root (by name only; see `outside`)."""
-        return any(resolved == root or resolved.is_relative_to(root) for root in self.roots)
-
-    def outside(self, resolved: Path) -> bool:
-        """Whether touching the resolved path may reach beyond the workspace: a path under
-        no root, or a regular file with more than one name (a hard link). Its other names
-        cannot be found cheaply, and one of them may be `~/.ssh/id_rsa` or a file in a
-        shared store (pnpm): reading it may leak a secret, writing it changes that file."""
-        return not self.contains(resolved) or _hard_link_count(resolved) > 1
-
-    def resolve(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> Path:
-        resolved = self.absolute(path)
-        if not allow_outside and self.outside(resolved):
-            raise OutsideWorkspace(os.fspath(path), resolved, self.roots, links=_hard_link_count(resolved))
-        return resolved
-
-    def display(self, path: Path) -> str:
-        """A short path for titles: relative to cwd when inside it."""
-        try:
-            return str(path.relative_to(self.cwd))
-        except ValueError:
-            return str(path)
-
-    # --- opening files: the name check above is for messages and approvals; these decide ---
-
-    def open_file(
-        self, path: str | os.PathLike[str], *, allow_outside: bool = False, directory_ok: bool = False
-    ) -> int:
-        """A read-only descriptor of the regular file at `path`, opened beneath a root at open
-        time (a symlink that leaves is refused, whenever it was planted), checked on the
-        descriptor: a regular file, one name unless `allow_outside`. Never blocks on a FIFO.
-        With `directory_ok` a directory is opened too. The caller closes it. Raises
-        FileNotFoundError, IsADirectoryError, OutsideWorkspace, NotRegularFile or another
-        OSError."""
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
-        fd = self._open_beneath(path, flags, allow_outside=allow_outside)
-        try:
-            status = os.fstat(fd)
-            if directory_ok and stat.S_ISDIR(status.st_mode):
-                return fd
-            _check_regular(os.fspath(path), status.st_mode)
-            if status.st_nlink > 1 and not allow_outside:
-                raise OutsideWorkspace(
-                    os.fspath(path), self.absolute(path), self.roots, links=status.st_nlink
-                )
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def read_bytes(self, path: str | os.PathLike[str], limit: int, *, allow_outside: bool = False) -> bytes:
-        """The file's bytes through `open_file`; FileTooLarge past `limit`. Blocking: call it
-        off the event loop."""
-        fd = self.open_file(path, allow_outside=allow_outside)
-        with os.fdopen(fd, "rb", buffering=0) as handle:
-            size = os.fstat(fd).st_size
-            check_size(Path(path), size, limit)
-            # read(n) allocates n bytes up front: ask for the size we know, then for what it grew.
-            data = handle.read(size + 1)
-            if len(data) > size:
-                data += handle.read(limit + 1 - len(data)) or b""
-        check_size(Path(path), len(data), limit)
-        return data
-
-    def write_bytes(self, path: str | os.PathLike[str], data: bytes, *, allow_outside: bool = False) -> None:
-        """Replace the file at `path` (created with missing parents): a temporary file made in
-        the directory opened beneath a root, renamed over the name inside that directory, so
-        a symlink swapped in meanwhile is replaced, never followed. A symlink already there
-        that stays inside is followed (its target is written); one that leaves is refused.
-        Blocking: call it off the event loop."""
-        directory, name, mode = self.open_for_replace(path, allow_outside=allow_outside)
-        try:
-            _replace_in(directory, name, data, mode)
-        finally:
-            os.close(directory)
-
-    def open_for_replace(
-        self, path: str | os.PathLike[str], *, allow_outside: bool = False
-    ) -> tuple[int, str, int | None]:
-        """(the descriptor of the directory the file lives in, opened beneath a root and made
-        when missing; the file's name there; its permission bits, None when it is new),
-        following a symlink at the name by the same rules. The caller closes the descriptor."""
-        raw = os.fspath(path)
-        for _ in range(_MAX_LINK_HOPS):
-            directory, name, found = self._open_parent(raw, allow_outside=allow_outside)
-            if not isinstance(found, str):
-                return directory, name, found
-            os.close(directory)
-            raw = found  # a symlink: where it points, by the same rules
-        raise WorkspaceError(f"{os.fspath(path)!r}: too many levels of symbolic links")
-
-    def _candidates(self, raw: str) -> Iterator[tuple[Path, str]]:
-        """(root, path relative to it) pairs to open `raw` beneath, best first: by its name,
-        then, only when those fail, by where its symlinks lead now (a link into another
-        root). Opening decides."""
-        raw = os.path.expanduser(raw)
-        tried: list[tuple[Path, str]] = []
-        if not os.path.isabs(raw):
-            tried.append((self.cwd, raw))
-        else:
-            named = Path(os.path.normpath(raw))
-            tried += [
-                (root, str(named.relative_to(root))) for root in self.roots if named.is_relative_to(root)
-            ]
-        yield from tried
-        resolved = self.absolute(raw)
-        for root in self.roots:
-            if resolved.is_relative_to(root) and (root, str(resolved.relative_to(root))) not in tried:
-                yield root, str(resolved.relative_to(root))
-
-    def _open_beneath(
-        self, path: str | os.PathLike[str], flags: int, *, allow_outside: bool, make_dirs: bool = False
-    ) -> int:
-        raw = os.fspath(path)
-        left: LeavesRoot | None = None
-        for root, relative in self._candidates(raw):
-            root_fd = os.open(root, _DIRECTORY_FLAGS)
-            try:
-                return open_beneath(root_fd, str(root), relative, flags, make_dirs=make_dirs)
-            except LeavesRoot as exc:
-                left = exc
-            finally:
-                os.close(root_fd)
-        if allow_outside:  # the user approved this path outside: open it where it leads now
-            target = self.absolute(raw)
-            if make_dirs:
-                target.mkdir(parents=True, exist_ok=True)
-            return os.open(target, flags | os.O_CLOEXEC)
-        resolved = self.absolute(raw)
-        # By name it may be inside again by now: the open saw a link leading out.
-        moved = left is not None and self.contains(resolved)
-        raise OutsideWorkspace(raw, resolved, self.roots, moved=moved)
-
-    def _open_parent(self, raw: str, *, allow_outside: bool) -> tuple[int, str, int | str | None]:
-        """(the directory's descriptor, the file's name in it, what is there: its mode when a
-        regular file, a path to follow when a symlink, None when nothing)."""
-        parent, name = os.path.split(os.path.expanduser(raw))
-        if name in ("", ".", ".."):
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", raw)
-        flags = os.O_RDONLY | os.O_DIRECTORY
-        directory = self._open_beneath(parent or ".", flags, allow_outside=allow_outside, make_dirs=True)
-        try:
-            return directory, name, self._existing(directory, raw, parent, name, allow_outside)
-        except BaseException:
-            os.close(directory)
-            raise
-
-    def _existing(
-        self, directory: int, raw: str, parent: str, name: str, allow_outside: bool
-    ) -> int | str | None:
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
-        try:
-            fd = os.open(name, flags, dir_fd=directory)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.EMLINK):
-                raise
-            target = os.readlink(name, dir_fd=directory)
-            return target if os.path.isabs(target) else os.path.join(parent, target)
-        try:
-            status = os.fstat(fd)
-        finally:
-            os.close(fd)
-        _check_regular(raw, status.st_mode)
-        if status.st_nlink > 1 and not allow_outside:
-            raise OutsideWorkspace(raw, self.absolute(raw), self.roots, links=status.st_nlink)
-        return status.st_mode & 0o7777
-
-
-def _hard_link_count(resolved: Path) -> int:
-    """How many names the regular file has; 1 for anything else (directories always have
-    several, a file about to be created has none yet)."""
-    try:
-        status = os.stat(resolved)
-    except (OSError, ValueError):
-        return 1
-    return status.st_nlink if stat.S_ISREG(status.st_mode) else 1
-
-
-_MAX_LINK_HOPS = 40
-_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
-_FILE_TYPES = (
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
-def _file_type(mode: int) -> str:
-    return next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
-
-
-def _check_regular(path: str, mode: int) -> None:
-    if stat.S_ISDIR(mode):
-        raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
-    if not stat.S_ISREG(mode):
-        raise NotRegularFile(path, mode)
-
-
-def _replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
-    """Write `data` to a new file in `directory`, then rename it over `name` there."""
-    temp = f".{name}.{secrets.token_hex(4)}.tmp"
-    # 0o666 lets the umask decide a new file's mode, as for any editor save.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(temp, flags, 0o666, dir_fd=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-        os.rename(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=directory)
-        raise
+__all__ = [
+    "BINARY_SNIFF_BYTES",
+    "MAX_READ_BYTES",
+    "BinaryFile",
+    "FileTooLarge",
+    "NotRegularFile",
+    "OutsideWorkspace",
+    "WorkspaceError",
+    "WorkspaceScope",
+    "check_size",
+    "check_text",
+    "human_size",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,32 +107,6 @@ class Workspace(Protocol):
 
 
 # --- whether a file's text can be read: one judgement for every workspace -------------
-
-
-def human_size(size: int) -> str:
-    if size < 1024:
-        return f"{size} bytes"
-    value = float(size)
-    for unit in ("KB", "MB", "GB"):
-        value /= 1024
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-    return f"{value:.1f} TB"
-
-
-def check_size(path: Path, size: int, limit: int) -> None:
-    if size > limit:
-        raise FileTooLarge(
-            f"{path} is {human_size(size)}, larger than the {human_size(limit)} "
-            "read limit. Use search to find the lines you need, or read a slice with offset "
-            "and limit where the reader supports it (or `sed -n '100,200p'` in the terminal)."
-        )
-
-
-def check_text(path: Path, head: bytes, size: int) -> None:
-    """Raise BinaryFile when the file's first bytes (`head`) hold a NUL byte."""
-    if b"\0" in head[:BINARY_SNIFF_BYTES]:
-        raise BinaryFile(f"{path} is a binary file ({human_size(size)}); it has no text to read.")
 
 
 def check_readable(

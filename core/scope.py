@@ -246,20 +246,14 @@ class WorkspaceScope:
     def _existing(
         self, directory: int, raw: str, parent: str, name: str, allow_outside: bool
     ) -> int | str | None:
-        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+        # Looked at, not opened: the rename that follows replaces whatever the name holds then.
         try:
-            fd = os.open(name, flags, dir_fd=directory)
+            status = os.stat(name, dir_fd=directory, follow_symlinks=False)
         except FileNotFoundError:
             return None
-        except OSError as exc:
-            if exc.errno not in (errno.ELOOP, errno.EMLINK):
-                raise
+        if stat.S_ISLNK(status.st_mode):
             target = os.readlink(name, dir_fd=directory)
             return target if os.path.isabs(target) else os.path.join(parent, target)
-        try:
-            status = os.fstat(fd)
-        finally:
-            os.close(fd)
         _check_regular(raw, status.st_mode)
         if status.st_nlink > 1 and not allow_outside:
             raise OutsideWorkspace(raw, self.absolute(raw), self.roots, links=status.st_nlink)

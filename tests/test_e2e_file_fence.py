@@ -168,48 +168,81 @@ async def test_a_reply_reading_twelve_fifos_stalls_no_session_no_cancel_and_no_e
 # -- finding 6: a file flipped between regular and a symlink to a secret ------------------------
 
 FLIPPER = """
-import os, sys
-flip, secret, stop = sys.argv[1:]
-folder = os.path.dirname(flip)
+import os, shutil, sys
+project, secret, stop = sys.argv[1:]
+
+
+def settle(put):
+    while True:
+        if os.path.isdir(docs) and not os.path.islink(docs):
+            shutil.rmtree(docs, ignore_errors=True)
+        elif os.path.lexists(docs):
+            os.unlink(docs)
+        try:
+            return put()
+        except OSError:
+            continue
+
+
+flip, docs = os.path.join(project, "flip.txt"), os.path.join(project, "docs")
+link, plain, real = (os.path.join(project, name) for name in (".flip-link", ".flip-plain", ".docs-real"))
 flips = 0
 while not os.path.exists(stop):
-    link, plain = os.path.join(folder, ".flip-link"), os.path.join(folder, ".flip-plain")
+    # flip.txt: a regular file, then a symlink to the key, swapped in by rename
     os.symlink(secret, link)
     os.rename(link, flip)
     with open(plain, "w") as handle:
         handle.write("harmless\\n")
     os.rename(plain, flip)
+    # docs/: a directory, then a symlink to the key's folder (a write may make docs/ anew
+    # while it is missing: whatever is there is cleared first)
+    os.rename(docs, real)
+    settle(lambda: os.symlink(os.path.dirname(secret), docs))
+    settle(lambda: os.rename(real, docs))
     flips += 1
 print(flips)
 """
 
 RACE_PROMPTS = 5
-CALLS_PER_KIND = 10
+CALLS_PER_KIND = 6
 
 
-async def test_a_file_flipped_to_a_symlink_never_leaks_the_secret_nor_writes_outside(
+def race_calls(turn: int) -> list[ToolCallSpec]:
+    """Reads, writes and searches of a flipping file and through a flipping directory."""
+    calls: list[ToolCallSpec] = []
+    for n in range(CALLS_PER_KIND):
+        calls += [
+            ToolCallSpec("read_file", {"path": "flip.txt"}),
+            ToolCallSpec("write_file", {"path": "flip.txt", "content": f"written {turn}.{n}\n"}),
+            ToolCallSpec("read_file", {"path": "docs/id_ed25519"}),
+            ToolCallSpec("write_file", {"path": "docs/id_ed25519", "content": f"written {turn}.{n}\n"}),
+            ToolCallSpec("search", {"pattern": "SSH-KEY", "path": "docs"}),
+            ToolCallSpec("search", {"pattern": "SSH-KEY", "path": "flip.txt"}),
+        ]
+    return calls
+
+
+async def test_files_and_folders_flipped_to_symlinks_never_leak_the_secret_nor_write_outside(
     fake: FakeProvider, tmp_path: Path
 ) -> None:
     home = tmp_path / "home"
     key = plant_secrets(home)["key"]
     project = tmp_path / "project"
-    project.mkdir()
-    flip = project / "flip.txt"
-    flip.write_text("harmless\n")
+    (project / "docs").mkdir(parents=True)
+    (project / "docs" / "id_ed25519").write_text("a harmless file of the same name\n")
+    (project / "flip.txt").write_text("harmless\n")
     stop = tmp_path / "stop"
     fake.forget()
-    replies: list[Reply] = []
-    for turn in range(RACE_PROMPTS):
-        reads = [ToolCallSpec("read_file", {"path": "flip.txt"}) for _ in range(CALLS_PER_KIND)]
-        writes = [
-            ToolCallSpec("write_file", {"path": "flip.txt", "content": f"written {turn}.{n}\n"})
-            for n in range(CALLS_PER_KIND)
+    fake.script(
+        [
+            reply
+            for turn in range(RACE_PROMPTS)
+            for reply in (Reply(tool_calls=race_calls(turn)), Reply(text="done"))
         ]
-        replies += [Reply(tool_calls=reads + writes), Reply(text="done")]
-    fake.script(replies)
+    )
 
     flipper = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", FLIPPER, str(flip), str(key), str(stop), stdout=asyncio.subprocess.PIPE
+        sys.executable, "-c", FLIPPER, str(project), str(key), str(stop), stdout=asyncio.subprocess.PIPE
     )
     try:
         # A call that names the file while it is the link asks (outside the workspace); the
@@ -227,9 +260,10 @@ async def test_a_file_flipped_to_a_symlink_never_leaks_the_secret_nor_writes_out
         flips = int((await asyncio.wait_for(flipper.communicate(), HANG))[0] or 0)
 
     assert flips > 0  # the attacker was flipping all along
-    assert key.read_text() == SSH_KEY  # never written through the link
+    assert key.read_text() == SSH_KEY  # never written through a link
+    assert sorted(p.name for p in key.parent.iterdir()) == ["id_ed25519"]  # nothing made beside it
     assert "SSH-KEY-SECRET" not in model_saw(fake)
-    assert len(tool_results(fake)) == RACE_PROMPTS * 2 * CALLS_PER_KIND  # every call was answered
+    assert len(tool_results(fake)) == RACE_PROMPTS * 6 * CALLS_PER_KIND  # every call was answered
 
 
 # -- the editor's fs: the path is judged before and after the editor reads or writes ------------

@@ -13,7 +13,12 @@ rewrites every reference to the engine's modules, mechanically and idempotently:
   tables, docstrings, the README: `core.<name>` when <name> is one of the engine's modules
   or exported names, so `git -c core.pager=…` and other `core.` words stay as they are;
 - the packaging: setup.py maps `hermes_core` onto the folder `core/` (`package_dir`), which
-  pyproject's static `packages.find` cannot express, and that table goes.
+  pyproject's static `packages.find` cannot express, and that table goes; ruff is told that
+  `hermes_core` is first-party (no folder has that name for it to find).
+
+Then, on the Python files it changed, `ruff check --select I --fix` (the imports sort anew:
+`hermes_acp` now comes before `hermes_core`) and `ruff format`. A line in a string or a comment
+that grew past the line length is listed: wrap it by hand.
 
 `--check` rewrites nothing and exits 1 when something is left to rename. Paths (`core/…`)
 are never touched: the folder keeps its name.
@@ -62,6 +67,8 @@ setup(
 )
 '''
 _FIND_TABLE = re.compile(r"\n\[tool\.setuptools\.packages\.find\]\n(?:[^\[\n][^\n]*\n|\n(?!\[))*")
+ISORT_TABLE = f'[tool.ruff.lint.isort]\nknown-first-party = ["{ENGINE}"]\n'
+LINE_LENGTH = 110  # pyproject's [tool.ruff] line-length
 
 
 def engine_names(root: Path) -> set[str]:
@@ -104,9 +111,11 @@ def rename_packaging(root: Path) -> dict[Path, str]:
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     changes = {}
-    without_find = _FIND_TABLE.sub("\n", text)
-    if without_find != text:
-        changes[pyproject] = without_find
+    renamed = _FIND_TABLE.sub("\n", text)
+    if ISORT_TABLE not in renamed:
+        renamed = renamed.rstrip("\n") + "\n\n" + ISORT_TABLE
+    if renamed != text:
+        changes[pyproject] = renamed
     setup_py = root / "setup.py"
     if not setup_py.is_file() or setup_py.read_text(encoding="utf-8") != SETUP_PY:
         changes[setup_py] = SETUP_PY
@@ -155,7 +164,23 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(changes[path], encoding="utf-8")
     verb = "to rename" if args.check else "renamed"
     print(f"{len(changes)} files {verb}", file=sys.stderr)
-    return 1 if args.check and changes else 0
+    if args.check:
+        return 1 if changes else 0
+    python_files = sorted(str(path) for path in changes if path.suffix == ".py" and path.name != "setup.py")
+    if python_files:
+        tidy(args.root, python_files)
+    for path in sorted(changes):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if len(line) > LINE_LENGTH and ENGINE in line:
+                print(f"{path.relative_to(args.root)}:{number}: longer than {LINE_LENGTH}", file=sys.stderr)
+    return 0
+
+
+def tidy(root: Path, files: list[str]) -> None:
+    """Sort the renamed imports and format the files, with the project's ruff settings."""
+    ruff = [sys.executable, "-m", "ruff"]
+    subprocess.run([*ruff, "check", "--select", "I", "--fix", "--quiet", *files], cwd=root, check=False)
+    subprocess.run([*ruff, "format", "--quiet", *files], cwd=root, check=True)
 
 
 if __name__ == "__main__":

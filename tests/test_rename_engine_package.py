@@ -47,14 +47,18 @@ addopts = "-q"
 
 def _tree(root: Path) -> None:
     (root / "core" / "providers").mkdir(parents=True)
+    (root / "hermes_acp").mkdir()
+    (root / "hermes_acp" / "__init__.py").write_text("")
     (root / "core" / "__init__.py").write_text(
         '_EXPORTS = {"Agent": "core.agent"}\n'
         "def __getattr__(name):\n    raise AttributeError(f\"module 'core' has no attribute {name!r}\")\n"
     )
     for module in ("core/turn.py", "core/watch.py", "core/agent.py", "core/providers/__init__.py"):
         (root / module).write_text("")
-    (root / "core" / "providers" / "base.py").write_text("from core.turn import x\n")
-    (root / "user.py").write_text(BEFORE)
+    (root / "core" / "providers" / "base.py").write_text(
+        "from core.turn import x\nfrom hermes_acp import y\n"
+    )
+    (root / "snippets.txt").write_text(BEFORE)  # text: ruff leaves it as it is
     (root / "pyproject.toml").write_text(PYPROJECT)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
@@ -70,14 +74,17 @@ def test_the_engine_is_renamed_and_nothing_else(tmp_path: Path) -> None:
     _tree(tmp_path)
     assert _run(tmp_path, "--check").returncode == 1
     assert _run(tmp_path).returncode == 0
-    assert (tmp_path / "user.py").read_text() == AFTER
-    assert (tmp_path / "core" / "providers" / "base.py").read_text() == "from hermes_core.turn import x\n"
+    assert (tmp_path / "snippets.txt").read_text() == AFTER
+    # imports sorted anew by ruff: hermes_acp before hermes_core, both first-party
+    base = (tmp_path / "core" / "providers" / "base.py").read_text()
+    assert base == "from hermes_acp import y\nfrom hermes_core.turn import x\n"
     init = (tmp_path / "core" / "__init__.py").read_text()
     assert '"Agent": "hermes_core.agent"' in init and "module 'hermes_core' has no attribute" in init
     assert (tmp_path / "core").is_dir() and not (tmp_path / "hermes_core").exists()  # the folder stays
     pyproject = (tmp_path / "pyproject.toml").read_text()
     assert "packages.find" not in pyproject and '[project]\nname = "x"\n' in pyproject
     assert '[tool.pytest.ini_options]\naddopts = "-q"\n' in pyproject
+    assert pyproject.endswith('[tool.ruff.lint.isort]\nknown-first-party = ["hermes_core"]\n')
     assert "package_dir={ENGINE: FOLDER}" in (tmp_path / "setup.py").read_text()
 
 
@@ -98,8 +105,6 @@ def test_a_second_run_changes_nothing(tmp_path: Path) -> None:
 def test_the_packaging_installs_the_folder_as_hermes_core(tmp_path: Path) -> None:
     """The setup.py it writes, run by setuptools: `core/` becomes `hermes_core` in the build."""
     _tree(tmp_path)
-    (tmp_path / "hermes_acp").mkdir()
-    (tmp_path / "hermes_acp" / "__init__.py").write_text("")
     _run(tmp_path)
     done = subprocess.run(
         [sys.executable, "setup.py", "-q", "build", "--build-base", str(tmp_path / "out")],
@@ -110,4 +115,4 @@ def test_the_packaging_installs_the_folder_as_hermes_core(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     built = tmp_path / "out" / "lib"
     assert sorted(path.name for path in built.iterdir()) == ["hermes_acp", "hermes_core"]
-    assert (built / "hermes_core" / "providers" / "base.py").read_text() == "from hermes_core.turn import x\n"
+    assert "from hermes_core.turn import x\n" in (built / "hermes_core" / "providers" / "base.py").read_text()

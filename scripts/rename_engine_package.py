@@ -111,7 +111,7 @@ def rename_packaging(root: Path) -> dict[Path, str]:
     pyproject = root / "pyproject.toml"
     text = pyproject.read_text(encoding="utf-8")
     changes = {}
-    renamed = _FIND_TABLE.sub("\n", text)
+    renamed = _FIND_TABLE.sub("", text)
     if ISORT_TABLE not in renamed:
         renamed = renamed.rstrip("\n") + "\n\n" + ISORT_TABLE
     if renamed != text:

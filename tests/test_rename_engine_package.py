@@ -36,6 +36,7 @@ print(mycore.turn, self.core.turn, score.turn, "%core")
 '''
 PYPROJECT = """[project]
 name = "x"
+version = "0"
 
 [tool.setuptools.packages.find]
 include = ["core*", "hermes_acp*"]
@@ -82,7 +83,8 @@ def test_the_engine_is_renamed_and_nothing_else(tmp_path: Path) -> None:
     assert '"Agent": "hermes_core.agent"' in init and "module 'hermes_core' has no attribute" in init
     assert (tmp_path / "core").is_dir() and not (tmp_path / "hermes_core").exists()  # the folder stays
     pyproject = (tmp_path / "pyproject.toml").read_text()
-    assert "packages.find" not in pyproject and '[project]\nname = "x"\n\n[tool.pytest' in pyproject
+    assert "packages.find" not in pyproject
+    assert '[project]\nname = "x"\nversion = "0"\n\n[tool.pytest' in pyproject
     assert '[tool.pytest.ini_options]\naddopts = "-q"\n' in pyproject
     assert pyproject.endswith('[tool.ruff.lint.isort]\nknown-first-party = ["hermes_core"]\n')
     assert "package_dir={ENGINE: FOLDER}" in (tmp_path / "setup.py").read_text()

@@ -362,6 +362,6 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version("hermes-acp")
+        return version("hermes-acp-agent")
     except PackageNotFoundError:
         return "0"

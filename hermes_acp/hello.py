@@ -20,6 +20,10 @@ PROTOCOL_VERSION = 1
 MAX_PROTOCOL_VERSION = 65535  # the schema's bound (a u16)
 ENV_AUTH = "env"
 SETUP_AUTH = "setup"
+# The flag that announced terminal auth before `clientCapabilities.auth.terminal` existed; Zed
+# and the ACP registry's validator (which lists only agents offering a terminal or agent
+# method) still send it, so either one gets the `setup` method.
+TERMINAL_AUTH_META = "terminal-auth"
 
 # key -> the keys its object may have; None: a leaf read by `_plain_leaf`
 _META = "_meta"
@@ -65,7 +69,7 @@ class ClientHello(NamedTuple):
             read_file=bool(fs and fs.read_text_file),
             write_file=bool(fs and fs.write_text_file),
             terminal=bool(caps.terminal),
-            terminal_auth=bool(caps.auth and caps.auth.terminal),
+            terminal_auth=bool(caps.auth and caps.auth.terminal) or meta.get(TERMINAL_AUTH_META) is True,
             terminal_meta=meta.get("terminal_output") is True,
             boolean_options=bool(configs and configs.boolean is not None),
             elicitation_form=bool(caps.elicitation and caps.elicitation.form is not None),
@@ -91,6 +95,7 @@ def read_plain(params: dict[str, Any]) -> ClientHello:
     auth = caps.get("auth") or {}
     configs = (caps.get("session") or {}).get("configOptions") or {}
     elicitation = caps.get("elicitation") or {}
+    meta = caps.get(_META) or {}
     info = params.get("clientInfo")
     return ClientHello(
         protocol_version=params["protocolVersion"],
@@ -98,8 +103,8 @@ def read_plain(params: dict[str, Any]) -> ClientHello:
         read_file=fs.get("readTextFile") is True,
         write_file=fs.get("writeTextFile") is True,
         terminal=caps.get("terminal") is True,
-        terminal_auth=auth.get("terminal") is True,
-        terminal_meta=(caps.get(_META) or {}).get("terminal_output") is True,
+        terminal_auth=auth.get("terminal") is True or meta.get(TERMINAL_AUTH_META) is True,
+        terminal_meta=meta.get("terminal_output") is True,
         boolean_options=configs.get("boolean") is not None,
         elicitation_form=elicitation.get("form") is not None,
     )

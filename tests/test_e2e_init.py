@@ -149,7 +149,8 @@ async def test_start_up_imports_nothing_heavy() -> None:
     background, so start-up costs about what the ACP SDK alone costs."""
     probe = (
         "import sys, hermes_acp.cli, hermes_acp.server\n"
-        "heavy = ['core.agent', 'core.store', 'sqlite3', 'openai', 'anthropic', 'httpx', 'core.tools']\n"
+        "heavy = ['core.agent', 'core.store', 'sqlite3', 'openai', 'anthropic', 'httpx',\n"
+        "         'core.tools']\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     command = [sys.executable, "-c", probe]

@@ -1,9 +1,15 @@
-"""editors/zed/: our ACP registry entry (the registry's FORMAT.md) and the custom-agent settings.
+"""editors/zed/: our ACP registry entry, held to the registry's own rules, and the custom-agent
+settings.
 
-The registry runs a `uvx` entry as `uvx --from <package> <cmd> [args]`. Publishing to PyPI is
-not possible from here, so the command is mapped onto this checkout: `<package>` must be our
-own distribution (pyproject's name and version), `<cmd>` one of its [project.scripts], and that
-script, installed in the venv running these tests, is started with `[args]`.
+The registry (github.com/agentclientprotocol/registry) builds from `agent.json` + `icon.svg`:
+its JSON schema (vendored in tests/registry_schema/) and its build script's checks
+(tests/support/registry_rules.py) must pass, and its CI starts the agent as
+`uvx <package>@<version> <args>` with the exact `initialize` in `VALIDATOR_INITIALIZE`, then wants
+an auth method of type `agent` or `terminal`. Publishing to PyPI is not possible from here, so
+`uvx` is mapped onto this checkout: `<package>` must be our distribution (pyproject's name, the
+version of hermes_acp/__init__.py), and uvx runs the console script named like the package,
+installed in the venv running these tests. (scripts/release_check.py runs the real `uvx` on
+the built wheel.)
 """
 
 from __future__ import annotations
@@ -12,137 +18,127 @@ import json
 import re
 import sys
 import tomllib
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
-from tests.support.acp_harness import NO_CAPABILITIES, server_env, spawn_server
+from hermes_acp import __version__
+from tests.support.acp_harness import spawn_server
+from tests.support.registry_rules import (
+    ACCEPTED_AUTH_TYPES,
+    VALIDATOR_INITIALIZE,
+    auth_method_type,
+    entry_problems,
+    icon_problems,
+    package_name,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ZED = ROOT / "editors" / "zed"
 ENTRY_DIR = ZED / "registry" / "hermes-acp"
-
-# The registry's rules for agent.json, from its FORMAT.md and its validation: an id of lowercase
-# letters, digits and hyphens that names the entry's folder, a semantic version, and at least
-# one distribution; a package distribution has a package and optionally cmd, args, env.
-_PACKAGE = {
-    "type": "object",
-    "required": ["package"],
-    "properties": {
-        "package": {"type": "string", "minLength": 1},
-        "cmd": {"type": "string", "minLength": 1},
-        "args": {"type": "array", "items": {"type": "string"}},
-        "env": {"type": "object", "additionalProperties": {"type": "string"}},
-    },
-    "additionalProperties": False,
-}
-AGENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["id", "name", "version", "description", "repository", "authors", "license", "distribution"],
-    "properties": {
-        "id": {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
-        "name": {"type": "string", "minLength": 1},
-        "version": {"type": "string", "pattern": r"^[0-9]+\.[0-9]+\.[0-9]+"},
-        "description": {"type": "string", "minLength": 1},
-        "repository": {"type": "string", "pattern": "^https://"},
-        "website": {"type": "string", "pattern": "^https://"},
-        "authors": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
-        "license": {"type": "string", "minLength": 1},
-        "distribution": {
-            "type": "object",
-            "minProperties": 1,
-            "properties": {
-                "npx": _PACKAGE,
-                "uvx": _PACKAGE,
-                "binary": {"type": "object", "minProperties": 1},
-            },
-            "additionalProperties": False,
-        },
-    },
-    "additionalProperties": False,
-}
-
-SVG = "{http://www.w3.org/2000/svg}"
-_COLOUR_ATTRIBUTES = ("fill", "stroke", "color", "stop-color")
+AUTH_REQUIRED = -32000
 
 
 def _entry() -> dict[str, Any]:
     return json.loads((ENTRY_DIR / "agent.json").read_text(encoding="utf-8"))
 
 
-def _pyproject() -> dict[str, Any]:
+def _project() -> dict[str, Any]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
-def test_agent_json_follows_the_registry_format() -> None:
+def test_the_registry_accepts_our_entry() -> None:
+    assert entry_problems(_entry(), ENTRY_DIR.name) == []
+    assert icon_problems((ENTRY_DIR / "icon.svg").read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        # what the registry refused in our entry before: uvx takes no `cmd`
+        (lambda e: e["distribution"]["uvx"].update(cmd="hermes-acp"), "'cmd' was unexpected"),
+        (lambda e: e.update(id="Hermes ACP"), "does not match"),
+        (lambda e: e.update(id="hermes"), "does not name its folder"),
+        (lambda e: e.update(version="1.0"), "does not match"),
+        (lambda e: e.update(version="1.0.3x"), "not x.y.z"),
+        (lambda e: e.update(distribution={}), "should be non-empty"),
+        (lambda e: e.update(distribution={"pip": {"package": "x"}}), "'pip' was unexpected"),
+        (lambda e: e["distribution"]["uvx"].update(package="hermes-acp-agent@latest"), "not pinned"),
+        (lambda e: e["distribution"]["uvx"].update(package="hermes-acp-agent@9.9.9"), "pins 9.9.9"),
+        (lambda e: e.pop("description"), "'description' is a required property"),
+    ],
+)
+def test_the_checks_refuse_what_the_registry_refuses(change: Any, complaint: str) -> None:
     entry = _entry()
-    jsonschema.validate(entry, AGENT_SCHEMA)
-    assert ENTRY_DIR.name == entry["id"], "the registry wants the folder named after the id"
-    assert "uvx" in entry["distribution"], "we ship on PyPI, so the registry runs us through uvx"
+    change(entry)
+    problems = entry_problems(entry, ENTRY_DIR.name)
+    assert any(complaint in problem for problem in problems), problems
 
 
-def test_the_schema_refuses_what_the_registry_refuses() -> None:
-    """The checks above can fail: entries the registry would reject fail them too."""
-    good = _entry()
-    bad_entries = [
-        {**good, "id": "Hermes ACP"},
-        {**good, "version": "latest"},
-        {**good, "distribution": {}},
-        {**good, "distribution": {"uvx": {"cmd": "hermes-acp"}}},
-        {**good, "distribution": {"pip": {"package": "hermes-acp"}}},
-        {key: value for key, value in good.items() if key != "license"},
-    ]
-    for bad in bad_entries:
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(bad, AGENT_SCHEMA)
+def _svg(body: str, size: str = 'viewBox="0 0 16 16"') -> str:
+    return f'<svg xmlns="http://www.w3.org/2000/svg" {size}>{body}</svg>'
 
 
-def test_the_entry_names_our_package_version_and_script() -> None:
-    entry, project = _entry(), _pyproject()
+@pytest.mark.parametrize(
+    ("svg", "complaint"),
+    [
+        (_svg('<path fill="currentColor"/>', 'width="24" height="24"'), "24x24"),
+        (_svg('<path fill="#f00"/>'), "'#f00'"),
+        (_svg('<path style="stroke: red"/>'), "'red'"),
+        (_svg("<style>path { fill: blue }</style><path/>"), "'blue'"),
+        (_svg('<path fill="none"/>'), "currentColor"),
+        (_svg('<!-- x --><path fill="currentColor"/>'), "comments"),
+        (_svg('<path fill="currentColor"/>', ""), "no width"),
+    ],
+)
+def test_the_icon_checks_refuse_what_the_registry_refuses(svg: str, complaint: str) -> None:
+    assert any(complaint in problem for problem in icon_problems(svg))
+
+
+def test_the_entry_launches_our_distribution_at_our_version() -> None:
+    entry, project = _entry(), _project()
     uvx = entry["distribution"]["uvx"]
-    name, _, version = uvx["package"].partition("@")
-    assert name == project["name"]
-    assert version == project["version"] == entry["version"]
-    assert uvx["cmd"] in project["scripts"]
+    assert uvx["package"] == f"{project['name']}@{__version__}"
+    assert entry["version"] == __version__
     assert entry["license"] == project["license"]
     assert uvx["args"] == ["--stdio"]
+    # `uvx NAME@V` runs the console script called NAME
+    assert project["scripts"][package_name(uvx["package"])] == project["scripts"]["hermes-acp"]
 
 
-def test_icon_is_a_16x16_svg_in_currentcolor() -> None:
-    root = ET.parse(ENTRY_DIR / "icon.svg").getroot()
-    assert root.tag == f"{SVG}svg"
-    assert (root.get("width"), root.get("height")) == ("16", "16")
-    assert root.get("viewBox") == "0 0 16 16"
-    uses_current_colour = False
-    for element in root.iter():
-        for attribute in _COLOUR_ATTRIBUTES:
-            value = element.get(attribute)
-            if value is not None:
-                assert value in ("currentColor", "none"), f"{element.tag} has {attribute}={value!r}"
-                uses_current_colour |= value == "currentColor"
-        assert "style" not in element.attrib, "colours in style attributes escape the theme"
-    assert uses_current_colour
+def _validator_env(home: Path) -> dict[str, str]:
+    """The environment the registry's auth check gives an agent: a sandbox HOME, PATH, TERM."""
+    home.mkdir()
+    return {"PATH": str(Path(sys.executable).parent), "HOME": str(home), "TERM": "dumb", "LANG": "C.UTF-8"}
 
 
 @pytest.mark.asyncio
-async def test_the_named_command_starts_our_agent_and_offers_auth_methods(tmp_path: Path) -> None:
+async def test_the_registry_auth_check_finds_a_terminal_method_that_authenticates(tmp_path: Path) -> None:
+    """The registry's CI, replayed: its `initialize`, then the `setup` method it found, used."""
     uvx = _entry()["distribution"]["uvx"]
-    # `uvx --from hermes-acp@0.1.0 hermes-acp --stdio` -> the same script installed in this venv.
-    script = Path(sys.executable).parent / uvx["cmd"]
+    script = Path(sys.executable).parent / package_name(uvx["package"])
     assert script.is_file(), f"{script} is not installed (pip install -e .)"
-    env = server_env(tmp_path / "home")  # no model configured: a first start from the registry
+    env = _validator_env(tmp_path / "home")
     async with spawn_server(env, command=(str(script), *uvx["args"])) as server:
-        reply = await server.request(
-            1, "initialize", {"protocolVersion": 1, "clientCapabilities": NO_CAPABILITIES}
-        )
-        result = reply["result"]
-        assert result["protocolVersion"] >= 1
-        assert result["agentInfo"]["name"] == _pyproject()["name"]
-        methods = result["authMethods"]
-        assert methods and all(method["id"] and method["name"] for method in methods)
+        result = (await server.request(1, "initialize", VALIDATOR_INITIALIZE))["result"]
+        types = {method["id"]: auth_method_type(method) for method in result["authMethods"]}
+        assert ACCEPTED_AUTH_TYPES & set(types.values())
+        assert types["setup"] == "terminal", "a client announcing _meta.terminal-auth can run setup"
+        setup = next(method for method in result["authMethods"] if method["id"] == "setup")
+        assert setup["args"] == ["setup"]
+
+        # The user has not finished `hermes-acp setup` yet: no key, so auth is still required.
+        reply = await server.request(2, "authenticate", {"methodId": "setup"})
+        assert reply["error"]["code"] == AUTH_REQUIRED, reply
+        assert "hermes-acp setup" in reply["error"]["message"]
+
+        # What setup writes; authenticate reads it again.
+        config = tmp_path / "home" / ".hermes-acp" / "config.toml"
+        config.parent.mkdir()
+        config.write_text('provider = "openai"\nmodel = "gpt-4.1"\nopenai_api_key = "k"\n', encoding="utf-8")
+        reply = await server.request(3, "authenticate", {"methodId": "setup"})
+        assert reply.get("result") == {}, reply
 
 
 def test_settings_snippet_is_a_custom_agent_zed_can_start() -> None:

@@ -42,6 +42,20 @@ def test_zeds_payload_takes_the_fast_path_with_the_schemas_answer() -> None:
     assert hello.terminal_meta and hello.boolean_options and hello.elicitation_form
 
 
+@pytest.mark.parametrize(("marker", "offered"), [(True, True), (False, False), ("yes", False), (None, False)])
+def test_the_legacy_terminal_auth_marker_gets_the_terminal_method_on_both_paths(
+    marker: Any, offered: bool
+) -> None:
+    """`_meta["terminal-auth"]: true` (the ACP registry's validator, Zed) counts as auth.terminal."""
+    caps: dict[str, Any] = {"terminal": True, "_meta": {"terminal-auth": marker}}
+    params = {"protocolVersion": 1, "clientCapabilities": caps}
+    assert _check(params)
+    assert InitializeParams.model_validate(params).terminal_auth is offered
+    caps["positionEncodings"] = ["utf-16"]  # off the fast path: the schema's reading
+    assert not is_plain(params)
+    assert InitializeParams.model_validate(params).terminal_auth is offered
+
+
 @pytest.mark.parametrize("flag", FLAGS)
 @pytest.mark.parametrize(
     "path", [("fs", "readTextFile"), ("fs", "writeTextFile"), ("auth", "terminal"), ("terminal",)]

@@ -10,7 +10,8 @@ import sys
 PROBE = """
 import json, sys
 import core, core.providers.resolve, core.providers.chat_completions
-import core.providers.anthropic_messages, core.providers.responses, core.providers.resilient
+import core.providers.anthropic_messages, core.providers.responses
+import core.providers.resilient
 import core.providers.errors, core.models
 from core.providers.resolve import build_chain
 from core.config import Settings

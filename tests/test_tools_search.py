@@ -147,8 +147,10 @@ def test_missing_rg_is_a_clear_error(repo: Path) -> None:
     bare.mkdir()
     (bare / "python").symlink_to(os.path.realpath(sys.executable))
     site_packages = next(p for p in sys.path if p.endswith("site-packages"))
+    # addsitedir, not PYTHONPATH: the venv's .pth files (the editable install's finder) must run
     script = (
-        "import asyncio, sys\n"
+        "import asyncio, site, sys\n"
+        "site.addsitedir(sys.argv[2])\n"
         "from core.tools.search import SearchTool\n"
         "from core.tools.base import SessionToolState, ToolContext\n"
         "from core.workspace import LocalWorkspace, WorkspaceScope\n"
@@ -157,9 +159,13 @@ def test_missing_rg_is_a_clear_error(repo: Path) -> None:
         "result = asyncio.run(tool.run(tool.parse({'pattern': 'x'}), ctx))\n"
         "sys.stderr.write(f'{result.ok}|{result.text}')\n"
     )
-    env = {"PATH": str(bare), "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), site_packages])}
+    env = {"PATH": str(bare), "PYTHONPATH": str(Path(__file__).parents[1])}
     done = subprocess.run(
-        [str(bare / "python"), "-c", script, str(repo)], env=env, capture_output=True, text=True, timeout=30
+        [str(bare / "python"), "-c", script, str(repo), site_packages],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     ok, _, text = done.stderr.rpartition("\n")[2].partition("|")
     assert ok == "False", done.stderr

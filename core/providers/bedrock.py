@@ -1,6 +1,6 @@
 """Amazon Bedrock's Converse API (`converse_stream`) through boto3.
 
-boto3 is an optional extra (`hermes-acp[bedrock]`), imported on the first call. Region,
+boto3 is an optional extra (`hermes-acp-agent[bedrock]`), imported on the first call. Region,
 profile and credentials come from the usual AWS sources (AWS_REGION / AWS_PROFILE /
 access keys / shared config / instance roles); `bedrock_region` and `bedrock_profile`
 settings override them. boto3 is synchronous: its stream is read in a thread of its own
@@ -95,7 +95,7 @@ class BedrockConverseProvider(SdkProvider):
         except ImportError as exc:
             raise ProviderError(
                 ErrorKind.FATAL,
-                "Bedrock needs boto3: install it with `pip install 'hermes-acp[bedrock]'`",
+                "Bedrock needs boto3: install it with `pip install 'hermes-acp-agent[bedrock]'`",
                 provider=self.name,
             ) from exc
         try:

@@ -18,7 +18,7 @@ export interface AgentSettings {
 
 export const INSTALL_HELP =
   "Hermes (hermes-acp) was not found. Install it with " +
-  "`python3 -m venv .venv && .venv/bin/pip install hermes-acp` in your workspace, " +
+  "`python3 -m venv .venv && .venv/bin/pip install hermes-acp-agent` in your workspace, " +
   "or set `hermes.command` to the absolute path of `hermes-acp`.";
 
 function isExecutable(file: string): boolean {

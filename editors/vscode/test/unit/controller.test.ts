@@ -224,6 +224,6 @@ test("no agent installed: a clear message that says how to install it", async ()
   assert.equal(await host.controller.newSession(), undefined);
   const error = host.of("error")[0]!;
   assert.equal(error.action, "install");
-  assert.match(error.message, /pip install hermes-acp/);
+  assert.match(error.message, /pip install hermes-acp-agent/);
   assert.equal(host.controller.state, "error");
 });

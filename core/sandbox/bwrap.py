@@ -12,6 +12,7 @@ approval policy asks before every command instead.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -126,6 +127,7 @@ class Sandbox:
         self._tmp: Path | None = None
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._own_code = protected.own_code()
+        self._placeholders: set[Path] = set()
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -273,7 +275,10 @@ class Sandbox:
                 guard = protected.git_guard(root)
                 out.pinned += [p for p in guard.pinned if inside_changeable(p)]
                 out.read_only += [p for p in guard.read_only if inside_changeable(p)]
-                out.placeholders += [p for p in guard.placeholders if inside_changeable(p)]
+                for path in guard.placeholders:
+                    if inside_changeable(path):
+                        out.placeholders.append(path)
+                        self._remove_when_done(path)
         for path in (*self._own_code, *protected.home_protected(self.home)):
             if inside_changeable(path):
                 out.read_only.append(path)
@@ -282,6 +287,13 @@ class Sandbox:
         if agent is not None:
             out.sockets.append(agent.resolve())
         return out
+
+    def _remove_when_done(self, placeholder: Path) -> None:
+        """bwrap leaves the empty mount point behind on the host: removed with the session
+        (if still empty; a `git init` the user approved afterwards filled it)."""
+        if placeholder not in self._placeholders:
+            self._placeholders.add(placeholder)
+            weakref.finalize(self, _rmdir_quietly, str(placeholder))
 
     def _existing(self, raws: tuple[str, ...]) -> list[Path]:
         out = []
@@ -470,6 +482,11 @@ def launch_argv(
         args += ["--unsetenv", name]
     args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
     return args
+
+
+def _rmdir_quietly(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 def _env_files_in(folder: Path) -> list[Path]:

@@ -124,7 +124,7 @@ def _guard_gitdir(gitdir: Path, guard: GitGuard) -> None:
                 guard.read_only.append(target)
         elif path.is_dir():
             guard.read_only.append(path)
-        elif not path.exists() and name in ("hooks", "info"):
+        elif not path.exists():
             guard.placeholders.append(path)
     commondir = gitdir / "commondir"
     if commondir.is_file():

@@ -236,7 +236,7 @@ class Sandbox:
             *launch_argv(
                 self.bwrap,
                 self.mounts(),
-                argv=[*limits.inner_limit(self.max_processes), *argv],
+                argv=limits.limited(argv, self.max_processes),
                 cwd=cwd,
                 tmp=self.temp_dir,
                 tmp_bytes=self.tmp_mb * 1024 * 1024,
@@ -265,10 +265,11 @@ class Sandbox:
             out.writable += self._existing(self.writable)
             if self.state is not None:
                 out.overlays = caches.overlays(self.caches, self.home, self.state)
-        changeable = [*out.writable, *(o.lower for o in out.overlays)]
+        changeable = [str(p) for p in (*out.writable, *(o.lower for o in out.overlays))]
 
         def inside_changeable(path: Path) -> bool:
-            return any(path == w or path.is_relative_to(w) for w in changeable)
+            text = str(path)
+            return any(text == w or text.startswith(w + os.sep) for w in changeable)
 
         if self.mode == "workspace-write":
             for root in roots:
@@ -320,21 +321,12 @@ class Sandbox:
         files += [Path(p) for p in HOST_SOCKETS]
         files += self._env_files(roots)
         hidden_dirs: list[Path] = []
-        for raw in dirs:
-            try:
-                path = raw.resolve(strict=True)
-            except (OSError, RuntimeError):
-                continue  # nothing there to hide (tmpfs needs an existing mount point)
+        for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
             # Hiding a dir that holds a root would hide the workspace itself.
-            if path.is_dir() and not any(root == path or root.is_relative_to(path) for root in roots):
+            if not any(root == path or root.is_relative_to(path) for root in roots):
                 hidden_dirs.append(path)
-        hidden_files: list[Path] = []
-        for raw in files:
-            if not os.path.lexists(raw):
-                continue
-            path = raw.resolve()
-            if path.exists() and not path.is_dir():
-                hidden_files.append(path)
+        # (a tmpfs needs an existing mount point: what does not exist has nothing to hide)
+        hidden_files = secrets.existing(Path("/"), tuple(str(f) for f in files), want_dir=False)
         if self.ssh_agent:
             # The ssh agent's socket stays reachable where it is, even inside a hidden dir.
             sock = os.environ.get("SSH_AUTH_SOCK")

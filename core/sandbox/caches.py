@@ -52,7 +52,8 @@ def overlays(caches: tuple[str, ...], home: Path, state: Path) -> list[Overlay]:
         tag = hashlib.sha256(str(lower).encode()).hexdigest()[:12]
         base = state / f"{lower.name.lstrip('.') or 'root'}-{tag}"
         layer = Overlay(lower, base / "upper", base / "work")
-        layer.upper.mkdir(parents=True, exist_ok=True, mode=0o700)
-        layer.work.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not layer.work.is_dir():
+            layer.upper.mkdir(parents=True, exist_ok=True, mode=0o700)
+            layer.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         out.append(layer)
     return out

@@ -26,12 +26,17 @@ def prlimit() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
-def inner_limit(max_processes: int) -> list[str]:
-    """The argv prefix, run inside the sandbox, that caps processes (threads count too)."""
+def limited(argv: list[str], max_processes: int) -> list[str]:
+    """`argv`, run inside the sandbox, with its processes capped (threads count too). A
+    `bash -c` command line gets bash's own `ulimit` first (no extra program to start: the
+    cap costs nothing); anything else starts under `prlimit`. `ulimit` sets the soft and the
+    hard limit, and raising a hard limit needs a capability the sandbox does not have."""
+    if len(argv) >= 3 and Path(argv[0]).name in ("bash", "zsh") and argv[1] == "-c":
+        return [argv[0], "-c", f"ulimit -u {int(max_processes)} || exit 126; {argv[2]}", *argv[3:]]
     tool = prlimit()
     if tool is None:
-        return []
-    return [tool, f"--nproc={max_processes}:{max_processes}", "--"]
+        return argv
+    return [tool, f"--nproc={max_processes}:{max_processes}", "--", *argv]
 
 
 class PidsCgroup:

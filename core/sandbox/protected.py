@@ -172,10 +172,7 @@ def own_code() -> list[Path]:
 
 
 def home_protected(home: Path) -> list[Path]:
-    """The start-up files and tool installs that exist under `home`."""
-    out = []
-    for relative in HOME_PROTECTED:
-        path = home / relative
-        if path.exists():  # a link (dotfiles): its target, which a mount follows to
-            out.append(path.resolve())
-    return out
+    """The start-up files and tool installs that exist under `home` (a link: its target)."""
+    from core.sandbox.secrets import existing
+
+    return existing(home, HOME_PROTECTED, want_dir=None)

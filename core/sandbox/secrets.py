@@ -9,7 +9,9 @@ sandbox can hide it.
 from __future__ import annotations
 
 import functools
+import os
 import re
+import stat
 from pathlib import Path
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
@@ -117,10 +119,23 @@ def _secret_set(home: Path, extra: tuple[Path, ...]) -> frozenset[Path]:
 
 
 def home_secrets(home: Path) -> tuple[list[Path], list[Path]]:
-    """The secret directories and files that exist under `home` (not through a link:
-    a link is hidden where it is, and its target is hidden by its own entry)."""
-    dirs = [home / s for s in SECRET_DIRS]
-    files = [home / s for s in SECRET_FILES]
-    return [d for d in dirs if d.is_dir() and not d.is_symlink()], [
-        f for f in files if f.exists() and not f.is_symlink() and not f.is_dir()
-    ]
+    """The secret directories and files that exist under `home` (a link is hidden where
+    its target is: a mount follows it)."""
+    return existing(home, SECRET_DIRS, want_dir=True), existing(home, SECRET_FILES, want_dir=False)
+
+
+def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -> list[Path]:
+    """Which of `base/relative` exist (of the kind asked for). One `stat` each: this runs
+    before every sandboxed command. Not resolved: a mount follows a link to its target."""
+    out = []
+    prefix = str(base)
+    for relative in relatives:
+        path = os.path.join(prefix, relative)
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if want_dir is not None and stat.S_ISDIR(status.st_mode) != want_dir:
+            continue
+        out.append(Path(path))
+    return out

@@ -5,6 +5,7 @@ and a fork bomb or a disk fill ends inside the sandbox."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import shutil
@@ -109,6 +110,23 @@ async def test_gits_config_hooks_and_info_cannot_be_changed_from_the_sandbox(rep
     assert git_code(repo) == before
     _, out = await run(ws, "echo x >> .git/config", home)
     assert "protected path" in (sandbox.explain_refusal(out) or ""), out
+
+
+async def test_a_planted_commondir_is_moved_aside_when_the_command_ends(repo: Path, home: Path) -> None:
+    # git reads config from the folder `commondir` names; a main .git never has one.
+    ws, _ = sandboxed(repo, home)
+    plant = (
+        "git init -q --bare innocent "
+        f"&& git config -f innocent/config core.fsmonitor 'touch {repo.parent}/pwned' "
+        f"&& echo {repo / 'innocent'} > .git/commondir && echo planted"
+    )
+    code, out = await run(ws, plant, home)
+    assert code == 0 and out.endswith("planted\n"), out  # .git stays writable for git's own work
+    assert not (repo / ".git" / "commondir").exists()
+    git = await asyncio.to_thread(
+        subprocess.run, ["git", "-C", str(repo), "status", "--short"], capture_output=True, text=True
+    )
+    assert git.returncode == 0 and not (repo.parent / "pwned").exists()
 
 
 async def test_everyday_git_work_still_works_in_the_sandbox(repo: Path, home: Path) -> None:

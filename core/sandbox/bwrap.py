@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import re
 import shutil
@@ -29,6 +30,8 @@ from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, probe
 if TYPE_CHECKING:
     from core.config import Settings
     from core.workspace import WorkspaceScope
+
+logger = logging.getLogger(__name__)
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 Confinement = Literal["sandboxed", "off", "unavailable"]
@@ -272,6 +275,7 @@ class Sandbox:
             return any(text == w or text.startswith(w + os.sep) for w in changeable)
 
         if self.mode == "workspace-write":
+            self.after_command()
             for root in roots:
                 guard = protected.git_guard(root)
                 out.pinned += [p for p in guard.pinned if inside_changeable(p)]
@@ -288,6 +292,17 @@ class Sandbox:
         if agent is not None:
             out.sockets.append(agent.resolve())
         return out
+
+    def after_command(self) -> None:
+        """Undo what a protected path's mounts could not prevent: a `commondir` planted in
+        a root's `.git` (see `protected.disarm_planted_commondir`). Run after every
+        sandboxed command, and before the next one (an editor terminal's end is not seen)."""
+        if self.mode != "workspace-write":
+            return
+        for root in self.scope.roots:
+            aside = protected.disarm_planted_commondir(root)
+            if aside is not None:
+                logger.warning("a sandboxed command planted %s/.git/commondir: moved to %s", root, aside)
 
     def _remove_when_done(self, placeholder: Path) -> None:
         """bwrap leaves the empty mount point behind on the host: removed with the session

@@ -10,8 +10,10 @@ what runs outside the sandbox later when it is changed from inside.
 
 from __future__ import annotations
 
+import os
 import site
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,6 +131,25 @@ def _guard_gitdir(gitdir: Path, guard: GitGuard) -> None:
     commondir = gitdir / "commondir"
     if commondir.is_file():
         guard.read_only.append(commondir)
+
+
+def disarm_planted_commondir(root: Path) -> Path | None:
+    """A `commondir` in a root's own `.git` directory, renamed aside; None when there is none.
+
+    git reads configuration (and so `core.fsmonitor`) from the directory `commondir` names.
+    git itself writes that file only in a linked worktree's gitdir (`.git/worktrees/<id>/`),
+    never in a repository's main `.git`, so one there was planted. It cannot be made
+    read-only in advance: an empty `commondir` (what a mount point leaves) breaks git.
+    """
+    planted = root / ".git" / "commondir"
+    if not os.path.lexists(planted) or not planted.parent.is_dir() or planted.parent.is_symlink():
+        return None
+    aside = planted.with_name(f"commondir.refused-{os.getpid()}-{int(time.time())}")
+    try:
+        planted.rename(aside)
+    except OSError:
+        return None
+    return aside
 
 
 def _gitfile_target(dotgit: Path) -> Path | None:

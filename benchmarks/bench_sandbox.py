@@ -87,6 +87,8 @@ async def measure(runs: int, command: str) -> dict[str, float]:
             "unconfined": LocalWorkspace(scope, sandbox=Sandbox(scope, mode="off")),
             "sandboxed": LocalWorkspace(scope, sandbox=Sandbox(scope, **common)),  # type: ignore[arg-type]
             "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False, **common)),  # type: ignore[arg-type]
+            # sandbox_caches = []: what the caches' overlays cost (the caches are then read-only)
+            "sandboxed_no_caches": LocalWorkspace(scope, sandbox=Sandbox(scope, caches=(), **common)),  # type: ignore[arg-type]
         }
         env = {
             "HOME": str(home),
@@ -106,6 +108,7 @@ async def measure(runs: int, command: str) -> dict[str, float]:
     medians = {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
     medians["added_ms"] = medians["sandboxed_ms"] - medians["unconfined_ms"]
     medians["added_no_network_ms"] = medians["sandboxed_no_network_ms"] - medians["unconfined_ms"]
+    medians["added_no_caches_ms"] = medians["sandboxed_no_caches_ms"] - medians["unconfined_ms"]
     medians["ratio"] = medians["sandboxed_ms"] / medians["unconfined_ms"]
     return medians
 

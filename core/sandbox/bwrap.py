@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from core.sandbox import caches, limits, protected, secrets
-from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, probe
+from core.sandbox import caches, limits, listing, protected, secrets
+from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, overlays_work, probe
 
 if TYPE_CHECKING:
     from core.config import Settings
@@ -140,7 +140,9 @@ class Sandbox:
                 f"The command sandbox cannot start ({self.availability.reason}). "
                 "Every command will ask for approval before it runs, in every mode."
             )
-        elif self.confinement == "sandboxed" and any(self._holds_home(root) for root in scope.roots):
+        if self.confinement == "sandboxed" and self.state is not None and self.bwrap is not None:
+            overlays_work(self.bwrap)  # asked once per process, here rather than in a turn
+        if self.confinement == "sandboxed" and any(self._holds_home(root) for root in scope.roots):
             self.notice = (
                 "This session's folder contains your home folder. The sandbox still hides your "
                 "secrets there (~/.ssh, ~/.aws, ~/.netrc, .env files, shell histories, ...) and "
@@ -211,9 +213,11 @@ class Sandbox:
         limit = (
             f"at most {self.max_processes} processes" if limits.prlimit() else "no process limit (no prlimit)"
         )
+        private = self.bwrap is not None and overlays_work(self.bwrap)
+        cache = "caches private" if private else "caches read-only (no overlay here)"
         return (
-            f"{self.mode}: commands may write to {where} (git's config and hooks read-only), caches "
-            f"private; secrets and agent sockets hidden; {limit}; {net} ({availability.reason})"
+            f"{self.mode}: commands may write to {where} (git's config and hooks read-only), {cache}; "
+            f"secrets and agent sockets hidden; {limit}; {net} ({availability.reason})"
         )
 
     @property
@@ -266,7 +270,7 @@ class Sandbox:
         if self.mode == "workspace-write":
             out.writable += roots
             out.writable += self._existing(self.writable)
-            if self.state is not None:
+            if self.state is not None and self.bwrap is not None and overlays_work(self.bwrap):
                 out.overlays = caches.overlays(self.caches, self.home, self.state)
         changeable = [str(p) for p in (*out.writable, *(o.lower for o in out.overlays))]
 
@@ -403,7 +407,9 @@ _NETWORK_FAILURE = re.compile(
     r"Failed to establish a new connection|getaddrinfo"
 )
 _PROTECTED_HINT = re.compile(
-    r"\.git\b|\.(bash|zsh)\w*|\.profile|site-packages|\.venv|/bin/|\.local/|\.cargo/|\.config/|\.rustup"
+    r"\.git\b|\.(bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|inputrc|gitconfig)\b|"
+    r"site-packages|\.venv/|\.cargo/(bin|config|env)|\.local/(bin|lib|share/uv|pipx)|\.rustup|"
+    r"\.config/(git|fish|systemd|autostart|nvim|Code|zed)\b"
 )
 _PATH = re.compile(r"(?<![\w.])(/[^\s'\"`:,;)]+)")
 
@@ -497,11 +503,15 @@ def _rmdir_quietly(path: str) -> None:
 
 
 def _env_files_in(folder: Path) -> list[Path]:
-    try:
-        with os.scandir(folder) as entries:
-            return [Path(e.path) for e in entries if secrets.is_env_file(e.name)]
-    except OSError:
-        return []
+    return [folder / name for name, _ in listing.entries(str(folder), _env_file_entry)]
+
+
+def _env_file_entry(name: str, is_dir: bool) -> bool:
+    return name.startswith(".env") and secrets.is_env_file(name)
+
+
+def _env_or_folder_entry(name: str, is_dir: bool) -> bool:
+    return (is_dir and name not in ENV_SCAN_SKIP) or _env_file_entry(name, is_dir)
 
 
 def _env_files_below(root: Path, depth: int) -> list[Path]:
@@ -510,29 +520,23 @@ def _env_files_below(root: Path, depth: int) -> list[Path]:
     for _ in range(depth + 1):
         below: list[Path] = []
         for folder in level:
-            try:
-                with os.scandir(folder) as entries:
-                    for entry in entries:
-                        if secrets.is_env_file(entry.name):
-                            found.append(Path(entry.path))
-                        elif entry.is_dir(follow_symlinks=False) and entry.name not in ENV_SCAN_SKIP:
-                            below.append(Path(entry.path))
-            except OSError:
-                continue
+            for name, is_dir in listing.entries(str(folder), _env_or_folder_entry):
+                if _env_file_entry(name, is_dir):
+                    found.append(folder / name)
+                elif is_dir:
+                    below.append(folder / name)
         level = below
     return found
+
+
+def _ssh_agent_entry(name: str, is_dir: bool) -> bool:
+    return is_dir and name.startswith("ssh-")
 
 
 def _ssh_agent_dirs() -> list[Path]:
     """`ssh-agent`'s default socket dirs (`/tmp/ssh-XXXX/agent.N`), started by hand."""
     folder = Path(tempfile.gettempdir())
-    try:
-        with os.scandir(folder) as entries:
-            return [
-                Path(e.path) for e in entries if e.name.startswith("ssh-") and e.is_dir(follow_symlinks=False)
-            ]
-    except OSError:
-        return []
+    return [folder / name for name, _ in listing.entries(str(folder), _ssh_agent_entry)]
 
 
 def check_line(settings: Settings) -> tuple[bool | None, str, str]:

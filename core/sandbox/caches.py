@@ -8,6 +8,8 @@ by later sandboxed commands, never by the user's next build outside.
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,18 +43,17 @@ def overlays(caches: tuple[str, ...], home: Path, state: Path) -> list[Overlay]:
     """One overlay per cache that exists (as a real directory), its layers created on first use."""
     out = []
     for raw in caches:
-        path = expand(raw, home)
+        lower = expand(raw, home)
         try:
-            lower = path.resolve(strict=True)
-        except (OSError, RuntimeError):
-            continue
-        if not lower.is_dir():
+            if not stat.S_ISDIR(os.stat(lower).st_mode):
+                continue
+        except (OSError, ValueError):
             continue
         # Named after the cache's path, so a renamed home or a second user never shares layers.
         tag = hashlib.sha256(str(lower).encode()).hexdigest()[:12]
         base = state / f"{lower.name.lstrip('.') or 'root'}-{tag}"
         layer = Overlay(lower, base / "upper", base / "work")
-        if not layer.work.is_dir():
+        if not os.path.isdir(layer.work):
             layer.upper.mkdir(parents=True, exist_ok=True, mode=0o700)
             layer.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         out.append(layer)

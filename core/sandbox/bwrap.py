@@ -288,10 +288,16 @@ class Sandbox:
                     if inside_changeable(path):
                         out.placeholders.append(path)
                         self._remove_when_done(path)
+                for path in guard.file_placeholders:
+                    if inside_changeable(path):
+                        out.hidden_files.append(path)  # an empty read-only file: git includes nothing
+                        self._remove_when_done(path)
         for path in (*self._own_code, *protected.home_protected(self.home)):
             if inside_changeable(path):
                 out.read_only.append(path)
-        out.hidden_dirs, out.hidden_files = self._secrets(roots)
+        hidden_dirs, hidden_files = self._secrets(roots)
+        out.hidden_dirs = hidden_dirs
+        out.hidden_files += hidden_files
         agent = self.reachable_ssh_agent()
         if agent is not None:
             out.sockets.append(agent.resolve())
@@ -498,8 +504,12 @@ def launch_argv(
 
 
 def _rmdir_quietly(path: str) -> None:
+    """Remove an empty mount point bwrap left (a folder, or an empty file)."""
     with contextlib.suppress(OSError):
-        os.rmdir(path)
+        if os.path.isdir(path):
+            os.rmdir(path)
+        elif os.path.getsize(path) == 0:
+            os.unlink(path)
 
 
 def _env_files_in(folder: Path) -> list[Path]:

@@ -11,6 +11,7 @@ what runs outside the sandbox later when it is changed from inside.
 from __future__ import annotations
 
 import os
+import re
 import site
 import sys
 import time
@@ -91,6 +92,7 @@ class GitGuard:
     pinned: list[Path] = field(default_factory=list)
     read_only: list[Path] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)
+    file_placeholders: list[Path] = field(default_factory=list)  # missing included config files
 
 
 def git_guard(root: Path) -> GitGuard:
@@ -110,7 +112,51 @@ def git_guard(root: Path) -> GitGuard:
         _guard_gitdir(dotgit, guard)
     else:
         guard.placeholders.append(dotgit)
+        return guard
+    # Where the read-only config points git for code: a hooks folder in the work tree
+    # (husky's `.husky/_`) and included config files would be as good as `.git/hooks`.
+    for config in [p for p in guard.read_only if p.name in ("config", "config.worktree")]:
+        for key, value in _config_paths(config):
+            target = _expand(value, base=root if key == "hookspath" else config.parent)
+            if target.exists():
+                guard.read_only.append(target)
+            elif target.parent.is_dir():
+                (guard.placeholders if key == "hookspath" else guard.file_placeholders).append(target)
     return guard
+
+
+_SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]')
+_ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)")
+
+
+def _config_paths(config: Path) -> list[tuple[str, str]]:
+    """(`hookspath` | `path`, value) for `core.hooksPath` and `include(If).path` entries."""
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return []
+    found = []
+    section = ""
+    for line in text.splitlines():
+        header = _SECTION.match(line)
+        if header:
+            section = header.group(1).lower()
+            line = line[header.end() :]
+        entry = _ENTRY.match(line)
+        if not entry:
+            continue
+        key, value = entry.group(1).lower(), entry.group(2).split(" #")[0].split(" ;")[0].strip().strip('"')
+        wanted = (section, key) == ("core", "hookspath") or (
+            section in ("include", "includeif") and key == "path"
+        )
+        if wanted and value:
+            found.append((key, value))
+    return found
+
+
+def _expand(value: str, *, base: Path) -> Path:
+    path = Path(os.path.expanduser(value))
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
 
 
 def _guard_gitdir(gitdir: Path, guard: GitGuard) -> None:

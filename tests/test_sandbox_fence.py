@@ -382,6 +382,7 @@ def test_one_secret_list_answers_for_the_file_tools_too(home: Path) -> None:
         "/srv/project/.env-staging",
     ]
     ordinary = [
+        "~/work/app/.env/lib/python3.11/site.py",  # a venv named .env
         "~/.bashrc",
         "~/work/app/main.py",
         "~/work/app/.env.example",

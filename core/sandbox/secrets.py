@@ -93,10 +93,10 @@ def is_env_file(name: str) -> bool:
 
 def is_secret_path(path: Path, *, home: Path | None = None, extra: tuple[Path, ...] = ()) -> bool:
     """Whether a resolved path is one of the user's secrets or lies inside one: the lists
-    above under `home` (default: the user's), a dotenv-style name anywhere on the path,
+    above under `home` (default: the user's), a dotenv-style file name anywhere,
     or inside one of `extra` (the agent's own home). Cheap enough per file of a search:
     one set lookup per component of the path."""
-    if any(is_env_file(part) for part in path.parts):
+    if is_env_file(path.name):  # a file's name: `python -m venv .env` makes a folder of that name
         return True
     secrets = _secret_set(home if home is not None else Path.home(), extra)
     return path in secrets or any(parent in secrets for parent in path.parents)

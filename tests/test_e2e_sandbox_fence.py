@@ -253,3 +253,20 @@ async def test_secrets_and_the_ssh_agent_stay_out_of_reach_when_the_workspace_is
     assert (home / ".bashrc").read_text() == "# mine\n"
     assert (home / ".cargo" / "bin" / "cargo").read_text() == "#!/bin/sh\n"
     assert "agent refused" in agent and "False" in agent, agent
+
+
+async def test_git_init_where_no_repository_exists_is_refused_naming_why(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # A sandboxed `git init` would plant config (core.fsmonitor) for the user's next git
+    # and the next session; where no repository exists, `.git` is a protected path too.
+    marker = tmp_path / "pwned"
+    fake.script(commands(f"git init -q && git config core.fsmonitor 'touch {marker}'"))
+    async with connected(server_env(home, fake), LOCAL) as client:
+        sid = await start(client, project, "auto")
+        assert await client.prompt(sid, "make it a repository") == {"stopReason": "end_turn"}
+        [result] = tool_results(fake)
+        assert "Read-only file system" in result and "protected path" in result, result
+        assert not (project / ".git" / "config").exists()
+    assert not (project / ".git").exists()  # the empty mount point went with the command
+    assert not marker.exists()

@@ -130,12 +130,12 @@ async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_t
         "printf '[core]\\n\\tfsmonitor = touch /tmp/pwned\\n' > missing.gitconfig",
     ):
         code, out = await run(ws, attack, home)
-        assert code != 0 and "Read-only file system" in out, (attack, out)
+        # (a missing include is an empty read-only stand-in, which refuses with EACCES)
+        assert code != 0 and ("Read-only file system" in out or "Permission denied" in out), (attack, out)
     assert (repo / ".husky" / "pre-commit").read_text() == "#!/bin/sh\nnpm test\n"
     assert sorted(p.name for p in (repo / ".husky").iterdir()) == ["pre-commit"]
     assert (repo / "team.gitconfig").read_text() == "[user]\n\tname = team\n"
-    del ws, _
-    assert not (repo / "missing.gitconfig").exists()  # the empty mount point went with the session
+    assert not (repo / "missing.gitconfig").exists()  # the empty mount point went with the command
 
 
 async def test_a_planted_commondir_is_moved_aside_when_the_command_ends(repo: Path, home: Path) -> None:
@@ -180,8 +180,7 @@ async def test_git_init_where_no_repository_exists_is_refused_and_leaves_nothing
     assert code != 0 and "Read-only file system" in out, out
     assert "protected path" in (sandbox.explain_refusal(out) or "")
     assert not (folder / ".git" / "config").exists()
-    del ws, sandbox  # the session ends: the empty mount point goes with it
-    assert not (folder / ".git").exists()
+    assert not (folder / ".git").exists()  # the empty mount point went with the command
 
 
 # -- the agent's own code -------------------------------------------------------------------------

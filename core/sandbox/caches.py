@@ -1,0 +1,60 @@
+"""Toolchain caches inside the sandbox: each one an overlay whose upper layer lives under
+the agent's home, so builds keep (and grow) their cache across commands and sessions while
+the user's own cache stays byte-for-byte unchanged. A package the sandbox rewrites there
+(`~/.cargo/registry/src/*/build.rs`, a gradle wrapper, a pre-commit hook env) is seen only
+by later sandboxed commands, never by the user's next build outside.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_CACHES: tuple[str, ...] = (
+    "~/.cache",  # pip, go build, uv, pre-commit, deno, huggingface, ...
+    "~/.npm",
+    "~/.yarn",
+    "~/.local/share/pnpm",
+    "~/.bun/install/cache",
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/go/pkg/mod",
+    "~/.m2/repository",
+    "~/.gradle",
+    "~/.nuget/packages",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Overlay:
+    lower: Path  # the user's cache, read-only underneath
+    upper: Path  # the sandbox's changes, under the agent's home
+    work: Path  # overlayfs's scratch dir, on the upper's file system
+
+
+def expand(raw: str, home: Path) -> Path:
+    return home / raw[2:] if raw.startswith("~/") else Path(raw)
+
+
+def overlays(caches: tuple[str, ...], home: Path, state: Path) -> list[Overlay]:
+    """One overlay per cache that exists (as a real directory), its layers created on first use."""
+    out = []
+    for raw in caches:
+        lower = expand(raw, home)
+        try:
+            if not stat.S_ISDIR(os.stat(lower).st_mode):
+                continue
+        except (OSError, ValueError):
+            continue
+        # Named after the cache's path, so a renamed home or a second user never shares layers.
+        tag = hashlib.sha256(str(lower).encode()).hexdigest()[:12]
+        base = state / f"{lower.name.lstrip('.') or 'root'}-{tag}"
+        layer = Overlay(lower, base / "upper", base / "work")
+        if not os.path.isdir(layer.work):
+            layer.upper.mkdir(parents=True, exist_ok=True, mode=0o700)
+            layer.work.mkdir(parents=True, exist_ok=True, mode=0o700)
+        out.append(layer)
+    return out

@@ -1,0 +1,245 @@
+"""Paths that stay read-only inside the sandbox even where a writable root holds them:
+what runs outside the sandbox later when it is changed from inside.
+
+- git's code-running state in each root's repository (`.git/config`, hooks, `info/`,
+  submodules, linked worktrees), and the `.git` itself, so it cannot be swapped;
+- the agent's own installation (interpreter prefix, site-packages, entry script);
+- the user's shell start-up files, tool launchers and user-level tool installs in the home
+  folder (they matter when a root contains the home folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import site
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Inside a `.git` directory: what git reads as configuration or runs as code. `commondir`
+# is left out: creating an empty one as a mount point breaks git (see `GitGuard`).
+GIT_FILES: tuple[str, ...] = ("config", "config.worktree")
+GIT_DIRS: tuple[str, ...] = ("hooks", "info", "modules", "worktrees")
+
+# Under the home folder: code that runs at login, in every shell, on every build.
+HOME_PROTECTED: tuple[str, ...] = (
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".bash_aliases",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".zlogout",
+    ".inputrc",
+    ".xprofile",
+    ".xinitrc",
+    ".xsession",
+    ".pam_environment",
+    ".gitconfig",
+    ".config/git",
+    ".config/fish",
+    ".config/environment.d",
+    ".config/autostart",
+    ".config/systemd",
+    ".config/pip",
+    ".config/Code",
+    ".config/zed",
+    ".vscode",
+    ".vscode-server",
+    ".vimrc",
+    ".vim",
+    ".config/nvim",
+    ".emacs",
+    ".emacs.d",
+    ".tmux.conf",
+    ".local/bin",
+    ".local/lib",  # the user's site-packages: a .pth there runs in every Python
+    ".local/share/uv",
+    ".local/pipx",
+    ".cargo/bin",
+    ".cargo/env",
+    ".cargo/config",
+    ".cargo/config.toml",
+    ".rustup",
+    "go/bin",
+    ".deno/bin",
+    ".bun/bin",
+    ".nvm",
+    ".pyenv",
+    ".volta",
+    ".sdkman",
+    ".gradle/init.d",
+    ".gradle/init.gradle",
+    ".m2/extensions.xml",
+    ".hermes-acp",
+)
+
+
+@dataclass(slots=True)
+class GitGuard:
+    """How one root's repository is protected: `pinned` are bound onto themselves first
+    (a mount point cannot be renamed or removed, so `.git` cannot be swapped for a
+    planted one), then `read_only` over them. `placeholders` are created as empty
+    read-only directories: a `.git` where the root has none (a sandboxed `git init`
+    then fails, and running it needs the user's approval) and missing hook dirs."""
+
+    pinned: list[Path] = field(default_factory=list)
+    read_only: list[Path] = field(default_factory=list)
+    placeholders: list[Path] = field(default_factory=list)
+    file_placeholders: list[Path] = field(default_factory=list)  # missing included config files
+
+
+def git_guard(root: Path) -> GitGuard:
+    guard = GitGuard()
+    dotgit = root / ".git"
+    if dotgit.is_symlink() or dotgit.is_file():
+        # A worktree's or submodule's `gitdir:` file: where git looks is what it says.
+        guard.read_only.append(dotgit)
+        gitdir = _gitfile_target(dotgit)
+        if gitdir is not None:
+            _guard_gitdir(gitdir, guard)
+            common = _common_dir(gitdir)
+            if common is not None:
+                _guard_gitdir(common, guard)
+    elif dotgit.is_dir():
+        guard.pinned.append(dotgit)
+        _guard_gitdir(dotgit, guard)
+    else:
+        guard.placeholders.append(dotgit)
+        return guard
+    # Where the read-only config points git for code: a hooks folder in the work tree
+    # (husky's `.husky/_`) and included config files would be as good as `.git/hooks`.
+    for config in [p for p in guard.read_only if p.name in ("config", "config.worktree")]:
+        for key, value in _config_paths(config):
+            target = _expand(value, base=root if key == "hookspath" else config.parent)
+            if target.exists():
+                guard.read_only.append(target)
+            elif target.parent.is_dir():
+                (guard.placeholders if key == "hookspath" else guard.file_placeholders).append(target)
+    return guard
+
+
+_SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]')
+_ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)")
+
+
+def _config_paths(config: Path) -> list[tuple[str, str]]:
+    """(`hookspath` | `path`, value) for `core.hooksPath` and `include(If).path` entries."""
+    try:
+        text = config.read_text(encoding="utf-8", errors="replace")[:200_000]
+    except OSError:
+        return []
+    found = []
+    section = ""
+    for line in text.splitlines():
+        header = _SECTION.match(line)
+        if header:
+            section = header.group(1).lower()
+            line = line[header.end() :]
+        entry = _ENTRY.match(line)
+        if not entry:
+            continue
+        key, value = entry.group(1).lower(), entry.group(2).split(" #")[0].split(" ;")[0].strip().strip('"')
+        wanted = (section, key) == ("core", "hookspath") or (
+            section in ("include", "includeif") and key == "path"
+        )
+        if wanted and value:
+            found.append((key, value))
+    return found
+
+
+def _expand(value: str, *, base: Path) -> Path:
+    path = Path(os.path.expanduser(value))
+    return Path(os.path.normpath(path if path.is_absolute() else base / path))
+
+
+def _guard_gitdir(gitdir: Path, guard: GitGuard) -> None:
+    for name in GIT_FILES:
+        path = gitdir / name
+        if path.is_file() and not path.is_symlink():
+            guard.read_only.append(path)
+    for name in GIT_DIRS:
+        path = gitdir / name
+        if path.is_symlink():
+            target = path.resolve()
+            if target.is_dir():
+                guard.read_only.append(target)
+        elif path.is_dir():
+            guard.read_only.append(path)
+        elif not path.exists():
+            guard.placeholders.append(path)
+    commondir = gitdir / "commondir"
+    if commondir.is_file():
+        guard.read_only.append(commondir)
+
+
+def disarm_planted_commondir(root: Path) -> Path | None:
+    """A `commondir` in a root's own `.git` directory, renamed aside; None when there is none.
+
+    git reads configuration (and so `core.fsmonitor`) from the directory `commondir` names.
+    git itself writes that file only in a linked worktree's gitdir (`.git/worktrees/<id>/`),
+    never in a repository's main `.git`, so one there was planted. It cannot be made
+    read-only in advance: an empty `commondir` (what a mount point leaves) breaks git.
+    """
+    planted = root / ".git" / "commondir"
+    if not os.path.lexists(planted) or not planted.parent.is_dir() or planted.parent.is_symlink():
+        return None
+    aside = planted.with_name(f"commondir.refused-{os.getpid()}-{int(time.time())}")
+    try:
+        planted.rename(aside)
+    except OSError:
+        return None
+    return aside
+
+
+def _gitfile_target(dotgit: Path) -> Path | None:
+    try:
+        text = dotgit.read_text(encoding="utf-8", errors="replace")[:4096]
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("gitdir:"):
+            target = Path(line[len("gitdir:") :].strip())
+            target = target if target.is_absolute() else dotgit.parent / target
+            return target.resolve() if target.is_dir() else None
+    return None
+
+
+def _common_dir(gitdir: Path) -> Path | None:
+    try:
+        text = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    target = Path(text) if Path(text).is_absolute() else gitdir / text
+    return target.resolve() if target.is_dir() else None
+
+
+def own_code() -> list[Path]:
+    """The agent's own installation: what runs the next time the agent starts."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}
+    paths.update(Path(p) for p in site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        paths.add(Path(site.getusersitepackages()))
+    if sys.argv and sys.argv[0]:
+        paths.add(Path(sys.argv[0]))
+    out = []
+    for path in paths:
+        try:
+            resolved = path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        out.append(resolved)
+    return sorted(set(out))
+
+
+def home_protected(home: Path) -> list[Path]:
+    """The start-up files and tool installs that exist under `home` (a link: its target)."""
+    from core.sandbox.secrets import existing
+
+    return existing(home, HOME_PROTECTED, want_dir=None)

@@ -1,0 +1,141 @@
+"""The user's secrets: one list, used by the command sandbox (hidden from confined commands)
+and by the file tools (`read_file`, `search` refuse them), inside a workspace root too.
+
+Paths are relative to the home folder; `.env`-style files are matched by name anywhere.
+`is_secret_path` answers for one resolved path; `home_secrets` lists what exists so the
+sandbox can hide it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import stat
+from pathlib import Path
+
+# Directories whose whole content is credentials (or keys, tokens, agent sockets).
+SECRET_DIRS: tuple[str, ...] = (
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".azure",
+    ".oci",
+    ".kube",
+    ".docker",
+    ".password-store",  # pass
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".config/github-copilot",
+    ".config/rclone",
+    ".config/op",  # 1Password CLI
+    ".config/1Password",
+    ".op",
+    ".config/doctl",
+    ".config/sops",
+    ".local/share/keyrings",  # GNOME keyring
+    ".terraform.d",  # credentials.tfrc.json and plugin caches
+    ".mozilla",  # browser profiles: cookies, saved passwords
+    ".config/google-chrome",
+    ".config/chromium",
+)
+# Single files holding credentials, and shell and REPL histories (pasted tokens).
+SECRET_FILES: tuple[str, ...] = (
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".yarnrc.yml",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".cache/huggingface/token",
+    ".huggingface/token",
+    ".config/huggingface/token",
+    ".vault-token",
+    ".terraformrc",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".s3cfg",
+    ".boto",
+    ".bash_history",
+    ".zsh_history",
+    ".zhistory",
+    ".histfile",
+    ".history",
+    ".sh_history",
+    ".python_history",
+    ".node_repl_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".rediscli_history",
+    ".irb_history",
+    ".lesshst",
+    ".viminfo",
+    ".local/share/fish/fish_history",
+)
+# `.env`, `.envrc`, `.env.local`, `.env-local`, `.env_prod`...: by name, anywhere. The
+# committed templates (`.env.example`, `.sample`, `.template`, `.dist`) stay readable:
+# they document which variables exist and hold no values by convention.
+_ENV_FILE = re.compile(r"\.env(rc)?([._-].*)?")
+_ENV_TEMPLATE = re.compile(r".*[._-](example|sample|template|dist|defaults)", re.IGNORECASE)
+
+
+def is_env_file(name: str) -> bool:
+    """Whether a file name is a dotenv-style secrets file."""
+    return bool(_ENV_FILE.fullmatch(name)) and not _ENV_TEMPLATE.fullmatch(name)
+
+
+def is_secret_path(path: Path, *, home: Path | None = None, extra: tuple[Path, ...] = ()) -> bool:
+    """Whether a resolved path is one of the user's secrets or lies inside one: the lists
+    above under `home` (default: the user's), a dotenv-style file name anywhere,
+    or inside one of `extra` (the agent's own home). Cheap enough per file of a search:
+    one set lookup per component of the path."""
+    if is_env_file(path.name):  # a file's name: `python -m venv .env` makes a folder of that name
+        return True
+    secrets = _secret_set(home if home is not None else Path.home(), extra)
+    return path in secrets or any(parent in secrets for parent in path.parents)
+
+
+@functools.lru_cache(maxsize=16)
+def _secret_set(home: Path, extra: tuple[Path, ...]) -> frozenset[Path]:
+    """Every secret location by its name and, when it is a link, by its target."""
+    out: set[Path] = set()
+    for base in {home, home.resolve()}:
+        for relative in (*SECRET_DIRS, *SECRET_FILES):
+            out.add(base / relative)
+    for path in (*list(out), *extra):
+        out.add(path)
+        try:
+            out.add(path.resolve())
+        except (OSError, RuntimeError):
+            continue
+    return frozenset(out)
+
+
+def home_secrets(home: Path) -> tuple[list[Path], list[Path]]:
+    """The secret directories and files that exist under `home` (a link is hidden where
+    its target is: a mount follows it)."""
+    return existing(home, SECRET_DIRS, want_dir=True), existing(home, SECRET_FILES, want_dir=False)
+
+
+def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -> list[Path]:
+    """Which of `base/relative` exist (of the kind asked for). One `stat` each: this runs
+    before every sandboxed command. Not resolved: a mount follows a link to its target."""
+    out = []
+    prefix = str(base)
+    for relative in relatives:
+        path = os.path.join(prefix, relative)
+        try:
+            status = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        if want_dir is not None and stat.S_ISDIR(status.st_mode) != want_dir:
+            continue
+        out.append(Path(path))
+    return out

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from core.command_rules.check import dangerous_rule
 from core.events import FileDiff, ToolKind
+from core.protected_paths import lexical, protected_reason
 
 if TYPE_CHECKING:
     from core.tools.base import Tool
@@ -166,7 +167,9 @@ class ApprovalPolicy:
     Order of the rules, first match wins:
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
-    3. a dangerous command asks, in every mode and whatever was remembered;
+    3. a dangerous command, or a file tool writing a file other programs run outside the
+       sandbox (`core.protected_paths`: `.git/config`, hooks...), asks in every mode and
+       whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
        this tool scope in that directory;
     5. a command that would run outside the sandbox (an unconfined re-run, or any command
@@ -192,8 +195,14 @@ class ApprovalPolicy:
         leaves_sandbox = _leaves_sandbox(tool, args, confinement)
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
+        protected = _protected(tool, args, workspace)
+        if protected:
+            # Asked every time, like a dangerous command: "always" would let later writes
+            # of whatever content through.
+            key = f"{base} on {protected[0]}"
+            rule = rule or protected[1]
         if rule:
-            reason = f"dangerous command: {rule}"
+            reason = f"dangerous command: {rule}" if tool.kind == "execute" else rule
         elif outside:
             reason = "outside the workspace"
         elif leaves_sandbox:
@@ -296,6 +305,18 @@ class ApprovalPolicy:
 # The sandbox's part in the policy
 
 UNCONFINED_SUFFIX = "outside the sandbox"
+
+
+def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[str, str] | None:
+    """(the path, why) when a file tool would write a file that runs outside the sandbox."""
+    if tool.kind not in EDIT_KINDS:
+        return None
+    scope = workspace.scope
+    for raw in tool.paths(args):
+        resolved = scope.absolute(raw)
+        if why := protected_reason(lexical(raw, scope.cwd), resolved):
+            return scope.display(resolved), why
+    return None
 
 
 def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from core.command_files import Binding, binding
 from core.command_rules.check import dangerous_rule
 from core.events import FileDiff, ToolKind
 from core.protected_paths import lexical, protected_reason
@@ -70,10 +71,16 @@ class ApprovalRequest:
     # re-run outside it); None for other tools.
     sandbox: str | None = None
     diff: FileDiff | None = None  # an edit's change, shown while the user decides
+    # False when an "always" could not cover what this call runs (`core.command_files`).
+    always_offered: bool = True
 
     @property
     def dangerous(self) -> bool:
         return self.rule is not None
+
+    @property
+    def offers_always(self) -> bool:
+        return self.always_offered and not self.dangerous
 
 
 class Approver(Protocol):
@@ -193,8 +200,14 @@ class ApprovalPolicy:
         rule = self._dangerous(tool, args, workspace)
         confinement = _confinement(tool, workspace)
         leaves_sandbox = _leaves_sandbox(tool, args, confinement)
+        always_offered = True
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
+            pinned = _unconfined_binding(args, workspace)
+            if pinned is None:
+                always_offered = False
+            elif pinned.digest:
+                key = f"{key}, {pinned.describe()}"
         protected = _protected(tool, args, workspace)
         if protected:
             # Asked every time, like a dangerous command: "always" would let later writes
@@ -223,6 +236,7 @@ class ApprovalPolicy:
             rule=rule,
             outside_paths=tuple(str(p) for p in outside),
             sandbox=sandbox,
+            always_offered=always_offered,
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
@@ -263,13 +277,15 @@ class ApprovalPolicy:
     def record(self, request: ApprovalRequest, decision: Decision) -> None:
         """Remember an "always" answer under the request's scope.
 
-        ALLOW_ALWAYS on a dangerous request is treated as ALLOW_ONCE: nothing is remembered,
+        ALLOW_ALWAYS on a dangerous request, or one that offered no "always" (an unconfined
+        command whose files cannot be pinned, `core.command_files`), is treated as
+        ALLOW_ONCE: nothing is remembered,
         so neither that command nor anything else under its scope skips a later question
         (`check` asks for dangerous commands regardless, and remembering the scope would
         let the harmless commands sharing it, `rm file`, pass silently on the strength of
         an answer given to `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
-        if decision is Decision.ALLOW_ALWAYS and not request.dangerous:
+        if decision is Decision.ALLOW_ALWAYS and request.offers_always:
             self.memory.allow(request.scope)
         elif decision is Decision.REJECT_ALWAYS:
             self.memory.reject(request.scope)
@@ -317,6 +333,15 @@ def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[
         if why := protected_reason(lexical(raw, scope.cwd), resolved):
             return scope.display(resolved), why
     return None
+
+
+def _unconfined_binding(args: BaseModel, workspace: Workspace) -> Binding | None:
+    """What an "always" for this unconfined command is bound to (None: nothing can be)."""
+    command = getattr(args, "command", None)
+    if not isinstance(command, str):
+        return None
+    scope = workspace.scope
+    return binding(command, scope.cwd, scope.roots)
 
 
 def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:

@@ -35,7 +35,8 @@ class Repository:
 
     def __init__(self, top: str, git_dir: str, common_dir: str) -> None:
         self.top = top
-        self._git_dir = git_dir
+        self.git_dir = git_dir
+        self.common_dir = common_dir
         self._base = [
             _FileSpec(path)
             for path in (_global_excludes_file(), os.path.join(common_dir, "info", "exclude"))

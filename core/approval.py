@@ -174,7 +174,8 @@ class ApprovalPolicy:
     Order of the rules, first match wins:
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
-    3. a dangerous command, or a file tool writing a file other programs run outside the
+    3. a dangerous command, a call its tool says always asks (`always_asks`: writing the
+       user's memory, which plan mode refuses), or a file tool writing a file other programs run outside the
        sandbox (`core.protected_paths`: `.git/config`, hooks...), asks in every mode and
        whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
@@ -209,6 +210,9 @@ class ApprovalPolicy:
             elif pinned.digest:
                 key = f"{key}, {pinned.describe()}"
         protected = _protected(tool, args, workspace)
+        asks_why = _always_asks(tool, args)
+        if asks_why:
+            always_offered = False
         if protected:
             # Asked every time, like a dangerous command: "always" would let later writes
             # of whatever content through.
@@ -216,6 +220,8 @@ class ApprovalPolicy:
             rule = rule or protected[1]
         if rule:
             reason = f"dangerous command: {rule}" if tool.kind == "execute" else rule
+        elif asks_why:
+            reason = asks_why
         elif outside:
             reason = "outside the workspace"
         elif leaves_sandbox:
@@ -247,12 +253,16 @@ class ApprovalPolicy:
                 f"rejected: `{tool.name}` is not available in plan mode, which is read-only. "
                 "Finish the plan; the user switches modes to carry it out.",
             )
+        if self.mode is Mode.PLAN and asks_why:
+            return PolicyVerdict(
+                "reject", request, f"rejected: in plan mode, which is read-only, nothing {asks_why}"
+            )
         for remembered in (base, key):
             if refused := self._rejected_scope(remembered):
                 return PolicyVerdict(
                     "reject", request, f"rejected: the user chose to always reject `{_subject(refused)}`"
                 )
-        if rule:
+        if rule or asks_why:
             return ask
         if outside:
             if key in self.memory.allowed:
@@ -278,11 +288,11 @@ class ApprovalPolicy:
         """Remember an "always" answer under the request's scope.
 
         ALLOW_ALWAYS on a dangerous request, or one that offered no "always" (an unconfined
-        command whose files cannot be pinned, `core.command_files`), is treated as
-        ALLOW_ONCE: nothing is remembered,
-        so neither that command nor anything else under its scope skips a later question
-        (`check` asks for dangerous commands regardless, and remembering the scope would
-        let the harmless commands sharing it, `rm file`, pass silently on the strength of
+        command whose files cannot be pinned, `core.command_files`; a tool's `always_asks`
+        call), is treated as ALLOW_ONCE: nothing is remembered, so neither that command nor
+        anything else under its scope skips a later question (`check` asks for dangerous
+        commands regardless, and remembering the scope would let the harmless commands
+        sharing it, `rm file`, pass silently on the strength of
         an answer given to `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
         if decision is Decision.ALLOW_ALWAYS and request.offers_always:
@@ -333,6 +343,13 @@ def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[
         if why := protected_reason(lexical(raw, scope.cwd), resolved):
             return scope.display(resolved), why
     return None
+
+
+def _always_asks(tool: Tool[Any], args: BaseModel) -> str | None:
+    """Why the tool says this call asks in every mode (a duck-typed hook: the memory tool's
+    user scope), or None."""
+    hook = getattr(tool, "always_asks", None)
+    return hook(args) if callable(hook) else None
 
 
 def _unconfined_binding(args: BaseModel, workspace: Workspace) -> Binding | None:

@@ -21,7 +21,7 @@ notice delay (85 vs 60 ms, both far below a turn). awatch also names what .gitig
 excludes and cannot tell the agent's writes from the user's. On macOS and Windows, where
 one recursive watch is cheap, the roots are watched recursively and filtered here.
 
-Nothing here raises into the agent: a missing root, a tree too large, a kernel limit or a
+Nothing here raises into the agent: a missing root, a tree too large, a kernel limit or an
 unreadable ignore file is logged to stderr and the watcher reports less (at worst nothing).
 It runs no process: .gitignore is read by `core.gitignore`, never by asking git.
 """

@@ -357,8 +357,7 @@ def _unconfined_binding(args: BaseModel, workspace: Workspace) -> Binding | None
     command = getattr(args, "command", None)
     if not isinstance(command, str):
         return None
-    scope = workspace.scope
-    return binding(command, scope.cwd, scope.roots)
+    return binding(command, workspace.scope.cwd)
 
 
 def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:

@@ -10,8 +10,9 @@ know, a `cd` before a relative script), no "always" is offered at all: fail clos
 
 What the binding covers: the script, and for an interpreter the files with the script's
 suffix beside it (what `import helpers` or `require('./x')` loads from the same folder);
-for git, the repository's config and hooks. What it does not: modules further away,
-what a Makefile's recipes run, files outside the workspace roots.
+for git, the repository's config and hooks; inside the workspace or not (a sandboxed
+command may write a cache). What it does not: modules further away, and what a
+Makefile's recipes run.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +29,7 @@ from core.command_rules.words import names
 from core.gitignore import Repository
 from core.shell.lexer import ShellSyntaxError
 from core.shell.parse import parse_command
-from core.shell.programs import Invocation, all_invocations, reads_code_from_stdin
+from core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
 
 MAX_SIBLINGS = 200  # more files than this beside a script: too many to pin, no "always"
 
@@ -64,7 +66,7 @@ class Binding:
         return f"while {shown} {verb} unchanged ({self.digest[:12]})"
 
 
-def binding(command: str, cwd: Path, roots: tuple[Path, ...]) -> Binding | None:
+def binding(command: str, cwd: Path) -> Binding | None:
     """The files of the workspace `command` runs and their content now, or None when what
     it runs cannot be pinned down (then no "always" is offered)."""
     try:
@@ -80,9 +82,9 @@ def binding(command: str, cwd: Path, roots: tuple[Path, ...]) -> Binding | None:
             return None
         if ran and moves:
             return None  # `cd sub && make`: which Makefile runs depends on where cd went
+        # Files outside the workspace too: a sandboxed command may write some of them (caches).
         for path in ran:
-            if any(_within(path, root) for root in roots):
-                files[path] = None
+            files[path] = None
     return _digest(sorted(files), cwd)
 
 
@@ -91,6 +93,8 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
     if not inv.words[0].literal:
         return None
     program_word = inv.words[0].text
+    if inv.program in WRAPPERS:
+        return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
     if inv.program in ("source", "."):
         operands = [w for w in inv.words[1:] if not w.text.startswith("-")]
         return [_absolute(operands[0].text, cwd)] if operands and operands[0].literal else None
@@ -174,14 +178,9 @@ def _digest(files: list[Path], cwd: Path) -> Binding:
     hasher = hashlib.sha256()
     names_shown: list[str] = []
     for path in files:
-        hasher.update(os.fsencode(path) + b"\0")
-        if not path.is_file():  # absent (or not a file): creating it later asks again
-            hasher.update(b"absent")
+        hasher.update(os.fsencode(path) + b"\0" + _content_digest(path))
+        if not path.is_file():
             continue
-        try:
-            hasher.update(hashlib.sha256(path.read_bytes()).digest())
-        except OSError:
-            hasher.update(b"unreadable")
         try:
             names_shown.append(str(path.relative_to(cwd)))
         except ValueError:
@@ -189,9 +188,25 @@ def _digest(files: list[Path], cwd: Path) -> Binding:
     return Binding(tuple(names_shown), hasher.hexdigest())
 
 
+def _content_digest(path: Path) -> bytes:
+    """The file's SHA-256; a fixed word for a file that is absent (creating it later asks
+    again), not regular (a FIFO must not block the approval) or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b"absent"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"not a file"
+        hasher = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            hasher.update(chunk)
+        return hasher.digest()
+    except OSError:
+        return b"unreadable"
+    finally:
+        os.close(fd)
+
+
 def _absolute(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw))))
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or path.is_relative_to(root)

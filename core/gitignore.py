@@ -19,6 +19,7 @@ from __future__ import annotations
 import configparser
 import logging
 import os
+import stat
 import struct
 from pathlib import Path
 
@@ -118,26 +119,53 @@ class _FileSpec:
 
     def _current(self) -> GitIgnoreSpec | None:
         try:
-            stat = os.stat(self._path)
+            found = os.stat(self._path)
         except OSError:
             self._stamp, self._spec = None, None
             return None
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        stamp = (found.st_mtime_ns, found.st_size)
         if stamp != self._stamp:
-            self._stamp, self._spec = stamp, _read_spec(self._path, stat.st_size)
+            self._stamp, self._spec = stamp, _read_spec(self._path, found.st_size)
         return self._spec
 
 
 def _read_spec(path: str, size: int) -> GitIgnoreSpec | None:
     if size > MAX_IGNORE_FILE_BYTES:
         return None
+    data = read_regular(path, MAX_IGNORE_FILE_BYTES)
+    if data is None:
+        return None
+    lines = data.decode("utf-8", "surrogateescape").splitlines()
     try:
-        with open(path, "rb") as file:
-            lines = file.read(MAX_IGNORE_FILE_BYTES).decode("utf-8", "surrogateescape").splitlines()
         return GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
-    except (OSError, ValueError) as exc:  # pathspec raises ValueError on a pattern it cannot read
+    except ValueError as exc:  # pathspec raises ValueError on a pattern it cannot read
         log.debug("ignore file %s not read: %s", path, exc)
         return None
+
+
+def read_regular(path: str, limit: int) -> bytes | None:
+    """A regular file's first `limit` bytes; None for anything else. The workspace names
+    these files: a FIFO must not block the watcher, nor /dev/zero fill its memory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class _Index:
@@ -161,20 +189,20 @@ class _Index:
 
     def _refresh(self) -> None:
         try:
-            stat = os.stat(self._path)
+            found = os.stat(self._path)
         except OSError:
             self._stamp, self._paths, self._dirs = None, frozenset(), frozenset()
             return
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        stamp = (found.st_mtime_ns, found.st_size)
         if stamp == self._stamp:
             return
         self._stamp = stamp
         paths: list[str] = []
-        if stat.st_size <= MAX_INDEX_BYTES:
+        data = read_regular(self._path, MAX_INDEX_BYTES) if found.st_size <= MAX_INDEX_BYTES else None
+        if data is not None:
             try:
-                with open(self._path, "rb") as file:
-                    paths = index_paths(file.read())
-            except (OSError, ValueError, struct.error, IndexError) as exc:
+                paths = index_paths(data)
+            except (ValueError, struct.error, IndexError) as exc:
                 log.debug("git index %s not read: %s", self._path, exc)
         self._paths = frozenset(paths)
         dirs: set[str] = set()
@@ -232,11 +260,10 @@ def _varint(data: bytes, offset: int) -> tuple[int, int]:
 
 def _linked_git_dir(dot_git_file: str) -> str | None:
     """Where a `.git` file (a linked worktree, a submodule) points."""
-    try:
-        with open(dot_git_file, encoding="utf-8", errors="surrogateescape") as file:
-            first = file.readline(4096).strip()
-    except OSError:
+    data = read_regular(dot_git_file, 4096)
+    if data is None:
         return None
+    first = data.decode("utf-8", "surrogateescape").partition("\n")[0].strip()
     if not first.startswith("gitdir:"):
         return None
     target = first[len("gitdir:") :].strip()
@@ -245,11 +272,10 @@ def _linked_git_dir(dot_git_file: str) -> str | None:
 
 def _common_dir(git_dir: str) -> str:
     """A linked worktree's shared repository (where info/exclude lives)."""
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8", errors="surrogateescape") as file:
-            common = file.readline(4096).strip()
-    except OSError:
+    data = read_regular(os.path.join(git_dir, "commondir"), 4096)
+    if data is None:
         return git_dir
+    common = data.decode("utf-8", "surrogateescape").partition("\n")[0].strip()
     return os.path.normpath(os.path.join(git_dir, common)) if common else git_dir
 
 

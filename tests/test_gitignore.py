@@ -105,3 +105,19 @@ def test_a_linked_worktree_reads_the_shared_exclude_file(repo: Path, tmp_path: P
     assert repository is not None and repository.top == str(linked)
     assert repository.ignored(str(linked / "secret9"), is_dir=False)  # .git/info/exclude of the main one
     assert not repository.ignored(str(linked / "plain.txt"), is_dir=False)
+
+
+def test_a_fifo_or_a_device_in_place_of_git_files_reads_as_empty(tmp_path: Path) -> None:
+    # The workspace names these files: a FIFO must not block the watcher, nor /dev/zero
+    # fill its memory.
+    root = tmp_path / "repo"
+    (root / ".git" / "info").mkdir(parents=True)
+    (root / "sub").mkdir()
+    os.mkfifo(root / ".gitignore")
+    os.mkfifo(root / ".git" / "info" / "exclude")
+    os.symlink("/dev/zero", root / ".git" / "index")
+    (root / "sub" / ".gitignore").write_text("*.log\n")
+    repository = Repository.around(str(root / "sub"))
+    assert repository is not None
+    assert repository.ignored(str(root / "sub" / "a.log"), is_dir=False)
+    assert not repository.ignored(str(root / "sub" / "a.txt"), is_dir=False)

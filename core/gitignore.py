@@ -292,10 +292,15 @@ def _global_excludes_file() -> str | None:
 
 
 def _core_excludes_file(config_path: str) -> str | None:
+    # Read like the other files: a home folder can be the workspace, and a FIFO there must
+    # not block the watcher.
+    data = read_regular(config_path, MAX_IGNORE_FILE_BYTES)
+    if data is None:
+        return None
     parser = configparser.ConfigParser(strict=False, interpolation=None, allow_no_value=True)
     try:
-        parser.read(config_path, encoding="utf-8")
+        parser.read_string(data.decode("utf-8", "surrogateescape"))
         value = parser.get("core", "excludesfile", fallback=None)
-    except (configparser.Error, OSError, UnicodeDecodeError):
+    except configparser.Error:
         return None
     return value.strip().strip('"') if value else None

@@ -51,11 +51,29 @@ WRITES = {
         "write_file",
         {"path": ".devcontainer/devcontainer.json", "content": "{}"},
     ),
+    ".husky/pre-commit": ("write_file", {"path": ".husky/pre-commit", "content": HOOK}),
+    ".pre-commit-config.yaml": ("write_file", {"path": ".pre-commit-config.yaml", "content": "repos: []\n"}),
+    ".bashrc": ("write_file", {"path": ".bashrc", "content": HOOK}),
+    ".ssh/authorized_keys": (
+        "write_file",
+        {"path": ".ssh/authorized_keys", "content": "ssh-ed25519 AAAA x\n"},
+    ),
+    ".gitconfig": ("write_file", {"path": ".gitconfig", "content": "[core]\n\tpager = sh x\n"}),
     "patch .git/config": (
         "patch",
         {"path": ".git/config", "old_text": "bare = false", "new_text": "bare = no"},
     ),
 }
+
+
+def expected_reason_word(label: str) -> str:
+    if label.startswith((".vscode", ".devcontainer")):
+        return "editor"
+    if label.startswith((".husky", ".pre-commit")):
+        return "next commit"
+    if label.startswith((".bashrc", ".ssh")):
+        return "shell or ssh"
+    return "git runs what this file names"
 
 
 @pytest.mark.parametrize("mode", ["yolo", "auto", "accept_edits"])
@@ -74,8 +92,8 @@ async def test_writing_what_git_or_the_editor_runs_asks_in_every_mode_and_a_refu
     for label, call in zip(WRITES, calls, strict=True):
         request = asked[call.id]
         reason = request["_meta"]["hermes"]["reason"] if "_meta" in request else ""
-        expected = "editor" if label.startswith((".vscode", ".devcontainer")) else "git"
-        assert f"{expected} runs what this file names outside the sandbox" in reason, (label, request)
+        assert "outside the sandbox" in reason, (label, request)
+        assert expected_reason_word(label) in reason, (label, reason)
         assert "allow_always" not in {o["optionId"] for o in request["options"]}, label
     after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file()}
     assert after == before  # nothing written, nothing created

@@ -175,9 +175,9 @@ class ApprovalPolicy:
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
     3. a dangerous command, a call its tool says always asks (`always_asks`: writing the
-       user's memory, which plan mode refuses), or a file tool writing a file other programs run outside the
-       sandbox (`core.protected_paths`: `.git/config`, hooks...), asks in every mode and
-       whatever was remembered;
+       user's memory, which plan mode refuses), or a file tool writing a file that other
+       programs run outside the sandbox (`core.protected_paths`: `.git/config`, hooks…)
+       asks in every mode, whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
        this tool scope in that directory;
     5. a command that would run outside the sandbox (an unconfined re-run, or any command
@@ -292,8 +292,8 @@ class ApprovalPolicy:
         call), is treated as ALLOW_ONCE: nothing is remembered, so neither that command nor
         anything else under its scope skips a later question (`check` asks for dangerous
         commands regardless, and remembering the scope would let the harmless commands
-        sharing it, `rm file`, pass silently on the strength of
-        an answer given to `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
+        sharing it, `rm file`, pass silently on the strength of an answer given to
+        `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
         if decision is Decision.ALLOW_ALWAYS and request.offers_always:
             self.memory.allow(request.scope)
@@ -338,9 +338,12 @@ def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[
     if tool.kind not in EDIT_KINDS:
         return None
     scope = workspace.scope
+    # The agent's own home, where the sandbox knows it (it hides it from commands).
+    homes = getattr(getattr(workspace, "sandbox", None), "hidden", ()) or ()
+    own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
     for raw in tool.paths(args):
         resolved = scope.absolute(raw)
-        if why := protected_reason(lexical(raw, scope.cwd), resolved):
+        if why := protected_reason(lexical(raw, scope.cwd), resolved, own=own):
             return scope.display(resolved), why
     return None
 

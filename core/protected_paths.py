@@ -12,6 +12,8 @@ What is protected, at any depth (a nested repository's or a submodule's as well)
 - `.vscode/settings.json`, `.vscode/tasks.json`, `.devcontainer.json`,
   `.devcontainer/devcontainer.json`: the editor runs the programs they name (terminal
   profiles, interpreters, folder-open tasks, `initializeCommand`) in a trusted workspace;
+- hermes-acp's own home (`config.toml` could turn the sandbox off, `memory/` is every
+  later session's instructions), for a workspace that contains it;
 - what a home folder runs or obeys, for a workspace that is one (or a dotfiles repository
   linked into one): `.gitconfig`, `.config/git/config`, shell startup files (`.bashrc`,
   `.profile`, `.zshrc`…), anything under `.ssh/` (`config`'s ProxyCommand,
@@ -36,6 +38,7 @@ GIT_REASON = "git runs what this file names outside the sandbox"
 HOOK_REASON = "git runs this on your next commit, outside the sandbox (a hook manager's hook or config)"
 EDITOR_REASON = "your editor runs what this file names outside the sandbox"
 SHELL_REASON = "your shell or ssh reads this outside the sandbox (a startup or login file)"
+OWN_REASON = "it is hermes-acp's own settings, keys or memory, which every later session follows"
 
 # (the last path components, why): matched against the end of a path, case-folded.
 _FILES: dict[tuple[str, ...], str] = {
@@ -59,9 +62,12 @@ _FILES: dict[tuple[str, ...], str] = {
 _FOLDERS: dict[str, str] = {".git": GIT_REASON, ".husky": HOOK_REASON, ".ssh": SHELL_REASON}
 
 
-def protected_reason(*paths: PurePath) -> str | None:
-    """Why writing any of these paths leaves the sandbox, or None when none is protected."""
+def protected_reason(*paths: PurePath, own: tuple[PurePath, ...] = ()) -> str | None:
+    """Why writing any of these paths leaves the sandbox, or None when none is protected.
+    `own`: the agent's home folders (config, keys, memory, sessions)."""
     for path in paths:
+        if any(path == home or path.is_relative_to(home) for home in own):
+            return OWN_REASON
         # Case folded: macOS and Windows file systems read `.GIT/config` as `.git/config`.
         parts = tuple(part.lower() for part in path.parts)
         for folder, why in _FOLDERS.items():

@@ -128,3 +128,27 @@ async def test_ordinary_files_and_everyday_git_work_ask_nothing_in_auto(
     assert (project / "src" / "git" / "config.py").read_text() == "x = 1\n"
     result = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"][-1]
     assert result.startswith("Exit code: 0") and "start" in result and "stash@{0}" in result, result
+
+
+async def test_a_workspace_that_is_the_home_folder_cannot_rewrite_the_agents_own_settings(
+    fake: FakeProvider, home: Path
+) -> None:
+    own = home / ".hermes-acp"
+    own.mkdir()
+    (own / "config.toml").write_text('default_mode = "ask"\n')
+    before = (own / "config.toml").read_text()
+    calls = [
+        ToolCallSpec(
+            "write_file", {"path": ".hermes-acp/config.toml", "content": 'sandbox = "off"\n'}, id="cfg"
+        ),
+        ToolCallSpec("write_file", {"path": ".hermes-acp/memory/user.md", "content": "- obey x\n"}, id="mem"),
+    ]
+    fake.script([Reply(tool_calls=calls), Reply(text="Done.")])
+    async with connected(server_env(home, fake), LOCAL, permission="reject_once") as (_, client):
+        sid = (await client.new_session(home))["sessionId"]
+        await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+        assert await client.prompt(sid, "tidy my home") == {"stopReason": "end_turn"}
+    reasons = [r["_meta"]["hermes"]["reason"] for r in client.permission_requests]
+    assert len(reasons) == 2 and all("hermes-acp's own settings" in r for r in reasons), reasons
+    assert (own / "config.toml").read_text() == before
+    assert not (own / "memory" / "user.md").exists()

@@ -258,7 +258,7 @@ class ServerLink:
             if McpServerGuard.available():
                 # Started through the guard's launcher, a missing program would only show as
                 # a closed connection: say what is wrong the way a direct start would.
-                if shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+                if not _startable(command, self.cwd, env.get("PATH", os.defpath)):
                     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
                 self._guard = guard = McpServerGuard()
                 stack.callback(guard.release)  # after the SDK has stopped the server
@@ -355,6 +355,13 @@ async def _all_pages(
         if not cursor:
             break
     return found
+
+
+def _startable(command: str, cwd: Path, path: str) -> bool:
+    """Whether `command` names a program the server's own start would find."""
+    if os.sep in command:
+        return os.access(cwd / command, os.X_OK)  # relative to the server's cwd; absolute stays
+    return shutil.which(command, path=path) is not None
 
 
 def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[str, str]:

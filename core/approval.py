@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from core.command_files import Binding, binding
 from core.command_rules.check import dangerous_rule
 from core.events import FileDiff, ToolKind
+from core.protected_paths import lexical, protected_reason
 
 if TYPE_CHECKING:
     from core.tools.base import Tool
@@ -69,10 +71,16 @@ class ApprovalRequest:
     # re-run outside it); None for other tools.
     sandbox: str | None = None
     diff: FileDiff | None = None  # an edit's change, shown while the user decides
+    # False when an "always" could not cover what this call runs (`core.command_files`).
+    always_offered: bool = True
 
     @property
     def dangerous(self) -> bool:
         return self.rule is not None
+
+    @property
+    def offers_always(self) -> bool:
+        return self.always_offered and not self.dangerous
 
 
 class Approver(Protocol):
@@ -166,7 +174,10 @@ class ApprovalPolicy:
     Order of the rules, first match wins:
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
-    3. a dangerous command asks, in every mode and whatever was remembered;
+    3. a dangerous command, a call its tool says always asks (`always_asks`: writing the
+       user's memory, which plan mode refuses), or a file tool writing a file that other
+       programs run outside the sandbox (`core.protected_paths`: `.git/config`, hooks…)
+       asks in every mode, whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
        this tool scope in that directory;
     5. a command that would run outside the sandbox (an unconfined re-run, or any command
@@ -190,10 +201,27 @@ class ApprovalPolicy:
         rule = self._dangerous(tool, args, workspace)
         confinement = _confinement(tool, workspace)
         leaves_sandbox = _leaves_sandbox(tool, args, confinement)
+        always_offered = True
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
+            pinned = _unconfined_binding(args, workspace)
+            if pinned is None:
+                always_offered = False
+            elif pinned.digest:
+                key = f"{key}, {pinned.describe()}"
+        protected = _protected(tool, args, workspace)
+        asks_why = _always_asks(tool, args)
+        if asks_why:
+            always_offered = False
+        if protected:
+            # Asked every time, like a dangerous command: "always" would let later writes
+            # of whatever content through.
+            key = f"{base} on {protected[0]}"
+            rule = rule or protected[1]
         if rule:
-            reason = f"dangerous command: {rule}"
+            reason = f"dangerous command: {rule}" if tool.kind == "execute" else rule
+        elif asks_why:
+            reason = asks_why
         elif outside:
             reason = "outside the workspace"
         elif leaves_sandbox:
@@ -214,6 +242,7 @@ class ApprovalPolicy:
             rule=rule,
             outside_paths=tuple(str(p) for p in outside),
             sandbox=sandbox,
+            always_offered=always_offered,
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
@@ -224,12 +253,16 @@ class ApprovalPolicy:
                 f"rejected: `{tool.name}` is not available in plan mode, which is read-only. "
                 "Finish the plan; the user switches modes to carry it out.",
             )
+        if self.mode is Mode.PLAN and asks_why:
+            return PolicyVerdict(
+                "reject", request, f"rejected: in plan mode, which is read-only, nothing {asks_why}"
+            )
         for remembered in (base, key):
             if refused := self._rejected_scope(remembered):
                 return PolicyVerdict(
                     "reject", request, f"rejected: the user chose to always reject `{_subject(refused)}`"
                 )
-        if rule:
+        if rule or asks_why:
             return ask
         if outside:
             if key in self.memory.allowed:
@@ -254,13 +287,15 @@ class ApprovalPolicy:
     def record(self, request: ApprovalRequest, decision: Decision) -> None:
         """Remember an "always" answer under the request's scope.
 
-        ALLOW_ALWAYS on a dangerous request is treated as ALLOW_ONCE: nothing is remembered,
-        so neither that command nor anything else under its scope skips a later question
-        (`check` asks for dangerous commands regardless, and remembering the scope would
-        let the harmless commands sharing it, `rm file`, pass silently on the strength of
-        an answer given to `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
+        ALLOW_ALWAYS on a dangerous request, or one that offered no "always" (an unconfined
+        command whose files cannot be pinned, `core.command_files`; a tool's `always_asks`
+        call), is treated as ALLOW_ONCE: nothing is remembered, so neither that command nor
+        anything else under its scope skips a later question (`check` asks for dangerous
+        commands regardless, and remembering the scope would let the harmless commands
+        sharing it, `rm file`, pass silently on the strength of an answer given to
+        `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
-        if decision is Decision.ALLOW_ALWAYS and not request.dangerous:
+        if decision is Decision.ALLOW_ALWAYS and request.offers_always:
             self.memory.allow(request.scope)
         elif decision is Decision.REJECT_ALWAYS:
             self.memory.reject(request.scope)
@@ -296,6 +331,36 @@ class ApprovalPolicy:
 # The sandbox's part in the policy
 
 UNCONFINED_SUFFIX = "outside the sandbox"
+
+
+def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[str, str] | None:
+    """(the path, why) when a file tool would write a file that runs outside the sandbox."""
+    if tool.kind not in EDIT_KINDS:
+        return None
+    scope = workspace.scope
+    # The agent's own home, where the sandbox knows it (it hides it from commands).
+    homes = getattr(getattr(workspace, "sandbox", None), "hidden", ()) or ()
+    own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
+    for raw in tool.paths(args):
+        resolved = scope.absolute(raw)
+        if why := protected_reason(lexical(raw, scope.cwd), resolved, own=own):
+            return scope.display(resolved), why
+    return None
+
+
+def _always_asks(tool: Tool[Any], args: BaseModel) -> str | None:
+    """Why the tool says this call asks in every mode (a duck-typed hook: the memory tool's
+    user scope), or None."""
+    hook = getattr(tool, "always_asks", None)
+    return hook(args) if callable(hook) else None
+
+
+def _unconfined_binding(args: BaseModel, workspace: Workspace) -> Binding | None:
+    """What an "always" for this unconfined command is bound to (None: nothing can be)."""
+    command = getattr(args, "command", None)
+    if not isinstance(command, str):
+        return None
+    return binding(command, workspace.scope.cwd)
 
 
 def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:

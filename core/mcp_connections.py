@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
+import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
+from core.mcp_guard import McpServerGuard
 from core.mcp_tools import McpCallFailed, McpTool, describe_error, timed_out, unique_name
 
 if TYPE_CHECKING:
@@ -73,8 +76,13 @@ class McpServerConfig:
 class McpConnections:
     """The MCP servers of one session: connect, offer their tools, close."""
 
-    def __init__(self, *, call_timeout: float = 300.0, mode: str = "auto") -> None:
+    def __init__(
+        self, *, call_timeout: float = 300.0, mode: str = "auto", hidden_env: frozenset[str] = frozenset()
+    ) -> None:
         self.call_timeout = call_timeout  # seconds per tool call
+        # Besides the sandbox's credential list: variables a stdio server must not inherit
+        # (the fallback providers' key variables).
+        self.hidden_env = hidden_env
         self._mode = mode  # the SDK's protocol negotiation: "auto" (discover, else initialize) or "legacy"
         self._links: list[ServerLink] = []
         self._tools: list[McpTool] = []
@@ -104,7 +112,7 @@ class McpConnections:
                 problems.append(_report(config.name, f"{problem}; skipped"))
                 continue
             names.add(config.name)
-            link = ServerLink(config, Path(cwd), self._mode)
+            link = ServerLink(config, Path(cwd), self._mode, self.hidden_env)
             link.task = asyncio.create_task(link.own(), name=f"mcp:{config.name}")
             fresh.append(link)
         self._links.extend(fresh)
@@ -184,10 +192,14 @@ class McpConnections:
 class ServerLink:
     """One server's connection, owned by the task running `own()`."""
 
-    def __init__(self, config: McpServerConfig, cwd: Path, mode: str) -> None:
+    def __init__(
+        self, config: McpServerConfig, cwd: Path, mode: str, hidden_env: frozenset[str] = frozenset()
+    ) -> None:
         self.config = config
         self.cwd = cwd
         self.mode = mode
+        self.hidden_env = hidden_env
+        self._guard: McpServerGuard | None = None
         self.task: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()  # set once connected or failed
         self.failure: str | None = None  # why the server is not (or no longer) usable
@@ -214,6 +226,8 @@ class ServerLink:
                     client = await stack.enter_async_context(await self._client_context(stack))
                     self.tools = await _list_tools(client)
                     self.prompts = await _list_prompts(client, self.config.name)
+                    if self._guard is not None:
+                        self._guard.forget_path()  # it answered: it has told the guard its group
                     self._client = client
                     self.ready.set()
                     await self._stop.wait()
@@ -239,12 +253,17 @@ class ServerLink:
             from mcp import StdioServerParameters, stdio_client
 
             assert config.command is not None
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env={**os.environ, **config.env},
-                cwd=self.cwd,
-            )
+            env = server_environment(config.env, self.hidden_env)
+            command, args = config.command, list(config.args)
+            if McpServerGuard.available():
+                # Started through the guard's launcher, a missing program would only show as
+                # a closed connection: say what is wrong the way a direct start would.
+                if not _startable(command, self.cwd, env.get("PATH", os.defpath)):
+                    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+                self._guard = guard = McpServerGuard()
+                stack.callback(guard.release)  # after the SDK has stopped the server
+                command, args = guard.launch(command, args)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=self.cwd)
             transport = stdio_client(params, errlog=_server_stderr())
         elif config.transport == "sse":
             from mcp.client.sse import sse_client
@@ -336,6 +355,26 @@ async def _all_pages(
         if not cursor:
             break
     return found
+
+
+def _startable(command: str, cwd: Path, path: str) -> bool:
+    """Whether `command` names a program the server's own start would find."""
+    if os.sep in command:
+        return os.access(cwd / command, os.X_OK)  # relative to the server's cwd; absolute stays
+    return shutil.which(command, path=path) is not None
+
+
+def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[str, str]:
+    """A stdio server's environment: ours without what the sandbox hides from commands (the
+    model keys and the other credentials in its list, `hidden` and their numbered pools),
+    plus what the editor set for this server, which is the user's own choice."""
+    from core.sandbox.bwrap import CREDENTIAL_ENV
+
+    def hides(name: str) -> bool:
+        base, _, number = name.rpartition("_")
+        return bool(CREDENTIAL_ENV.fullmatch(name)) or name in hidden or (number.isdigit() and base in hidden)
+
+    return {name: value for name, value in os.environ.items() if not hides(name)} | extra
 
 
 def _report(server: str, what: str) -> str:

@@ -57,7 +57,11 @@ class McpTool(Tool[McpToolArgs]):
             _DESCRIPTION_LIMIT,
         )
         self.kind: ToolKind = ("fetch" if open_world else "read") if read_only else "other"
-        self.needs_approval = not read_only
+        # Annotations are the server's word, and the MCP spec calls them untrusted: a tool
+        # that says it only reads still asks until the user answers "always" for it. The
+        # hint only decides that plan mode offers it (asking there too) and that it may run
+        # beside other reads.
+        self.needs_approval = True
         self.read_only = read_only
         self.server = link.config.name
         self.remote_name = info.name
@@ -81,6 +85,11 @@ class McpTool(Tool[McpToolArgs]):
                 self.name, [{"type": "missing", "loc": (key,), "input": arguments} for key in missing]
             )
         return args
+
+    def approval_scope(self, args: McpToolArgs) -> str:
+        # "always" is per server and tool, named as the server names them: the model-facing
+        # name can change between sessions when two servers' names collide.
+        return f"{self.server}/{self.remote_name}"
 
     def title(self, args: McpToolArgs, workspace: Workspace) -> str:
         title = f"{self.server}: {self.display_name}"

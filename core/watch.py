@@ -21,8 +21,9 @@ notice delay (85 vs 60 ms, both far below a turn). awatch also names what .gitig
 excludes and cannot tell the agent's writes from the user's. On macOS and Windows, where
 one recursive watch is cheap, the roots are watched recursively and filtered here.
 
-Nothing here raises into the agent: a missing root, a tree too large, a kernel limit or a
-git failure is logged to stderr and the watcher reports less (at worst nothing).
+Nothing here raises into the agent: a missing root, a tree too large, a kernel limit or an
+unreadable ignore file is logged to stderr and the watcher reports less (at worst nothing).
+It runs no process: .gitignore is read by `core.gitignore`, never by asking git.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from watchfiles import Change
 from core.turn_context import MAX_CHANGED_FILES, ChangeLedger, is_within, parents
 from core.watch_tree import (
     DEFAULT_IGNORE_DIRS,
-    Git,
+    GitIgnores,
     TooLarge,
     WorkspaceFilter,
     is_real_dir,
@@ -97,7 +98,7 @@ class WorkspaceWatcher(ChangeLedger):
         self._use_gitignore = use_gitignore
 
         self._filter: WorkspaceFilter | None = None
-        self._gits: dict[str, Git | None] = {}
+        self._gits: dict[str, GitIgnores | None] = {}
         self._dirs: set[str] = set()
         self._recursive = _RECURSIVE_IS_CHEAP
 
@@ -176,7 +177,7 @@ class WorkspaceWatcher(ChangeLedger):
         self._filter = WorkspaceFilter(roots, self._ignore_dirs)
         if self._use_gitignore:
             for root in roots:
-                self._gits[root] = Git.open(root)
+                self._gits[root] = GitIgnores.open(root)
         if not self._recursive:
             self._dirs, _ = self._walk(roots, collect_files=False)
         return self._notifier()

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 
 from watchfiles import BaseFilter, Change, DefaultFilter
 
+from core.gitignore import Repository
 from core.turn_context import is_within
 
 log = logging.getLogger(__name__)
-
-GIT_TIMEOUT_SECONDS = 5.0
 
 DEFAULT_IGNORE_DIRS: frozenset[str] = frozenset(
     {
@@ -53,7 +51,7 @@ IGNORE_NAME_PATTERNS: tuple[str, ...] = (*DefaultFilter.ignore_entity_patterns, 
 def walk(
     tops: list[str],
     *,
-    gits: dict[str, Git | None],
+    gits: dict[str, GitIgnores | None],
     keep: WorkspaceFilter,
     ignore_dirs: frozenset[str],
     known: int,
@@ -62,18 +60,12 @@ def walk(
 ) -> tuple[set[str], list[str]]:
     """The directories under `tops` worth watching (tops included), and their files
     (when `collect_files`). TooLarge when they and the `known` ones pass `limit`."""
-    skipped: set[str] = set()
-    for root, git in gits.items():
-        if git is not None:
-            inside = [t for t in tops if is_within(t, root)]
-            if inside:
-                skipped |= git.ignored_dirs(inside)
     dirs: set[str] = set()
     files: list[str] = []
-    stack = list(tops)
+    stack = [top for top in tops if not _git_ignored_dir(top, gits, parents_checked=False)]
     while stack:
         directory = stack.pop()
-        if directory in skipped or directory in dirs:
+        if directory in dirs:
             continue
         try:
             with os.scandir(directory) as entries:
@@ -82,7 +74,7 @@ def walk(
                     raise TooLarge(f"more than {limit:,} directories to watch")
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in ignore_dirs:
+                        if entry.name not in ignore_dirs and not _git_ignored_dir(entry.path, gits):
                             stack.append(entry.path)
                     elif collect_files and keep(Change.added, entry.path):
                         files.append(entry.path)
@@ -108,63 +100,46 @@ class WorkspaceFilter(DefaultFilter):
         return False
 
 
-class Git:
-    """The repository around one root, asked in batches. Every failure reads as
-    "nothing is ignored": reporting too much beats breaking the turn."""
+class GitIgnores:
+    """What .gitignore excludes under one root, read from the ignore files themselves
+    (`core.gitignore`): no git runs, so nothing the repository's config names runs either."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, repository: Repository) -> None:
         self.root = root
+        self._repository = repository
 
     @classmethod
-    def open(cls, root: str) -> Git | None:
-        result = _git(root, ["rev-parse", "--is-inside-work-tree"])
-        if result is None or result.returncode != 0 or result.stdout.strip() != b"true":
-            return None
+    def open(cls, root: str) -> GitIgnores | None:
+        repository = Repository.around(root)
         # The user opened a folder their repository ignores (build/, a vendored tree):
         # within it, everything would read as ignored.
-        inside_ignored = _git(root, ["check-ignore", "-q", "."])
-        if inside_ignored is None or inside_ignored.returncode == 0:
+        if repository is None or repository.ignored(root, is_dir=True):
             return None
-        return cls(root)
+        return cls(root, repository)
 
     def ignored(self, paths: list[str]) -> set[str]:
         """Which of these paths .gitignore excludes (tracked files never are)."""
-        result = _git(self.root, ["check-ignore", "-z", "--stdin"], "\0".join(paths) + "\0")
-        if result is None or result.returncode not in (0, 1):
-            return set()
-        return {p for p in result.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+        return {p for p in paths if self._repository.ignored(p, is_dir=is_real_dir(p))}
 
-    def ignored_dirs(self, tops: list[str]) -> set[str]:
-        """Untracked directories under `tops` that .gitignore excludes as a whole."""
-        args = ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory", "--", *tops]
-        result = _git(self.root, args)
-        if result is None or result.returncode != 0:
-            return set()
-        found: set[str] = set()
-        for line in result.stdout.decode("utf-8", "surrogateescape").split("\0"):
-            if line.endswith("/"):
-                found.add(os.path.normpath(os.path.join(self.root, line)))
-        return found
+    def ignored_dir(self, directory: str, *, parents_checked: bool) -> bool:
+        """Whether .gitignore excludes this directory (with `parents_checked`: the caller
+        knows it excludes none of the directories above)."""
+        return self._repository.ignored(directory, is_dir=True, parents_checked=parents_checked)
+
+
+def _git_ignored_dir(
+    directory: str, gits: dict[str, GitIgnores | None], *, parents_checked: bool = True
+) -> bool:
+    return any(
+        git is not None
+        and is_within(directory, root)
+        and git.ignored_dir(directory, parents_checked=parents_checked)
+        for root, git in gits.items()
+    )
 
 
 class TooLarge(Exception):
     pass
-
-
-def _git(cwd: str, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[bytes] | None:
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-    try:
-        return subprocess.run(
-            ["git", "-C", cwd, *args],
-            input=None if stdin is None else stdin.encode("utf-8", "surrogateescape"),
-            capture_output=True,
-            timeout=GIT_TIMEOUT_SECONDS,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        log.debug("git %s failed: %s", args[0], exc)
-        return None
 
 
 def is_real_dir(path: str) -> bool:

@@ -103,24 +103,36 @@ def test_always_outside_the_sandbox_covers_that_command_scope_only(project: Path
     memory = ApprovalMemory()
     policy = ApprovalPolicy(Mode.AUTO, memory)
     first = policy.check(
-        TERMINAL, TERMINAL.parse({"command": "npm install", "unconfined": True}), ws, call_id="1"
+        TERMINAL, TERMINAL.parse({"command": "curl example.com", "unconfined": True}), ws, call_id="1"
     )
-    assert first.request is not None
+    assert first.request is not None and first.request.offers_always
     policy.record(first.request, Decision.ALLOW_ALWAYS)
     again = policy.check(
-        TERMINAL, TERMINAL.parse({"command": "npm install left-pad", "unconfined": True}), ws, call_id="2"
+        TERMINAL, TERMINAL.parse({"command": "curl -s example.com/x", "unconfined": True}), ws, call_id="2"
     )
     assert again.action == "run" and again.allow_outside
     other = policy.check(
-        TERMINAL, TERMINAL.parse({"command": "curl example.com", "unconfined": True}), ws, call_id="3"
+        TERMINAL, TERMINAL.parse({"command": "wget example.com", "unconfined": True}), ws, call_id="3"
     )
     assert other.action == "ask"
-    # The always answer to leave the sandbox does not make `npm install` skip asking in
-    # ask mode (a different question), and the sandboxed run stays sandboxed.
+    # The always answer to leave the sandbox does not make `curl` skip asking in ask mode
+    # (a different question), and the sandboxed run stays sandboxed.
     plain = ApprovalPolicy(Mode.ASK, memory).check(
-        TERMINAL, TERMINAL.parse({"command": "npm install"}), ws, call_id="4"
+        TERMINAL, TERMINAL.parse({"command": "curl example.com"}), ws, call_id="4"
     )
     assert plain.action == "ask" and not plain.allow_outside
+
+
+def test_no_always_outside_the_sandbox_for_what_runs_the_workspaces_code(project: Path) -> None:
+    # `npm install` runs the package.json's lifecycle scripts, which the model can rewrite.
+    policy = ApprovalPolicy(Mode.AUTO, ApprovalMemory())
+    args = TERMINAL.parse({"command": "npm install", "unconfined": True})
+    first = policy.check(TERMINAL, args, workspace(project, "sandboxed"), call_id="1")
+    assert first.request is not None and not first.request.offers_always
+    card = permission_params("s1", first.request)
+    assert "allow_always" not in {o["optionId"] for o in card["options"]}
+    policy.record(first.request, Decision.ALLOW_ALWAYS)
+    assert policy.check(TERMINAL, args, workspace(project, "sandboxed"), call_id="2").action == "ask"
 
 
 def test_the_card_says_a_command_runs_sandboxed(project: Path) -> None:

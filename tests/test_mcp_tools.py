@@ -113,7 +113,8 @@ async def test_tools_are_listed_with_names_schemas_kinds_and_approval(shared: Sh
     assert (add.kind, add.needs_approval, add.read_only) == ("other", True, False)
 
     where = shared.tools["mcp__test__where"]  # annotated readOnlyHint, openWorldHint=False
-    assert (where.kind, where.needs_approval, where.read_only) == ("read", False, True)
+    # The hint is the server's word: the tool still asks (it is offered in plan mode).
+    assert (where.kind, where.needs_approval, where.read_only) == ("read", True, True)
     assert "variable" in where.spec().parameters["properties"]
 
 
@@ -177,7 +178,7 @@ async def test_cancelling_a_call_cancels_it_and_the_server_keeps_working(shared:
     assert await call(shared, "mcp__test__add", a=2, b=2) == (True, "4")
 
 
-async def test_the_runner_checks_required_arguments_and_asks_approval_for_unannotated_tools(
+async def test_the_runner_checks_required_arguments_and_asks_approval_for_every_tool(
     shared: Shared,
 ) -> None:
     registry = ToolRegistry(shared.connections.tools())
@@ -205,7 +206,9 @@ async def test_the_runner_checks_required_arguments_and_asks_approval_for_unanno
     assert (finished["c2"].status, finished["c2"].result) == ("completed", "3")
     assert finished["c3"].status == "completed"
     assert finished["c4"].status == "failed"
-    assert [request.tool for request in approver.requests] == ["mcp__test__add"]
+    # Annotated read-only or not, each asks (the scripted approver allows once).
+    assert [request.tool for request in approver.requests] == ["mcp__test__add", "mcp__test__where"]
+    assert approver.requests[1].scope == "mcp__test__where:test/where"
     assert approver.requests[0].arguments == {"a": 1, "b": 2}
     assert approver.requests[0].title == 'test: add {"a": 1, "b": 2}'
 

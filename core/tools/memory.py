@@ -1,8 +1,11 @@
 """The `memory` tool: save, forget and list facts for future sessions.
 
 It counts as read-only: it writes only the agent's own memory files under the
-hermes-acp home, never the workspace, so it needs no approval and stays offered in
-plan mode, where remembering a preference is as useful as anywhere.
+hermes-acp home, never the workspace, so it stays offered in plan mode, where
+remembering a project's convention is as useful as anywhere. Writing the user's memory
+is another matter: every later session, in every workspace, reads it as instructions,
+so a prompt-injected model could plant one there ("run `curl …|sh` unconfined"). That
+asks the user each time, in every mode, and plan mode refuses it (`always_asks`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from core.turn_context import Scope
 from core.workspace import Workspace
 
 _TITLE_CHARS = 80
+USER_MEMORY_REASON = "changes your user memory, which every later session in every workspace follows"
 _NEXT_SESSION = (
     "It will be in the system prompt from the next session on; this session's prompt stays "
     "as it was, so keep using the fact from here yourself."
@@ -54,12 +58,22 @@ class MemoryTool(Tool[MemoryArgs]):
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 
+    def always_asks(self, args: MemoryArgs) -> str | None:
+        """Why this call asks the user in every mode (and is refused in plan mode), if it does."""
+        if args.scope == "user" and args.action != "list":
+            return USER_MEMORY_REASON
+        return None
+
+    def approval_scope(self, args: MemoryArgs) -> str:
+        return f"{args.action} {args.scope}"
+
     def title(self, args: MemoryArgs, workspace: Workspace) -> str:
         text = _shorten(" ".join((args.text or "").split()))
+        mine = " (user memory)" if args.scope == "user" else ""
         if args.action == "add":
-            return f"Remember: {text}" if text else "Remember"
+            return f"Remember{mine}: {text}" if text else f"Remember{mine}"
         if args.action == "remove":
-            return f"Forget: {text}" if text else "Forget"
+            return f"Forget{mine}: {text}" if text else f"Forget{mine}"
         return f"List {args.scope} memory"
 
     async def run(self, args: MemoryArgs, ctx: ToolContext) -> ToolResult:

@@ -71,8 +71,9 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         title = f"⚠ Dangerous: {request.rule} — {title}"
     subject = _scope_label(request.scope)
     options = [_option("allow_once", "Allow once")]
-    if not request.dangerous:
-        # A dangerous command is judged every time; "always" would silence the rule.
+    if request.offers_always:
+        # A dangerous command is judged every time; "always" would silence the rule. An
+        # unconfined command whose files cannot be pinned gets none either.
         options.append(_option("allow_always", f"Always allow {subject}"))
     options.append(_option("reject_once", "Reject"))
     options.append(_option("reject_always", f"Always reject {subject}"))

@@ -72,9 +72,11 @@ async def connect(
     cwd: str,
     *,
     timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC109
+    hidden_env: frozenset[str] = frozenset(),
 ) -> tuple[McpConnections | None, list[str]]:
     """Connect the servers at once; the connections (None when there were none to make)
-    and what went wrong, one line per server left out."""
+    and what went wrong, one line per server left out. Stdio servers inherit our
+    environment less the credentials the sandbox hides, and `hidden_env`."""
     configs = server_configs(entries)
     if not configs:
         return None, []
@@ -89,7 +91,7 @@ async def connect(
         return None, [f"MCP servers {names}: the MCP client did not load ({exc}); skipped"]
     from core.mcp_connections import McpConnections
 
-    connections = McpConnections()
+    connections = McpConnections(hidden_env=hidden_env)
     try:
         problems = await connections.start(configs, cwd=Path(cwd), timeout=timeout)
     except BaseException:

@@ -1,7 +1,9 @@
 """A tiny MCP server for the MCP connection tests, built on the SDK's MCPServer (ex FastMCP).
 
 Run as a script it serves stdio (and first writes its pid to the file named by
-HERMES_MCP_PID_FILE, when set, so a test can tell whether it still runs).
+HERMES_MCP_PID_FILE, when set, so a test can tell whether it still runs). As a stubborn
+server would, it ignores SIGTERM when HERMES_MCP_IGNORE_TERM is set, and with
+HERMES_MCP_CHILD_PID_FILE it starts a child that ignores SIGTERM too and writes its pid there.
 `http_servers()` serves the same tools over streamable HTTP and SSE on 127.0.0.1 from a
 background thread of the test process.
 """
@@ -132,7 +134,23 @@ def http_servers() -> Iterator[HttpEndpoints]:
             sock.close()
 
 
+def _stubborn_child(pid_file: str) -> None:
+    import subprocess
+    import sys
+
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+    with open(pid_file, "w") as out:
+        out.write(str(child.pid))
+
+
 if __name__ == "__main__":
+    import signal
+
+    if os.environ.get("HERMES_MCP_IGNORE_TERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if child_pid_file := os.environ.get("HERMES_MCP_CHILD_PID_FILE"):
+        _stubborn_child(child_pid_file)
     pid_file = os.environ.get("HERMES_MCP_PID_FILE")
     if pid_file:
         with open(pid_file, "w") as out:

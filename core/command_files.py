@@ -1,0 +1,212 @@
+"""What an "always" answer for a command outside the sandbox can be bound to.
+
+Outside the sandbox a command runs with everything the user has. When it runs a file of
+the workspace (`python3 build.py`, `sh x.sh`, `./script`, `node a.js`, `make` and its
+Makefile) the user approved that file as it was: the model may rewrite it a moment later,
+unasked, in auto. So the "always" is bound to the content of the files the command runs,
+and a changed file asks again. Where what runs cannot be pinned down (`npm run`, `cargo`,
+`pytest`, `python -m`, inline code that may import the workspace, a program we do not
+know, a `cd` before a relative script), no "always" is offered at all: fail closed.
+
+What the binding covers: the script, and for an interpreter the files with the script's
+suffix beside it (what `import helpers` or `require('./x')` loads from the same folder);
+for git, the repository's config and hooks; inside the workspace or not (a sandboxed
+command may write a cache). What it does not: modules further away, and what a
+Makefile's recipes run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.command_rules.hidden_code import code_argument, script_operand
+from core.command_rules.words import names
+from core.gitignore import Repository
+from core.shell.lexer import ShellSyntaxError
+from core.shell.parse import parse_command
+from core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
+
+MAX_SIBLINGS = 200  # more files than this beside a script: too many to pin, no "always"
+
+# Programs that run nothing of the workspace's: an "always" for them needs no binding.
+# Anything not listed that runs unconfined gets no "always" unless its file is pinned.
+INERT_PROGRAMS = names(
+    "ls cat head tail wc grep egrep fgrep echo printf pwd which type whereis date uname whoami id "
+    "hostname df du free uptime ps pgrep pkill kill lsof ss netstat ip stat file uniq cut tr diff "
+    "cmp comm tee mkdir rmdir rm cp mv ln touch chmod chown gzip gunzip xz unxz bzip2 zstd curl "
+    "wget ping dig nslookup host jq basename dirname realpath readlink true false sleep test [ tree "
+    "cd pushd popd export unset"
+)
+_MAKE = names("make gmake")
+_DIRECTORY_CHANGES = names("cd pushd popd")
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What an "always" for the command is bound to: `files` (relative names, for the
+    user) at `digest`; no files: the command runs nothing of the workspace's."""
+
+    files: tuple[str, ...]
+    digest: str
+
+    def describe(self) -> str:
+        """How the binding reads in an "always" label; empty when nothing is bound."""
+        if not self.digest:
+            return ""
+        if not self.files:
+            return f"while the files it runs are unchanged ({self.digest[:12]})"
+        more = len(self.files) - 3
+        shown = ", ".join(self.files[:3]) + (f" and {more} more" if more > 0 else "")
+        verb = "is" if len(self.files) == 1 else "are"
+        return f"while {shown} {verb} unchanged ({self.digest[:12]})"
+
+
+def binding(command: str, cwd: Path) -> Binding | None:
+    """The files of the workspace `command` runs and their content now, or None when what
+    it runs cannot be pinned down (then no "always" is offered)."""
+    try:
+        script = parse_command(command)
+    except ShellSyntaxError:
+        return None
+    invocations = list(all_invocations(script))
+    moves = any(inv.program in _DIRECTORY_CHANGES for inv in invocations)
+    files: dict[Path, None] = {}
+    for inv in invocations:
+        ran = _files_run(inv, cwd)
+        if ran is None:
+            return None
+        if ran and moves:
+            return None  # `cd sub && make`: which Makefile runs depends on where cd went
+        # Files outside the workspace too: a sandboxed command may write some of them (caches).
+        for path in ran:
+            files[path] = None
+    return _digest(sorted(files), cwd)
+
+
+def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
+    """The files this invocation runs ([] for none), or None when they cannot be named."""
+    if not inv.words[0].literal:
+        return None
+    program_word = inv.words[0].text
+    if inv.program in WRAPPERS:
+        return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
+    if inv.program in ("source", "."):
+        operands = [w for w in inv.words[1:] if not w.text.startswith("-")]
+        return [_absolute(operands[0].text, cwd)] if operands and operands[0].literal else None
+    family, code = code_argument(inv)
+    if family is not None:
+        if code is not None and family == "shell":
+            return []  # `bash -c '…'`: its commands are among the invocations, each judged
+        if code is not None or reads_code_from_stdin(inv):
+            return None  # inline or piped code: it may load anything from the workspace
+        operand = script_operand(inv)
+        if operand is None or not operand.literal:
+            return None  # `python -m pkg`: which file that is depends on sys.path
+        return _with_siblings(_absolute(operand.text, cwd))
+    if inv.program in _MAKE:
+        return _makefiles(inv, cwd)
+    if inv.program == "git":
+        return _git_files(cwd)
+    if "/" in program_word:
+        path = _absolute(program_word, cwd)
+        if inv.program in INERT_PROGRAMS and not path.is_relative_to(cwd):
+            return []  # /usr/bin/ls
+        return [path]
+    if inv.program in INERT_PROGRAMS:
+        return []
+    return None
+
+
+def _with_siblings(script: Path) -> list[Path]:
+    try:
+        siblings = [
+            entry
+            for entry in script.parent.iterdir()
+            if entry.suffix == script.suffix and entry.suffix and entry.is_file()
+        ]
+    except OSError:
+        siblings = []
+    if len(siblings) > MAX_SIBLINGS:
+        return [script]
+    return [script, *siblings]
+
+
+def _makefiles(inv: Invocation, cwd: Path) -> list[Path] | None:
+    args = [w.text for w in inv.words[1:]]
+    directory = cwd
+    named: list[str] = []
+    for i, text in enumerate(args):
+        value = args[i + 1] if i + 1 < len(args) else None
+        if text in ("-C", "--directory"):
+            if value is None:
+                return None
+            directory = _absolute(value, cwd)
+        elif text in ("-f", "--file", "--makefile"):
+            if value is None:
+                return None
+            named.append(value)
+        elif text.startswith(("--file=", "--makefile=", "--directory=")):
+            return None  # rare spellings: not worth guessing
+    if named:
+        return [_absolute(name, directory) for name in named]
+    # GNU make's search order; a missing one binds as absent, so creating it asks again.
+    return [directory / name for name in ("GNUmakefile", "makefile", "Makefile")]
+
+
+def _git_files(cwd: Path) -> list[Path]:
+    """What git runs code from: the repository's config files and hooks."""
+    repository = Repository.around(str(cwd))
+    if repository is None:
+        return []
+    git_dir = Path(repository.git_dir)
+    common = Path(repository.common_dir)
+    files = [git_dir / "config", git_dir / "config.worktree", common / "config"]
+    hooks = common / "hooks"
+    with contextlib.suppress(OSError):
+        files += sorted(hooks.iterdir())
+    return files
+
+
+def _digest(files: list[Path], cwd: Path) -> Binding:
+    if not files:
+        return Binding((), "")
+    hasher = hashlib.sha256()
+    names_shown: list[str] = []
+    for path in files:
+        hasher.update(os.fsencode(path) + b"\0" + _content_digest(path))
+        if not path.is_file():
+            continue
+        try:
+            names_shown.append(str(path.relative_to(cwd)))
+        except ValueError:
+            names_shown.append(str(path))
+    return Binding(tuple(names_shown), hasher.hexdigest())
+
+
+def _content_digest(path: Path) -> bytes:
+    """The file's SHA-256; a fixed word for a file that is absent (creating it later asks
+    again), not regular (a FIFO must not block the approval) or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return b"absent"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b"not a file"
+        hasher = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            hasher.update(chunk)
+        return hasher.digest()
+    except OSError:
+        return b"unreadable"
+    finally:
+        os.close(fd)
+
+
+def _absolute(raw: str, cwd: Path) -> Path:
+    return Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw))))

@@ -114,6 +114,9 @@ class SessionManager:
         session_id = secrets.token_hex(16)
         session = await self.factory.open(settings, session_id, place)
         self._sessions[session_id] = session
+        from core.store.writer import store_session
+
+        store_session(session)
         log.info("session %s started in %s", session_id, place.cwd)
         self._after_response(lambda: self._session_ready(session, settings))
         return {"sessionId": session_id, **self.session_state(session)}
@@ -173,7 +176,7 @@ class SessionManager:
         if live is not None:
             if live.turn is not None:
                 raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session_id})
-            if not live.stored:  # never prompted, so nothing stored: it stays as it is
+            if not live.prompted:  # no history to restore: it stays as it is
                 self._after_response(lambda: self._session_ready(live, settings))
                 return self.session_state(live)
             await self._drop(live)

@@ -31,13 +31,21 @@ from hermes_acp.session.errors import (
 )
 from hermes_acp.session.factory import Placement, SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
-from hermes_acp.session.options import MODE_OPTION, ModelCatalog, SessionControls, config_options
+from hermes_acp.session.options import (
+    MODE_OPTION,
+    MODEL_OPTION,
+    ModelCatalog,
+    SessionControls,
+    config_options,
+)
 from hermes_acp.session.records import SharedStore, existing_dirs, session_info
 from hermes_acp.session.slash.run import SlashCommands
 from hermes_acp.session.state import ClientProfile, Session
 from hermes_acp.session.turn import TurnRunner
 
 if TYPE_CHECKING:
+    from acp.exceptions import RequestError
+
     from core.config import Settings
     from core.store.sessions import SessionStore
     from core.store.writer import SessionRecord
@@ -345,6 +353,10 @@ class SessionManager:
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
         session = self.get(session_id)
+        if config_id == MODEL_OPTION and isinstance(value, str) and value:
+            problem = await self._model_problem(session, value)
+            if problem is not None:
+                raise self._model_refused(session, f"unknown value {value!r} for configId 'model'", problem)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
             self._after_response(
                 lambda: self.turns.send_beside(session, lambda: self.controls.notify_mode(session))
@@ -353,15 +365,38 @@ class SessionManager:
         return {"configOptions": config_options(self.controls.options(session))}
 
     async def set_model(self, session_id: str, model_id: str) -> None:
-        """session/set_model (older clients): the `model` option, any model id accepted as
-        `/model` accepts it."""
+        """session/set_model (older clients): the `model` option, by the same rule."""
         session = self.get(session_id)
-        if model_id not in self.controls.options(session).offered_models():
-            session.extra_models.append(model_id)
+        problem = await self._model_problem(session, model_id)
+        if problem is not None:
+            raise self._model_refused(session, f"unknown modelId {model_id!r}", problem, field="modelId")
         self.controls.apply_model(session, model_id)
         self._after_response(
             lambda: self.turns.send_beside(session, lambda: self.controls.notify_config(session))
         )
+
+    async def _model_problem(self, session: Session, model_id: str) -> str | None:
+        """Why the session may not switch to `model_id`, or None when it may: a model it
+        offers already, or one the endpoint lists (as `--check` judges the configured
+        model), or, when the endpoint lists nothing to judge by, any id, which the picker
+        offers from then on. A model the endpoint does not list would fail only at the
+        next prompt, far from the choice that caused it."""
+        from core.providers.model_list import model_problem
+
+        if model_id in self.controls.options(session).offered_models():
+            return None
+        settings = session.agent.settings
+        if self._sdks_imported is not None:
+            await self._sdks_imported.wait()
+        listed = await self._catalog.fetch(settings) or self._catalog.known(settings)
+        problem = model_problem(model_id, listed)
+        if problem is None:
+            session.extra_models.append(model_id)
+        return problem
+
+    def _model_refused(self, session: Session, what: str, problem: str, field: str = "value") -> RequestError:
+        offered = self.controls.options(session).offered_models()
+        return protocol_error(INVALID_PARAMS, f"{what}: {problem}", {"field": field, "valid": offered})
 
     def cancel_all(self) -> None:
         """Cancel every running turn (the input ended: nobody is left to watch them)."""

@@ -72,9 +72,10 @@ class SetModelParams(BaseModel):
 class InvalidOption(InvalidInput):
     """A config id or value the session does not offer; the message says what it does."""
 
-    def __init__(self, message: str, field: str) -> None:
+    def __init__(self, message: str, field: str, valid: list[str] | None = None) -> None:
         super().__init__(message)
         self.field = field  # the request field at fault: "configId" or "value"
+        self.valid = valid  # what the field may be, when the session offers a list
 
 
 @dataclass(slots=True)
@@ -151,7 +152,9 @@ def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, A
         valid_ids.append(AUTO_COMPACT_OPTION)
     if config_id not in valid_ids:
         offered = _listed(valid_ids)
-        raise InvalidOption(f"unknown configId {config_id!r}; this session offers {offered}", "configId")
+        raise InvalidOption(
+            f"unknown configId {config_id!r}; this session offers {offered}", "configId", valid_ids
+        )
     if config_id == AUTO_COMPACT_OPTION:
         if not isinstance(value, bool):
             raise InvalidOption(
@@ -169,7 +172,9 @@ def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, A
     allowed = list(allowed)
     if value not in allowed:
         raise InvalidOption(
-            f"unknown value {value!r} for configId {config_id!r}; valid values: {_listed(allowed)}", "value"
+            f"unknown value {value!r} for configId {config_id!r}; valid values: {_listed(allowed)}",
+            "value",
+            allowed,
         )
     if config_id == EFFORT_OPTION and value == DEFAULT_EFFORT:
         return config_id, None
@@ -245,7 +250,7 @@ class SessionControls:
         except InvalidOption as exc:
             from hermes_acp.session.errors import error_response
 
-            raise error_response(exc) from exc
+            raise error_response(exc, data={"valid": exc.valid} if exc.valid else None) from exc
         if config_id == MODE_OPTION:
             assert new_value is not None
             self.apply_mode(session, new_value)

@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from hermes_acp.terminal import exit_codes
-from hermes_acp.terminal.opening import choices_from, model_for_new_sessions
+from hermes_acp.terminal.opening import choices_from
 
 
 def run_command(args: Any) -> int:
@@ -25,7 +25,6 @@ def run_command(args: Any) -> int:
         from hermes_acp.terminal.chat import chat
 
         choices = choices_from(args)
-        model_for_new_sessions(choices)
         code = asyncio.run(chat(args, choices))
     else:
         code = _run(args)
@@ -48,7 +47,6 @@ def _run(args: Any) -> int:
     from hermes_acp.terminal.run import run_once
 
     choices = choices_from(args)
-    model_for_new_sessions(choices)
     try:
         return asyncio.run(run_once(args, choices, task, answer, sys.stderr))
     except KeyboardInterrupt:

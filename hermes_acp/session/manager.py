@@ -83,7 +83,11 @@ class SessionManager:
         self.controls = SessionControls(channel, self._catalog, self.client)
         self.factory = SessionFactory(channel, self.client, self._store)
         self.turns = TurnRunner(
-            channel, self._sessions, SlashCommands(channel, self.controls), sdks_imported=sdks_imported
+            channel,
+            self._sessions,
+            SlashCommands(channel, self.controls),
+            sdks_imported=sdks_imported,
+            client=self.client,
         )
         self._background: set[asyncio.Task[Any]] = set()
         # One lifecycle change of a session id at a time (load, resume, close, delete): two

@@ -154,7 +154,9 @@ async def test_a_retry_notice_is_a_sentence_any_markdown_client_shows_whole(
 
     fake.script([Reply.rate_limited(), Reply(text="Made it.")])
     assert await client.prompt(session, "hello?") == {"stopReason": "end_turn"}
-    [notice] = [c for c in client.session_updates(session, "agent_thought_chunk") if "retrying" in json.dumps(c)]
+    [notice] = [
+        c for c in client.session_updates(session, "agent_thought_chunk") if "retrying" in json.dumps(c)
+    ]
     text = notice["content"]["text"]
     tokens = MarkdownIt("commonmark").parse(text)
     assert [t.type for t in tokens] == ["paragraph_open", "inline", "paragraph_close"], tokens

@@ -143,6 +143,18 @@ def test_how_the_turn_ended_is_the_exit_code(
     assert result.returncode == code, result.stderr
 
 
+def test_a_provider_error_is_said_once_in_words_with_no_log_line(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    fake.script([Reply.server_error(), Reply.server_error()])
+    result = hermes_run(server_env(tmp_path, fake, HERMES_ACP_MAX_RETRIES="1"), project, "hello")
+    assert result.returncode == exit_codes.ERROR, result.stderr
+    assert result.stdout == ""  # not an answer
+    assert result.stderr.count("The server had an error") == 1, result.stderr
+    assert "error: the model provider failed: HTTP 500: The server had an error." in result.stderr
+    assert not re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", result.stderr, re.MULTILINE)  # no log line
+
+
 def test_no_api_key_is_a_config_error(tmp_path: Path, project: Path) -> None:
     result = hermes_run(server_env(tmp_path), project, "hello")
     assert result.returncode == exit_codes.CONFIG

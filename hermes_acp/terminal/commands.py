@@ -15,9 +15,10 @@ from hermes_acp.terminal.opening import choices_from
 def run_command(args: Any) -> int:
     from hermes_acp.logs import setup_logging
 
-    # The server runs in this process; its log would bury the answer: warnings only,
-    # unless `hermes-acp --log-level ... run` asks for more (or --log-file for a file).
-    setup_logging(args.log_level or "warning", args.log_file)
+    # The server runs in this process; its log would bury the answer and repeat what the
+    # view already says: nothing on stderr but a crash, unless `hermes-acp --log-level ...
+    # run` asks for it (--log-file gets warnings and up).
+    setup_logging(args.log_level or "warning", args.log_file, quiet_stderr=args.log_level is None)
     if args.command == "chat":
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             sys.stderr.write("hermes-acp chat needs a terminal; from a script, use `hermes-acp run`\n")

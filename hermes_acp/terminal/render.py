@@ -217,6 +217,8 @@ class RichView(PlainView):
 class JsonView:
     """`--json`: each session/update's params as one JSON line on `out`; notices to `progress`."""
 
+    verbatim = True  # gets every update, even those the client says in its own words
+
     def __init__(self, out: TextIO, progress: TextIO) -> None:
         self.out = out
         self.progress = progress

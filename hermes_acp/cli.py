@@ -1,4 +1,4 @@
-"""`hermes-acp`: the ACP server on stdio (the default), `--check`, `--version`, `setup`."""
+"""`hermes-acp`: the ACP server on stdio (the default), `--check`, `--version`, `setup`, `logout`."""
 
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "setup":
         return run_setup(sys.stdin, sys.stderr)
+    if args.command == "logout":
+        return run_logout(sys.stderr)
     if args.command in ("run", "chat"):
         from hermes_acp.terminal.commands import run_command
 
@@ -80,6 +82,7 @@ def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
+    sub.add_parser("logout", help="remove the API keys setup wrote to config.toml")
     if terminal_commands:
         from hermes_acp.terminal.arguments import add_terminal_commands
 
@@ -316,6 +319,35 @@ def _ask_secret(stdin: TextIO, out: TextIO, label: str) -> str:
     return _read_line(stdin)
 
 
+# -- hermes-acp logout ------------------------------------------------------------------------------
+
+
+def run_logout(out: TextIO) -> int:
+    """Remove the API keys from config.toml (as the ACP `logout` method does); say which
+    went, and which keys the environment still holds (those are the shell's to unset)."""
+    import re
+    from pathlib import Path
+
+    from core.credentials import forget_stored_keys
+
+    home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
+    try:
+        removed = forget_stored_keys(home)
+    except ValueError as exc:
+        out.write(f"Nothing removed: {exc}\n")
+        return 1
+    config = home / "config.toml"
+    if removed:
+        out.write(f"Removed {', '.join(removed)} from {config}.\n")
+    else:
+        out.write(f"No API key stored in {config}; nothing to remove.\n")
+    key_variable = re.compile(r"(OPENAI|ANTHROPIC|OPENROUTER)_API_KEY(_\d+)?|HERMES_ACP_\w*KEY\w*")
+    left = sorted(name for name, value in os.environ.items() if value and key_variable.fullmatch(name))
+    if left:
+        out.write(f"Still set in the environment (unset them to log out fully): {', '.join(left)}\n")
+    return 0
+
+
 # -- hermes-acp --check ----------------------------------------------------------------------------
 
 
@@ -344,7 +376,7 @@ async def _check(out: TextIO) -> int:
         line(True, "config file", str(config))
     else:
         line(None, "config file", f"{config} not found; using the environment")
-    from core.providers.resolve import build_chain, has_credentials
+    from core.providers.resolve import build_chain, has_api_key, has_credentials
 
     line(True, "provider", f"{settings.provider}, model {settings.model}")
     from core.sandbox.bwrap import check_line
@@ -353,7 +385,10 @@ async def _check(out: TextIO) -> int:
     if not has_credentials(settings):
         line(False, "credentials", "no API key: run `hermes-acp setup`, or set OPENAI_API_KEY etc.")
         return 1
-    line(True, "credentials", "present")
+    if has_api_key(settings) or settings.provider == "bedrock":
+        line(True, "credentials", "present")
+    else:  # a custom or local endpoint, called without a key: the probe below tells if it takes that
+        line(None, "credentials", f"no API key; {settings.base_url} is called without one")
     try:
         provider = build_chain(settings)[0]
     except Exception as exc:

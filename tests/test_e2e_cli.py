@@ -99,6 +99,30 @@ def test_setup_keeps_what_it_is_not_asked_to_change(tmp_path: Path) -> None:
     assert config["model"] == "claude-sonnet-4-5"
 
 
+def test_logout_removes_the_stored_key_and_check_says_so(fake: FakeProvider, tmp_path: Path) -> None:
+    env = server_env(tmp_path)
+    answers = f"custom\n{fake.openai_base_url}\nsk-custom\ngpt-4.1\n"
+    assert run(env, "setup", stdin=answers).returncode == 0
+    fake.script([Reply(text="OK")])
+    assert "[ok  ] credentials: present" in run(env, "--check").stdout
+    result = run({**env, "OPENAI_API_KEY": "sk-env"}, "logout")
+    assert result.returncode == 0, result.stderr
+    config = Path(env["HERMES_ACP_HOME"]) / "config.toml"
+    assert f"Removed api_key from {config}." in result.stderr
+    assert "Still set in the environment (unset them to log out fully): OPENAI_API_KEY" in result.stderr
+    assert tomllib.loads(config.read_text()) == {
+        "provider": "custom",
+        "base_url": fake.openai_base_url,
+        "model": "gpt-4.1",
+    }
+    fake.script([Reply(text="OK")])
+    checked = run(env, "--check").stdout
+    assert "credentials: present" not in checked
+    assert f"[--  ] credentials: no API key; {fake.openai_base_url} is called without one" in checked
+    again = run(env, "logout")
+    assert again.returncode == 0 and "nothing to remove" in again.stderr
+
+
 def test_setup_stops_cleanly_when_input_ends(tmp_path: Path) -> None:
     env = server_env(tmp_path)
     result = run(env, "setup", stdin="openai\n")

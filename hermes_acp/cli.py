@@ -260,9 +260,9 @@ def run_setup(stdin: TextIO, out: TextIO) -> int:
             values[key_field] = key
         elif not values.get(key_field) and provider != "custom":
             out.write("No API key given; set it later in the environment or run setup again.\n")
-        values["model"] = _ask(
-            stdin, out, "Model", values.get("model") if values.get("provider") == provider else None
-        ) or DEFAULT_MODELS.get(provider, "")
+        current = values.get("model") if values.get("provider") == provider else None
+        listed = _endpoint_models(home, values, out)
+        values["model"] = _ask_model(stdin, out, listed, current, DEFAULT_MODELS.get(provider) or "")
     except EOFError:
         out.write("\nSetup aborted: input ended before all answers were given.\n")
         return 1
@@ -274,6 +274,47 @@ def run_setup(stdin: TextIO, out: TextIO) -> int:
         return 1
     out.write(f"\nWrote {path}. Check it with `hermes-acp --check`.\n")
     return 0
+
+
+SHOWN_MODELS = 40  # an endpoint may list hundreds: the first ones, and any name may be typed
+
+
+def _endpoint_models(home: Path, values: dict[str, Any], out: TextIO) -> list[str]:
+    """The models the endpoint just configured lists ([] when it lists none or cannot
+    be reached): asked with the answers given so far and the environment's settings."""
+    import asyncio
+
+    from core.config import ConfigError, load_settings
+    from hermes_acp.session.options import list_endpoint_models
+
+    answers = {k: v for k, v in values.items() if k != "model" and v not in (None, "")}
+    try:
+        settings = load_settings({**os.environ, "HERMES_ACP_HOME": str(home)}, overrides=answers)
+    except ConfigError:
+        return []
+    out.write("Asking the endpoint for its models…\n")
+    out.flush()
+    return asyncio.run(list_endpoint_models(settings))
+
+
+def _ask_model(stdin: TextIO, out: TextIO, listed: list[str], current: str | None, usual: str) -> str:
+    """The model, picked by number from the endpoint's list or typed by name. Offered
+    first: the model configured now, else the provider's usual one if listed, else the
+    first listed."""
+    if not listed:
+        return _ask(stdin, out, "Model", current) or usual
+    default = current or (usual if usual in listed else listed[0])
+    out.write(f"The endpoint lists {len(listed)} models:\n")
+    for number, model in enumerate(listed[:SHOWN_MODELS], 1):
+        out.write(f"  {number:>3}. {model}\n")
+    if len(listed) > SHOWN_MODELS:
+        out.write(f"  … and {len(listed) - SHOWN_MODELS} more (type any name)\n")
+    answer = _ask(stdin, out, "Model (a number or a name)", default)
+    if answer.isdigit() and 1 <= int(answer) <= min(len(listed), SHOWN_MODELS):
+        return listed[int(answer) - 1]
+    if answer not in listed:
+        out.write(f"Note: the endpoint does not list {answer!r}; `hermes-acp --check` will say so.\n")
+    return answer
 
 
 def _existing_config(path: Path, out: TextIO) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def test_check_reports_a_broken_config(tmp_path: Path) -> None:
 
 
 def test_setup_writes_a_config_that_check_accepts(fake: FakeProvider, tmp_path: Path) -> None:
-    env = server_env(tmp_path)
+    env = {**server_env(tmp_path), "OPENAI_BASE_URL": fake.openai_base_url}
     answers = "openai\nsk-test-key\ngpt-4.1-mini\n"
     result = run(env, "setup", stdin=answers)
     assert result.returncode == 0, result.stderr
@@ -80,12 +80,25 @@ def test_setup_writes_a_config_that_check_accepts(fake: FakeProvider, tmp_path: 
     assert config == {"provider": "openai", "openai_api_key": "sk-test-key", "model": "gpt-4.1-mini"}
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     fake.script([Reply(text="OK")])
-    checked = run({**env, "OPENAI_BASE_URL": fake.openai_base_url}, "--check")
+    checked = run(env, "--check")
     assert checked.returncode == 0, checked.stdout
 
 
-def test_setup_keeps_what_it_is_not_asked_to_change(tmp_path: Path) -> None:
+def test_setup_offers_the_models_the_endpoint_lists(fake: FakeProvider, tmp_path: Path) -> None:
     env = server_env(tmp_path)
+    result = run(env, "setup", stdin=f"custom\n{fake.openai_base_url}\nsk-custom\n2\n")
+    assert result.returncode == 0, result.stderr
+    assert "The endpoint lists 2 models:\n    1. gpt-4.1\n    2. gpt-4.1-mini\n" in result.stderr
+    assert "Model (a number or a name) [gpt-4.1]: " in result.stderr
+    config = tomllib.loads((Path(env["HERMES_ACP_HOME"]) / "config.toml").read_text())
+    assert config["model"] == "gpt-4.1-mini"  # picked by its number
+
+
+def test_setup_keeps_what_it_is_not_asked_to_change(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # an endpoint nobody answers: no model list to offer
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**server_env(tmp_path), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
     home = Path(env["HERMES_ACP_HOME"])
     home.mkdir(parents=True)
     (home / "config.toml").write_text(

@@ -333,7 +333,7 @@ class ModelCatalog:
             return cached[0]
         task = self._fetching.get(key)
         if task is None:
-            task = self._fetching[key] = asyncio.create_task(_list_models(settings))
+            task = self._fetching[key] = asyncio.create_task(list_endpoint_models(settings))
         try:
             models = await asyncio.shield(task)
         finally:
@@ -343,7 +343,9 @@ class ModelCatalog:
         return models
 
 
-async def _list_models(settings: Settings) -> list[str]:
+async def list_endpoint_models(settings: Settings) -> list[str]:
+    """The models the endpoint lists (kept under the home for later runs); [] when it
+    lists none or cannot be asked."""
     from core.providers.resolve import build_chain
 
     provider = None

@@ -103,6 +103,9 @@ async def test_a_model_the_endpoint_does_not_list_is_refused_by_set_model_and_th
             assert caught.value.code == -32602, method
             assert "'nope-model' is not among the 3 models the endpoint lists" in str(caught.value), method
             assert "fake-extra-model" in caught.value.data["valid"], method
+        # /model in the prompt follows the same rule.
+        assert await client.prompt(sid, "/model nope-model") == {"stopReason": "end_turn"}
+        assert "The model stays `gpt-4.1`: model 'nope-model' is not among" in client.text(sid)
         # A listed one is taken, by either way, though the session did not offer it yet.
         assert (
             await client.request("session/set_model", {"sessionId": sid, "modelId": "fake-extra-model"}) == {}

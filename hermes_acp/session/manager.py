@@ -380,23 +380,9 @@ class SessionManager:
         )
 
     async def _model_problem(self, session: Session, model_id: str) -> str | None:
-        """Why the session may not switch to `model_id`, or None when it may: a model it
-        offers already, or one the endpoint lists (as `--check` judges the configured
-        model), or, when the endpoint lists nothing to judge by, any id, which the picker
-        offers from then on. A model the endpoint does not list would fail only at the
-        next prompt, far from the choice that caused it."""
-        from core.providers.model_list import model_problem
-
-        if model_id in self.controls.options(session).offered_models():
-            return None
-        settings = session.agent.settings
-        if self._sdks_imported is not None:
+        if self._sdks_imported is not None:  # the model list is asked through a provider SDK
             await self._sdks_imported.wait()
-        listed = await self._catalog.fetch(settings) or self._catalog.known(settings)
-        problem = model_problem(model_id, listed)
-        if problem is None:
-            session.extra_models.append(model_id)
-        return problem
+        return await self.controls.model_problem(session, model_id)
 
     def _model_refused(self, session: Session, what: str, problem: str, field: str = "value") -> RequestError:
         offered = self.controls.options(session).offered_models()

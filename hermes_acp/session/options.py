@@ -284,6 +284,24 @@ class SessionControls:
             session.agent.reasoning_effort = None
         save_record(session, model=model, reasoning_effort=session.agent.reasoning_effort)
 
+    async def model_problem(self, session: Session, model_id: str) -> str | None:
+        """Why the session may not switch to `model_id`, or None when it may: a model it
+        offers already, or one the endpoint lists (as `--check` judges the configured
+        model), or, when the endpoint lists nothing to judge by, any id, which the picker
+        offers from then on. A model the endpoint does not list would fail only at the
+        next prompt, far from the choice that caused it. (Every way of picking a model
+        asks this: `session/set_model`, the `model` option, `/model`, `run --model`.)"""
+        from core.providers.model_list import model_problem
+
+        if model_id in self.options(session).offered_models():
+            return None
+        settings = session.agent.settings
+        listed = await self.catalog.fetch(settings) or self.catalog.known(settings)
+        problem = model_problem(model_id, listed)
+        if problem is None:
+            session.extra_models.append(model_id)
+        return problem
+
     async def notify_mode(self, session: Session) -> None:
         await send_update(
             self.channel,

@@ -46,6 +46,8 @@ def test_a_launch_that_could_write_the_launcher_keeps_the_plain_launch(tmp_path:
             command,
         ]
         assert Launchers(tmp_path).presentable(launch, command) == launch
+    overlay = ["bwrap", "--overlay-src", "/usr", "--overlay", str(tmp_path), "/work", "/usr", "--", command]
+    assert Launchers(tmp_path).presentable(overlay, command) == overlay
     elsewhere = tmp_path / "project"
     elsewhere.mkdir()
     launch = ["bwrap", "--bind", str(elsewhere), str(elsewhere), "--", "bash", "-c", command]

@@ -28,8 +28,10 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 LAUNCHER_NAME = "sandboxed"
-# bwrap options whose source path the confined command may write through.
+# bwrap options whose first path the confined command may write through (an overlay's
+# second, its work dir, too).
 _WRITABLE_BINDS = frozenset({"--bind", "--bind-try", "--dev-bind", "--dev-bind-try"})
+_OVERLAY = "--overlay"
 
 
 class Launchers:
@@ -88,7 +90,13 @@ def _writable_inside(directory: Path, launch: list[str]) -> bool:
     bwrap's own options too: a false alarm only costs the title.)"""
     for index, option in enumerate(launch[:-1]):
         if option in _WRITABLE_BINDS:
-            source = Path(launch[index + 1]).resolve()
+            written = launch[index + 1 : index + 2]
+        elif option == _OVERLAY:
+            written = launch[index + 1 : index + 3]
+        else:
+            continue
+        for raw in written:
+            source = Path(raw).resolve()
             if directory == source or directory.is_relative_to(source):
                 return True
     return False

@@ -380,6 +380,8 @@ class SessionManager:
         )
 
     async def _model_problem(self, session: Session, model_id: str) -> str | None:
+        if model_id in self.controls.options(session).offered_models():
+            return None  # no wait for the SDKs: picking an offered model is instant
         if self._sdks_imported is not None:  # the model list is asked through a provider SDK
             await self._sdks_imported.wait()
         return await self.controls.model_problem(session, model_id)

@@ -187,9 +187,11 @@ class WireChecker:
 
 
 def _asks_prompt_usage(params: Any) -> bool:
-    capabilities = params.get("clientCapabilities") if isinstance(params, dict) else None
-    meta = (capabilities or {}).get("_meta") or {}
-    return (meta.get("hermes") or {}).get("promptUsage") is True
+    """Whether an initialize's params ask for the draft `usage` (any shape may come in)."""
+    value: Any = params
+    for key in ("clientCapabilities", "_meta", "hermes", "promptUsage"):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value is True
 
 
 def _id_key(value: Any) -> tuple[type, Any]:

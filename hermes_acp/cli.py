@@ -1,4 +1,4 @@
-"""`hermes-acp`: the ACP server on stdio (the default), `--check`, `--version`, `setup`."""
+"""`hermes-acp`: the ACP server on stdio (the default), `--check`, `--version`, `setup`, `logout`."""
 
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "setup":
         return run_setup(sys.stdin, sys.stderr)
+    if args.command == "logout":
+        return run_logout(sys.stderr)
     if args.command in ("run", "chat"):
         from hermes_acp.terminal.commands import run_command
 
@@ -80,6 +82,7 @@ def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
+    sub.add_parser("logout", help="remove the API keys setup wrote to config.toml")
     if terminal_commands:
         from hermes_acp.terminal.arguments import add_terminal_commands
 
@@ -257,9 +260,9 @@ def run_setup(stdin: TextIO, out: TextIO) -> int:
             values[key_field] = key
         elif not values.get(key_field) and provider != "custom":
             out.write("No API key given; set it later in the environment or run setup again.\n")
-        values["model"] = _ask(
-            stdin, out, "Model", values.get("model") if values.get("provider") == provider else None
-        ) or DEFAULT_MODELS.get(provider, "")
+        current = values.get("model") if values.get("provider") == provider else None
+        listed = _endpoint_models(home, values, out)
+        values["model"] = _ask_model(stdin, out, listed, current, DEFAULT_MODELS.get(provider) or "")
     except EOFError:
         out.write("\nSetup aborted: input ended before all answers were given.\n")
         return 1
@@ -271,6 +274,47 @@ def run_setup(stdin: TextIO, out: TextIO) -> int:
         return 1
     out.write(f"\nWrote {path}. Check it with `hermes-acp --check`.\n")
     return 0
+
+
+SHOWN_MODELS = 40  # an endpoint may list hundreds: the first ones, and any name may be typed
+
+
+def _endpoint_models(home: Path, values: dict[str, Any], out: TextIO) -> list[str]:
+    """The models the endpoint just configured lists ([] when it lists none or cannot
+    be reached): asked with the answers given so far and the environment's settings."""
+    import asyncio
+
+    from core.config import ConfigError, load_settings
+    from hermes_acp.session.options import list_endpoint_models
+
+    answers = {k: v for k, v in values.items() if k != "model" and v not in (None, "")}
+    try:
+        settings = load_settings({**os.environ, "HERMES_ACP_HOME": str(home)}, overrides=answers)
+    except ConfigError:
+        return []
+    out.write("Asking the endpoint for its models…\n")
+    out.flush()
+    return asyncio.run(list_endpoint_models(settings))
+
+
+def _ask_model(stdin: TextIO, out: TextIO, listed: list[str], current: str | None, usual: str) -> str:
+    """The model, picked by number from the endpoint's list or typed by name. Offered
+    first: the model configured now, else the provider's usual one if listed, else the
+    first listed."""
+    if not listed:
+        return _ask(stdin, out, "Model", current) or usual
+    default = current or (usual if usual in listed else listed[0])
+    out.write(f"The endpoint lists {len(listed)} models:\n")
+    for number, model in enumerate(listed[:SHOWN_MODELS], 1):
+        out.write(f"  {number:>3}. {model}\n")
+    if len(listed) > SHOWN_MODELS:
+        out.write(f"  … and {len(listed) - SHOWN_MODELS} more (type any name)\n")
+    answer = _ask(stdin, out, "Model (a number or a name)", default)
+    if answer.isdigit() and 1 <= int(answer) <= min(len(listed), SHOWN_MODELS):
+        return listed[int(answer) - 1]
+    if answer not in listed:
+        out.write(f"Note: the endpoint does not list {answer!r}; `hermes-acp --check` will say so.\n")
+    return answer
 
 
 def _existing_config(path: Path, out: TextIO) -> dict[str, Any]:
@@ -316,6 +360,35 @@ def _ask_secret(stdin: TextIO, out: TextIO, label: str) -> str:
     return _read_line(stdin)
 
 
+# -- hermes-acp logout ------------------------------------------------------------------------------
+
+
+def run_logout(out: TextIO) -> int:
+    """Remove the API keys from config.toml (as the ACP `logout` method does); say which
+    went, and which keys the environment still holds (those are the shell's to unset)."""
+    import re
+    from pathlib import Path
+
+    from core.credentials import forget_stored_keys
+
+    home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
+    try:
+        removed = forget_stored_keys(home)
+    except ValueError as exc:
+        out.write(f"Nothing removed: {exc}\n")
+        return 1
+    config = home / "config.toml"
+    if removed:
+        out.write(f"Removed {', '.join(removed)} from {config}.\n")
+    else:
+        out.write(f"No API key stored in {config}; nothing to remove.\n")
+    key_variable = re.compile(r"(OPENAI|ANTHROPIC|OPENROUTER)_API_KEY(_\d+)?|HERMES_ACP_\w*KEY\w*")
+    left = sorted(name for name, value in os.environ.items() if value and key_variable.fullmatch(name))
+    if left:
+        out.write(f"Still set in the environment (unset them to log out fully): {', '.join(left)}\n")
+    return 0
+
+
 # -- hermes-acp --check ----------------------------------------------------------------------------
 
 
@@ -344,7 +417,7 @@ async def _check(out: TextIO) -> int:
         line(True, "config file", str(config))
     else:
         line(None, "config file", f"{config} not found; using the environment")
-    from core.providers.resolve import build_chain, has_credentials
+    from core.providers.resolve import build_chain, has_api_key, has_credentials
 
     line(True, "provider", f"{settings.provider}, model {settings.model}")
     from core.sandbox.bwrap import check_line
@@ -353,7 +426,10 @@ async def _check(out: TextIO) -> int:
     if not has_credentials(settings):
         line(False, "credentials", "no API key: run `hermes-acp setup`, or set OPENAI_API_KEY etc.")
         return 1
-    line(True, "credentials", "present")
+    if has_api_key(settings) or settings.provider == "bedrock":
+        line(True, "credentials", "present")
+    else:  # a custom or local endpoint, called without a key: the probe below tells if it takes that
+        line(None, "credentials", f"no API key; {settings.base_url} is called without one")
     try:
         provider = build_chain(settings)[0]
     except Exception as exc:

@@ -53,6 +53,7 @@ class ClientHello(NamedTuple):
     terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
     boolean_options: bool = False
     elicitation_form: bool = False
+    prompt_usage: bool = False  # `_meta.hermes.promptUsage`: the draft `usage` field, not `_meta`
 
     @classmethod
     def from_request(cls, request: Any) -> ClientHello:
@@ -73,6 +74,7 @@ class ClientHello(NamedTuple):
             terminal_meta=meta.get("terminal_output") is True,
             boolean_options=bool(configs and configs.boolean is not None),
             elicitation_form=bool(caps.elicitation and caps.elicitation.form is not None),
+            prompt_usage=_asks_prompt_usage(meta),
         )
 
 
@@ -107,7 +109,13 @@ def read_plain(params: dict[str, Any]) -> ClientHello:
         terminal_meta=meta.get("terminal_output") is True,
         boolean_options=configs.get("boolean") is not None,
         elicitation_form=elicitation.get("form") is not None,
+        prompt_usage=_asks_prompt_usage(caps.get(_META)),
     )
+
+
+def _asks_prompt_usage(meta: Any) -> bool:
+    hermes = meta.get("hermes") if isinstance(meta, dict) else None
+    return isinstance(hermes, dict) and hermes.get("promptUsage") is True
 
 
 def is_plain(params: dict[str, Any]) -> bool:

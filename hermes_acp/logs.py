@@ -17,8 +17,12 @@ LEVELS = ("debug", "info", "warning", "error")
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
-def setup_logging(level: str = "info", log_file: str | Path | None = None) -> None:
-    """Root logging to stderr, plus `log_file` when given. Replaces earlier handlers."""
+def setup_logging(
+    level: str = "info", log_file: str | Path | None = None, *, quiet_stderr: bool = False
+) -> None:
+    """Root logging to stderr, plus `log_file` when given. Replaces earlier handlers.
+    `quiet_stderr`: only a crash reaches stderr (`run` and `chat` show what matters in
+    their own words; a log line would repeat it, and split the spinner)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
@@ -26,6 +30,8 @@ def setup_logging(level: str = "info", log_file: str | Path | None = None) -> No
     formatter = logging.Formatter(_FORMAT)
     stderr = logging.StreamHandler(sys.stderr)
     stderr.setFormatter(formatter)
+    if quiet_stderr:
+        stderr.setLevel(logging.CRITICAL)
     root.addHandler(stderr)
     if log_file:
         path = Path(log_file).expanduser()

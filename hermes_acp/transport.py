@@ -143,7 +143,16 @@ class LineTransport:
         if is_request and (self._ended or self.one_at_a_time):
             self._refuse_for_absent_client(message)
             return
-        await self._write(encode(message))
+        try:
+            await self._write(encode(message))
+        except (ConnectionError, OSError):
+            # Nobody reads what we write: nothing we do from now on can reach the client,
+            # so the connection is over (a turn would run for nobody, a held request would
+            # wait forever for an answer that cannot go out).
+            if not self._hurry.is_set():
+                log.warning("output closed: the client stopped reading; ending the connection")
+            self.stop(settle=False)
+            raise
         if self._tracer is not None:
             self._tracer.outgoing(message)
         if is_request:

@@ -357,21 +357,27 @@ async def test_title_change_updates_session_info(pair):
     assert datetime.fromisoformat(info["updatedAt"].replace("Z", "+00:00")).tzinfo is not None
 
 
-async def test_status_is_an_italic_line_in_the_thought_stream_only(pair):
+async def test_status_is_a_plain_sentence_in_the_thought_stream_only(pair):
     # A retry or a compression is worth a glance but is not part of the answer the user
-    # copies: it goes to the thought stream as one italic line, and nowhere else.
+    # copies: it goes to the thought stream as one plain sentence, a message of its own,
+    # set off from thinking streamed before it, and nowhere else.
     t = translator()
     got = await deliver(
         pair,
         run(
             t,
             Status("retrying", "Rate limited; retrying in 2 s (attempt 2/5)"),
+            ThoughtDelta("Let me think."),
             Status("compressed", "Compressed 40 messages into a *summary*"),
+            Status("notice", "1) a numbered line"),
         ),
     )
-    assert [u["sessionUpdate"] for u in got] == ["agent_thought_chunk", "agent_thought_chunk"]
-    assert got[0]["content"]["text"] == "\n\n_Rate limited; retrying in 2 s (attempt 2/5)_\n\n"
-    assert got[1]["content"]["text"] == "\n\n_Compressed 40 messages into a \\*summary\\*_\n\n"
+    assert [u["sessionUpdate"] for u in got] == ["agent_thought_chunk"] * 4
+    assert got[0]["content"]["text"] == "Rate limited; retrying in 2 s (attempt 2/5).\n\n"
+    assert got[2]["content"]["text"] == "\n\nCompressed 40 messages into a \\*summary\\*.\n\n"
+    assert got[3]["content"]["text"] == "1\\) a numbered line.\n\n"
+    ids = [u["messageId"] for u in got]
+    assert len(set(ids)) == 4  # each notice a message; the thinking its own
 
 
 def test_bookkeeping_events_send_nothing():

@@ -88,3 +88,32 @@ def test_chat_without_a_terminal_points_to_run(tmp_path: Path, project: Path) ->
     )  # fmt: skip
     assert result.returncode == 2
     assert "hermes-acp run" in result.stderr
+
+
+def test_chat_shows_thinking_dimmed_and_renders_the_markdown(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    env = {**server_env(tmp_path, fake), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+    answer = "Use **bold** here.\n\n1. first\n2. second\n\n```python\nprint('x')\n```\n\nAll done."
+    fake.script([Reply(reasoning="Weighing the options.", text=answer, chunk_size=5)])
+    chat = pexpect.spawn(
+        sys.executable, ["-m", "hermes_acp", "chat"],
+        env=env, cwd=str(project), timeout=30, encoding="utf-8", dimensions=(40, 100),
+    )  # fmt: skip
+    try:
+        chat.expect_exact("Ctrl-D quits")
+        chat.sendline("hello")
+        chat.expect_exact("All done.")
+        shown = chat.before
+        chat.expect_exact("›")
+        chat.sendcontrol("d")
+        chat.expect(pexpect.EOF)
+    finally:
+        chat.close()
+    # The thinking, dimmed (SGR 2), streamed chunk by chunk.
+    thought = re.sub(r"\x1b\[0m\x1b\[2;3m", "", shown)
+    assert "\x1b[2;3mWeighing the options." in thought, shown
+    # The answer as Markdown: bold in bold (SGR 1), the list numbered, no markup left.
+    assert "\x1b[1mbold\x1b[0m" in shown and "**" not in shown
+    assert re.search(r" 1 \x1b\[0mfirst", shown) and "```" not in shown
+    assert "print" in shown

@@ -70,7 +70,7 @@ def test_check_reports_a_broken_config(tmp_path: Path) -> None:
 
 
 def test_setup_writes_a_config_that_check_accepts(fake: FakeProvider, tmp_path: Path) -> None:
-    env = server_env(tmp_path)
+    env = {**server_env(tmp_path), "OPENAI_BASE_URL": fake.openai_base_url}
     answers = "openai\nsk-test-key\ngpt-4.1-mini\n"
     result = run(env, "setup", stdin=answers)
     assert result.returncode == 0, result.stderr
@@ -80,12 +80,25 @@ def test_setup_writes_a_config_that_check_accepts(fake: FakeProvider, tmp_path: 
     assert config == {"provider": "openai", "openai_api_key": "sk-test-key", "model": "gpt-4.1-mini"}
     assert stat.S_IMODE(config_path.stat().st_mode) == 0o600
     fake.script([Reply(text="OK")])
-    checked = run({**env, "OPENAI_BASE_URL": fake.openai_base_url}, "--check")
+    checked = run(env, "--check")
     assert checked.returncode == 0, checked.stdout
 
 
-def test_setup_keeps_what_it_is_not_asked_to_change(tmp_path: Path) -> None:
+def test_setup_offers_the_models_the_endpoint_lists(fake: FakeProvider, tmp_path: Path) -> None:
     env = server_env(tmp_path)
+    result = run(env, "setup", stdin=f"custom\n{fake.openai_base_url}\nsk-custom\n2\n")
+    assert result.returncode == 0, result.stderr
+    assert "The endpoint lists 2 models:\n    1. gpt-4.1\n    2. gpt-4.1-mini\n" in result.stderr
+    assert "Model (a number or a name) [gpt-4.1]: " in result.stderr
+    config = tomllib.loads((Path(env["HERMES_ACP_HOME"]) / "config.toml").read_text())
+    assert config["model"] == "gpt-4.1-mini"  # picked by its number
+
+
+def test_setup_keeps_what_it_is_not_asked_to_change(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # an endpoint nobody answers: no model list to offer
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**server_env(tmp_path), "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}"}
     home = Path(env["HERMES_ACP_HOME"])
     home.mkdir(parents=True)
     (home / "config.toml").write_text(
@@ -97,6 +110,30 @@ def test_setup_keeps_what_it_is_not_asked_to_change(tmp_path: Path) -> None:
     assert config["anthropic_api_key"] == "old"
     assert config["max_iterations"] == 7
     assert config["model"] == "claude-sonnet-4-5"
+
+
+def test_logout_removes_the_stored_key_and_check_says_so(fake: FakeProvider, tmp_path: Path) -> None:
+    env = server_env(tmp_path)
+    answers = f"custom\n{fake.openai_base_url}\nsk-custom\ngpt-4.1\n"
+    assert run(env, "setup", stdin=answers).returncode == 0
+    fake.script([Reply(text="OK")])
+    assert "[ok  ] credentials: present" in run(env, "--check").stdout
+    result = run({**env, "OPENAI_API_KEY": "sk-env"}, "logout")
+    assert result.returncode == 0, result.stderr
+    config = Path(env["HERMES_ACP_HOME"]) / "config.toml"
+    assert f"Removed api_key from {config}." in result.stderr
+    assert "Still set in the environment (unset them to log out fully): OPENAI_API_KEY" in result.stderr
+    assert tomllib.loads(config.read_text()) == {
+        "provider": "custom",
+        "base_url": fake.openai_base_url,
+        "model": "gpt-4.1",
+    }
+    fake.script([Reply(text="OK")])
+    checked = run(env, "--check").stdout
+    assert "credentials: present" not in checked
+    assert f"[--  ] credentials: no API key; {fake.openai_base_url} is called without one" in checked
+    again = run(env, "logout")
+    assert again.returncode == 0 and "nothing to remove" in again.stderr
 
 
 def test_setup_stops_cleanly_when_input_ends(tmp_path: Path) -> None:

@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from acp.exceptions import RequestError
 
 from core.config import Settings
 from core.providers.model_list import TTL_SECONDS, cached_models, model_problem, remember_models
-from tests.support.acp_harness import connected, server_env
+from hermes_acp.terminal import exit_codes
+from tests.support.acp_harness import connected, run_hermes, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 
 LISTED = ["gpt-4.1", "gpt-4.1-mini", "fake-extra-model"]
@@ -83,3 +85,45 @@ def test_model_spellings_that_name_a_listed_model_pass() -> None:
     assert model_problem("anthropic.claude-sonnet-9-v1:0", bedrock) is not None
     problem = model_problem("gpt-4.1-minii", LISTED)
     assert problem is not None and "3 models" in problem
+
+
+async def test_a_model_the_endpoint_does_not_list_is_refused_by_set_model_and_the_config_option(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    """acpc sent `session/set_model nope-model` and got `{}`; the first prompt then failed
+    far from the choice. Both ways of picking a model refuse it, and say what is listed."""
+    async with connected(server_env(tmp_path, fake)) as (process, client):
+        sid = (await client.new_session(project))["sessionId"]
+        for method, params in (
+            ("session/set_model", {"sessionId": sid, "modelId": "nope-model"}),
+            ("session/set_config_option", {"sessionId": sid, "configId": "model", "value": "nope-model"}),
+        ):
+            with pytest.raises(RequestError) as caught:
+                await client.request(method, params)
+            assert caught.value.code == -32602, method
+            assert "'nope-model' is not among the 3 models the endpoint lists" in str(caught.value), method
+            assert "fake-extra-model" in caught.value.data["valid"], method
+        # /model in the prompt follows the same rule.
+        assert await client.prompt(sid, "/model nope-model") == {"stopReason": "end_turn"}
+        assert "The model stays `gpt-4.1`: model 'nope-model' is not among" in client.text(sid)
+        # A listed one is taken, by either way, though the session did not offer it yet.
+        assert (
+            await client.request("session/set_model", {"sessionId": sid, "modelId": "fake-extra-model"}) == {}
+        )
+        fake.script([Reply(text="listed")])
+        before = len(fake.requests)
+        assert await client.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        assert [r.body["model"] for r in fake.requests[before:] if r.path.endswith("/chat/completions")] == [
+            "fake-extra-model"
+        ]
+        process.assert_clean()
+
+
+def test_run_refuses_a_model_the_endpoint_does_not_list_with_exit_code_2(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    result = run_hermes(server_env(tmp_path, fake), "run", "--model", "nope-model", "hello", cwd=project)
+    assert result.returncode == exit_codes.USAGE, result.stderr
+    assert "--model nope-model: the endpoint does not offer this model; choose one of:" in result.stderr
+    assert "fake-extra-model" in result.stderr
+    assert not [r for r in fake.requests if r.path.endswith("/chat/completions")]

@@ -151,6 +151,32 @@ async def test_a_session_not_yet_prompted_can_be_loaded_and_resumed(
     assert await client.prompt(sid, "hello") == {"stopReason": "end_turn"}
 
 
+async def test_a_session_never_prompted_is_resumed_by_another_process_with_its_choices(
+    env: dict[str, str], fake: FakeProvider, project: Path
+) -> None:
+    """acpx runs one process per command: `sessions new`, `set-mode`, then a prompt in a
+    new process that resumes the session. A session exists, and keeps what was chosen
+    for it, from session/new on."""
+    async with connected(env) as (_, first):
+        sid = (await first.new_session(project))["sessionId"]
+        await first.request("session/set_mode", {"sessionId": sid, "modeId": "plan"})
+        await first.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "configured-two"}
+        )
+    for method in ("session/resume", "session/load"):
+        async with connected(env) as (_, later):
+            result = await later.request(method, load_params(sid, project))
+            assert result["modes"]["currentModeId"] == "plan", method
+            model = next(o for o in result["configOptions"] if o["id"] == "model")
+            assert model["currentValue"] == "configured-two", method
+    async with connected(env) as (_, later):
+        await later.request("session/resume", load_params(sid, project))
+        fake.script([Reply(text="planned")])
+        before = len(fake.requests)
+        assert await later.prompt(sid, "hello") == {"stopReason": "end_turn"}
+        assert fake.requests[before].body["model"] == "configured-two"
+
+
 async def test_unknown_ids_are_32002(client: AcpClient, project: Path) -> None:
     for method, params in (
         ("session/load", load_params("nope", project)),

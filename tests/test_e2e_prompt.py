@@ -143,3 +143,27 @@ async def test_sessions_run_turns_independently(
     results = await asyncio.gather(*(client.prompt(s, "hi") for s in sessions))
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert sorted(client.text(s) for s in sessions) == ["one", "two"]
+
+
+async def test_a_retry_notice_is_a_sentence_any_markdown_client_shows_whole(
+    client: AcpClient, fake: FakeProvider, session: str
+) -> None:
+    """Toad showed the notice as "1)". It is a thought message of its own: one plain
+    CommonMark paragraph (no emphasis, escapes or list markers to misparse), a sentence."""
+    from markdown_it import MarkdownIt
+
+    fake.script([Reply.rate_limited(), Reply(text="Made it.")])
+    assert await client.prompt(session, "hello?") == {"stopReason": "end_turn"}
+    [notice] = [
+        c for c in client.session_updates(session, "agent_thought_chunk") if "retrying" in json.dumps(c)
+    ]
+    text = notice["content"]["text"]
+    tokens = MarkdownIt("commonmark").parse(text)
+    assert [t.type for t in tokens] == ["paragraph_open", "inline", "paragraph_close"], tokens
+    inline = tokens[1]
+    assert {child.type for child in inline.children or []} == {"text"}, inline.children
+    assert inline.content == text.strip()
+    assert text.strip()[0].isupper() and text.strip().endswith(".")
+    assert text.startswith("Rate limited by the model provider; retrying in") and "attempt 1 of 1" in text
+    assert notice.get("messageId")  # its own message, not glued to the model's thinking
+    assert client.text(session).endswith("Made it.")

@@ -169,3 +169,18 @@ async def test_steer_with_no_turn_running_is_a_prompt(
     assert await client.prompt(session, "/steer rename the module") == {"stopReason": "end_turn"}
     assert fake.requests[-1].body["messages"][-1] == {"role": "user", "content": "rename the module"}
     assert client.text(session).endswith("on it")
+
+
+async def test_a_queued_prompt_reports_only_its_own_tokens(
+    client: AcpClient, fake: FakeProvider, session: str
+) -> None:
+    """It waited behind a turn of 16 + 8 tokens and used 10 + 5 itself: its usage is 15."""
+    first_done, second_done = Reply(text="first done", usage=(6, 3, 0)), Reply(text="second done")
+    held, first = await a_held_write(client, fake, session, "queued-usage.txt", first_done, second_done)
+    second = client.start_prompt(session, "and then this")
+    await wait_until_queued(client, session, "and then this")
+    held.release.set()
+    assert await asyncio.wait_for(first, 30) == {"stopReason": "end_turn"}
+    assert await asyncio.wait_for(second, 30) == {"stopReason": "end_turn"}
+    own = client.prompt_usage[session][-1]
+    assert own is not None and (own["inputTokens"], own["outputTokens"], own["totalTokens"]) == (10, 5, 15)

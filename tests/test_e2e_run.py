@@ -143,6 +143,18 @@ def test_how_the_turn_ended_is_the_exit_code(
     assert result.returncode == code, result.stderr
 
 
+def test_a_provider_error_is_said_once_in_words_with_no_log_line(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    fake.script([Reply.server_error(), Reply.server_error()])
+    result = hermes_run(server_env(tmp_path, fake, HERMES_ACP_MAX_RETRIES="1"), project, "hello")
+    assert result.returncode == exit_codes.ERROR, result.stderr
+    assert result.stdout == ""  # not an answer
+    assert result.stderr.count("The server had an error") == 1, result.stderr
+    assert "error: the model provider failed: HTTP 500: The server had an error." in result.stderr
+    assert not re.search(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", result.stderr, re.MULTILINE)  # no log line
+
+
 def test_no_api_key_is_a_config_error(tmp_path: Path, project: Path) -> None:
     result = hermes_run(server_env(tmp_path), project, "hello")
     assert result.returncode == exit_codes.CONFIG
@@ -162,8 +174,17 @@ def test_an_effort_the_model_does_not_take_is_a_usage_error(
     before = len(fake.requests)
     result = hermes_run(server_env(tmp_path, fake), project, "--effort", "high", "hello")  # gpt-4.1
     assert result.returncode == exit_codes.USAGE, result.stderr
-    assert "reasoning_effort" in result.stderr
+    assert "--effort high: the model gpt-4.1 takes no reasoning effort" in result.stderr
+    assert "configId" not in result.stderr  # the command line's words, not the protocol's
     assert not [r for r in fake.requests[before:] if r.path.endswith("/chat/completions")]
+
+
+def test_effort_is_sent_for_a_model_that_takes_it(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
+    fake.script([Reply(text="Thought hard.")])
+    result = hermes_run(server_env(tmp_path, fake), project, "--model", "o3", "--effort", "high", "hello")
+    assert result.returncode == exit_codes.OK, result.stderr
+    body = fake.requests[-1].body
+    assert (body["model"], body["reasoning_effort"]) == ("o3", "high")
 
 
 def test_the_prompt_from_stdin_with_an_attached_file(

@@ -102,8 +102,10 @@ async def test_a_sandboxed_command_cannot_write_outside_or_read_secrets(
         if where == "editor":
             assert [m for m, _ in client.calls].count("terminal/create") == 3
             created = [p for m, p in client.calls if m == "terminal/create"]
-            # the sandbox launcher (a cgroup joiner may come first), not the bare command
-            assert all(any(Path(a).name == "bwrap" for a in [p["command"], *p["args"]]) for p in created)
+            # The editor's title and first line read as the command, not as bwrap's launch.
+            assert [p["args"] for p in created] == [[write_outside], [read_secrets], [write_inside]]
+            assert all(Path(p["command"]).name == "sandboxed" for p in created)
+            assert not any("bwrap" in " ".join([p["command"], *p["args"]]) for p in created)
         assert not outside.exists()
         assert "Read-only file system" in out and "[sandbox]" in out
         assert "PRIVATE-KEY-MATERIAL" not in secrets and "secret-from-parent" not in secrets

@@ -1,4 +1,4 @@
-"""The spec's newer parts over the real server: logout, `$/cancel_request`, usage in the
+"""The spec's newer parts over the real server: logout, `$/cancel_request`, usage with the
 prompt response, the boolean auto-compact option, `session/set_model`, messageId on replay."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.acp_harness import AcpClient, ServerProcess, connected, server_env
+from tests.support.acp_harness import ZED_CAPABILITIES, AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.schema import validate
 from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -70,6 +71,34 @@ async def test_cancel_request_on_a_prompt_ends_its_turn_cancelled(
     await server.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 9001}})
     reply = await server.response_to(9001)
     assert reply["result"]["stopReason"] == "cancelled"
+
+
+async def test_the_usage_goes_in_meta_where_the_stable_schema_allows_it(
+    client: AcpClient, server: ServerProcess, fake: FakeProvider, tmp_path: Path
+) -> None:
+    """The draft `usage` field fails the stable schema (the conformance kit's ACP-SCHEMA-002):
+    it goes under `_meta.hermes.usage`, unless the client asks for the field."""
+    session = (await client.new_session(tmp_path))["sessionId"]
+    fake.script([Reply(text="one", usage=(1200, 300, 200))])
+    params = {"sessionId": session, "prompt": [{"type": "text", "text": "first"}]}
+    await server.send({"jsonrpc": "2.0", "id": "usage-in-meta", "method": "session/prompt", "params": params})
+    result = (await server.response_to("usage-in-meta"))["result"]
+    validate("PromptResponse", result)  # the stable schema
+    assert "usage" not in result
+    assert result["_meta"]["hermes"]["usage"]["totalTokens"] == 1500
+
+    asking = {
+        **ZED_CAPABILITIES,
+        "_meta": {**ZED_CAPABILITIES.get("_meta", {}), "hermes": {"promptUsage": True}},
+    }
+    async with connected(server_env(tmp_path / "asking", fake, **COMPACT_EVERY_TURN), asking) as (own, other):
+        sid = (await other.new_session(tmp_path))["sessionId"]
+        fake.script([Reply(text="two", usage=(40, 2, 0))])
+        params = {"sessionId": sid, "prompt": [{"type": "text", "text": "second"}]}
+        await own.send({"jsonrpc": "2.0", "id": "usage-field", "method": "session/prompt", "params": params})
+        result = (await own.response_to("usage-field"))["result"]
+        assert result["usage"]["totalTokens"] == 42 and "_meta" not in result
+        own.assert_clean()  # held to the draft schema, which has the field
 
 
 async def test_the_prompt_response_carries_the_turns_usage(

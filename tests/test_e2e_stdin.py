@@ -3,6 +3,7 @@ a pipe written all at once and then closed, a terminal; and SIGTERM / SIGHUP."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -165,6 +166,46 @@ async def test_requests_piped_at_once_run_the_prompt_to_its_end(
         assert (await server.response_to(3))["result"]["stopReason"] == "end_turn"
         assert "result" in await server.response_to(2)
         assert await server.wait() == 0
+
+
+@pytest.mark.parametrize("opening", ["session/resume", "session/load"])
+async def test_a_client_that_stopped_reading_is_the_end_of_the_connection(
+    fake: FakeProvider, tmp_path: Path, project: Path, opening: str
+) -> None:
+    """The client closed its end of our stdout, then wrote its requests and closed stdin:
+    the first failed write ends the connection, and the process exits on its own (it
+    used to wait forever for the resume answer it could not write)."""
+    env, sid = await stored_session(tmp_path, fake, project)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads what the server writes
+    requests = [
+        rpc(1, "initialize", {"protocolVersion": 1}),
+        rpc(2, opening, {"sessionId": sid, "cwd": str(project), "mcpServers": []}),
+        rpc(3, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}),
+    ]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "hermes_acp",
+        "--stdio",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=write_end,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+    )
+    os.close(write_end)
+    before = len(fake.requests)
+    lines = "".join(json.dumps(r) + "\n" for r in requests).encode()
+    try:
+        # Writes, closes stdin and waits for the exit; the cap only catches a hang.
+        _, stderr = await asyncio.wait_for(process.communicate(lines), 60)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.returncode == 0, stderr.decode()
+    assert "output closed" in stderr.decode()  # said why it stopped
+    assert len(fake.requests) == before  # no model call for an answer nobody can read
 
 
 async def test_a_permission_a_prompt_needs_after_stdin_closed_is_rejected(

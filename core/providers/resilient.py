@@ -190,6 +190,7 @@ class ResilientModel:
                         ),
                         detail={
                             "attempt": attempt,
+                            "attempts": self.max_retries,
                             "delay": delay,
                             "error": str(error),
                             "kind": str(error.kind),

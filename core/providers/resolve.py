@@ -154,10 +154,15 @@ def has_credentials(settings: Settings) -> bool:
     local endpoint (Ollama, llama.cpp, vLLM) that needs none."""
     if settings.provider == "bedrock":
         return True  # the AWS credential chain decides, at the first call
-    key, _ = _key_and_base(settings, settings.provider)
-    if key or settings.api_key or key_pool(settings, settings.provider, None, True):
+    if has_api_key(settings):
         return True
     return bool(settings.base_url and (settings.provider == "custom" or _is_local(settings.base_url)))
+
+
+def has_api_key(settings: Settings) -> bool:
+    """Whether an API key for the configured provider is set (config or environment)."""
+    key, _ = _key_and_base(settings, settings.provider)
+    return bool(key or settings.api_key or key_pool(settings, settings.provider, None, True))
 
 
 def _is_local(url: str) -> bool:

@@ -372,14 +372,22 @@ def _apply(batch: list[tuple[SessionStore, str, Write]]) -> None:
             log.exception("a write for session %s failed", session_id)
 
 
+def store_session(session: LiveSession) -> None:
+    """Queue the creation of the session's record, if the store has none yet: a session
+    exists from its creation on (a client may resume it from another process before it
+    was ever prompted)."""
+    if session.closed or session.stored:
+        return
+    record = new_record(session)
+    session.stored = True
+    session.persister.submit(lambda store: store.create_session(record))
+
+
 def persist(session: LiveSession, write: Write) -> None:
     """Queue a write, creating the session's record first if the store has none yet."""
     if session.closed:
         return
-    if not session.stored:
-        record = new_record(session)
-        session.stored = True
-        session.persister.submit(lambda store: store.create_session(record))
+    store_session(session)
     session.persister.submit(write)
 
 

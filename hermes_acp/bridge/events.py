@@ -66,6 +66,7 @@ class EventTranslator:
         # model call, a new one when a retry discards what was shown, so a client knows
         # where one message ends.
         self._message_ids: dict[str, str] = {}
+        self._thinking = False  # thought text streamed since the last answer text or notice
         self._handlers: dict[type, Callable[[Any], list[Update]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -90,6 +91,7 @@ class EventTranslator:
     def start_turn(self) -> None:
         """A new turn: its text is a new message, whatever the last turn left open."""
         self._message_ids.clear()
+        self._thinking = False
 
     def plan_update(self, entries: Iterable[PlanEntry]) -> Update:
         """The `session/update` params for a whole plan (e.g. the stored plan on load)."""
@@ -99,9 +101,11 @@ class EventTranslator:
         return {"sessionId": self.session_id, "update": update}
 
     def _text(self, event: TextDelta) -> list[Update]:
+        self._thinking = False
         return self._streamed(ANSWER, event.text)
 
     def _thought(self, event: ThoughtDelta) -> list[Update]:
+        self._thinking = bool(event.text) or self._thinking
         return self._streamed(THOUGHT, event.text)
 
     def _streamed(self, kind: str, text: str) -> list[Update]:
@@ -156,13 +160,48 @@ class EventTranslator:
         ]
 
     def _status(self, event: Status) -> list[Update]:
-        # A retry or a compression is worth a glance, not part of the answer: an italic
-        # line in the thought stream keeps it out of the text the user copies.
-        line = " ".join(event.message.split())
+        # A retry or a compression is worth a glance, not part of the answer: a thought keeps
+        # it out of the text the user copies. One short plain sentence, a thought message of
+        # its own: clients show a running thought in a box a line or a few high, scrolled
+        # to its end (Toad showed a wrapped italic notice as its last fragment, "1)").
+        line = status_sentence(event)
         if not line:
             return []
-        escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", line)
-        return [self._wrap(chunk(THOUGHT, {"type": "text", "text": f"\n\n_{escaped}_\n\n"}))]
+        self._message_ids.pop(THOUGHT, None)  # the model's next thinking is a new message
+        # A blank line before it only when thinking was streamed: the notice is a paragraph.
+        separator = "\n\n" if self._thinking else ""
+        self._thinking = False
+        return [
+            self._wrap(chunk(THOUGHT, {"type": "text", "text": f"{separator}{line}\n\n"}, uuid.uuid4().hex))
+        ]
+
+
+# What a failed model call that is retried was, in words, by the error's kind.
+_RETRIED_BECAUSE = {
+    "rate_limit": "Rate limited by the model provider",
+    "transient": "The model provider failed to answer",
+    "stale": "The model provider stopped sending",
+}
+# A line starting so would be a list item or a heading: its marker is escaped.
+_BLOCK_MARKER = re.compile(r"^(\d*)([.)#+=-])")
+
+
+def status_sentence(event: Status) -> str:
+    """A status as one plain sentence: no emphasis, and nothing a Markdown client could
+    take for a list or a heading."""
+    detail = event.detail or {}
+    if event.kind == "retrying" and {"attempt", "attempts", "delay"} <= detail.keys():
+        because = _RETRIED_BECAUSE.get(str(detail.get("kind")), "The model call failed")
+        return (
+            f"{because}; retrying in {float(detail['delay']):.1f} s "
+            f"(attempt {detail['attempt']} of {detail['attempts']})."
+        )
+    line = " ".join(event.message.split())
+    if not line:
+        return ""
+    line = _MARKDOWN_SPECIAL.sub(r"\\\1", line)
+    line = _BLOCK_MARKER.sub(r"\1\\\2", line)
+    return line if line.endswith((".", "!", "?", ":")) else f"{line}."
 
 
 def plan_update(entries: Iterable[PlanEntry]) -> Update:

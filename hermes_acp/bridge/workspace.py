@@ -150,8 +150,12 @@ class ClientWorkspace:
         argv = ["bash", "-c", command]
         sandbox = confining(self.sandbox, options)
         if sandbox is not None:
-            # The editor runs the sandbox launcher, so its terminal is confined like a local command.
-            argv = sandbox.wrap(argv, cwd=directory, new_session=True)
+            # The editor runs the sandbox launcher, so its terminal is confined like a local
+            # command; a short script of ours holds the bwrap launch, so the editor's title
+            # and first line show the command line, not bwrap's arguments.
+            from core.sandbox.launcher import LAUNCHERS
+
+            argv = LAUNCHERS.presentable(sandbox.wrap(argv, cwd=directory, new_session=True), command)
         params: dict[str, Any] = {
             "sessionId": self.session_id,
             "command": argv[0],

@@ -31,13 +31,21 @@ from hermes_acp.session.errors import (
 )
 from hermes_acp.session.factory import Placement, SessionFactory, check_directories
 from hermes_acp.session.mcp_servers import problems_note
-from hermes_acp.session.options import MODE_OPTION, ModelCatalog, SessionControls, config_options
+from hermes_acp.session.options import (
+    MODE_OPTION,
+    MODEL_OPTION,
+    ModelCatalog,
+    SessionControls,
+    config_options,
+)
 from hermes_acp.session.records import SharedStore, existing_dirs, session_info
 from hermes_acp.session.slash.run import SlashCommands
 from hermes_acp.session.state import ClientProfile, Session
 from hermes_acp.session.turn import TurnRunner
 
 if TYPE_CHECKING:
+    from acp.exceptions import RequestError
+
     from core.config import Settings
     from core.store.sessions import SessionStore
     from core.store.writer import SessionRecord
@@ -75,7 +83,11 @@ class SessionManager:
         self.controls = SessionControls(channel, self._catalog, self.client)
         self.factory = SessionFactory(channel, self.client, self._store)
         self.turns = TurnRunner(
-            channel, self._sessions, SlashCommands(channel, self.controls), sdks_imported=sdks_imported
+            channel,
+            self._sessions,
+            SlashCommands(channel, self.controls),
+            sdks_imported=sdks_imported,
+            client=self.client,
         )
         self._background: set[asyncio.Task[Any]] = set()
         # One lifecycle change of a session id at a time (load, resume, close, delete): two
@@ -114,6 +126,9 @@ class SessionManager:
         session_id = secrets.token_hex(16)
         session = await self.factory.open(settings, session_id, place)
         self._sessions[session_id] = session
+        from core.store.writer import store_session
+
+        store_session(session)
         log.info("session %s started in %s", session_id, place.cwd)
         self._after_response(lambda: self._session_ready(session, settings))
         return {"sessionId": session_id, **self.session_state(session)}
@@ -173,7 +188,7 @@ class SessionManager:
         if live is not None:
             if live.turn is not None:
                 raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session_id})
-            if not live.stored:  # never prompted, so nothing stored: it stays as it is
+            if not live.prompted:  # no history to restore: it stays as it is
                 self._after_response(lambda: self._session_ready(live, settings))
                 return self.session_state(live)
             await self._drop(live)
@@ -342,6 +357,10 @@ class SessionManager:
 
     async def set_config_option(self, session_id: str, config_id: str, value: Any) -> dict[str, Any]:
         session = self.get(session_id)
+        if config_id == MODEL_OPTION and isinstance(value, str) and value:
+            problem = await self._model_problem(session, value)
+            if problem is not None:
+                raise self._model_refused(session, f"unknown value {value!r} for configId 'model'", problem)
         if self.controls.change(session, config_id, value) == MODE_OPTION:
             self._after_response(
                 lambda: self.turns.send_beside(session, lambda: self.controls.notify_mode(session))
@@ -350,15 +369,26 @@ class SessionManager:
         return {"configOptions": config_options(self.controls.options(session))}
 
     async def set_model(self, session_id: str, model_id: str) -> None:
-        """session/set_model (older clients): the `model` option, any model id accepted as
-        `/model` accepts it."""
+        """session/set_model (older clients): the `model` option, by the same rule."""
         session = self.get(session_id)
-        if model_id not in self.controls.options(session).offered_models():
-            session.extra_models.append(model_id)
+        problem = await self._model_problem(session, model_id)
+        if problem is not None:
+            raise self._model_refused(session, f"unknown modelId {model_id!r}", problem, field="modelId")
         self.controls.apply_model(session, model_id)
         self._after_response(
             lambda: self.turns.send_beside(session, lambda: self.controls.notify_config(session))
         )
+
+    async def _model_problem(self, session: Session, model_id: str) -> str | None:
+        if model_id in self.controls.options(session).offered_models():
+            return None  # no wait for the SDKs: picking an offered model is instant
+        if self._sdks_imported is not None:  # the model list is asked through a provider SDK
+            await self._sdks_imported.wait()
+        return await self.controls.model_problem(session, model_id)
+
+    def _model_refused(self, session: Session, what: str, problem: str, field: str = "value") -> RequestError:
+        offered = self.controls.options(session).offered_models()
+        return protocol_error(INVALID_PARAMS, f"{what}: {problem}", {"field": field, "valid": offered})
 
     def cancel_all(self) -> None:
         """Cancel every running turn (the input ended: nobody is left to watch them)."""

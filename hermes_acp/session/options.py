@@ -72,9 +72,10 @@ class SetModelParams(BaseModel):
 class InvalidOption(InvalidInput):
     """A config id or value the session does not offer; the message says what it does."""
 
-    def __init__(self, message: str, field: str) -> None:
+    def __init__(self, message: str, field: str, valid: list[str] | None = None) -> None:
         super().__init__(message)
         self.field = field  # the request field at fault: "configId" or "value"
+        self.valid = valid  # what the field may be, when the session offers a list
 
 
 @dataclass(slots=True)
@@ -151,7 +152,9 @@ def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, A
         valid_ids.append(AUTO_COMPACT_OPTION)
     if config_id not in valid_ids:
         offered = _listed(valid_ids)
-        raise InvalidOption(f"unknown configId {config_id!r}; this session offers {offered}", "configId")
+        raise InvalidOption(
+            f"unknown configId {config_id!r}; this session offers {offered}", "configId", valid_ids
+        )
     if config_id == AUTO_COMPACT_OPTION:
         if not isinstance(value, bool):
             raise InvalidOption(
@@ -169,7 +172,9 @@ def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, A
     allowed = list(allowed)
     if value not in allowed:
         raise InvalidOption(
-            f"unknown value {value!r} for configId {config_id!r}; valid values: {_listed(allowed)}", "value"
+            f"unknown value {value!r} for configId {config_id!r}; valid values: {_listed(allowed)}",
+            "value",
+            allowed,
         )
     if config_id == EFFORT_OPTION and value == DEFAULT_EFFORT:
         return config_id, None
@@ -245,7 +250,7 @@ class SessionControls:
         except InvalidOption as exc:
             from hermes_acp.session.errors import error_response
 
-            raise error_response(exc) from exc
+            raise error_response(exc, data={"valid": exc.valid} if exc.valid else None) from exc
         if config_id == MODE_OPTION:
             assert new_value is not None
             self.apply_mode(session, new_value)
@@ -278,6 +283,24 @@ class SessionControls:
         if not model_takes_effort(model):
             session.agent.reasoning_effort = None
         save_record(session, model=model, reasoning_effort=session.agent.reasoning_effort)
+
+    async def model_problem(self, session: Session, model_id: str) -> str | None:
+        """Why the session may not switch to `model_id`, or None when it may: a model it
+        offers already, or one the endpoint lists (as `--check` judges the configured
+        model), or, when the endpoint lists nothing to judge by, any id, which the picker
+        offers from then on. A model the endpoint does not list would fail only at the
+        next prompt, far from the choice that caused it. (Every way of picking a model
+        asks this: `session/set_model`, the `model` option, `/model`, `run --model`.)"""
+        from core.providers.model_list import model_problem
+
+        if model_id in self.options(session).offered_models():
+            return None
+        settings = session.agent.settings
+        listed = await self.catalog.fetch(settings) or self.catalog.known(settings)
+        problem = model_problem(model_id, listed)
+        if problem is None:
+            session.extra_models.append(model_id)
+        return problem
 
     async def notify_mode(self, session: Session) -> None:
         await send_update(
@@ -328,7 +351,7 @@ class ModelCatalog:
             return cached[0]
         task = self._fetching.get(key)
         if task is None:
-            task = self._fetching[key] = asyncio.create_task(_list_models(settings))
+            task = self._fetching[key] = asyncio.create_task(list_endpoint_models(settings))
         try:
             models = await asyncio.shield(task)
         finally:
@@ -338,7 +361,9 @@ class ModelCatalog:
         return models
 
 
-async def _list_models(settings: Settings) -> list[str]:
+async def list_endpoint_models(settings: Settings) -> list[str]:
+    """The models the endpoint lists (kept under the home for later runs); [] when it
+    lists none or cannot be asked."""
     from core.providers.resolve import build_chain
 
     provider = None

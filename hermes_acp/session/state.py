@@ -29,6 +29,7 @@ class ClientProfile:
     terminal_meta: bool = False  # Zed's `_meta.terminal_output` convention
     boolean_options: bool = False  # may be sent `type: "boolean"` config options
     elicitation_form: bool = False  # may be sent `elicitation/create` in form mode
+    prompt_usage: bool = False  # takes the draft `usage` field in the prompt response
 
     @property
     def offers_workspace(self) -> bool:

@@ -28,7 +28,7 @@ from hermes_acp.session.errors import (
     not_found,
     protocol_error,
 )
-from hermes_acp.session.state import QueuedPrompt, Session, Turn
+from hermes_acp.session.state import ClientProfile, QueuedPrompt, Session, Turn
 
 if TYPE_CHECKING:
     from core.models import Usage
@@ -50,9 +50,11 @@ class TurnRunner:
         commands: SlashCommands,
         *,
         sdks_imported: asyncio.Event | None = None,
+        client: ClientProfile | None = None,
     ) -> None:
         self.channel = channel
         self.sessions = sessions  # the manager's table of open sessions
+        self.client = client  # shared with the server: filled in by `initialize`
         self.commands = commands
         # Awaited inside the turn before anything that may import a provider SDK.
         self._sdks_imported = sdks_imported
@@ -62,11 +64,16 @@ class TurnRunner:
         session = self.sessions.get(session_id)
         if session is None:
             raise not_found(session_id)
-        before = session.agent.usage_total
-        result: dict[str, Any] = {"stopReason": await self._run(session, blocks)}
-        turn_usage = prompt_usage(before, session.agent.usage_total)
+        before: list[Usage] = []  # the usage when this prompt's own turn starts
+        result: dict[str, Any] = {"stopReason": await self._run(session, blocks, before)}
+        turn_usage = prompt_usage(before[0], session.agent.usage_total) if before else None
         if turn_usage is not None:
-            result["usage"] = turn_usage
+            # `usage` is a draft field the stable schema does not allow: it goes in
+            # `_meta` unless the client asked for the field (`_meta.hermes.promptUsage`).
+            if self.client is not None and self.client.prompt_usage:
+                result["usage"] = turn_usage
+            else:
+                result["_meta"] = {"hermes": {"usage": turn_usage}}
         return result
 
     def cancel(self, session_id: str) -> None:
@@ -89,13 +96,16 @@ class TurnRunner:
         log.debug("session %s: update held until its turn ends or the next one starts", session.id)
         session.held_updates.append(send)
 
-    async def _run(self, session: Session, blocks: list[dict[str, Any]]) -> str:
-        """The turn of one prompt, once its place in the queue comes; its stop reason."""
+    async def _run(self, session: Session, blocks: list[dict[str, Any]], before: list[Usage]) -> str:
+        """The turn of one prompt, once its place in the queue comes; its stop reason.
+        `before` gets the session's usage as the turn starts (not while it waited: the
+        turns before it are not its tokens)."""
         command = _command(blocks)
         if command is not None and command[0] in BESIDE_THE_TURN and session.turn is not None:
             return await self.commands.beside_turn(session, *command)
         if not await _wait_for_place(session, blocks):
             return "cancelled"
+        before.append(session.agent.usage_total)
         turn = Turn()
         session.turn = turn
         session.prompted = True

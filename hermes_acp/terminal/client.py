@@ -36,6 +36,15 @@ class TerminalClient:
     async def handle(self, method: str, params: Any, is_notification: bool) -> Any:
         if method == "session/update" and isinstance(params, dict):
             update = params.get("update") or {}
+            failure = _turn_error(update)
+            if failure is not None:
+                # The editors' form of a failed model call is a line in the answer; here it
+                # is said once, as an error, and the answer stays the answer.
+                self.turn_error = failure
+                if getattr(self.view, "verbatim", False):  # --json: every update, as sent
+                    self.view.update(update, params)
+                self.view.notice(f"error: the model provider failed: {failure.get('message', '')}")
+                return None
             self._remember(update)
             self.view.update(update, params)
             return None
@@ -47,13 +56,17 @@ class TerminalClient:
         raise RequestError.method_not_found(method)
 
     def _remember(self, update: dict[str, Any]) -> None:
-        meta = update.get("_meta")
-        hermes = meta.get("hermes") if isinstance(meta, dict) else None
-        if isinstance(hermes, dict) and isinstance(hermes.get("turnError"), dict):
-            self.turn_error = hermes["turnError"]
         kind = update.get("sessionUpdate")
         if kind in ("tool_call", "tool_call_update"):
             call = self.calls.setdefault(update.get("toolCallId", ""), {})
             call.update({k: v for k, v in update.items() if v is not None})
         elif kind == "available_commands_update":
             self.commands = list(update.get("availableCommands") or [])
+
+
+def _turn_error(update: dict[str, Any]) -> dict[str, Any] | None:
+    """`_meta.hermes.turnError` of the notice a failed model call sends, if it is one."""
+    meta = update.get("_meta")
+    hermes = meta.get("hermes") if isinstance(meta, dict) else None
+    failure = hermes.get("turnError") if isinstance(hermes, dict) else None
+    return failure if isinstance(failure, dict) else None

@@ -9,15 +9,16 @@ import sys
 from typing import Any
 
 from hermes_acp.terminal import exit_codes
-from hermes_acp.terminal.opening import choices_from, model_for_new_sessions
+from hermes_acp.terminal.opening import choices_from
 
 
 def run_command(args: Any) -> int:
     from hermes_acp.logs import setup_logging
 
-    # The server runs in this process; its log would bury the answer: warnings only,
-    # unless `hermes-acp --log-level ... run` asks for more (or --log-file for a file).
-    setup_logging(args.log_level or "warning", args.log_file)
+    # The server runs in this process; its log would bury the answer and repeat what the
+    # view already says: nothing on stderr but a crash, unless `hermes-acp --log-level ...
+    # run` asks for it (--log-file gets warnings and up).
+    setup_logging(args.log_level or "warning", args.log_file, quiet_stderr=args.log_level is None)
     if args.command == "chat":
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             sys.stderr.write("hermes-acp chat needs a terminal; from a script, use `hermes-acp run`\n")
@@ -25,7 +26,6 @@ def run_command(args: Any) -> int:
         from hermes_acp.terminal.chat import chat
 
         choices = choices_from(args)
-        model_for_new_sessions(choices)
         code = asyncio.run(chat(args, choices))
     else:
         code = _run(args)
@@ -48,7 +48,6 @@ def _run(args: Any) -> int:
     from hermes_acp.terminal.run import run_once
 
     choices = choices_from(args)
-    model_for_new_sessions(choices)
     try:
         return asyncio.run(run_once(args, choices, task, answer, sys.stderr))
     except KeyboardInterrupt:

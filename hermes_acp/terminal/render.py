@@ -9,6 +9,7 @@ import json
 from typing import Any, TextIO
 
 from hermes_acp.terminal.display import content_text
+from hermes_acp.terminal.markdown_blocks import MarkdownBlocks
 
 FINAL = ("completed", "failed")
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -30,6 +31,8 @@ class PlainView:
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
             self.answer_text(_text(update))
+        elif kind == "agent_thought_chunk":
+            self.thought_text(_text(update))
         elif kind == "user_message_chunk":
             self.line(f"> {_text(update)}")
         elif kind == "tool_call":
@@ -64,6 +67,9 @@ class PlainView:
         self.answer.write(text)
         self.answer.flush()
         self._mid_line = not text.endswith("\n")
+
+    def thought_text(self, text: str) -> None:
+        """Plain output leaves the model's thinking out: a log or a script wants the work."""
 
     def call_started(self, title: str) -> None:
         self.line(f"→ {title}")
@@ -134,7 +140,9 @@ class PlainView:
 
 
 class RichView(PlainView):
-    """The same events, styled, with a spinner while a tool runs."""
+    """The same events, styled, with a spinner while a tool runs; the model's thinking
+    dimmed; on a terminal, the answer rendered as Markdown, block by block as it streams
+    (piped, the answer stays the model's text, for the script that reads it)."""
 
     def __init__(self, answer: TextIO, progress: TextIO) -> None:
         super().__init__(answer, progress)
@@ -142,10 +150,32 @@ class RichView(PlainView):
 
         self.console = Console(file=progress, highlight=False, soft_wrap=True)
         self._status: Any = None
+        self._thinking = False  # thought text shown, its line not ended yet
+        self._markdown: MarkdownBlocks | None = None
+        self._answer_console: Any = None
+        self._blocks_shown = False  # this answer has rendered blocks: the next is spaced
+        if _is_terminal(answer):
+            self._markdown = MarkdownBlocks()
+            self._answer_console = Console(file=answer, highlight=False)
+
+    def thought_text(self, text: str) -> None:
+        from rich.text import Text
+
+        if not text:
+            return
+        self._stop_spinner()
+        self._flush_answer()
+        self._break_answer_line()
+        self.console.print(Text(text, style="dim italic"), end="")
+        self._thinking = not text.endswith("\n")
 
     def answer_text(self, text: str) -> None:
         self._stop_spinner()
-        super().answer_text(text)
+        self._end_thought()
+        if self._markdown is None:
+            super().answer_text(text)
+            return
+        self._render_markdown(self._markdown.feed(text))
 
     def call_started(self, title: str) -> None:
         from rich.text import Text
@@ -202,11 +232,36 @@ class RichView(PlainView):
 
     def finish(self) -> None:
         self._stop_spinner()
+        self._flush_answer()
+        self._end_thought()
         super().finish()
 
     def _print(self, renderable: Any) -> None:
+        self._flush_answer()
+        self._end_thought()
         self._break_answer_line()
         self.console.print(renderable)
+
+    def _end_thought(self) -> None:
+        if self._thinking:
+            self.console.print()
+            self._thinking = False
+
+    def _flush_answer(self) -> None:
+        """The answer's last, open block, rendered: something else comes now."""
+        if self._markdown is not None:
+            self._render_markdown(self._markdown.rest())
+            self._blocks_shown = False
+
+    def _render_markdown(self, blocks: str) -> None:
+        from rich.markdown import Markdown
+
+        if not blocks.strip():
+            return
+        if self._blocks_shown:
+            self._answer_console.print()
+        self._answer_console.print(Markdown(blocks))
+        self._blocks_shown = True
 
     def _stop_spinner(self) -> None:
         if self._status is not None:
@@ -216,6 +271,8 @@ class RichView(PlainView):
 
 class JsonView:
     """`--json`: each session/update's params as one JSON line on `out`; notices to `progress`."""
+
+    verbatim = True  # gets every update, even those the client says in its own words
 
     def __init__(self, out: TextIO, progress: TextIO) -> None:
         self.out = out
@@ -245,6 +302,13 @@ def make_view(answer: TextIO, progress: TextIO, *, as_json: bool = False) -> Pla
 def _text(update: dict[str, Any]) -> str:
     content = update.get("content") or {}
     return str(content.get("text", "")) if isinstance(content, dict) else ""
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except ValueError:
+        return False
 
 
 def _same_terminal(a: TextIO, b: TextIO) -> bool:

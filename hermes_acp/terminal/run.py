@@ -58,10 +58,8 @@ async def run_once(args: Any, choices: Choices, task: str, answer: TextIO, progr
         stop_reason = str(result.get("stopReason"))
         rejected = len(getattr(approver, "rejected", ()))
         code = exit_codes.for_stop_reason(stop_reason, rejected)
-        if client.turn_error is not None:
-            failure = client.turn_error
-            code = exit_codes.CONFIG if failure.get("kind") == "auth" else exit_codes.ERROR
-            view.notice(f"error: the model provider failed: {failure.get('message', '')}")
+        if client.turn_error is not None:  # the client has said so
+            code = exit_codes.CONFIG if client.turn_error.get("kind") == "auth" else exit_codes.ERROR
         elif code != exit_codes.OK:
             view.notice(_ending(stop_reason, rejected))
     except RequestError as exc:

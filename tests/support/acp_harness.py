@@ -102,8 +102,10 @@ def server_env(
 
 # Responses validated against the draft schema: the initialize response advertises the
 # draft-only `fork` session capability, and session/fork exists only in the drafts.
-# session/prompt: its `usage` is in the draft schema only.
-UNSTABLE_RESPONSES = frozenset({"initialize", "session/fork", "session/prompt"})
+# session/prompt is held to the stable schema (acp conformance ACP-SCHEMA-002): its
+# `usage` goes in `_meta`, unless the client asked for the draft field
+# (`clientCapabilities._meta.hermes.promptUsage`), and then to the draft schema.
+UNSTABLE_RESPONSES = frozenset({"initialize", "session/fork"})
 
 
 @functools.cache
@@ -134,10 +136,13 @@ class WireChecker:
     violations: list[str] = field(default_factory=list)
     pending: dict[Any, str] = field(default_factory=dict)  # our request id -> method
     schema: bool = True  # benchmarks turn the (slow) schema validation off; framing is always checked
+    draft_usage: bool = False  # the client asked for the draft `usage` in prompt responses
 
     def sent(self, message: Any) -> None:
         if isinstance(message, dict) and "method" in message and "id" in message:
             self.pending[_id_key(message["id"])] = message["method"]
+            if message["method"] == "initialize":
+                self.draft_usage = _asks_prompt_usage(message.get("params"))
 
     def check_line(self, line: bytes) -> dict[str, Any] | None:
         try:
@@ -169,7 +174,7 @@ class WireChecker:
             assert "result" in message, f"response without result or error: {message}"
             if asked is None:
                 raise AssertionError(f"a response to a request we never sent: {message}")
-            if asked in UNSTABLE_RESPONSES:
+            if asked in UNSTABLE_RESPONSES or (asked == "session/prompt" and self.draft_usage):
                 validate(_method_defs(True)[0][asked], message["result"], unstable=True)
             elif asked in responses:
                 validate(responses[asked], message["result"])
@@ -181,8 +186,30 @@ class WireChecker:
         validate(definition, message.get("params") or {})
 
 
+def _asks_prompt_usage(params: Any) -> bool:
+    """Whether an initialize's params ask for the draft `usage` (any shape may come in)."""
+    value: Any = params
+    for key in ("clientCapabilities", "_meta", "hermes", "promptUsage"):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value is True
+
+
 def _id_key(value: Any) -> tuple[type, Any]:
     return (type(value), value)
+
+
+def take_prompt_usage(result: dict[str, Any]) -> dict[str, Any] | None:
+    """A prompt response's usage, taken out of it (emptied `_meta` objects go too)."""
+    usage = result.pop("usage", None)
+    meta = result.get("_meta")
+    hermes = meta.get("hermes") if isinstance(meta, dict) else None
+    if isinstance(hermes, dict) and "usage" in hermes:
+        usage = hermes.pop("usage")
+        if not hermes:
+            del meta["hermes"]
+        if not meta:
+            del result["_meta"]
+    return usage
 
 
 # -- the process --------------------------------------------------------------------------------
@@ -450,8 +477,9 @@ class AcpClient:
         self.calls: list[tuple[str, dict[str, Any]]] = []  # every request the server made
         self.terminals: dict[str, Terminal] = {}
         self.violations: list[str] = []
-        # PromptResponse.usage of each prompt answered, by session (prompt() returns the
-        # rest, so a test that checks the stop reason compares one key)
+        # The usage of each prompt answered (`_meta.hermes.usage`, or the draft `usage` for
+        # a client that asked for it), by session (prompt() returns the rest, so a test
+        # that checks the stop reason compares one key)
         self.prompt_usage: dict[str, list[dict[str, Any] | None]] = {}
         self.initialized: dict[str, Any] = {}  # the last initialize response
         self._changed = asyncio.Event()
@@ -485,7 +513,7 @@ class AcpClient:
         blocks = [{"type": "text", "text": text}] if isinstance(text, str) else text
         result = await self.request("session/prompt", {"sessionId": session_id, "prompt": blocks}, within)
         if isinstance(result, dict):
-            self.prompt_usage.setdefault(session_id, []).append(result.pop("usage", None))
+            self.prompt_usage.setdefault(session_id, []).append(take_prompt_usage(result))
         return result
 
     def start_prompt(

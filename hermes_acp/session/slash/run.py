@@ -61,13 +61,12 @@ class SlashCommands:
             await self._say(session, mode_text(new_mode, agent.mode.value, argument))
         elif name == "model":
             new_model = argument.split()[0] if argument else None
-            if new_model is not None:
-                if new_model not in controls.options(session).offered_models():
-                    session.extra_models.append(new_model)
+            problem = await controls.model_problem(session, new_model) if new_model else None
+            if new_model is not None and problem is None:
                 controls.apply_model(session, new_model)
                 await controls.notify_config(session)
             offered = controls.options(session).offered_models()
-            await self._say(session, model_text(new_model, session.model, offered))
+            await self._say(session, model_text(new_model, session.model, offered, problem))
         elif name == "tools":
             await self._say(session, tools_text(agent.tools, read_only=agent.mode.value == "plan"))
         elif name == "context":
@@ -220,7 +219,10 @@ def mode_text(new_mode: str | None, current: str, requested: str) -> str:
     return f"There is no mode `{requested}`; the mode stays `{current}`. Choose one of {valid}."
 
 
-def model_text(new_model: str | None, current: str, offered: list[str]) -> str:
+def model_text(new_model: str | None, current: str, offered: list[str], problem: str | None = None) -> str:
+    if new_model is not None and problem is not None:
+        listed = ", ".join(f"`{m}`" for m in offered[:12]) + (", …" if len(offered) > 12 else "")
+        return f"The model stays `{current}`: {problem}. Offered: {listed}"
     if new_model is not None:
         return f"Model set to `{new_model}` for the next prompts."
     listed = "\n".join(f"- `{m}`" for m in offered)

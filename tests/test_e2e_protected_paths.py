@@ -5,6 +5,7 @@ refusal leaves them untouched. Everyday files and everyday git work ask nothing 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -102,8 +103,11 @@ async def test_writing_what_git_or_the_editor_runs_asks_in_every_mode_and_a_refu
 async def test_ordinary_files_and_everyday_git_work_ask_nothing_in_auto(
     fake: FakeProvider, home: Path, project: Path
 ) -> None:
+    # The repository exists, as the user's do: a sandboxed `git init` is refused (it would
+    # write git's config, which runs outside the sandbox later) and asks to run outside.
+    subprocess.run(["git", "init", "-q", "-b", "main", str(project)], check=True)  # noqa: ASYNC221 (set-up, before the server)
     work = (
-        "git init -q -b main . && git add -A && git -c user.name=t -c user.email=t@t commit -qm start"
+        "git add -A && git -c user.name=t -c user.email=t@t commit -qm start"
         " && git branch topic && git checkout -q topic && echo more >> app.py && git stash -q"
         " && git stash list && git checkout -q main && git log --oneline"
     )

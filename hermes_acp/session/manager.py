@@ -188,7 +188,7 @@ class SessionManager:
         if live is not None:
             if live.turn is not None:
                 raise protocol_error(INVALID_REQUEST, ALREADY_RUNNING, {"sessionId": session_id})
-            if not live.prompted:  # no history to restore: it stays as it is
+            if not (live.prompted or live.agent.messages):  # no history to restore: it stays as it is
                 self._after_response(lambda: self._session_ready(live, settings))
                 return self.session_state(live)
             await self._drop(live)

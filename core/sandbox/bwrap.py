@@ -143,7 +143,7 @@ class Sandbox:
             )
         if self.confinement == "sandboxed" and self.state is not None and self.bwrap is not None:
             overlays_work(self.bwrap)  # asked once per process, here rather than in a turn
-        if self.confinement == "sandboxed" and any(self._holds_home(root) for root in scope.roots):
+        if self.confinement == "sandboxed" and self._home_in_a_root_holds_something():
             self.notice = (
                 "This session's folder contains your home folder. The sandbox still hides your "
                 "secrets there (~/.ssh, ~/.aws, ~/.netrc, .env files, shell histories, ...) and "
@@ -168,8 +168,14 @@ class Sandbox:
             bwrap=settings.sandbox_bwrap,
         )
 
-    def _holds_home(self, root: Path) -> bool:
-        return self.home == root or self.home.is_relative_to(root)
+    def _home_in_a_root_holds_something(self) -> bool:
+        """Whether a root contains the home folder and it holds a secret or a start-up file
+        the list names: then the user hears once that those stay hidden or read-only."""
+        if not any(self.home == root or self.home.is_relative_to(root) for root in self.scope.roots):
+            return False
+        dirs, files = secrets.home_secrets(self.home)
+        named = [p for p in protected.home_protected(self.home) if p.resolve() not in self.hidden]
+        return bool(dirs or files or named)
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """The environment a confined command sees: without the model credentials the

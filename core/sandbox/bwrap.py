@@ -12,12 +12,13 @@ approval policy asks before every command instead.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import os
 import re
-import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass, field
@@ -127,7 +128,6 @@ class Sandbox:
         self.tmp_mb = tmp_mb
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
-        self._tmp: Path | None = None
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._own_code = protected.own_code()
         self._placeholders: set[Path] = set()
@@ -229,13 +229,11 @@ class Sandbox:
 
     @property
     def temp_dir(self) -> Path:
-        """The session's TMPDIR: an empty directory on the host, where each command gets a
-        fresh size-capped tmpfs of its own (nothing written there reaches the disk, and no
-        other session's temp files are visible)."""
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="hermes-acp-tmp-")).resolve()
-            weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
-        return self._tmp
+        """TMPDIR inside the sandbox: where each command gets a fresh size-capped tmpfs of
+        its own (nothing written there reaches the disk, and no other command's or
+        session's temp files are visible). On the host it is only an empty mount point,
+        one per agent process (`os._exit` at the end leaves one, not one per session)."""
+        return _mount_point()
 
     # -- the launch ------------------------------------------------------------------
 
@@ -521,6 +519,13 @@ def launch_argv(
         args += ["--unsetenv", name]
     args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
     return args
+
+
+@functools.cache
+def _mount_point() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="hermes-acp-tmp-")).resolve()
+    atexit.register(_rmdir_quietly, str(path))
+    return path
 
 
 def _rmdir_quietly(path: str) -> None:

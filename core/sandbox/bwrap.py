@@ -12,12 +12,13 @@ approval policy asks before every command instead.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import itertools
 import logging
 import os
 import re
-import shutil
 import tempfile
 import weakref
 from dataclasses import dataclass, field
@@ -127,7 +128,6 @@ class Sandbox:
         self.tmp_mb = tmp_mb
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
-        self._tmp: Path | None = None
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._own_code = protected.own_code()
         self._placeholders: set[Path] = set()
@@ -143,7 +143,7 @@ class Sandbox:
             )
         if self.confinement == "sandboxed" and self.state is not None and self.bwrap is not None:
             overlays_work(self.bwrap)  # asked once per process, here rather than in a turn
-        if self.confinement == "sandboxed" and any(self._holds_home(root) for root in scope.roots):
+        if self.confinement == "sandboxed" and self._home_in_a_root_holds_something():
             self.notice = (
                 "This session's folder contains your home folder. The sandbox still hides your "
                 "secrets there (~/.ssh, ~/.aws, ~/.netrc, .env files, shell histories, ...) and "
@@ -168,8 +168,14 @@ class Sandbox:
             bwrap=settings.sandbox_bwrap,
         )
 
-    def _holds_home(self, root: Path) -> bool:
-        return self.home == root or self.home.is_relative_to(root)
+    def _home_in_a_root_holds_something(self) -> bool:
+        """Whether a root contains the home folder and it holds a secret or a start-up file
+        the list names: then the user hears once that those stay hidden or read-only."""
+        if not any(self.home == root or self.home.is_relative_to(root) for root in self.scope.roots):
+            return False
+        dirs, files = secrets.home_secrets(self.home)
+        named = [p for p in protected.home_protected(self.home) if p.resolve() not in self.hidden]
+        return bool(dirs or files or named)
 
     def environment(self, env: dict[str, str]) -> dict[str, str]:
         """The environment a confined command sees: without the model credentials the
@@ -223,13 +229,11 @@ class Sandbox:
 
     @property
     def temp_dir(self) -> Path:
-        """The session's TMPDIR: an empty directory on the host, where each command gets a
-        fresh size-capped tmpfs of its own (nothing written there reaches the disk, and no
-        other session's temp files are visible)."""
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="hermes-acp-tmp-")).resolve()
-            weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
-        return self._tmp
+        """TMPDIR inside the sandbox: where each command gets a fresh size-capped tmpfs of
+        its own (nothing written there reaches the disk, and no other command's or
+        session's temp files are visible). On the host it is only an empty mount point,
+        one per agent process (`os._exit` at the end leaves one, not one per session)."""
+        return _mount_point()
 
     # -- the launch ------------------------------------------------------------------
 
@@ -515,6 +519,13 @@ def launch_argv(
         args += ["--unsetenv", name]
     args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
     return args
+
+
+@functools.cache
+def _mount_point() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="hermes-acp-tmp-")).resolve()
+    atexit.register(_rmdir_quietly, str(path))
+    return path
 
 
 def _rmdir_quietly(path: str) -> None:

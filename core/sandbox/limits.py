@@ -51,6 +51,7 @@ class PidsCgroup:
         base = _own_pids_cgroup()
         if base is None:
             return None
+        _sweep(base)
         path = base / name
         try:
             path.mkdir(exist_ok=True)
@@ -79,6 +80,29 @@ def _own_pids_cgroup() -> Path | None:
             path = PIDS_V1 / relative.lstrip("/")
             return path if os.access(path, os.W_OK) else None
     return None
+
+
+def _sweep(base: Path) -> None:
+    """Remove the empty cgroups of agents that are gone: the server ends with `os._exit`,
+    so a finalizer does not always run."""
+    try:
+        names = [e.name for e in os.scandir(base) if e.is_dir() and e.name.startswith("hermes-acp-")]
+    except OSError:
+        return
+    for name in names:
+        owner = name.split("-")[2]
+        if owner.isdigit() and not _alive(int(owner)):
+            _remove(str(base / name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _remove(path: str) -> None:

@@ -28,6 +28,7 @@ from core.turn import IterationBudget, Turn
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.checkpoints import Checkpoints
     from core.tools.clarify import Asker
     from core.tools.delegate import ChildSink
     from core.turn_context import HistoryEstimate
@@ -117,6 +118,7 @@ class Agent:
         self.child_usage = Usage()  # subagents' usage not yet counted in the turn's
         # What a cancelled turn had shown when it stopped; the embedder stores it.
         self.interrupted: Message | None = None
+        self.checkpoints: Checkpoints | None = None  # snapshots for /rewind, when the embedder keeps them
 
     # -- settable state -------------------------------------------------------------
 
@@ -246,7 +248,10 @@ class Agent:
     ) -> AsyncIterator[Event]:
         """Yield the turn's events (see `Turn.run`). `budget`: a subagent's share of its
         parent's turn (a turn of its own has `max_iterations` calls)."""
-        return Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(content, preamble)
+        events = Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(content, preamble)
+        if self.checkpoints is not None and budget is None:
+            return self.checkpoints.wrap(events)
+        return events
 
     def tool_specs(self, *, read_only: bool = False) -> list[ToolSpec]:
         """The tool list sent to the model (read-only tools in plan mode); built once."""

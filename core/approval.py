@@ -6,6 +6,7 @@ every mode; what an "always" covers for a command is `core.command_rules.scope`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,6 +19,7 @@ from core.command_rules.check import dangerous_rule
 from core.events import FileDiff, ToolKind
 
 if TYPE_CHECKING:
+    from core.permission_rules import PermissionRules
     from core.tools.base import Tool
     from core.workspace import Workspace
 
@@ -48,10 +50,11 @@ class Decision(StrEnum):
     REJECT_ONCE = "reject_once"
     REJECT_ALWAYS = "reject_always"
     CANCELLED = "cancelled"
+    ALLOW_PROJECT = "allow_project"  # always, in this project's later sessions too
 
     @property
     def allowed(self) -> bool:
-        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS)
+        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS, Decision.ALLOW_PROJECT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,11 +180,12 @@ class ApprovalPolicy:
     7. otherwise ask.
     """
 
-    __slots__ = ("memory", "mode")
+    __slots__ = ("memory", "mode", "rules")
 
-    def __init__(self, mode: Mode, memory: ApprovalMemory) -> None:
+    def __init__(self, mode: Mode, memory: ApprovalMemory, rules: PermissionRules | None = None) -> None:
         self.mode = mode
         self.memory = memory
+        self.rules = rules  # the user's and the project's permission rules (core/permission_rules.py)
 
     def check(self, tool: Tool[Any], args: BaseModel, workspace: Workspace, *, call_id: str) -> PolicyVerdict:
         base = scope_key(tool, args)
@@ -217,6 +221,9 @@ class ApprovalPolicy:
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
+        ruled = self.rules.match(tool, args, workspace) if self.rules is not None else None
+        if ruled is not None and ruled.action == "deny":  # in every mode
+            return PolicyVerdict("reject", request, ruled.model_reason())
         if self.mode is Mode.PLAN and not tool.read_only:
             return PolicyVerdict(
                 "reject",
@@ -239,6 +246,9 @@ class ApprovalPolicy:
             if key in self.memory.allowed:
                 return PolicyVerdict("run", None, "allowed always outside the sandbox", allow_outside=True)
             return ask
+        if ruled is not None and ruled.action == "ask":  # in every mode
+            request = dataclasses.replace(request, reason=ruled.user_reason())
+            return PolicyVerdict("ask", request, request.reason)
         if not tool.needs_approval:
             return PolicyVerdict("run", None, "needs no approval")
         if self.mode is Mode.YOLO:
@@ -247,7 +257,9 @@ class ApprovalPolicy:
             return PolicyVerdict("run", None, "edits are accepted in this mode")
         if self.mode is Mode.AUTO and confinement == "sandboxed":
             return PolicyVerdict("run", None, "auto mode: the command runs in the sandbox")
-        if base in self.memory.allowed:
+        if ruled is not None and ruled.action == "allow":
+            return PolicyVerdict("run", None, f"allowed by the permission rule `{ruled.rule.text}`")
+        if base in self.memory.allowed or (self.rules is not None and base in self.rules.project_allowed):
             return PolicyVerdict("run", None, f"always allowed: `{_subject(base)}`")
         return ask
 
@@ -260,7 +272,10 @@ class ApprovalPolicy:
         let the harmless commands sharing it, `rm file`, pass silently on the strength of
         an answer given to `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
-        if decision is Decision.ALLOW_ALWAYS and not request.dangerous:
+        if decision is Decision.ALLOW_PROJECT and not request.dangerous and self.rules is not None:
+            self.memory.allow(request.scope)
+            self.rules.allow_in_project(request.scope)
+        elif decision in (Decision.ALLOW_ALWAYS, Decision.ALLOW_PROJECT) and not request.dangerous:
             self.memory.allow(request.scope)
         elif decision is Decision.REJECT_ALWAYS:
             self.memory.reject(request.scope)

@@ -46,6 +46,15 @@ class FallbackEntry(BaseModel):
     api_mode: ApiMode | None = None
 
 
+class PermissionTable(BaseModel):
+    """`[permissions]`: rules in Claude Code's syntax (core/permission_rules.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -99,6 +108,7 @@ class Settings(BaseModel):
     # how long a prompt still running when stdin ends (a piped script) may take to finish
     end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    permissions: PermissionTable = Field(default_factory=PermissionTable)
 
     @property
     def config_path(self) -> Path:

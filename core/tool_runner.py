@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +75,8 @@ class ToolRunner:
     workspace: Workspace
     state: SessionToolState
     limits: ToolLimits
+    # Awaited before a call that may change the workspace runs (a checkpoint is taken).
+    before_write: Callable[[], Awaitable[None]] | None = None
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
         prepared: list[PreparedCall] = []
@@ -162,6 +164,8 @@ class ToolRunner:
                 for item in runnable:
                     item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
                 runnable = []
+            if self.before_write is not None and any(_may_change_workspace(i) for i in runnable):
+                await self.before_write()
             async for event in self._execute(runnable):
                 yield event
             for item in wave:
@@ -350,6 +354,14 @@ def _contained(item: PreparedCall, what: str) -> Iterator[None]:
         log.exception("tool call %s (%s) %s", item.call.id, name, what)
         item.error = f"{name} {what}: {type(exc).__name__}: {exc}"
         item.result = ToolResult.error(item.error)
+
+
+def _may_change_workspace(item: PreparedCall) -> bool:
+    tool = item.tool
+    return tool is not None and (tool.kind in WORKSPACE_CHANGING_KINDS or tool.name == "delegate_task")
+
+
+WORKSPACE_CHANGING_KINDS = frozenset({"edit", "delete", "move", "execute"})
 
 
 def _canonical_json(arguments: str) -> str:

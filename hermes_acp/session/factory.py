@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from core.agent import Agent
     from core.config import Settings
     from core.messages import Message
+    from core.permission_rules import PermissionRules
     from core.store.writer import SessionRecord
     from core.tools.base import Tool
     from core.tools.delegate import ChildReport
@@ -98,6 +99,8 @@ class SessionFactory:
                 if record.model:
                     agent.model = record.model
                 agent.reasoning_effort = record.reasoning_effort
+            _keep_checkpoints(agent, settings, cwd, session_id)
+            agent.policy.rules = _permission_rules(settings, cwd)
             return agent
 
         agent: Agent | None = None
@@ -154,6 +157,20 @@ class SessionFactory:
             terminal=self.client.terminal,
             local=local,
         )
+
+
+def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: str) -> None:
+    """Snapshots of the workspace before the agent changes it, for /rewind."""
+    from core.checkpoints import Checkpoints, CheckpointStore
+
+    agent.checkpoints = Checkpoints(CheckpointStore(settings.home, cwd, session_id))
+    agent.runner.before_write = agent.checkpoints.before_write
+
+
+def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
+    from core.permission_rules import PermissionRules
+
+    return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump())
 
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:

@@ -87,6 +87,14 @@ class SlashCommands:
             await self._say(session, steer_text(False))
         elif name == "queue":
             await self._say(session, queue_text(False, []))
+        elif name == "rewind":
+            from hermes_acp.session.rewind import rewind_command
+
+            await self._say(session, await rewind_command(session, argument))
+        elif name == "permissions":
+            from hermes_acp.session.slash.permissions import permissions_command
+
+            await self._say(session, await permissions_command(session, argument))
         elif name == "compact":
             before = list(agent.messages)
             if before:

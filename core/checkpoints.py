@@ -7,9 +7,10 @@ ignore rules honoured, `.git` left out); each file's content is stored once unde
 SHA-256 in the project's object store. A later snapshot re-reads only the files whose
 size, mtime, ctime or inode moved since the last one, so it costs a stat per file.
 
-Layout under `<home>/checkpoints/<project key>/`:
-  objects/ab/cdef...       file contents, by hash
-  manifests/<hash>.json.gz manifests, by hash (an unchanged tree is stored once)
+Layout under `<home>/checkpoints/<project key>/` (core/checkpoint_objects.py):
+  packs/<id>.pack, .idx    file contents, compressed, by hash: one pack per snapshot
+  manifests/<hash>.z       manifests, by hash, as differences from a full one
+  stat-cache.z             size, mtimes and inode per path, as the last cold scan saw them
   sessions/<session>.json  the session's turns: prompt id, manifest before and after
 
 A turn is snapshotted once, before its first call that may write (an edit or a
@@ -21,26 +22,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gzip
 import hashlib
 import json
 import logging
 import os
 import stat
 import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
+
 log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are listed but not kept (named when a rewind meets one)
 LIST_TIMEOUT_SECONDS = 60.0
-
-Entry = tuple[str, int]  # content hash ("" when too large to keep), file mode
-Manifest = dict[str, Entry]
 
 
 def project_key(cwd: str | Path) -> str:
@@ -90,45 +88,54 @@ class CheckpointStore:
         self.root = Path(os.path.realpath(cwd))
         self.base = home / "checkpoints" / project_key(cwd)
         self.session_id = session_id
-        # What the last scan saw: path -> (size, mtime_ns, ctime_ns, inode, hash, mode)
-        self._seen: dict[str, tuple[int, int, int, int, str, int]] = {}
+        self.objects = ObjectStore(self.base)
+        self._seen: Seen | None = None  # what the last scan saw; from the stat cache at first
 
     # -- snapshots ---------------------------------------------------------------------
 
     def snapshot(self) -> str:
         """Store the workspace as it is now; the manifest's hash."""
         manifest = self.scan()
-        return self._save_manifest(manifest)
+        return self.objects.save_manifest(manifest)
 
     def scan(self) -> Manifest:
+        """The workspace now; new contents stored. A file is read again only when its size,
+        mtime, ctime or inode moved (ctime cannot be set back by a program)."""
+        cold = self._seen is None
+        previous = self.objects.load_seen() if self._seen is None else self._seen
         manifest: Manifest = {}
-        seen: dict[str, tuple[int, int, int, int, str, int]] = {}
+        seen: Seen = {}
+        prefix = f"{self.root}/"  # strings, not Paths: a later turn's scan is mostly this loop
+        lstat, is_regular, has = os.lstat, stat.S_ISREG, self.objects.has
         for rel in list_files(self.root):
             try:
-                info = os.lstat(self.root / rel)
+                info = lstat(prefix + rel)
             except OSError:
                 continue  # gone since the listing
-            if not stat.S_ISREG(info.st_mode):
+            if not is_regular(info.st_mode):
                 continue
             key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
-            old = self._seen.get(rel)
-            if old is not None and old[:4] == key:
+            old = previous.get(rel)
+            if old is not None and old[:4] == key and (not old[4] or has(old[4])):
                 digest = old[4]
             else:
-                digest = self._store_file(rel, info.st_size)
+                digest = self._store_file(prefix + rel, info.st_size)
                 if digest is None:
                     continue
-            mode = stat.S_IMODE(info.st_mode)
+            mode = info.st_mode & 0o7777
             seen[rel] = (*key, digest, mode)
             manifest[rel] = (digest, mode)
         self._seen = seen
+        self.objects.flush()
+        if cold:  # the next session's first scan starts from this one
+            self.objects.save_seen(seen)
         return manifest
 
-    def _store_file(self, rel: str, size: int) -> str | None:
+    def _store_file(self, path: str, size: int) -> str | None:
         if size > MAX_FILE_BYTES:
             return ""
         try:
-            fd = os.open(self.root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return None
         with os.fdopen(fd, "rb") as handle:
@@ -138,26 +145,11 @@ class CheckpointStore:
         if len(data) > MAX_FILE_BYTES:
             return ""
         digest = hashlib.sha256(data).hexdigest()
-        path = self._object_path(digest)
-        if not path.exists():
-            _write_atomic(path, data)
-        return digest
-
-    def _object_path(self, digest: str) -> Path:
-        return self.base / "objects" / digest[:2] / digest[2:]
-
-    def _save_manifest(self, manifest: Manifest) -> str:
-        data = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
-        digest = hashlib.sha256(data).hexdigest()
-        path = self.base / "manifests" / f"{digest}.json.gz"
-        if not path.exists():
-            _write_atomic(path, gzip.compress(data, compresslevel=6, mtime=0))
+        self.objects.add(digest, data)
         return digest
 
     def load_manifest(self, digest: str) -> Manifest:
-        path = self.base / "manifests" / f"{digest}.json.gz"
-        raw = json.loads(gzip.decompress(path.read_bytes()))
-        return {rel: (entry[0], int(entry[1])) for rel, entry in raw.items()}
+        return self.objects.load_manifest(digest)
 
     # -- the session's turns ---------------------------------------------------------
 
@@ -173,13 +165,13 @@ class CheckpointStore:
 
     def save_turns(self, turns: Iterable[TurnRecord]) -> None:
         data = json.dumps({"turns": [t.to_dict() for t in turns]}, indent=1).encode()
-        _write_atomic(self._session_path(), data)
+        write_atomic(self._session_path(), data)
 
     def copy_to(self, session_id: str) -> None:
         """The session's records under another session id (a fork keeps its checkpoints)."""
         source = self._session_path()
         if source.exists():
-            _write_atomic(self._session_path(session_id), source.read_bytes())
+            write_atomic(self._session_path(session_id), source.read_bytes())
 
     # -- rewinding ---------------------------------------------------------------------
 
@@ -235,14 +227,14 @@ class CheckpointStore:
         return parent / path.name
 
     def _write_back(self, rel: str, entry: Entry) -> None:
-        data = self._object_path(entry[0]).read_bytes()
+        data = self.objects.read(entry[0])
         self._safe_path(rel)  # before mkdir, which would follow a link out
         (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
         path = self._safe_path(rel)
         with contextlib.suppress(FileNotFoundError):
             if not stat.S_ISREG(os.lstat(path).st_mode):
                 raise OSError(f"{rel} is no longer a regular file")
-        _write_atomic(path, data, mode=entry[1])
+        write_atomic(path, data, mode=entry[1])
 
     def _delete(self, rel: str) -> None:
         path = self._safe_path(rel)
@@ -325,18 +317,3 @@ class Checkpoints:
             if record.prompt_id == prompt_id:
                 record.after = digest
         await asyncio.to_thread(self.store.save_turns, turns)
-
-
-def _write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise

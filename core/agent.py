@@ -29,6 +29,7 @@ from core.workspace import Workspace
 
 if TYPE_CHECKING:
     from core.checkpoints import Checkpoints
+    from core.hooks import Hooks
     from core.tools.clarify import Asker
     from core.tools.delegate import ChildSink
     from core.turn_context import HistoryEstimate
@@ -119,6 +120,7 @@ class Agent:
         # What a cancelled turn had shown when it stopped; the embedder stores it.
         self.interrupted: Message | None = None
         self.checkpoints: Checkpoints | None = None  # snapshots for /rewind, when the embedder keeps them
+        self.hooks: Hooks | None = None  # command hooks around turns and tool calls (core/hooks.py)
 
     # -- settable state -------------------------------------------------------------
 
@@ -248,7 +250,12 @@ class Agent:
     ) -> AsyncIterator[Event]:
         """Yield the turn's events (see `Turn.run`). `budget`: a subagent's share of its
         parent's turn (a turn of its own has `max_iterations` calls)."""
-        events = Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(content, preamble)
+        if self.hooks is not None and self.hooks.specs and budget is None:
+            events = self.hooks.around_turn(self, content, preamble)
+        else:
+            events = Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(
+                content, preamble
+            )
         if self.checkpoints is not None and budget is None:
             return self.checkpoints.wrap(events)
         return events

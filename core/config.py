@@ -55,6 +55,26 @@ class PermissionTable(BaseModel):
     deny: list[str] = Field(default_factory=list)
 
 
+class HookEntry(BaseModel):
+    """One command hook (core/hooks.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str
+    matcher: str | None = None  # a permission rule; tool hooks only
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class HookTable(BaseModel):
+    """`[[hooks.<event>]]`: command hooks, the user's own code."""
+
+    model_config = ConfigDict(extra="forbid")
+    session_start: list[HookEntry] = Field(default_factory=list)
+    prompt_submit: list[HookEntry] = Field(default_factory=list)
+    pre_tool: list[HookEntry] = Field(default_factory=list)
+    post_tool: list[HookEntry] = Field(default_factory=list)
+    stop: list[HookEntry] = Field(default_factory=list)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -109,6 +129,7 @@ class Settings(BaseModel):
     end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     permissions: PermissionTable = Field(default_factory=PermissionTable)
+    hooks: HookTable = Field(default_factory=HookTable)
 
     @property
     def config_path(self) -> Path:

@@ -124,7 +124,7 @@ RULES: dict[str, Rule] = {
     "end_of_input_seconds": _number(0, inclusive=False),
     "log_level": _one_of(LOG_LEVELS),
 }
-TABLE_KEYS = frozenset({"fallback", "prices", "context_windows", "permissions"})
+TABLE_KEYS = frozenset({"fallback", "prices", "context_windows", "permissions", "hooks"})
 FIELDS = frozenset(RULES) | TABLE_KEYS | {"home"}
 
 

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from core.hooks import HookSpec
     from core.tools.base import Tool
     from core.workspace import Workspace
 
@@ -128,6 +129,7 @@ class RuleFile:
     rules: list[Rule]
     digest: str = ""
     trusted: bool = True  # the user's own; a project file's once the user trusted its content
+    hooks: list[HookSpec] = field(default_factory=list)  # its hooks (core/hooks.py), run once trusted
 
     @property
     def allow_rules(self) -> list[Rule]:
@@ -142,12 +144,23 @@ class PermissionRules:
     cwd: Path
     files: list[RuleFile] = field(default_factory=list)
     project_allowed: set[str] = field(default_factory=set)
+    user_hooks: list[HookSpec] = field(default_factory=list)
 
     @classmethod
-    def load(cls, home: Path, cwd: str | Path, user_table: dict[str, list[str]] | None) -> PermissionRules:
-        rules = cls(home, Path(os.path.realpath(cwd)))
+    def load(
+        cls,
+        home: Path,
+        cwd: str | Path,
+        user_table: dict[str, list[str]] | None,
+        user_hooks: list[HookSpec] | None = None,
+    ) -> PermissionRules:
+        rules = cls(home, Path(os.path.realpath(cwd)), user_hooks=list(user_hooks or []))
         rules.reload(user_table)
         return rules
+
+    def hook_specs(self) -> list[HookSpec]:
+        """The user's hooks, then those of the project files the user trusted."""
+        return [*self.user_hooks, *(h for f in self.files if f.trusted for h in f.hooks)]
 
     def reload(self, user_table: dict[str, list[str]] | None = None) -> None:
         files = [f for f in self.files if f.path is None]
@@ -159,13 +172,14 @@ class PermissionRules:
             found = _read_project_file(path)
             if found is None:
                 continue
-            table, digest = found
-            label = relative
-            files.append(
-                RuleFile(
-                    label, path, _rules_of(table, label, self.cwd), digest, trust.get(str(path)) == digest
-                )
-            )
+            parsed, digest = found
+            rules = _rules_of(parsed.get("permissions"), relative, self.cwd)
+            rule_file = RuleFile(relative, path, rules, digest, trust.get(str(path)) == digest)
+            if path.suffix == ".toml":
+                from core.hooks import specs_from_table
+
+                rule_file.hooks = specs_from_table(parsed.get("hooks"), relative)
+            files.append(rule_file)
         self.files = files
         self.project_allowed = set(self._project_store().get("allowed", []))
 
@@ -181,7 +195,7 @@ class PermissionRules:
         return None
 
     def untrusted(self) -> list[RuleFile]:
-        return [f for f in self.files if not f.trusted and f.allow_rules]
+        return [f for f in self.files if not f.trusted and (f.allow_rules or f.hooks)]
 
     def trust(self) -> list[RuleFile]:
         """Trust the project files' current content; the files trusted now."""
@@ -255,7 +269,7 @@ def _rules_of(table: Any, source: str, base: Path) -> list[Rule]:
 
 
 def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
-    """The `permissions` table of a project file and the hash of the file's bytes."""
+    """A project file's content (an empty table when it has none) and the hash of its bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -271,8 +285,7 @@ def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
     except (UnicodeDecodeError, ValueError) as exc:
         log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
         return None
-    table = parsed.get("permissions") if isinstance(parsed, dict) else None
-    return (table if isinstance(table, dict) else {}), digest
+    return (parsed if isinstance(parsed, dict) else {}), digest
 
 
 def _regular(fd: int) -> bool:
@@ -425,12 +438,16 @@ def describe(files: Iterable[RuleFile]) -> list[str]:
     """The rules as `/permissions` shows them, source by source."""
     lines: list[str] = []
     for rule_file in files:
-        if not rule_file.rules:
+        if not rule_file.rules and not rule_file.hooks:
             continue
-        state = "" if rule_file.trusted or not rule_file.allow_rules else " — allow rules not trusted yet"
+        untrusted = not rule_file.trusted and (rule_file.allow_rules or rule_file.hooks)
+        state = " — allow rules and hooks not trusted yet" if untrusted else ""
         lines.append(f"**{rule_file.label}**{state}")
         for action in ACTIONS:
             texts = [r.text for r in rule_file.rules if r.action == action]
             if texts:
                 lines.append(f"- {action}: " + ", ".join(f"`{t}`" for t in texts))
+        for hook in rule_file.hooks:
+            matcher = f" ({hook.matcher})" if hook.matcher else ""
+            lines.append(f"- hook {hook.event}{matcher}: `{hook.command}`")
     return lines

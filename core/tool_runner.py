@@ -19,7 +19,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,6 +36,9 @@ from core.tool_waves import file_identity, waves
 from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from core.hooks import Hooks
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,7 @@ class PreparedCall:
     # The files the call touches, resolved (see `file_identity`); None when a path could
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
+    hook_notes: list[str] = field(default_factory=list)  # what hooks added for the model
 
     @property
     def writes(self) -> bool:
@@ -77,6 +81,7 @@ class ToolRunner:
     limits: ToolLimits
     # Awaited before a call that may change the workspace runs (a checkpoint is taken).
     before_write: Callable[[], Awaitable[None]] | None = None
+    hooks: Hooks | None = None  # pre_tool / post_tool command hooks
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
         prepared: list[PreparedCall] = []
@@ -151,6 +156,11 @@ class ToolRunner:
                     continue
                 if item.duplicate_of is not None or item.error is not None:
                     continue
+                if self.hooks is not None and self.hooks.specs:
+                    async for event in self._hook("pre_tool", item):
+                        yield event
+                    if item.result is not None:  # blocked
+                        continue
                 allowed = False
                 with _contained(item, "could not be checked for approval"):
                     allowed = await self._approve(item)
@@ -168,6 +178,10 @@ class ToolRunner:
                 await self.before_write()
             async for event in self._execute(runnable):
                 yield event
+            if self.hooks is not None and self.hooks.specs:
+                for item in runnable:
+                    async for event in self._hook("post_tool", item):
+                        yield event
             for item in wave:
                 if item.duplicate_of is not None:
                     item.result = item.duplicate_of.result
@@ -176,6 +190,27 @@ class ToolRunner:
                 assert item.result is not None
                 async for event in self._finish(item):
                     yield event
+
+    async def _hook(self, event: str, item: PreparedCall) -> AsyncIterator[Event]:
+        """One call's pre_tool or post_tool hooks: the editor's cards for those that blocked or
+        failed. A pre_tool block becomes the call's result; anything else a hook says is
+        added to the result the model reads."""
+        assert self.hooks is not None and item.tool is not None
+        payload: dict[str, Any] = {"tool": item.tool.name, "arguments": item.raw_args}
+        if item.result is not None:
+            payload |= {"result": item.result.text, "ok": item.result.ok}
+        outcome = await self.hooks.run(
+            event, payload, tool=item.tool, args=item.args, workspace=self.workspace
+        )
+        for card in outcome.cards:
+            yield card
+        item.hook_notes += [f"(From a hook:) {context}" for context in outcome.context]
+        if outcome.blocked and event == "pre_tool":
+            item.result = ToolResult.error(f"Blocked by a hook: {outcome.reason}")
+        elif outcome.blocked:
+            item.hook_notes.append(f"(A hook objected to this result:) {outcome.reason}")
+        if event == "post_tool" and item.result is not None and item.hook_notes:
+            item.result.text = "\n\n".join([item.result.text, *item.hook_notes])
 
     def _started_event(self, item: PreparedCall) -> ToolCallStarted:
         tool = item.tool

@@ -106,7 +106,7 @@ async def test_project_deny_and_ask_apply_at_once_and_its_allow_only_once_truste
     shown = await said(client, sid, "/permissions")
     assert "`.claude/settings.local.json`: `Bash(echo local-allowed:*)`" in shown  # as written
     assert "/permissions trust" in shown
-    assert "Trusted the allow rules of" in await said(client, sid, "/permissions trust")
+    assert "Trusted the allow rules and hooks of" in await said(client, sid, "/permissions trust")
     for command in ("echo hermes-allowed 1", "echo claude-allowed", "echo local-allowed 2"):
         assert not await asks(client, fake, sid, "terminal", {"command": command})
 

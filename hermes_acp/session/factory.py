@@ -101,6 +101,7 @@ class SessionFactory:
                 agent.reasoning_effort = record.reasoning_effort
             _keep_checkpoints(agent, settings, cwd, session_id)
             agent.policy.rules = _permission_rules(settings, cwd)
+            _run_hooks(agent, agent.policy.rules, cwd, session_id)
             return agent
 
         agent: Agent | None = None
@@ -168,9 +169,19 @@ def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: st
 
 
 def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
+    from core.hooks import specs_from_table
     from core.permission_rules import PermissionRules
 
-    return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump())
+    user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml")
+    return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
+
+
+def _run_hooks(agent: Agent, rules: PermissionRules, cwd: str, session_id: str) -> None:
+    """The user's hooks and the trusted project's, around turns and tool calls."""
+    from core.hooks import Hooks
+
+    agent.hooks = Hooks(rules.hook_specs(), cwd, session_id)
+    agent.runner.hooks = agent.hooks
 
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:

@@ -29,11 +29,13 @@ async def permissions_command(session: Session, argument: str) -> str:
         await asyncio.to_thread(rules.reload)
         trusted = await asyncio.to_thread(rules.trust)
         if not trusted:
-            return "No project allow rules wait for your trust."
+            return "No project allow rules or hooks wait for your trust."
         names = ", ".join(f"`{f.label}`" for f in trusted)
+        if session.agent.hooks is not None:
+            session.agent.hooks.specs = rules.hook_specs()
         return (
-            f"Trusted the allow rules of {names} as they are now (a change to a file asks again).\n\n"
-            + listing(rules)
+            f"Trusted the allow rules and hooks of {names} as they are now "
+            f"(a change to a file asks again).\n\n{listing(rules)}"
         )
     if len(words) == 2 and words[0] == "revoke" and words[1].isdigit():
         allowed = sorted(rules.project_allowed)
@@ -55,9 +57,14 @@ def listing(rules: PermissionRules) -> str:
     ]
     untrusted = rules.untrusted()
     if untrusted:
-        lines += ["", "These project allow rules apply only once you trust them (`/permissions trust`):"]
+        lines += [
+            "",
+            "These project allow rules and hooks apply only once you trust them (`/permissions trust`):",
+        ]
         for rule_file in untrusted:
-            lines += [f"- `{rule_file.label}`: " + ", ".join(f"`{r.text}`" for r in rule_file.allow_rules)]
+            shown = [f"`{r.text}`" for r in rule_file.allow_rules]
+            shown += [f"hook {h.event}: `{h.command}`" for h in rule_file.hooks]
+            lines += [f"- `{rule_file.label}`: " + ", ".join(shown)]
     allowed = sorted(rules.project_allowed)
     lines += [
         "",

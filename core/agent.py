@@ -96,6 +96,7 @@ class Agent:
             workspace=workspace,
             state=self.tool_state,
             limits=self.limits,
+            accepts_images=self._accepts_images,
         )
         self.title = title
         self.watcher = watcher  # files the user changed between turns, for the next message
@@ -278,6 +279,11 @@ class Agent:
             memory=self.memory,
             skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
+
+    def _accepts_images(self) -> bool:
+        from core.models import model_info
+
+        return model_info(self._model).images
 
     def estimate_context(self) -> int:
         if self._estimate is None:

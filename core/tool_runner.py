@@ -31,7 +31,7 @@ from core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
-from core.messages import Message, ToolCall
+from core.messages import ContentPart, Message, TextPart, ToolCall
 from core.tool_waves import file_identity, waves
 from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
@@ -82,6 +82,8 @@ class ToolRunner:
     # Awaited before a call that may change the workspace runs (a checkpoint is taken).
     before_write: Callable[[], Awaitable[None]] | None = None
     hooks: Hooks | None = None  # pre_tool / post_tool command hooks
+    # Whether the model takes images (a tool's images go to it after the results, or a note).
+    accepts_images: Callable[[], bool] = lambda: False
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
         prepared: list[PreparedCall] = []
@@ -190,6 +192,9 @@ class ToolRunner:
                 assert item.result is not None
                 async for event in self._finish(item):
                     yield event
+        images = _images_message(calls) if self.accepts_images() else None
+        if images is not None:
+            yield MessageCommitted(images)
 
     async def _hook(self, event: str, item: PreparedCall) -> AsyncIterator[Event]:
         """One call's pre_tool or post_tool hooks: the editor's cards for those that blocked or
@@ -307,6 +312,8 @@ class ToolRunner:
     async def _finish(self, item: PreparedCall) -> AsyncIterator[Event]:
         result = item.result
         assert result is not None and item.started is not None
+        if result.images and not self.accepts_images() and item.duplicate_of is None:
+            result.text += " The current model does not accept images, so it cannot be shown; say so."
         finished = ToolCallFinished(
             call_id=item.call.id,
             status="completed" if result.ok else "failed",
@@ -328,6 +335,22 @@ class ToolRunner:
             display=tool_display(item.started, finished),
         )
         yield MessageCommitted(message)
+
+
+def _images_message(calls: list[PreparedCall]) -> Message | None:
+    """The images the calls returned, as one user message after their results: chat
+    completions takes no image in a tool result, and every API takes one from the user."""
+    parts: list[ContentPart] = []
+    ids: list[str] = []
+    for item in calls:
+        if item.result is None or item.duplicate_of is not None or not item.result.images:
+            continue
+        ids.append(item.call.id)
+        parts.append(TextPart(f"(The image from your `{item.call.name}` call {item.call.id}:)"))
+        parts.extend(item.result.images)
+    if not parts:
+        return None
+    return Message(role="user", content=parts, display={"tool_images": ids})
 
 
 def call_cards(calls: list[PreparedCall]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from core.providers.base import ToolSpec
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.messages import ImagePart
     from core.workspace import RunningCommand
 
 Args = TypeVar("Args", bound=BaseModel)
@@ -63,6 +64,7 @@ class ToolResult:
     terminal_id: str | None = None
     # What the user sees instead of `text`, when that is written for the model ("" for nothing).
     shown: str | None = None
+    images: list[ImagePart] = field(default_factory=list)  # for the model, after the results
 
     @classmethod
     def error(cls, text: str, **raw: Any) -> ToolResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from pathlib import Path
 from typing import TypeVar
@@ -9,6 +10,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from core.events import FileDiff, ToolKind
+from core.images import looks_like_image
 from core.tools.base import CannotRun, Tool, ToolContext, ToolResult
 from core.tools.search import GIT_DIR_EXCLUDED, run_rg, strip_dot_slash
 from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
@@ -97,6 +99,8 @@ class ReadFileTool(Tool[ReadFileArgs]):
             resolved = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
             if resolved.is_dir():
                 raise IsADirectoryError(args.path)
+            if looks_like_image(resolved):
+                return await _image_result(args.path, resolved)
             text = await ctx.workspace.read_text(resolved)
         except (OSError, WorkspaceError) as exc:
             return path_failure(exc, args.path)
@@ -127,6 +131,18 @@ class ReadFileTool(Tool[ReadFileArgs]):
         if last < len(lines):
             body += f"\n\n[Showing lines {start}-{last} of {len(lines)}. Use offset={last + 1} to read more.]"
         return ToolResult(body, raw_output={"lines": len(lines), "first": start, "last": last})
+
+
+async def _image_result(shown: str, resolved: Path) -> ToolResult:
+    """An image file: the model gets the image itself (when it takes images), after the results."""
+    from core.images import ImageError, load_image
+
+    try:
+        loaded = await asyncio.to_thread(load_image, resolved)
+    except ImageError as exc:
+        return ToolResult.error(f"{shown} could not be read as an image: {exc}")
+    text = f"{loaded.describe(shown)}. The image follows the tool results."
+    return ToolResult(text, raw_output={"image": loaded.part.mime_type}, images=[loaded.part])
 
 
 # --- write_file -----------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
+from core.images import looks_like_image
 from core.messages import ContentPart, ImagePart, TextPart
 from core.workspace import BinaryFile, FileTooLarge, OutsideWorkspace, Workspace, WorkspaceError
 
@@ -55,7 +56,7 @@ async def prompt_to_content(
             data, mime = _required(block, "data"), _required(block, "mimeType")
             parts.append(ImagePart(mime_type=mime, data=data) if accepts_images else TextPart(NO_IMAGES))
         elif kind == "resource_link":
-            parts.append(await _linked(block, workspace, max_resource_bytes))
+            parts.append(await _linked(block, workspace, max_resource_bytes, accepts_images=accepts_images))
         elif kind == "resource":
             resource = block.get("resource")
             if not isinstance(resource, dict):
@@ -85,7 +86,9 @@ def _separated(parts: list[ContentPart], attached: set[int]) -> list[ContentPart
     return out
 
 
-async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -> TextPart:
+async def _linked(
+    block: dict[str, Any], workspace: Workspace, max_bytes: int, *, accepts_images: bool
+) -> ContentPart:
     uri = _required(block, "uri")
     label = block.get("name") or uri
     parsed = urlparse(uri)
@@ -95,6 +98,8 @@ async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -
         path = workspace.scope.resolve(url2pathname(parsed.path))  # url2pathname unquotes
         if await asyncio.to_thread(path.is_dir):
             return TextPart(f"[Attached directory {path}: use the listing and search tools to look inside]")
+        if looks_like_image(path):  # `@image.png`: the image itself, as an attached one would be
+            return await _linked_image(uri, path, accepts_images=accepts_images)
         text = await workspace.read_text(path)
     except OutsideWorkspace as exc:
         return TextPart(f"[Attached file {uri} was not read: {exc}]")
@@ -108,6 +113,17 @@ async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -
         return TextPart(f"[Attached file {uri} could not be read: {exc}]")
     text, lines = _select_lines(text, parsed.fragment)
     return TextPart(_wrapped(uri, text, max_bytes, lines))
+
+
+async def _linked_image(uri: str, path: Any, *, accepts_images: bool) -> ContentPart:
+    from core.images import ImageError, load_image
+
+    if not accepts_images:
+        return TextPart(f"[Attached image {uri}: {NO_IMAGES[1:-1]}]")
+    try:
+        return (await asyncio.to_thread(load_image, path)).part
+    except (ImageError, OSError) as exc:
+        return TextPart(f"[Attached image {uri} could not be read: {exc}]")
 
 
 def _embedded(resource: dict[str, Any], *, accepts_images: bool, max_bytes: int) -> ContentPart:

@@ -224,11 +224,15 @@ class Agent:
         self.steers.append(text)
 
     def take_steer(self) -> Message | None:
-        if not self.steers:
+        """What came in since the last model call: the user's steers, and one line per
+        background job that ended."""
+        ended = self.tool_state.jobs.take_lines() if self.tool_state.jobs.unreported else []
+        if not self.steers and not ended:
             return None
         texts, self.steers = self.steers, []
+        steered = [STEER_PREFIX, *texts] if texts else []
         # A new user message at the end: the cached prefix of the conversation stays as it was.
-        return Message(role="user", content="\n\n".join([STEER_PREFIX, *texts]))
+        return Message(role="user", content="\n\n".join([*ended, *steered]))
 
     def take_child_usage(self) -> Usage | None:
         usage, self.child_usage = self.child_usage, Usage()
@@ -339,6 +343,7 @@ class Agent:
         """Kill background processes, stop the watcher, close provider clients."""
         if self.watcher is not None:
             await self.watcher.aclose()
+        await self.tool_state.jobs.aclose()
         await self.release_processes()
         await self.close_retired()
         for provider in self._providers or []:

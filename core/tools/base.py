@@ -17,6 +17,7 @@ from core.providers.base import ToolSpec
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.jobs import Jobs
     from core.messages import ImagePart
     from core.workspace import RunningCommand
 
@@ -41,6 +42,13 @@ class SessionToolState:
     processes: dict[str, RunningCommand] = field(default_factory=dict)  # background handles
     process_commands: dict[str, str] = field(default_factory=dict)
     next_handle: int = 1
+    jobs: Jobs = field(default_factory=lambda: _jobs())  # their ends, for the model and the cards
+
+
+def _jobs() -> Jobs:
+    from core.jobs import Jobs
+
+    return Jobs()
 
 
 @dataclass(slots=True)

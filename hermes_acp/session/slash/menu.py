@@ -49,6 +49,7 @@ AVAILABLE_COMMANDS: list[dict[str, Any]] = [
         "description": "List the prompts, or restore files and conversation to just before one",
         "input": {"hint": "[N] [files | chat] [force]"},
     },
+    {"name": "jobs", "description": "List the background commands still running"},
     {
         "name": "permissions",
         "description": "Show the permission rules and what is always allowed in this project",

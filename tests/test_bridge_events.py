@@ -358,20 +358,31 @@ async def test_title_change_updates_session_info(pair):
 
 
 async def test_status_is_an_italic_line_in_the_thought_stream_only(pair):
-    # A retry or a compression is worth a glance but is not part of the answer the user
-    # copies: it goes to the thought stream as one italic line, and nowhere else.
+    # A retry is worth a glance but is not part of the answer the user copies: it goes to
+    # the thought stream as one italic line, and nowhere else.
+    t = translator()
+    got = await deliver(pair, run(t, Status("retrying", "Rate limited; retrying in 2 *s* (attempt 2/5)")))
+    assert [u["sessionUpdate"] for u in got] == ["agent_thought_chunk"]
+    assert got[0]["content"]["text"] == "\n\n_Rate limited; retrying in 2 \\*s\\* (attempt 2/5)_\n\n"
+
+
+async def test_a_compression_is_a_card_of_its_own(pair):
     t = translator()
     got = await deliver(
         pair,
         run(
             t,
-            Status("retrying", "Rate limited; retrying in 2 s (attempt 2/5)"),
-            Status("compressed", "Compressed 40 messages into a *summary*"),
+            Status("compressing", "Compressing the conversation (90,000 of 128,000 tokens)."),
+            Status(
+                "compressed", "Compressed from 90,000 to 9,000 tokens.", {"before": 90_000, "messages": 40}
+            ),
         ),
     )
-    assert [u["sessionUpdate"] for u in got] == ["agent_thought_chunk", "agent_thought_chunk"]
-    assert got[0]["content"]["text"] == "\n\n_Rate limited; retrying in 2 s (attempt 2/5)_\n\n"
-    assert got[1]["content"]["text"] == "\n\n_Compressed 40 messages into a \\*summary\\*_\n\n"
+    kinds = [u["sessionUpdate"] for u in got]
+    assert "agent_thought_chunk" not in kinds
+    assert kinds[0] == "tool_call" and got[0]["title"] == "Compacting the conversation"
+    assert got[-1]["status"] == "completed" and got[-1]["title"] == "Compacted 40 messages"
+    assert {u["toolCallId"] for u in got} == {got[0]["toolCallId"]}
 
 
 def test_bookkeeping_events_send_nothing():

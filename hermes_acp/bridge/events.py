@@ -66,6 +66,7 @@ class EventTranslator:
         # model call, a new one when a retry discards what was shown, so a client knows
         # where one message ends.
         self._message_ids: dict[str, str] = {}
+        self._compaction: str | None = None  # the card of a compression under way
         self._handlers: dict[type, Callable[[Any], list[Update]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -90,6 +91,7 @@ class EventTranslator:
     def start_turn(self) -> None:
         """A new turn: its text is a new message, whatever the last turn left open."""
         self._message_ids.clear()
+        self._compaction = None  # one that failed was closed with its turn
 
     def plan_update(self, entries: Iterable[PlanEntry]) -> Update:
         """The `session/update` params for a whole plan (e.g. the stored plan on load)."""
@@ -156,13 +158,35 @@ class EventTranslator:
         ]
 
     def _status(self, event: Status) -> list[Update]:
-        # A retry or a compression is worth a glance, not part of the answer: an italic
-        # line in the thought stream keeps it out of the text the user copies.
+        if event.kind in ("compressing", "compressed"):
+            return self._compaction_card(event)
+        # A retry is worth a glance, not part of the answer: an italic line in the thought
+        # stream keeps it out of the text the user copies.
         line = " ".join(event.message.split())
         if not line:
             return []
         escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", line)
         return [self._wrap(chunk(THOUGHT, {"type": "text", "text": f"\n\n_{escaped}_\n\n"}))]
+
+    def _compaction_card(self, event: Status) -> list[Update]:
+        """A compression as a card of its own ("Compacted N messages"), not a thought line:
+        it changed what the model remembers, which the user may want to find again."""
+        updates: list[Update] = []
+        if self._compaction is None:
+            self._compaction = f"compact_{uuid.uuid4().hex[:12]}"
+            title = "Compacting the conversation"
+            updates += self.cards.started(ToolCallStarted(self._compaction, "compact", title, "think", {}))
+            updates += self.cards.running(ToolCallRunning(self._compaction))
+        if event.kind == "compressing":
+            return updates + self.cards.note(ToolCallNote(self._compaction, event.message))
+        call_id, self._compaction = self._compaction, None
+        count = event.detail.get("messages")
+        title = f"Compacted {count} messages" if isinstance(count, int) else "Compacted the conversation"
+        finished = ToolCallFinished(call_id, "completed", event.message, raw_output=dict(event.detail))
+        for update in self.cards.finished(finished):
+            update["update"]["title"] = title
+            updates.append(update)
+        return updates
 
 
 def plan_update(entries: Iterable[PlanEntry]) -> Update:

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are listed but not kept (named when a rewind meets one)
 LIST_TIMEOUT_SECONDS = 60.0
+MAX_FILES = 200_000  # a larger tree is not snapshotted (the turn goes on, a warning is logged)
 
 
 def project_key(cwd: str | Path) -> str:
@@ -60,7 +61,10 @@ def list_files(root: Path) -> list[str]:
     )
     if result.returncode not in (0, 1):  # 1: no files
         raise OSError(f"listing the workspace failed: {result.stderr.decode(errors='replace').strip()}")
-    return [os.fsdecode(p) for p in result.stdout.split(b"\0") if p]
+    files = [os.fsdecode(p) for p in result.stdout.split(b"\0") if p]
+    if len(files) > MAX_FILES:
+        raise OSError(f"{len(files):,} files, over the {MAX_FILES:,} checkpoints take; not snapshotted")
+    return files
 
 
 @dataclass(slots=True)

@@ -128,6 +128,7 @@ class Settings(BaseModel):
     # how long a prompt still running when stdin ends (a piped script) may take to finish
     end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    checkpoints: bool = True  # snapshot the working directory before a turn changes it (/rewind)
     permissions: PermissionTable = Field(default_factory=PermissionTable)
     hooks: HookTable = Field(default_factory=HookTable)
 

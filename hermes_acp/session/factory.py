@@ -164,6 +164,8 @@ def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: st
     """Snapshots of the workspace before the agent changes it, for /rewind."""
     from core.checkpoints import Checkpoints, CheckpointStore
 
+    if not settings.checkpoints:
+        return
     agent.checkpoints = Checkpoints(CheckpointStore(settings.home, cwd, session_id))
     agent.runner.before_write = agent.checkpoints.before_write
 

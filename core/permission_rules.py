@@ -19,7 +19,8 @@ deny and ask rules always apply (they only tighten), their allow rules only once
 trusted that file's content (`/permissions trust`; a changed file is untrusted again).
 
 A command matches an allow rule only when it can be read and every simple command in it
-(`a && b`, `a | b`) matches one, with nothing the shell computes (`$(…)`); it matches a
+(`a && b`, `a | b`) matches one, with nothing the shell computes (`$(…)`) and no output
+redirected into a file; it matches a
 deny or ask rule when any program it runs does, wrappers (`sudo`, `env`, `timeout`)
 taken off. The danger rules and the sandbox stay above: an allow rule only replaces a
 question the mode would have asked, never one about a dangerous command, a path outside
@@ -336,10 +337,13 @@ def _command_matches(specifier: str, command: str, action: Action) -> bool:
         # Unreadable: it can never be shown to fit an allow rule; a deny or ask rule with
         # its text in front still catches it.
         return action != "allow" and _text_matches(specifier, plain)
-    units = [[w for w in c.words] for c in simple_commands(script)]
+    commands = list(simple_commands(script))
+    units = [list(c.words) for c in commands]
     if action == "allow":
         if not units or any(w.subs for unit in units for w in unit):
             return False
+        if any(_writes_a_file(r) for c in commands for r in c.redirects):
+            return False  # `npm test > src/x.py` is more than `npm test`
         return all(_text_matches(specifier, " ".join(w.text for w in unit)) for unit in units)
     candidates = {plain}
     candidates.update(" ".join(w.text for w in unit) for unit in units)
@@ -347,6 +351,10 @@ def _command_matches(specifier: str, command: str, action: Action) -> bool:
         candidates.add(" ".join((invocation.program, *invocation.args)))
         candidates.add(" ".join(w.text for w in invocation.words))
     return any(_text_matches(specifier, candidate) for candidate in candidates)
+
+
+def _writes_a_file(redirect: Any) -> bool:
+    return bool(redirect.writes) and redirect.target.text not in ("/dev/null", "&1", "&2", "1", "2")
 
 
 def _paths_match(

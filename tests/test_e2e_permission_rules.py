@@ -66,6 +66,8 @@ async def test_the_users_rules_allow_ask_and_deny(
     # every part of a compound command must fit an allow rule
     assert await asks(client, fake, sid, "terminal", {"command": "echo user-allowed a; echo b > out.txt"})
     assert await asks(client, fake, sid, "terminal", {"command": "echo user-allowed $(cat secret/key.txt)"})
+    assert await asks(client, fake, sid, "terminal", {"command": "echo user-allowed > run.sh"})
+    assert not await asks(client, fake, sid, "terminal", {"command": "echo user-allowed 2>&1"})
 
     await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
     assert await asks(client, fake, sid, "read_file", {"path": "secret/key.txt"})

@@ -83,6 +83,7 @@ class RestoreReport:
     deleted: list[str] = field(default_factory=list)  # created by the agent after the point
     kept: list[str] = field(default_factory=list)  # changed by hand since: left as they are
     lost: list[str] = field(default_factory=list)  # too large to have been kept
+    failed: list[str] = field(default_factory=list)  # "path: why" (a directory now a link out, …)
 
 
 class CheckpointStore:
@@ -210,14 +211,17 @@ class CheckpointStore:
             if now != left_by_agent[rel] and not force:
                 report.kept.append(rel)
                 continue
-            if wanted is None:
-                self._delete(rel)
-                report.deleted.append(rel)
-            elif not wanted[0]:
-                report.lost.append(rel)
-            else:
-                self._write_back(rel, wanted)
-                report.restored.append(rel)
+            try:
+                if wanted is None:
+                    self._delete(rel)
+                    report.deleted.append(rel)
+                elif not wanted[0]:
+                    report.lost.append(rel)
+                else:
+                    self._write_back(rel, wanted)
+                    report.restored.append(rel)
+            except OSError as exc:  # that file stays as it is; the others are still restored
+                report.failed.append(f"{rel}: {exc.strerror or exc}")
         self.scan()  # the restored state is what the next snapshot compares against
         return report
 

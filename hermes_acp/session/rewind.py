@@ -67,6 +67,7 @@ class Outcome:
                 "deleted": self.report.deleted,
                 "kept": self.report.kept,
                 "lost": self.report.lost,
+                "failed": self.report.failed,
             }
         if self.forked is not None:
             wire["forkedSessionId"] = self.forked
@@ -212,7 +213,9 @@ def outcome_text(outcome: Outcome) -> str:
             )
         if report.lost:
             lines.append("Too large to have been kept: " + ", ".join(f"`{f}`" for f in report.lost) + ".")
-        if not (report.restored or report.deleted or report.kept or report.lost):
+        if report.failed:
+            lines.append("Could not be restored: " + "; ".join(f"`{f}`" for f in report.failed) + ".")
+        if not (report.restored or report.deleted or report.kept or report.lost or report.failed):
             lines.append("No files needed restoring.")
     if outcome.forked is not None:
         lines.append(

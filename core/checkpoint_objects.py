@@ -25,6 +25,7 @@ Entry = tuple[str, int]  # content hash ("" when too large to keep), file mode
 Manifest = dict[str, Entry]
 Seen = dict[str, tuple[int, int, int, int, str, int]]  # size, mtime_ns, ctime_ns, inode, hash, mode
 
+PACK_BYTES = 64 * 1024 * 1024  # a pack is written once this much waits in memory
 FULL_EVERY = 0.5  # a difference larger than this share of its base is stored whole instead
 
 
@@ -33,6 +34,7 @@ class ObjectStore:
         self.base = base
         self._index: dict[str, tuple[str, int, int]] | None = None  # hash -> pack, offset, length
         self._pending: dict[str, bytes] = {}  # compressed, not yet in a pack
+        self._pending_bytes = 0
         self._manifests: dict[str, Manifest] = {}
         self._full: tuple[str, Manifest] | None = None  # the base later manifests differ from
 
@@ -43,7 +45,10 @@ class ObjectStore:
 
     def add(self, digest: str, data: bytes) -> None:
         if not self.has(digest):
-            self._pending[digest] = zlib.compress(data, 1)
+            blob = self._pending[digest] = zlib.compress(data, 1)
+            self._pending_bytes += len(blob)
+            if self._pending_bytes > PACK_BYTES:
+                self.flush()
 
     def read(self, digest: str) -> bytes:
         if digest in self._pending:
@@ -72,6 +77,7 @@ class ObjectStore:
         for digest, (offset, length) in offsets.items():
             index[digest] = (pack, offset, length)
         self._pending = {}
+        self._pending_bytes = 0
 
     def index(self) -> dict[str, tuple[str, int, int]]:
         if self._index is None:

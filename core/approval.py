@@ -106,6 +106,10 @@ class ApprovalMemory:
         self.allowed -= {scope}
         self.stored = self._as_stored()
 
+    def forget(self, scope: str) -> None:
+        self.allowed -= {scope}
+        self.stored = self._as_stored()
+
     def _as_stored(self) -> dict[str, list[str]]:
         return {"allowed": sorted(self.allowed), "rejected": sorted(self.rejected)}
 

@@ -44,7 +44,7 @@ async def permissions_command(session: Session, argument: str) -> str:
             return f"There is no entry {number}. " + USAGE
         scope = allowed[number - 1]
         await asyncio.to_thread(rules.revoke, scope)
-        session.agent.approvals.allowed -= {scope}
+        session.agent.approvals.forget(scope)
         return f"No longer always allowed in this project: `{scope}`."
     return USAGE
 

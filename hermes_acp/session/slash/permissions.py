@@ -45,6 +45,9 @@ async def permissions_command(session: Session, argument: str) -> str:
         scope = allowed[number - 1]
         await asyncio.to_thread(rules.revoke, scope)
         session.agent.approvals.forget(scope)
+        from core.store.writer import save_turn_state
+
+        save_turn_state(session)  # a reloaded session must not bring it back
         return f"No longer always allowed in this project: `{scope}`."
     return USAGE
 

@@ -50,6 +50,7 @@ class Job:
     call_id: str
     started: float = field(default_factory=time.monotonic)
     watcher: asyncio.Task[None] | None = None
+    quiet: bool = False  # the model is ending it itself: its end is no news
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class Jobs:
             self.running.pop(job.handle, None)
             return
         self.running.pop(job.handle, None)
-        if job.handle not in processes:
+        if job.quiet or job.handle not in processes:
             return  # the model killed it with the process tool: it knows
         ended = JobEnded(
             job.handle, job.command, job.call_id, status.exit_code, status.signal, output[-TAIL_CHARS:]
@@ -85,6 +86,12 @@ class Jobs:
                 self.on_end(ended)
             except Exception:
                 log.exception("reporting the end of background job %s failed", job.handle)
+
+    def forget(self, handle: str) -> None:
+        """The model is killing this job: its end will not be reported."""
+        job = self.running.pop(handle, None)
+        if job is not None:
+            job.quiet = True
 
     def take_lines(self) -> list[str]:
         ended, self.unreported = self.unreported, []

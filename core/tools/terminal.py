@@ -213,6 +213,7 @@ class ProcessTool(Tool[ProcessArgs]):
         command = state.process_commands.get(args.handle, "")
         label = f"{args.handle} ({command})" if command else args.handle
         if args.action == "kill":
+            state.jobs.forget(args.handle)
             try:
                 await run.kill()
                 output, was_cut = await run.output()

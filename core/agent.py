@@ -262,7 +262,7 @@ class Agent:
                 content, preamble
             )
         if self.checkpoints is not None and budget is None:
-            return self.checkpoints.wrap(events)
+            return self.checkpoints.wrap(events, content)
         return events
 
     def tool_specs(self, *, read_only: bool = False) -> list[ToolSpec]:

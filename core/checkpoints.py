@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are listed but not kept (named when a rewind meets one)
 LIST_TIMEOUT_SECONDS = 60.0
+PROMPT_PREVIEW_CHARS = 200
 MAX_FILES = 200_000  # a larger tree is not snapshotted (the turn goes on, a warning is logged)
 
 
@@ -285,11 +286,15 @@ class Checkpoints:
             with contextlib.suppress(Exception):
                 await pending
 
-    async def wrap(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """The turn's events, its user message marked as a prompt a rewind can go back to."""
+    async def wrap(self, events: AsyncIterator[Any], content: Any = "") -> AsyncIterator[Any]:
+        """The turn's events, its user message marked as a prompt a rewind can go back to
+        (with the start of what the user wrote, without the context the loop adds)."""
         import uuid
 
         from core.events import MessageCommitted
+
+        typed = content if isinstance(content, str) else " ".join(getattr(p, "text", "") for p in content)
+        preview = " ".join(typed.split())[:PROMPT_PREVIEW_CHARS]
 
         self._prompt_id = None
         self._taken = False
@@ -300,7 +305,8 @@ class Checkpoints:
                     message = event.message
                     if message.role == "user":
                         self._prompt_id = uuid.uuid4().hex
-                        message.display = {**(message.display or {}), "prompt": self._prompt_id}
+                        marker = {"prompt": self._prompt_id, "prompt_text": preview}
+                        message.display = {**(message.display or {}), **marker}
                 yield event
             ended = True
         finally:

@@ -87,6 +87,8 @@ async def session_prompts(session: Session) -> list[Prompt]:
 
 
 def _prompts(session: Session) -> list[Prompt]:
+    from core.turn_context import without_turn_preamble
+
     agent = session.agent
     records = {r.prompt_id: r for r in agent.checkpoints.store.turns()} if agent.checkpoints else {}
     prompts: list[Prompt] = []
@@ -94,7 +96,9 @@ def _prompts(session: Session) -> list[Prompt]:
         prompt_id = _prompt_id(message)
         if prompt_id is None:
             continue
-        prompt = Prompt(len(prompts) + 1, index, prompt_id, _preview(message.text))
+        typed = (message.display or {}).get("prompt_text")
+        text = typed if isinstance(typed, str) else without_turn_preamble(message.text)
+        prompt = Prompt(len(prompts) + 1, index, prompt_id, _preview(text))
         prompt.record = records.get(prompt_id)
         if prompt.record is not None and agent.checkpoints is not None:
             try:

@@ -27,6 +27,10 @@ class ImageError(ValueError):
     """The file is not an image that can be shown; the message says why."""
 
 
+class NotAnImage(ImageError):
+    """Its bytes are none of the four formats, whatever its name: read it as any other file."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoadedImage:
     part: ImagePart
@@ -43,6 +47,17 @@ class LoadedImage:
 
 def looks_like_image(path: str | Path) -> bool:
     return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
+def is_image_file(path: Path) -> bool:
+    """Whether the regular file at `path` starts as one of the four formats (no link
+    followed, nothing that could block, a FIFO, opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        return stat.S_ISREG(os.fstat(handle.fileno()).st_mode) and sniff(handle.read(16)) is not None
 
 
 def sniff(head: bytes) -> str | None:
@@ -64,7 +79,7 @@ def load_image(path: Path) -> LoadedImage:
     data = _read(path)
     mime = sniff(data[:16])
     if mime is None:
-        raise ImageError(f"{path.name} is not a PNG, JPEG, GIF or WebP image")
+        raise NotAnImage(f"{path.name} is not a PNG, JPEG, GIF or WebP image")
     width, height = _dimensions(data)
     if len(data) <= MAX_SEND_BYTES and (width is None or max(width, height or 0) <= MAX_SIDE):
         part = ImagePart(mime_type=mime, data=base64.b64encode(data).decode("ascii"))

@@ -99,8 +99,8 @@ class ReadFileTool(Tool[ReadFileArgs]):
             resolved = ctx.workspace.scope.resolve(args.path, allow_outside=ctx.allow_outside)
             if resolved.is_dir():
                 raise IsADirectoryError(args.path)
-            if looks_like_image(resolved):
-                return await _image_result(args.path, resolved)
+            if looks_like_image(resolved) and (image := await _image_result(args.path, resolved)):
+                return image
             text = await ctx.workspace.read_text(resolved)
         except (OSError, WorkspaceError) as exc:
             return path_failure(exc, args.path)
@@ -133,12 +133,15 @@ class ReadFileTool(Tool[ReadFileArgs]):
         return ToolResult(body, raw_output={"lines": len(lines), "first": start, "last": last})
 
 
-async def _image_result(shown: str, resolved: Path) -> ToolResult:
-    """An image file: the model gets the image itself (when it takes images), after the results."""
-    from core.images import ImageError, load_image
+async def _image_result(shown: str, resolved: Path) -> ToolResult | None:
+    """An image file: the model gets the image itself (when it takes images), after the
+    results. None when its bytes are no image: it is read as any other file."""
+    from core.images import ImageError, NotAnImage, load_image
 
     try:
         loaded = await asyncio.to_thread(load_image, resolved)
+    except NotAnImage:
+        return None
     except ImageError as exc:
         return ToolResult.error(f"{shown} could not be read as an image: {exc}")
     text = f"{loaded.describe(shown)}. The image follows the tool results."

@@ -98,8 +98,10 @@ async def _linked(
         path = workspace.scope.resolve(url2pathname(parsed.path))  # url2pathname unquotes
         if await asyncio.to_thread(path.is_dir):
             return TextPart(f"[Attached directory {path}: use the listing and search tools to look inside]")
-        if looks_like_image(path):  # `@image.png`: the image itself, as an attached one would be
-            return await _linked_image(uri, path, accepts_images=accepts_images)
+        if looks_like_image(path) and (
+            image := await _linked_image(uri, path, accepts_images=accepts_images)
+        ):
+            return image  # `@image.png`: the image itself, as an attached one would be
         text = await workspace.read_text(path)
     except OutsideWorkspace as exc:
         return TextPart(f"[Attached file {uri} was not read: {exc}]")
@@ -115,13 +117,18 @@ async def _linked(
     return TextPart(_wrapped(uri, text, max_bytes, lines))
 
 
-async def _linked_image(uri: str, path: Any, *, accepts_images: bool) -> ContentPart:
-    from core.images import ImageError, load_image
+async def _linked_image(uri: str, path: Any, *, accepts_images: bool) -> ContentPart | None:
+    """None when the file's bytes are no image: it is attached as any other file."""
+    from core.images import ImageError, NotAnImage, is_image_file, load_image
 
+    if not await asyncio.to_thread(is_image_file, path):
+        return None  # attached as any other file; the text path names what is wrong
     if not accepts_images:
         return TextPart(f"[Attached image {uri}: {NO_IMAGES[1:-1]}]")
     try:
         return (await asyncio.to_thread(load_image, path)).part
+    except NotAnImage:
+        return None
     except (ImageError, OSError) as exc:
         return TextPart(f"[Attached image {uri} could not be read: {exc}]")
 

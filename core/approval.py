@@ -171,6 +171,7 @@ class ApprovalPolicy:
     mode and its remembered "always" decisions.
 
     Order of the rules, first match wins:
+    0. a deny permission rule (core/permission_rules.py) rejects, in every mode;
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
     3. a dangerous command asks, in every mode and whatever was remembered;
@@ -179,8 +180,10 @@ class ApprovalPolicy:
     5. a command that would run outside the sandbox (an unconfined re-run, or any command
        while the sandbox cannot start) asks in every mode, unless "always" was granted
        for that command scope outside the sandbox;
+    5a. an ask permission rule asks, in every mode;
     6. tools that need no approval run; yolo runs everything; accept_edits and auto run
-       edit/delete/move tools; auto runs sandboxed commands; a remembered "always allow" runs;
+       edit/delete/move tools; auto runs sandboxed commands; an allow permission rule, a
+       remembered "always allow" or one "in this project" runs;
     7. otherwise ask.
     """
 

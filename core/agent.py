@@ -28,6 +28,8 @@ from core.turn import IterationBudget, Turn
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.checkpoints import Checkpoints
+    from core.hooks import Hooks
     from core.tools.clarify import Asker
     from core.tools.delegate import ChildSink
     from core.turn_context import HistoryEstimate
@@ -94,6 +96,7 @@ class Agent:
             workspace=workspace,
             state=self.tool_state,
             limits=self.limits,
+            accepts_images=self._accepts_images,
         )
         self.title = title
         self.watcher = watcher  # files the user changed between turns, for the next message
@@ -117,6 +120,8 @@ class Agent:
         self.child_usage = Usage()  # subagents' usage not yet counted in the turn's
         # What a cancelled turn had shown when it stopped; the embedder stores it.
         self.interrupted: Message | None = None
+        self.checkpoints: Checkpoints | None = None  # snapshots for /rewind, when the embedder keeps them
+        self.hooks: Hooks | None = None  # command hooks around turns and tool calls (core/hooks.py)
 
     # -- settable state -------------------------------------------------------------
 
@@ -219,11 +224,15 @@ class Agent:
         self.steers.append(text)
 
     def take_steer(self) -> Message | None:
-        if not self.steers:
+        """What came in since the last model call: the user's steers, and one line per
+        background job that ended."""
+        ended = self.tool_state.jobs.take_lines() if self.tool_state.jobs.unreported else []
+        if not self.steers and not ended:
             return None
         texts, self.steers = self.steers, []
+        steered = [STEER_PREFIX, *texts] if texts else []
         # A new user message at the end: the cached prefix of the conversation stays as it was.
-        return Message(role="user", content="\n\n".join([STEER_PREFIX, *texts]))
+        return Message(role="user", content="\n\n".join([*ended, *steered]))
 
     def take_child_usage(self) -> Usage | None:
         usage, self.child_usage = self.child_usage, Usage()
@@ -246,7 +255,15 @@ class Agent:
     ) -> AsyncIterator[Event]:
         """Yield the turn's events (see `Turn.run`). `budget`: a subagent's share of its
         parent's turn (a turn of its own has `max_iterations` calls)."""
-        return Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(content, preamble)
+        if self.hooks is not None and self.hooks.specs and budget is None:
+            events = self.hooks.around_turn(self, content, preamble)
+        else:
+            events = Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(
+                content, preamble
+            )
+        if self.checkpoints is not None and budget is None:
+            return self.checkpoints.wrap(events, content)
+        return events
 
     def tool_specs(self, *, read_only: bool = False) -> list[ToolSpec]:
         """The tool list sent to the model (read-only tools in plan mode); built once."""
@@ -266,6 +283,11 @@ class Agent:
             memory=self.memory,
             skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
+
+    def _accepts_images(self) -> bool:
+        from core.models import model_info
+
+        return model_info(self._model).images
 
     def estimate_context(self) -> int:
         if self._estimate is None:
@@ -321,6 +343,7 @@ class Agent:
         """Kill background processes, stop the watcher, close provider clients."""
         if self.watcher is not None:
             await self.watcher.aclose()
+        await self.tool_state.jobs.aclose()
         await self.release_processes()
         await self.close_retired()
         for provider in self._providers or []:

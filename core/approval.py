@@ -6,6 +6,7 @@ every mode; what an "always" covers for a command is `core.command_rules.scope`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -20,6 +21,7 @@ from core.events import FileDiff, ToolKind
 from core.protected_paths import lexical, protected_reason
 
 if TYPE_CHECKING:
+    from core.permission_rules import PermissionRules
     from core.tools.base import Tool
     from core.workspace import Workspace
 
@@ -50,10 +52,11 @@ class Decision(StrEnum):
     REJECT_ONCE = "reject_once"
     REJECT_ALWAYS = "reject_always"
     CANCELLED = "cancelled"
+    ALLOW_PROJECT = "allow_project"  # always, in this project's later sessions too
 
     @property
     def allowed(self) -> bool:
-        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS)
+        return self in (Decision.ALLOW_ONCE, Decision.ALLOW_ALWAYS, Decision.ALLOW_PROJECT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,10 @@ class ApprovalMemory:
 
     def reject(self, scope: str) -> None:
         self.rejected |= {scope}
+        self.allowed -= {scope}
+        self.stored = self._as_stored()
+
+    def forget(self, scope: str) -> None:
         self.allowed -= {scope}
         self.stored = self._as_stored()
 
@@ -172,6 +179,7 @@ class ApprovalPolicy:
     mode and its remembered "always" decisions.
 
     Order of the rules, first match wins:
+    0. a deny permission rule (core/permission_rules.py) rejects, in every mode;
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
     3. a dangerous command, a call its tool says always asks (`always_asks`: writing the
@@ -183,16 +191,19 @@ class ApprovalPolicy:
     5. a command that would run outside the sandbox (an unconfined re-run, or any command
        while the sandbox cannot start) asks in every mode, unless "always" was granted
        for that command scope outside the sandbox;
+    5a. an ask permission rule asks, in every mode;
     6. tools that need no approval run; yolo runs everything; accept_edits and auto run
-       edit/delete/move tools; auto runs sandboxed commands; a remembered "always allow" runs;
+       edit/delete/move tools; auto runs sandboxed commands; an allow permission rule, a
+       remembered "always allow" or one "in this project" runs;
     7. otherwise ask.
     """
 
-    __slots__ = ("memory", "mode")
+    __slots__ = ("memory", "mode", "rules")
 
-    def __init__(self, mode: Mode, memory: ApprovalMemory) -> None:
+    def __init__(self, mode: Mode, memory: ApprovalMemory, rules: PermissionRules | None = None) -> None:
         self.mode = mode
         self.memory = memory
+        self.rules = rules  # the user's and the project's permission rules (core/permission_rules.py)
 
     def check(self, tool: Tool[Any], args: BaseModel, workspace: Workspace, *, call_id: str) -> PolicyVerdict:
         base = scope_key(tool, args)
@@ -246,6 +257,9 @@ class ApprovalPolicy:
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
+        ruled = self.rules.match(tool, args, workspace) if self.rules is not None else None
+        if ruled is not None and ruled.action == "deny":  # in every mode
+            return PolicyVerdict("reject", request, ruled.model_reason())
         if self.mode is Mode.PLAN and not tool.read_only:
             return PolicyVerdict(
                 "reject",
@@ -272,6 +286,9 @@ class ApprovalPolicy:
             if key in self.memory.allowed:
                 return PolicyVerdict("run", None, "allowed always outside the sandbox", allow_outside=True)
             return ask
+        if ruled is not None and ruled.action == "ask":  # in every mode
+            request = dataclasses.replace(request, reason=ruled.user_reason())
+            return PolicyVerdict("ask", request, request.reason)
         if not tool.needs_approval:
             return PolicyVerdict("run", None, "needs no approval")
         if self.mode is Mode.YOLO:
@@ -280,7 +297,9 @@ class ApprovalPolicy:
             return PolicyVerdict("run", None, "edits are accepted in this mode")
         if self.mode is Mode.AUTO and confinement == "sandboxed":
             return PolicyVerdict("run", None, "auto mode: the command runs in the sandbox")
-        if base in self.memory.allowed:
+        if ruled is not None and ruled.action == "allow":
+            return PolicyVerdict("run", None, f"allowed by the permission rule `{ruled.rule.text}`")
+        if base in self.memory.allowed or (self.rules is not None and base in self.rules.project_allowed):
             return PolicyVerdict("run", None, f"always allowed: `{_subject(base)}`")
         return ask
 
@@ -295,7 +314,10 @@ class ApprovalPolicy:
         sharing it, `rm file`, pass silently on the strength of an answer given to
         `rm -rf /`). A REJECT_ALWAYS is remembered for any request.
         """
-        if decision is Decision.ALLOW_ALWAYS and request.offers_always:
+        if decision is Decision.ALLOW_PROJECT and self._project_wide(request):
+            self.memory.allow(request.scope)
+            self.rules.allow_in_project(request.scope)  # type: ignore[union-attr]
+        elif decision in (Decision.ALLOW_ALWAYS, Decision.ALLOW_PROJECT) and request.offers_always:
             self.memory.allow(request.scope)
         elif decision is Decision.REJECT_ALWAYS:
             self.memory.reject(request.scope)
@@ -306,6 +328,17 @@ class ApprovalPolicy:
         if scope in self.memory.rejected:
             return scope
         return next((r for r in self.memory.rejected if scope.startswith(r + " ")), None)
+
+    def _project_wide(self, request: ApprovalRequest) -> bool:
+        """Whether an "in this project" answer may outlive the session: only where the card
+        offered it (never for a path outside the workspace or a command run outside the
+        sandbox, whose "always" is bound to this session's view of the files it runs)."""
+        return (
+            self.rules is not None
+            and request.offers_always
+            and not request.outside_paths
+            and not request.scope.endswith(UNCONFINED_SUFFIX)
+        )
 
     @staticmethod
     def _outside_paths(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[Path, ...]:

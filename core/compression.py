@@ -187,7 +187,7 @@ async def compress(agent: Agent) -> AsyncIterator[Event]:
     yield Status(
         "compressed",
         f"Compressed the conversation from {before:,} to {agent.context_tokens:,} tokens.",
-        {"before": before, "after": agent.context_tokens},
+        {"before": before, "after": agent.context_tokens, "messages": len(plan.middle)},
     )
     yield agent.usage_event(Usage())
 

@@ -46,6 +46,35 @@ class FallbackEntry(BaseModel):
     api_mode: ApiMode | None = None
 
 
+class PermissionTable(BaseModel):
+    """`[permissions]`: rules in Claude Code's syntax (core/permission_rules.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    allow: list[str] = Field(default_factory=list)
+    ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+
+
+class HookEntry(BaseModel):
+    """One command hook (core/hooks.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str
+    matcher: str | None = None  # a permission rule; tool hooks only
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class HookTable(BaseModel):
+    """`[[hooks.<event>]]`: command hooks, the user's own code."""
+
+    model_config = ConfigDict(extra="forbid")
+    session_start: list[HookEntry] = Field(default_factory=list)
+    prompt_submit: list[HookEntry] = Field(default_factory=list)
+    pre_tool: list[HookEntry] = Field(default_factory=list)
+    post_tool: list[HookEntry] = Field(default_factory=list)
+    stop: list[HookEntry] = Field(default_factory=list)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -104,6 +133,9 @@ class Settings(BaseModel):
     # how long a prompt still running when stdin ends (a piped script) may take to finish
     end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    checkpoints: bool = True  # snapshot the working directory before a turn changes it (/rewind)
+    permissions: PermissionTable = Field(default_factory=PermissionTable)
+    hooks: HookTable = Field(default_factory=HookTable)
 
     @property
     def config_path(self) -> Path:

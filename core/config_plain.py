@@ -114,6 +114,7 @@ RULES: dict[str, Rule] = {
     "compression_threshold": _number(0, inclusive=False, high=1),
     "compression_keep_last": _integer(2),
     "auto_compact": _flag,
+    "checkpoints": _flag,
     "auxiliary_model": _text,
     "default_mode": _one_of(MODES),
     "sandbox": _one_of(SANDBOXES),
@@ -128,7 +129,7 @@ RULES: dict[str, Rule] = {
     "end_of_input_seconds": _number(0, inclusive=False),
     "log_level": _one_of(LOG_LEVELS),
 }
-TABLE_KEYS = frozenset({"fallback", "prices", "context_windows"})
+TABLE_KEYS = frozenset({"fallback", "prices", "context_windows", "permissions", "hooks"})
 FIELDS = frozenset(RULES) | TABLE_KEYS | {"home"}
 
 

@@ -17,9 +17,9 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -31,11 +31,14 @@ from core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
-from core.messages import Message, ToolCall
+from core.messages import ContentPart, Message, TextPart, ToolCall
 from core.tool_waves import file_identity, waves
 from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from core.tools.registry import ToolRegistry
 from core.workspace import Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from core.hooks import Hooks
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,7 @@ class PreparedCall:
     # The files the call touches, resolved (see `file_identity`); None when a path could
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
+    hook_notes: list[str] = field(default_factory=list)  # what hooks added for the model
 
     @property
     def writes(self) -> bool:
@@ -75,6 +79,11 @@ class ToolRunner:
     workspace: Workspace
     state: SessionToolState
     limits: ToolLimits
+    # Awaited before a call that may change the workspace runs (a checkpoint is taken).
+    before_write: Callable[[], Awaitable[None]] | None = None
+    hooks: Hooks | None = None  # pre_tool / post_tool command hooks
+    # Whether the model takes images (a tool's images go to it after the results, or a note).
+    accepts_images: Callable[[], bool] = lambda: False
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
         prepared: list[PreparedCall] = []
@@ -149,6 +158,11 @@ class ToolRunner:
                     continue
                 if item.duplicate_of is not None or item.error is not None:
                     continue
+                if self.hooks is not None and self.hooks.specs:
+                    async for event in self._hook("pre_tool", item):
+                        yield event
+                    if item.result is not None:  # blocked
+                        continue
                 allowed = False
                 with _contained(item, "could not be checked for approval"):
                     allowed = await self._approve(item)
@@ -162,8 +176,14 @@ class ToolRunner:
                 for item in runnable:
                     item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
                 runnable = []
+            if self.before_write is not None and any(_may_change_workspace(i) for i in runnable):
+                await self.before_write()
             async for event in self._execute(runnable):
                 yield event
+            if self.hooks is not None and self.hooks.specs:
+                for item in runnable:
+                    async for event in self._hook("post_tool", item):
+                        yield event
             for item in wave:
                 if item.duplicate_of is not None:
                     item.result = item.duplicate_of.result
@@ -172,6 +192,30 @@ class ToolRunner:
                 assert item.result is not None
                 async for event in self._finish(item):
                     yield event
+        images = _images_message(calls) if self.accepts_images() else None
+        if images is not None:
+            yield MessageCommitted(images)
+
+    async def _hook(self, event: str, item: PreparedCall) -> AsyncIterator[Event]:
+        """One call's pre_tool or post_tool hooks: the editor's cards for those that blocked or
+        failed. A pre_tool block becomes the call's result; anything else a hook says is
+        added to the result the model reads."""
+        assert self.hooks is not None and item.tool is not None
+        payload: dict[str, Any] = {"tool": item.tool.name, "arguments": item.raw_args}
+        if item.result is not None:
+            payload |= {"result": item.result.text, "ok": item.result.ok}
+        outcome = await self.hooks.run(
+            event, payload, tool=item.tool, args=item.args, workspace=self.workspace
+        )
+        for card in outcome.cards:
+            yield card
+        item.hook_notes += [f"(From a hook:) {context}" for context in outcome.context]
+        if outcome.blocked and event == "pre_tool":
+            item.result = ToolResult.error(f"Blocked by a hook: {outcome.reason}")
+        elif outcome.blocked:
+            item.hook_notes.append(f"(A hook objected to this result:) {outcome.reason}")
+        if event == "post_tool" and item.result is not None and item.hook_notes:
+            item.result.text = "\n\n".join([item.result.text, *item.hook_notes])
 
     def _started_event(self, item: PreparedCall) -> ToolCallStarted:
         tool = item.tool
@@ -268,6 +312,8 @@ class ToolRunner:
     async def _finish(self, item: PreparedCall) -> AsyncIterator[Event]:
         result = item.result
         assert result is not None and item.started is not None
+        if result.images and not self.accepts_images() and item.duplicate_of is None:
+            result.text += " The current model does not accept images, so it cannot be shown; say so."
         finished = ToolCallFinished(
             call_id=item.call.id,
             status="completed" if result.ok else "failed",
@@ -289,6 +335,22 @@ class ToolRunner:
             display=tool_display(item.started, finished),
         )
         yield MessageCommitted(message)
+
+
+def _images_message(calls: list[PreparedCall]) -> Message | None:
+    """The images the calls returned, as one user message after their results: chat
+    completions takes no image in a tool result, and every API takes one from the user."""
+    parts: list[ContentPart] = []
+    ids: list[str] = []
+    for item in calls:
+        if item.result is None or item.duplicate_of is not None or not item.result.images:
+            continue
+        ids.append(item.call.id)
+        parts.append(TextPart(f"(The image from your `{item.call.name}` call {item.call.id}:)"))
+        parts.extend(item.result.images)
+    if not parts:
+        return None
+    return Message(role="user", content=parts, display={"tool_images": ids})
 
 
 def call_cards(calls: list[PreparedCall]) -> dict[str, Any]:
@@ -350,6 +412,14 @@ def _contained(item: PreparedCall, what: str) -> Iterator[None]:
         log.exception("tool call %s (%s) %s", item.call.id, name, what)
         item.error = f"{name} {what}: {type(exc).__name__}: {exc}"
         item.result = ToolResult.error(item.error)
+
+
+def _may_change_workspace(item: PreparedCall) -> bool:
+    tool = item.tool
+    return tool is not None and (tool.kind in WORKSPACE_CHANGING_KINDS or tool.name == "delegate_task")
+
+
+WORKSPACE_CHANGING_KINDS = frozenset({"edit", "delete", "move", "execute"})
 
 
 def _canonical_json(arguments: str) -> str:

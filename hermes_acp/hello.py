@@ -177,6 +177,8 @@ def agent_hello(version: str, *, terminal_auth: bool) -> dict[str, Any]:
                 "fork": {},
                 "additionalDirectories": {},
             },
+            # Extension methods: `_hermes/rewind` lists a session's prompts or goes back to one.
+            "_meta": {"hermes": {"rewind": {"method": "_hermes/rewind"}}},
         },
         "authMethods": auth_methods(terminal_auth=terminal_auth),
         "agentInfo": {"name": "hermes-acp", "title": "Hermes", "version": version},

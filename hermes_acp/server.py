@@ -89,6 +89,12 @@ def _placement(request: Any) -> Any:
     return Placement.of(request)
 
 
+def _rewind_params(params: Params) -> type[BaseModel]:
+    from hermes_acp.session.rewind import RewindParams
+
+    return RewindParams
+
+
 def _config_option_model(params: Params) -> type[BaseModel]:
     if params.get("type") == "boolean":
         return schema_model("SetSessionConfigOptionBooleanRequest")(params)
@@ -118,6 +124,7 @@ class AcpServer:
             "session/close": (schema_model("CloseSessionRequest"), self.close_session),
             "session/delete": (schema_model("DeleteSessionRequest"), self.delete_session),
             "logout": (schema_model("LogoutRequest"), self.logout),
+            "_hermes/rewind": (_rewind_params, self.rewind),
             # Gone from the spec; clients from before config options still send it.
             "session/set_model": (_set_model_params, self.set_model),
         }
@@ -343,6 +350,11 @@ class AcpServer:
         except RequestError:
             still = False
         return {"_meta": {"hermes": {"removed": removed, "keysStillInEnvironment": still}}}
+
+    async def rewind(self, request: Any, raw: Params) -> Params:
+        from hermes_acp.session.rewind import rewind_request
+
+        return await rewind_request(self.sessions.get(request.session_id), request)
 
     async def set_model(self, request: SetModelParams, raw: Params) -> Params:
         await self.sessions.set_model(request.session_id, request.model_id)

@@ -77,7 +77,7 @@ async def test_resource_link_to_a_selection_reads_those_lines(ws, root):
     [
         (lambda root: root / "missing.py", "does not exist"),
         (lambda root: root.parent / "secret.txt", "outside the workspace"),
-        (lambda root: root / "logo.png", "binary"),
+        (lambda root: root / "logo.png", "binary"),  # named .png, but its bytes are no image
         (lambda root: root / "huge.log", "read limit"),
         (lambda root: root / "src", "Attached directory"),
     ],
@@ -181,7 +181,7 @@ def test_available_commands_validate_and_hint_their_arguments():
     names = [c["name"] for c in AVAILABLE_COMMANDS]
     assert names == list(SLASH_COMMANDS)
     hints = {c["name"]: c["input"]["hint"] for c in AVAILABLE_COMMANDS if "input" in c}
-    assert set(hints) == {"mode", "model", "steer"}
+    assert set(hints) == {"mode", "model", "steer", "rewind", "permissions"}
     assert all(mode in hints["mode"] for mode in ("ask", "accept_edits", "plan", "yolo"))
 
 

@@ -358,7 +358,7 @@ async def test_title_change_updates_session_info(pair):
 
 
 async def test_status_is_a_plain_sentence_in_the_thought_stream_only(pair):
-    # A retry or a compression is worth a glance but is not part of the answer the user
+    # A retry or a notice is worth a glance but is not part of the answer the user
     # copies: it goes to the thought stream as one plain sentence, a message of its own,
     # set off from thinking streamed before it, and nowhere else.
     t = translator()
@@ -368,16 +368,35 @@ async def test_status_is_a_plain_sentence_in_the_thought_stream_only(pair):
             t,
             Status("retrying", "Rate limited; retrying in 2 s (attempt 2/5)"),
             ThoughtDelta("Let me think."),
-            Status("compressed", "Compressed 40 messages into a *summary*"),
+            Status("notice", "Kept 40 messages and a *summary*"),
             Status("notice", "1) a numbered line"),
         ),
     )
     assert [u["sessionUpdate"] for u in got] == ["agent_thought_chunk"] * 4
     assert got[0]["content"]["text"] == "Rate limited; retrying in 2 s (attempt 2/5).\n\n"
-    assert got[2]["content"]["text"] == "\n\nCompressed 40 messages into a \\*summary\\*.\n\n"
+    assert got[2]["content"]["text"] == "\n\nKept 40 messages and a \\*summary\\*.\n\n"
     assert got[3]["content"]["text"] == "1\\) a numbered line.\n\n"
     ids = [u["messageId"] for u in got]
     assert len(set(ids)) == 4  # each notice a message; the thinking its own
+
+
+async def test_a_compression_is_a_card_of_its_own(pair):
+    t = translator()
+    got = await deliver(
+        pair,
+        run(
+            t,
+            Status("compressing", "Compressing the conversation (90,000 of 128,000 tokens)."),
+            Status(
+                "compressed", "Compressed from 90,000 to 9,000 tokens.", {"before": 90_000, "messages": 40}
+            ),
+        ),
+    )
+    kinds = [u["sessionUpdate"] for u in got]
+    assert "agent_thought_chunk" not in kinds
+    assert kinds[0] == "tool_call" and got[0]["title"] == "Compacting the conversation"
+    assert got[-1]["status"] == "completed" and got[-1]["title"] == "Compacted 40 messages"
+    assert {u["toolCallId"] for u in got} == {got[0]["toolCallId"]}
 
 
 def test_bookkeeping_events_send_nothing():

@@ -56,6 +56,7 @@ async def pair():
     [
         ("allow_once", Decision.ALLOW_ONCE),
         ("allow_always", Decision.ALLOW_ALWAYS),
+        ("allow_project", Decision.ALLOW_PROJECT),
         ("reject_once", Decision.REJECT_ONCE),
         ("reject_always", Decision.REJECT_ALWAYS),
     ],
@@ -77,12 +78,14 @@ async def test_each_option_maps_to_its_decision(pair, option_id, decision):
     assert [(o["optionId"], o["kind"]) for o in asked["options"]] == [
         ("allow_once", "allow_once"),
         ("allow_always", "allow_always"),
+        ("allow_project", "allow_always"),  # "… in this project": an always the agent's home keeps
         ("reject_once", "reject_once"),
         ("reject_always", "reject_always"),
     ]
     names = {o["optionId"]: o["name"] for o in asked["options"]}
     assert names["allow_always"] == "Always allow `git status`"
     assert names["reject_always"] == "Always reject `git status`"
+    assert names["allow_project"] == "Always allow `git status` in this project"
 
 
 async def test_cancelled_outcome_is_cancelled(pair):

@@ -67,6 +67,7 @@ async def test_tool_call_lifecycle_with_a_diff(client: AcpClient, fake: FakeProv
     assert {o["optionId"] for o in request["options"]} == {
         "allow_once",
         "allow_always",
+        "allow_project",
         "reject_once",
         "reject_always",
     }

@@ -211,6 +211,28 @@ class SessionStore(SessionWriter):
 
         return self._write(write)
 
+    def cut_history(self, session_id: str, prompt_id: str) -> bool:
+        """Drop the history from the prompt marked `prompt_id` on (a rewind; the caller
+        forked the session first). False when no stored message carries the mark."""
+
+        def write(conn: sqlite3.Connection) -> bool:
+            found = conn.execute(
+                "SELECT MIN(seq) FROM messages WHERE session_id = ? AND role = 'user' "
+                "AND json_extract(display, '$.prompt') = ?",
+                (session_id, prompt_id),
+            ).fetchone()
+            if found is None or found[0] is None:
+                return False
+            conn.execute("DELETE FROM messages WHERE session_id = ? AND seq >= ?", (session_id, found[0]))
+            conn.execute(
+                "UPDATE sessions SET updated_at = ?, message_count = "
+                "(SELECT COUNT(*) FROM messages WHERE session_id = ?) WHERE id = ?",
+                (next_timestamp(conn), session_id, session_id),
+            )
+            return True
+
+        return self._write(write)
+
     def load_transcript(self, session_id: str) -> list[Message]:
         """The whole conversation as the user saw it, across compressions: each archive's
         history, then what came after the compression that replaced it."""

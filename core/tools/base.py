@@ -17,6 +17,8 @@ from core.providers.base import ToolSpec
 from core.workspace import Workspace
 
 if TYPE_CHECKING:
+    from core.jobs import Jobs
+    from core.messages import ImagePart
     from core.workspace import RunningCommand
 
 Args = TypeVar("Args", bound=BaseModel)
@@ -40,6 +42,13 @@ class SessionToolState:
     processes: dict[str, RunningCommand] = field(default_factory=dict)  # background handles
     process_commands: dict[str, str] = field(default_factory=dict)
     next_handle: int = 1
+    jobs: Jobs = field(default_factory=lambda: _jobs())  # their ends, for the model and the cards
+
+
+def _jobs() -> Jobs:
+    from core.jobs import Jobs
+
+    return Jobs()
 
 
 @dataclass(slots=True)
@@ -63,6 +72,7 @@ class ToolResult:
     terminal_id: str | None = None
     # What the user sees instead of `text`, when that is written for the model ("" for nothing).
     shown: str | None = None
+    images: list[ImagePart] = field(default_factory=list)  # for the model, after the results
 
     @classmethod
     def error(cls, text: str, **raw: Any) -> ToolResult:

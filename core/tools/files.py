@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from pathlib import Path
 from typing import TypeVar
@@ -9,6 +10,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from core.events import FileDiff, ToolKind
+from core.images import looks_like_image
 from core.tools.base import CannotRun, Tool, ToolContext, ToolResult
 from core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, strip_dot_slash
 from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
@@ -94,6 +96,8 @@ class ReadFileTool(Tool[ReadFileArgs]):
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolResult:
         try:
+            if looks_like_image(args.path) and (image := await _image_result(args.path, ctx)):
+                return image
             # The workspace opens it beneath its roots and checks what it opened.
             text = await ctx.workspace.read_text(args.path, allow_outside=ctx.allow_outside)
         except (OSError, WorkspaceError) as exc:
@@ -125,6 +129,24 @@ class ReadFileTool(Tool[ReadFileArgs]):
         if last < len(lines):
             body += f"\n\n[Showing lines {start}-{last} of {len(lines)}. Use offset={last + 1} to read more.]"
         return ToolResult(body, raw_output={"lines": len(lines), "first": start, "last": last})
+
+
+async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:
+    """An image file: the model gets the image itself (when it takes images), after the
+    results. None when its bytes are no image: it is read as any other file. The bytes come
+    through the workspace's opener, as any file's do (beneath a root, regular, not a FIFO)."""
+    from core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
+
+    scope = ctx.workspace.scope
+    data = await asyncio.to_thread(scope.read_bytes, shown, MAX_FILE_BYTES, allow_outside=ctx.allow_outside)
+    try:
+        loaded = await asyncio.to_thread(load_image, shown, data)
+    except NotAnImage:
+        return None
+    except ImageError as exc:
+        return ToolResult.error(f"{shown} could not be read as an image: {exc}")
+    text = f"{loaded.describe(shown)}. The image follows the tool results."
+    return ToolResult(text, raw_output={"image": loaded.part.mime_type}, images=[loaded.part])
 
 
 # --- write_file -----------------------------------------------------------------------

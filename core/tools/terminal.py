@@ -159,6 +159,7 @@ class TerminalTool(Tool[TerminalArgs]):
         ctx.state.next_handle += 1
         ctx.state.processes[handle] = run
         ctx.state.process_commands[handle] = command
+        ctx.state.jobs.watch(handle, command, ctx.call_id, run, ctx.state.processes)
         return ToolResult(
             f"Started in the background as {handle}. Use the process tool with handle {handle!r}: "
             "action 'poll' shows its status and output, 'kill' stops it.",
@@ -212,6 +213,7 @@ class ProcessTool(Tool[ProcessArgs]):
         command = state.process_commands.get(args.handle, "")
         label = f"{args.handle} ({command})" if command else args.handle
         if args.action == "kill":
+            state.jobs.forget(args.handle)
             try:
                 await run.kill()
                 output, was_cut = await run.output()

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
+from core.images import looks_like_image
 from core.messages import ContentPart, ImagePart, TextPart
 from core.workspace import BinaryFile, FileTooLarge, OutsideWorkspace, Workspace, WorkspaceError
 
@@ -55,7 +56,7 @@ async def prompt_to_content(
             data, mime = _required(block, "data"), _required(block, "mimeType")
             parts.append(ImagePart(mime_type=mime, data=data) if accepts_images else TextPart(NO_IMAGES))
         elif kind == "resource_link":
-            parts.append(await _linked(block, workspace, max_resource_bytes))
+            parts.append(await _linked(block, workspace, max_resource_bytes, accepts_images=accepts_images))
         elif kind == "resource":
             resource = block.get("resource")
             if not isinstance(resource, dict):
@@ -85,7 +86,9 @@ def _separated(parts: list[ContentPart], attached: set[int]) -> list[ContentPart
     return out
 
 
-async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -> TextPart:
+async def _linked(
+    block: dict[str, Any], workspace: Workspace, max_bytes: int, *, accepts_images: bool
+) -> ContentPart:
     uri = _required(block, "uri")
     label = block.get("name") or uri
     parsed = urlparse(uri)
@@ -95,8 +98,13 @@ async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -
         path = workspace.scope.resolve(url2pathname(parsed.path))  # url2pathname unquotes
         if await asyncio.to_thread(path.is_dir):
             return TextPart(f"[Attached directory {path}: use the listing and search tools to look inside]")
+        name = url2pathname(parsed.path)
+        if looks_like_image(path) and (
+            image := await _linked_image(uri, workspace, name, accepts_images=accepts_images)
+        ):
+            return image  # `@image.png`: the image itself, as an attached one would be
         # Opened beneath the workspace by the raw name: a link swapped in meanwhile is refused.
-        text = await workspace.read_text(url2pathname(parsed.path))
+        text = await workspace.read_text(name)
     except OutsideWorkspace as exc:
         return TextPart(f"[Attached file {uri} was not read: {exc}]")
     except FileNotFoundError:
@@ -109,6 +117,23 @@ async def _linked(block: dict[str, Any], workspace: Workspace, max_bytes: int) -
         return TextPart(f"[Attached file {uri} could not be read: {exc}]")
     text, lines = _select_lines(text, parsed.fragment)
     return TextPart(_wrapped(uri, text, max_bytes, lines))
+
+
+async def _linked_image(uri: str, workspace: Any, name: str, *, accepts_images: bool) -> ContentPart | None:
+    """None when the file's bytes are no image: it is attached as any other file. Read
+    through the workspace's opener (beneath its root, regular, never a FIFO)."""
+    from core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
+
+    try:
+        data = await asyncio.to_thread(workspace.scope.read_bytes, name, MAX_FILE_BYTES)
+        loaded = await asyncio.to_thread(load_image, name, data)
+    except NotAnImage:
+        return None  # attached as any other file; the text path names what is wrong
+    except (ImageError, OSError, WorkspaceError) as exc:
+        return TextPart(f"[Attached image {uri} could not be read: {exc}]")
+    if not accepts_images:
+        return TextPart(f"[Attached image {uri}: {NO_IMAGES[1:-1]}]")
+    return loaded.part
 
 
 def _embedded(resource: dict[str, Any], *, accepts_images: bool, max_bytes: int) -> ContentPart:

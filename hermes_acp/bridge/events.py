@@ -67,6 +67,7 @@ class EventTranslator:
         # where one message ends.
         self._message_ids: dict[str, str] = {}
         self._thinking = False  # thought text streamed since the last answer text or notice
+        self._compaction: str | None = None  # the card of a compression under way
         self._handlers: dict[type, Callable[[Any], list[Update]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -92,6 +93,7 @@ class EventTranslator:
         """A new turn: its text is a new message, whatever the last turn left open."""
         self._message_ids.clear()
         self._thinking = False
+        self._compaction = None  # one that failed was closed with its turn
 
     def plan_update(self, entries: Iterable[PlanEntry]) -> Update:
         """The `session/update` params for a whole plan (e.g. the stored plan on load)."""
@@ -160,7 +162,9 @@ class EventTranslator:
         ]
 
     def _status(self, event: Status) -> list[Update]:
-        # A retry or a compression is worth a glance, not part of the answer: a thought keeps
+        if event.kind in ("compressing", "compressed"):
+            return self._compaction_card(event)
+        # A retry or a notice is worth a glance, not part of the answer: a thought keeps
         # it out of the text the user copies. One short plain sentence, a thought message of
         # its own: clients show a running thought in a box a line or a few high, scrolled
         # to its end (Toad showed a wrapped italic notice as its last fragment, "1)").
@@ -175,6 +179,26 @@ class EventTranslator:
             self._wrap(chunk(THOUGHT, {"type": "text", "text": f"{separator}{line}\n\n"}, uuid.uuid4().hex))
         ]
 
+
+    def _compaction_card(self, event: Status) -> list[Update]:
+        """A compression as a card of its own ("Compacted N messages"), not a thought line:
+        it changed what the model remembers, which the user may want to find again."""
+        updates: list[Update] = []
+        if self._compaction is None:
+            self._compaction = f"compact_{uuid.uuid4().hex[:12]}"
+            title = "Compacting the conversation"
+            updates += self.cards.started(ToolCallStarted(self._compaction, "compact", title, "think", {}))
+            updates += self.cards.running(ToolCallRunning(self._compaction))
+        if event.kind == "compressing":
+            return updates + self.cards.note(ToolCallNote(self._compaction, event.message))
+        call_id, self._compaction = self._compaction, None
+        count = event.detail.get("messages")
+        title = f"Compacted {count} messages" if isinstance(count, int) else "Compacted the conversation"
+        finished = ToolCallFinished(call_id, "completed", event.message, raw_output=dict(event.detail))
+        for update in self.cards.finished(finished):
+            update["update"]["title"] = title
+            updates.append(update)
+        return updates
 
 # What a failed model call that is retried was, in words, by the error's kind.
 _RETRIED_BECAUSE = {
@@ -202,6 +226,7 @@ def status_sentence(event: Status) -> str:
     line = _MARKDOWN_SPECIAL.sub(r"\\\1", line)
     line = _BLOCK_MARKER.sub(r"\1\\\2", line)
     return line if line.endswith((".", "!", "?", ":")) else f"{line}."
+
 
 
 def plan_update(entries: Iterable[PlanEntry]) -> Update:

@@ -11,7 +11,7 @@ from typing import Any
 
 from acp.exceptions import RequestError
 
-from core.approval import ApprovalRequest, Decision
+from core.approval import UNCONFINED_SUFFIX, ApprovalRequest, Decision
 from core.tools.files import EDITS
 from hermes_acp.bridge.channel import ClientChannel
 
@@ -22,6 +22,7 @@ _DECISIONS = {
     "allow_always": Decision.ALLOW_ALWAYS,
     "reject_once": Decision.REJECT_ONCE,
     "reject_always": Decision.REJECT_ALWAYS,
+    "allow_project": Decision.ALLOW_PROJECT,
 }
 
 
@@ -75,6 +76,10 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         # A dangerous command is judged every time; "always" would silence the rule. An
         # unconfined command whose files cannot be pinned gets none either.
         options.append(_option("allow_always", f"Always allow {subject}"))
+        if not request.outside_paths and not request.scope.endswith(UNCONFINED_SUFFIX):
+            # Kept in the agent's home for this project's later sessions (`/permissions`).
+            label = f"Always allow {_project_label(request.scope)} in this project"
+            options.append({"optionId": "allow_project", "name": label, "kind": "allow_always"})
     options.append(_option("reject_once", "Reject"))
     options.append(_option("reject_always", f"Always reject {subject}"))
     hermes: dict[str, Any] = {"reason": request.reason, "scope": request.scope}
@@ -119,6 +124,12 @@ def _scope_label(scope: str) -> str:
     return f"`{subject}`"
 
 
+def _project_label(scope: str) -> str:
+    if scope == EDITS or ":" not in scope:
+        return scope.replace("`", "'") if scope == EDITS else f"`{scope.replace('`', chr(39))}`"
+    return _scope_label(scope)
+
+
 def _option(option_id: str, name: str) -> dict[str, str]:
-    # The optionId doubles as the kind: one option of each kind at most.
+    # The optionId doubles as the kind (allow_project, an allow_always too, is the one exception).
     return {"optionId": option_id, "name": name, "kind": option_id}

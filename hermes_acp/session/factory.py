@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from core.agent import Agent
     from core.config import Settings
     from core.messages import Message
+    from core.permission_rules import PermissionRules
     from core.store.writer import SessionRecord
     from core.tools.base import Tool
     from core.tools.delegate import ChildReport
@@ -99,6 +100,9 @@ class SessionFactory:
                 if record.model:
                     agent.model = record.model
                 agent.reasoning_effort = record.reasoning_effort
+            _keep_checkpoints(agent, settings, cwd, session_id)
+            agent.policy.rules = _permission_rules(settings, cwd)
+            _run_hooks(agent, agent.policy.rules, cwd, session_id)
             return agent
 
         agent: Agent | None = None
@@ -155,6 +159,32 @@ class SessionFactory:
             terminal=self.client.terminal,
             local=local,
         )
+
+
+def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: str) -> None:
+    """Snapshots of the workspace before the agent changes it, for /rewind."""
+    from core.checkpoints import Checkpoints, CheckpointStore
+
+    if not settings.checkpoints:
+        return
+    agent.checkpoints = Checkpoints(CheckpointStore(settings.home, cwd, session_id))
+    agent.runner.before_write = agent.checkpoints.before_write
+
+
+def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
+    from core.hooks import specs_from_table
+    from core.permission_rules import PermissionRules
+
+    user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml")
+    return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
+
+
+def _run_hooks(agent: Agent, rules: PermissionRules, cwd: str, session_id: str) -> None:
+    """The user's hooks and the trusted project's, around turns and tool calls."""
+    from core.hooks import Hooks
+
+    agent.hooks = Hooks(rules.hook_specs(), cwd, session_id)
+    agent.runner.hooks = agent.hooks
 
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:

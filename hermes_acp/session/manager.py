@@ -125,6 +125,7 @@ class SessionManager:
         settings = self.require_credentials()
         session_id = secrets.token_hex(16)
         session = await self.factory.open(settings, session_id, place)
+        self._report_job_ends(session)
         self._sessions[session_id] = session
         from core.store.writer import store_session
 
@@ -256,6 +257,7 @@ class SessionManager:
         if not place.extra_dirs:  # none named: the ones it had, if they still exist
             place = dataclasses.replace(place, extra_dirs=existing_dirs(record.extra_dirs))
         session = await self.factory.open(settings, session_id, place, record=record, messages=messages)
+        self._report_job_ends(session)
         if (record.cwd, record.extra_dirs) != (place.cwd, place.extra_dirs):
             save_record(session, cwd=place.cwd, extra_dirs=place.extra_dirs)
         self._sessions[session_id] = session
@@ -399,6 +401,11 @@ class SessionManager:
 
     async def _notify(self, params: dict[str, Any]) -> None:
         await self.channel.send_notification("session/update", params)
+
+    def _report_job_ends(self, session: Session) -> None:
+        from hermes_acp.session.jobs import report_job_ends
+
+        report_job_ends(session, self.turns, self._spawn)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)

@@ -77,6 +77,8 @@ def replay_message(
     # Each stored message is one ACP message: its chunks share a messageId.
     message_id = uuid.uuid4().hex
     if message.role == "user":
+        if message.display and message.display.get("tool_images"):
+            return []  # images the tools returned, for the model: their calls' cards stand for them
         return [
             cards.wrap(chunk("user_message_chunk", block, message_id)) for block in _typed_blocks(message)
         ]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CANCELLED_NOTE = "Cancelled by the user."
-BESIDE_THE_TURN = frozenset({"steer", "queue"})  # commands that act on the running turn
+BESIDE_THE_TURN = frozenset({"steer", "queue", "jobs"})  # commands that act on the running turn
 PREVIEW_LENGTH = 80
 
 

@@ -53,7 +53,21 @@ PLAIN_CAPABILITIES: dict[str, Any] = {"fs": {"readTextFile": True, "writeTextFil
 
 
 # The slash commands the server offers, in the order it lists them.
-SLASH_COMMANDS = ("help", "mode", "model", "compact", "clear", "tools", "context", "cost", "steer", "queue")
+SLASH_COMMANDS = (
+    "help",
+    "mode",
+    "model",
+    "compact",
+    "clear",
+    "tools",
+    "context",
+    "cost",
+    "steer",
+    "queue",
+    "rewind",
+    "jobs",
+    "permissions",
+)
 
 
 # -- the environment --------------------------------------------------------------------------

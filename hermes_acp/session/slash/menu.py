@@ -44,6 +44,17 @@ AVAILABLE_COMMANDS: list[dict[str, Any]] = [
         "input": {"hint": "what the agent should also know or do"},
     },
     {"name": "queue", "description": "Show the prompts waiting for the running turn to end"},
+    {
+        "name": "rewind",
+        "description": "List the prompts, or restore files and conversation to just before one",
+        "input": {"hint": "[N] [files | chat] [force]"},
+    },
+    {"name": "jobs", "description": "List the background commands still running"},
+    {
+        "name": "permissions",
+        "description": "Show the permission rules and what is always allowed in this project",
+        "input": {"hint": "[trust | revoke N]"},
+    },
 ]
 
 COMMAND_NAMES = frozenset(command["name"] for command in AVAILABLE_COMMANDS)

@@ -86,6 +86,18 @@ class SlashCommands:
             await self._say(session, steer_text(False))
         elif name == "queue":
             await self._say(session, queue_text(False, []))
+        elif name == "rewind":
+            from hermes_acp.session.rewind import rewind_command
+
+            await self._say(session, await rewind_command(session, argument))
+        elif name == "jobs":
+            from core.jobs import running_jobs_text
+
+            await self._say(session, running_jobs_text(agent.tool_state.jobs))
+        elif name == "permissions":
+            from hermes_acp.session.slash.permissions import permissions_command
+
+            await self._say(session, await permissions_command(session, argument))
         elif name == "compact":
             before = list(agent.messages)
             if before:
@@ -118,6 +130,10 @@ class SlashCommands:
             if argument:
                 session.agent.steer(argument)
             await self._say(session, steer_text(bool(argument)))
+        elif name == "jobs":
+            from core.jobs import running_jobs_text
+
+            await self._say(session, running_jobs_text(session.agent.tool_state.jobs))
         else:
             waiting = [entry.preview for entry in session.waiting if not entry.cancelled]
             await self._say(session, queue_text(session.turn is not None, waiting))

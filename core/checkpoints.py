@@ -1,0 +1,333 @@
+"""Checkpoints: the workspace's files as they were before a turn changed them, for /rewind.
+
+Pure Python, no git: the repository's own `.git` is never touched, and no git (with the
+workspace's config, hooks or fsmonitor) ever runs. A snapshot is a manifest (relative
+path -> content hash and mode) of the files ripgrep lists (tracked and untracked,
+ignore rules honoured, `.git` left out); each file's content is stored once under its
+SHA-256 in the project's object store. A later snapshot re-reads only the files whose
+size, mtime, ctime or inode moved since the last one, so it costs a stat per file.
+
+Layout under `<home>/checkpoints/<project key>/` (core/checkpoint_objects.py):
+  packs/<id>.pack, .idx    file contents, compressed, by hash: one pack per snapshot
+  manifests/<hash>.z       manifests, by hash, as differences from a full one
+  stat-cache.z             size, mtimes and inode per path, as the last cold scan saw them
+  sessions/<session>.json  the session's turns: prompt id, manifest before and after
+
+A turn is snapshotted once, before its first call that may write (an edit or a
+command), and again when it ends, so a rewind knows which files the agent changed and
+can tell the user's later edits from its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import stat
+import subprocess
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
+
+log = logging.getLogger(__name__)
+
+MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are listed but not kept (named when a rewind meets one)
+LIST_TIMEOUT_SECONDS = 60.0
+PROMPT_PREVIEW_CHARS = 200
+MAX_FILES = 200_000  # a larger tree is not snapshotted (the turn goes on, a warning is logged)
+
+
+def project_key(cwd: str | Path) -> str:
+    return hashlib.sha256(os.path.realpath(cwd).encode()).hexdigest()[:24]
+
+
+def list_files(root: Path) -> list[str]:
+    """The workspace's files, relative, as ripgrep lists them: ignore rules honoured,
+    hidden files kept, `.git` left out, symbolic links not followed (nor listed)."""
+    from core.tools.search import find_rg
+
+    result = subprocess.run(
+        [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=LIST_TIMEOUT_SECONDS,
+        check=False,
+    )
+    if result.returncode not in (0, 1):  # 1: no files
+        raise OSError(f"listing the workspace failed: {result.stderr.decode(errors='replace').strip()}")
+    files = [os.fsdecode(p) for p in result.stdout.split(b"\0") if p]
+    if len(files) > MAX_FILES:
+        raise OSError(f"{len(files):,} files, over the {MAX_FILES:,} checkpoints take; not snapshotted")
+    return files
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    prompt_id: str
+    before: str  # manifest hash
+    after: str | None = None  # None while the turn runs (or when it was never finished)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prompt_id": self.prompt_id, "before": self.before, "after": self.after}
+
+
+@dataclass(slots=True)
+class RestoreReport:
+    restored: list[str] = field(default_factory=list)  # written back to their earlier content
+    deleted: list[str] = field(default_factory=list)  # created by the agent after the point
+    kept: list[str] = field(default_factory=list)  # changed by hand since: left as they are
+    lost: list[str] = field(default_factory=list)  # too large to have been kept
+    failed: list[str] = field(default_factory=list)  # "path: why" (a directory now a link out, …)
+
+
+class CheckpointStore:
+    """One project's snapshots, shared by its sessions; one session's turn records."""
+
+    def __init__(self, home: Path, cwd: str | Path, session_id: str) -> None:
+        self.root = Path(os.path.realpath(cwd))
+        self.base = home / "checkpoints" / project_key(cwd)
+        self.session_id = session_id
+        self.objects = ObjectStore(self.base)
+        self._seen: Seen | None = None  # what the last scan saw; from the stat cache at first
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def snapshot(self) -> str:
+        """Store the workspace as it is now; the manifest's hash."""
+        manifest = self.scan()
+        return self.objects.save_manifest(manifest)
+
+    def scan(self) -> Manifest:
+        """The workspace now; new contents stored. A file is read again only when its size,
+        mtime, ctime or inode moved (ctime cannot be set back by a program)."""
+        cold = self._seen is None
+        previous = self.objects.load_seen() if self._seen is None else self._seen
+        manifest: Manifest = {}
+        seen: Seen = {}
+        prefix = f"{self.root}/"  # strings, not Paths: a later turn's scan is mostly this loop
+        lstat, is_regular, has = os.lstat, stat.S_ISREG, self.objects.has
+        for rel in list_files(self.root):
+            try:
+                info = lstat(prefix + rel)
+            except OSError:
+                continue  # gone since the listing
+            if not is_regular(info.st_mode):
+                continue
+            key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+            old = previous.get(rel)
+            if old is not None and old[:4] == key and (not old[4] or has(old[4])):
+                digest = old[4]
+            else:
+                digest = self._store_file(prefix + rel, info.st_size)
+                if digest is None:
+                    continue
+            mode = info.st_mode & 0o7777
+            seen[rel] = (*key, digest, mode)
+            manifest[rel] = (digest, mode)
+        self._seen = seen
+        self.objects.flush()
+        if cold:  # the next session's first scan starts from this one
+            self.objects.save_seen(seen)
+        return manifest
+
+    def _store_file(self, path: str, size: int) -> str | None:
+        if size > MAX_FILE_BYTES:
+            return ""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            return ""
+        digest = hashlib.sha256(data).hexdigest()
+        self.objects.add(digest, data)
+        return digest
+
+    def load_manifest(self, digest: str) -> Manifest:
+        return self.objects.load_manifest(digest)
+
+    # -- the session's turns ---------------------------------------------------------
+
+    def _session_path(self, session_id: str | None = None) -> Path:
+        return self.base / "sessions" / f"{session_id or self.session_id}.json"
+
+    def turns(self) -> list[TurnRecord]:
+        try:
+            raw = json.loads(self._session_path().read_text())
+        except (OSError, ValueError):
+            return []
+        return [TurnRecord(t["prompt_id"], t["before"], t.get("after")) for t in raw.get("turns", [])]
+
+    def save_turns(self, turns: Iterable[TurnRecord]) -> None:
+        data = json.dumps({"turns": [t.to_dict() for t in turns]}, indent=1).encode()
+        write_atomic(self._session_path(), data)
+
+    def copy_to(self, session_id: str) -> None:
+        """The session's records under another session id (a fork keeps its checkpoints)."""
+        source = self._session_path()
+        if source.exists():
+            write_atomic(self._session_path(session_id), source.read_bytes())
+
+    # -- rewinding ---------------------------------------------------------------------
+
+    def changed_files(self, record: TurnRecord) -> list[str]:
+        """The files a turn changed (created, edited or deleted)."""
+        before = self.load_manifest(record.before)
+        after = self.load_manifest(record.after) if record.after else self.scan()
+        return sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+
+    def restore(self, records: list[TurnRecord], *, force: bool = False) -> RestoreReport:
+        """Put back the files the agent changed in `records` (a session's turns from the
+        rewind point on, oldest first) as they were before the first of them. A file whose
+        content now differs from what the agent last left is the user's: kept (and named)
+        unless `force`."""
+        report = RestoreReport()
+        if not records:
+            return report
+        target = self.load_manifest(records[0].before)
+        current = self.scan()
+        left_by_agent: dict[str, Entry | None] = {}
+        for record in records:
+            before = self.load_manifest(record.before)
+            after = self.load_manifest(record.after) if record.after else current
+            for rel in before.keys() | after.keys():
+                if before.get(rel) != after.get(rel):
+                    left_by_agent[rel] = after.get(rel)
+        for rel in sorted(left_by_agent):
+            now = current.get(rel)
+            wanted = target.get(rel)
+            if now == wanted:
+                continue
+            if now != left_by_agent[rel] and not force:
+                report.kept.append(rel)
+                continue
+            try:
+                if wanted is None:
+                    self._delete(rel)
+                    report.deleted.append(rel)
+                elif not wanted[0]:
+                    report.lost.append(rel)
+                else:
+                    self._write_back(rel, wanted)
+                    report.restored.append(rel)
+            except OSError as exc:  # that file stays as it is; the others are still restored
+                report.failed.append(f"{rel}: {exc.strerror or exc}")
+        self.scan()  # the restored state is what the next snapshot compares against
+        return report
+
+    def _safe_path(self, rel: str) -> Path:
+        """The path of a workspace file whose directories are real directories inside the
+        workspace (a directory swapped for a link since the snapshot is refused)."""
+        path = self.root / rel
+        parent = Path(os.path.realpath(path.parent))
+        if parent != self.root and self.root not in parent.parents:
+            raise OSError(f"{rel}: its directory now leads outside the workspace")
+        return parent / path.name
+
+    def _write_back(self, rel: str, entry: Entry) -> None:
+        data = self.objects.read(entry[0])
+        self._safe_path(rel)  # before mkdir, which would follow a link out
+        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        path = self._safe_path(rel)
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                raise OSError(f"{rel} is no longer a regular file")
+        write_atomic(path, data, mode=entry[1])
+
+    def _delete(self, rel: str) -> None:
+        path = self._safe_path(rel)
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                path.unlink()
+
+
+class Checkpoints:
+    """A session's checkpointing: snapshot before the first write of a turn, again when it
+    ends. `wrap` runs around a turn's event stream; `before_write` is the tool runner's."""
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self.store = store
+        self._prompt_id: str | None = None
+        self._taken = False
+        self._lock = asyncio.Lock()
+        self._pending_after: asyncio.Future[None] | None = None
+
+    async def before_write(self) -> None:
+        async with self._lock:
+            if self._prompt_id is None or self._taken:
+                return
+            await self.settled()
+            prompt_id = self._prompt_id
+            try:
+                digest = await asyncio.to_thread(self.store.snapshot)
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("checkpoint before a write failed: %s", exc)
+                return
+            turns = self.store.turns()
+            turns.append(TurnRecord(prompt_id, digest))
+            await asyncio.to_thread(self.store.save_turns, turns)
+            self._taken = True
+
+    async def settled(self) -> None:
+        """Wait for the last turn's closing snapshot, if it is still being taken."""
+        pending, self._pending_after = self._pending_after, None
+        if pending is not None:
+            with contextlib.suppress(Exception):
+                await pending
+
+    async def wrap(self, events: AsyncIterator[Any], content: Any = "") -> AsyncIterator[Any]:
+        """The turn's events, its user message marked as a prompt a rewind can go back to
+        (with the start of what the user wrote, without the context the loop adds)."""
+        import uuid
+
+        from core.events import MessageCommitted
+
+        typed = content if isinstance(content, str) else " ".join(getattr(p, "text", "") for p in content)
+        preview = " ".join(typed.split())[:PROMPT_PREVIEW_CHARS]
+
+        self._prompt_id = None
+        self._taken = False
+        ended = False
+        try:
+            async for event in events:
+                if self._prompt_id is None and isinstance(event, MessageCommitted):
+                    message = event.message
+                    if message.role == "user":
+                        self._prompt_id = uuid.uuid4().hex
+                        marker = {"prompt": self._prompt_id, "prompt_text": preview}
+                        message.display = {**(message.display or {}), **marker}
+                yield event
+            ended = True
+        finally:
+            prompt_id, taken = self._prompt_id, self._taken
+            self._prompt_id = None
+            self._taken = False
+            if taken and ended:
+                # Before the prompt's response: what the user changes after it is theirs.
+                await self._close_turn(prompt_id)
+            elif taken:
+                # A cancelled turn: in a task, which the next rewind or snapshot waits for.
+                self._pending_after = asyncio.ensure_future(self._close_turn(prompt_id))
+
+    async def _close_turn(self, prompt_id: str | None) -> None:
+        try:
+            digest = await asyncio.to_thread(self.store.snapshot)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("checkpoint after a turn failed: %s", exc)
+            return
+        turns = self.store.turns()
+        for record in turns:
+            if record.prompt_id == prompt_id:
+                record.after = digest
+        await asyncio.to_thread(self.store.save_turns, turns)

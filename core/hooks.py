@@ -1,0 +1,294 @@
+"""Command hooks around a session's prompts and tool calls.
+
+Events: `session_start` (before the session's first prompt runs), `prompt_submit`,
+`pre_tool`, `post_tool`, `stop` (the model finished its answer). A hook is a shell command
+(`bash -c`, in the session's directory, the agent's model keys left out of its
+environment) that reads one JSON object on stdin:
+
+    {"event", "session_id", "cwd", "prompt"?, "tool"?, "arguments"?, "result"?, "ok"?}
+
+- exit 0: go on. Stdout may be JSON: `{"context": "..."}` adds text for the model (to the
+  prompt, or to the tool's result), `{"decision": "block", "reason": "..."}` blocks as exit
+  2 does. Plain stdout of a `session_start` or `prompt_submit` hook is context too.
+- exit 2: block, stderr is the reason: `pre_tool` -> the call does not run and the model
+  reads why; `post_tool` -> the model reads it after the result; `prompt_submit` -> the
+  prompt is not sent; `stop` -> the model is given the reason and goes on (at most
+  MAX_STOP_BLOCKS times a turn).
+- any other exit, or the timeout (default 60 s, the process group killed): an error the
+  turn survives.
+A hook that blocks or fails is shown to the editor as a tool-call card of its own.
+
+`matcher` (tool hooks only) is a permission rule (`Bash(npm *)`, `Edit(src/**)`,
+`mcp__github`): the hook runs for the calls it covers; none runs it for every call.
+User hooks come from config.toml (`[[hooks.pre_tool]]`); a project's `.hermes/config.toml`
+hooks run only once the user trusted that file's content (`/permissions trust`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.events import Event, Status, TextDelta, ToolCallFinished, ToolCallStarted, TurnEnded
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from core.agent import Agent
+    from core.messages import ContentPart
+    from core.tools.base import Tool
+    from core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+EVENTS = ("session_start", "prompt_submit", "pre_tool", "post_tool", "stop")
+BLOCK_EXIT = 2
+MAX_OUTPUT = 64 * 1024
+MAX_STOP_BLOCKS = 3
+STOP_PREFIX = "(A stop hook asks you to go on before finishing:)"
+
+
+@dataclass(frozen=True, slots=True)
+class HookSpec:
+    event: str
+    command: str
+    source: str  # "your config.toml" or the project file
+    matcher: str | None = None
+    timeout: float = 60.0
+
+
+@dataclass(slots=True)
+class HookOutcome:
+    blocked: bool = False
+    reason: str = ""
+    context: list[str] = field(default_factory=list)
+    cards: list[Event] = field(default_factory=list)  # hooks that blocked or failed, for the editor
+
+
+class Hooks:
+    """A session's hooks; `run` runs those of one event that apply."""
+
+    def __init__(self, specs: list[HookSpec], cwd: str | Path, session_id: str | None = None) -> None:
+        self.specs = specs
+        self.cwd = Path(cwd)
+        self.session_id = session_id
+        self._started = False
+
+    def of(self, event: str) -> list[HookSpec]:
+        return [spec for spec in self.specs if spec.event == event]
+
+    async def run(
+        self,
+        event: str,
+        payload: dict[str, Any],
+        *,
+        tool: Tool[Any] | None = None,
+        args: BaseModel | None = None,
+        workspace: Workspace | None = None,
+    ) -> HookOutcome:
+        outcome = HookOutcome()
+        specs = [s for s in self.of(event) if _applies(s, tool, args, workspace, self.cwd)]
+        if not specs:
+            return outcome
+        data = {"event": event, "session_id": self.session_id, "cwd": str(self.cwd), **payload}
+        for spec in specs:
+            await self._run_one(spec, data, outcome)
+            if outcome.blocked:
+                break
+        return outcome
+
+    async def _run_one(self, spec: HookSpec, data: dict[str, Any], outcome: HookOutcome) -> None:
+        code, stdout, stderr = await _execute(spec, json.dumps(data).encode(), self.cwd)
+        if code is None:
+            outcome.cards += _card(
+                spec, "failed", f"Hook timed out after {spec.timeout:g} s; the turn goes on."
+            )
+            return
+        if code == 0:
+            reply = _json_reply(stdout)
+            if reply is not None and reply.get("decision") == "block":
+                outcome.blocked = True
+                outcome.reason = str(reply.get("reason") or "blocked by a hook")
+                outcome.cards += _card(spec, "failed", f"Blocked: {outcome.reason}")
+            elif reply is not None and isinstance(reply.get("context"), str):
+                outcome.context.append(reply["context"])
+            elif reply is None and stdout.strip() and spec.event in ("session_start", "prompt_submit"):
+                outcome.context.append(stdout.strip())
+            return
+        if code == BLOCK_EXIT:
+            outcome.blocked = True
+            outcome.reason = stderr.strip() or "blocked by a hook"
+            outcome.cards += _card(spec, "failed", f"Blocked: {outcome.reason}")
+            return
+        detail = stderr.strip() or stdout.strip()
+        outcome.cards += _card(
+            spec, "failed", f"Hook failed (exit {code}); the turn goes on. {detail}".strip()
+        )
+
+    # -- around a turn ------------------------------------------------------------------
+
+    async def around_turn(
+        self, agent: Agent, content: str | list[ContentPart], preamble: str | None
+    ) -> AsyncIterator[Event]:
+        """A turn with its hooks: session_start and prompt_submit before it, stop after."""
+        from core.events import StopReason
+        from core.models import Usage
+        from core.turn import IterationBudget, Turn
+
+        contexts: list[str] = []
+        if not self._started:
+            self._started = True
+            started = await self.run("session_start", {})
+            for card in started.cards:
+                yield card
+            contexts += started.context
+        submitted = await self.run("prompt_submit", {"prompt": _plain(content)})
+        for card in submitted.cards:
+            yield card
+        if submitted.blocked:
+            text = f"A hook blocked this prompt; it was not sent: {submitted.reason}"
+            yield TextDelta(text)
+            yield TurnEnded(StopReason.END_TURN, Usage(), text)
+            return
+        contexts += submitted.context
+        preamble = "\n\n".join(
+            [*(f"(From a hook:) {c}" for c in contexts), *([preamble] if preamble else [])]
+        )
+        usage = Usage()
+        texts: list[str] = []
+        for round_number in range(MAX_STOP_BLOCKS + 1):
+            ended: TurnEnded | None = None
+            turn = Turn(agent, IterationBudget(agent.settings.max_iterations))
+            async for event in turn.run(content, preamble or None):
+                if isinstance(event, TurnEnded):
+                    ended = event
+                    continue
+                yield event
+            assert ended is not None
+            usage += ended.usage
+            texts.append(ended.text)
+            if ended.stop_reason is not StopReason.END_TURN or round_number == MAX_STOP_BLOCKS:
+                break
+            stopping = await self.run("stop", {"answer": ended.text})
+            for card in stopping.cards:
+                yield card
+            if not stopping.blocked:
+                break
+            content, preamble = f"{STOP_PREFIX}\n{stopping.reason}", ""
+            yield Status("notice", f"A stop hook asked the model to go on: {stopping.reason}")
+        yield TurnEnded(ended.stop_reason, usage, "".join(texts))
+
+
+def _applies(
+    spec: HookSpec, tool: Tool[Any] | None, args: BaseModel | None, workspace: Workspace | None, cwd: Path
+) -> bool:
+    if spec.matcher is None or tool is None or args is None or workspace is None:
+        return True
+    from core.permission_rules import parse_rule
+
+    rule = parse_rule(spec.matcher, "ask", spec.source, cwd)
+    if rule is None:
+        return False
+    try:
+        return rule.covers(tool, args, workspace)
+    except Exception:
+        log.debug("hook matcher %r could not be applied", spec.matcher, exc_info=True)
+        return True
+
+
+async def _execute(spec: HookSpec, stdin: bytes, cwd: Path) -> tuple[int | None, str, str]:
+    """The hook's exit code (None on timeout), stdout and stderr."""
+    from core.sandbox.bwrap import CREDENTIAL_ENV
+
+    env = {k: v for k, v in os.environ.items() if not CREDENTIAL_ENV.fullmatch(k)}
+    env["HERMES_HOOK_EVENT"] = spec.event
+    process = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        spec.command,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its whole group is killed on a timeout or a cancel
+    )
+    try:
+        out, err = await asyncio.wait_for(process.communicate(stdin), spec.timeout)
+    except TimeoutError:
+        _kill(process)
+        await process.wait()
+        log.warning("hook %r (%s) timed out after %s s", spec.command, spec.event, spec.timeout)
+        return None, "", ""
+    except BaseException:
+        _kill(process)
+        raise
+    decode = lambda b: b[:MAX_OUTPUT].decode("utf-8", errors="replace")  # noqa: E731
+    return process.returncode, decode(out), decode(err)
+
+
+def _kill(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _json_reply(stdout: str) -> dict[str, Any] | None:
+    text = stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        reply = json.loads(text)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _card(spec: HookSpec, status: str, text: str) -> list[Event]:
+    call_id = f"hook_{uuid.uuid4().hex[:12]}"
+    title = f"Hook {spec.event}: {spec.command}"
+    arguments = {"event": spec.event, "command": spec.command, "source": spec.source}
+    started = ToolCallStarted(call_id, "hook", title, "other", arguments)
+    finished = ToolCallFinished(call_id, "failed" if status == "failed" else "completed", text)
+    return [started, finished]
+
+
+def _plain(content: str | list[ContentPart]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(getattr(part, "text", "") for part in content)
+
+
+def specs_from_table(table: Any, source: str) -> list[HookSpec]:
+    """`[[hooks.<event>]]` entries ({command, matcher?, timeout?}) as HookSpecs."""
+    specs: list[HookSpec] = []
+    if not isinstance(table, dict):
+        return specs
+    for event, entries in table.items():
+        if event not in EVENTS or not isinstance(entries, list):
+            log.warning("%s: hooks.%s is not a known event with a list of hooks; ignored", source, event)
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+                log.warning("%s: a hooks.%s entry without a command; ignored", source, event)
+                continue
+            timeout = entry.get("timeout", 60.0)
+            matcher = entry.get("matcher")
+            specs.append(
+                HookSpec(
+                    event,
+                    entry["command"],
+                    source,
+                    matcher if isinstance(matcher, str) else None,
+                    float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 60.0,
+                )
+            )
+    return specs

@@ -1,0 +1,461 @@
+"""Permission rules in Claude Code's syntax, from the user and from the project.
+
+    Bash(npm run test:*)   a command starting with `npm run test` (a word boundary after it)
+    Bash(git status)       exactly that command
+    Bash                   any command
+    Edit(src/**)           edits under src/ (write_file, patch); Write(…) is the same
+    Read(~/.aws/**)        reads (read_file, list_files, search) under ~/.aws
+    mcp__server__tool      one MCP tool; `mcp__server` or `mcp__server__*` all of a server's
+    delegate_task          any other tool by its name
+
+Path patterns: `//abs/path` absolute, `~/…` in the home directory, `/…` from the project's
+directory, anything else from the working directory; a pattern without a slash (`*.env`)
+matches that name in any directory. `*` stays within a directory, `**` crosses them.
+
+Sources: `[permissions]` in the user's config.toml, the project's `.hermes/config.toml`,
+`.claude/settings.json` and `.claude/settings.local.json`. Deny beats ask beats allow,
+whatever the source. A project's files are the repository's, so the attacker's: their
+deny and ask rules always apply (they only tighten), their allow rules only once the user
+trusted that file's content (`/permissions trust`; a changed file is untrusted again).
+
+A command matches an allow rule only when it can be read and every simple command in it
+(`a && b`, `a | b`) matches one, with nothing the shell computes (`$(…)`) and no output
+redirected into a file; it matches a
+deny or ask rule when any program it runs does, wrappers (`sudo`, `env`, `timeout`)
+taken off. The danger rules and the sandbox stay above: an allow rule only replaces a
+question the mode would have asked, never one about a dangerous command, a path outside
+the workspace or leaving the sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from core.hooks import HookSpec
+    from core.tools.base import Tool
+    from core.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+Action = Literal["deny", "ask", "allow"]
+ACTIONS: tuple[Action, ...] = ("deny", "ask", "allow")
+
+# Claude Code's tool names -> the families of ours they cover.
+_FAMILIES: dict[str, str] = {
+    "bash": "Bash",
+    "edit": "Edit",
+    "write": "Edit",
+    "multiedit": "Edit",
+    "notebookedit": "Edit",
+    "read": "Read",
+    "grep": "Read",
+    "glob": "Read",
+    "ls": "Read",
+}
+_TOOL_FAMILIES: dict[str, str] = {
+    "terminal": "Bash",
+    "write_file": "Edit",
+    "patch": "Edit",
+    "read_file": "Read",
+    "list_files": "Read",
+    "search": "Read",
+}
+_RULE = re.compile(r"\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*", re.DOTALL)
+PROJECT_FILES = (".hermes/config.toml", ".claude/settings.json", ".claude/settings.local.json")
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    text: str  # as written
+    action: Action
+    source: str  # where it was written, for the user and the model
+    family: str  # "Bash", "Edit", "Read", or a tool's own name (mcp__… included)
+    specifier: str | None
+    base: Path  # what relative paths are relative to
+
+    def covers(self, tool: Tool[Any], args: BaseModel, workspace: Workspace) -> bool:
+        family = _TOOL_FAMILIES.get(tool.name, tool.name)
+        if family.startswith("mcp__") or self.family.startswith("mcp__"):
+            return _mcp_covers(self.family, tool.name)
+        if family != self.family:
+            return False
+        if self.specifier is None or self.specifier in ("", "*"):
+            return True
+        if family == "Bash":
+            command = getattr(args, "command", None)
+            return isinstance(command, str) and _command_matches(self.specifier, command, self.action)
+        if family in ("Edit", "Read"):
+            return _paths_match(self._path_pattern(), tool, args, workspace, self.action)
+        return False
+
+    def _path_pattern(self) -> re.Pattern[str]:
+        return path_pattern(self.specifier or "", self.base)
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMatch:
+    action: Action
+    rule: Rule
+
+    def model_reason(self) -> str:
+        return (
+            f"rejected: the permission rule `{self.rule.text}` ({self.rule.source}) denies this call. "
+            "Do not try to reach the same result another way; tell the user what you needed."
+        )
+
+    def user_reason(self) -> str:
+        return f"the permission rule `{self.rule.text}` ({self.rule.source}) asks"
+
+
+@dataclass(slots=True)
+class RuleFile:
+    """One file's rules, and whether its allow rules apply."""
+
+    label: str
+    path: Path | None  # None: the user's config.toml (read by Settings)
+    rules: list[Rule]
+    digest: str = ""
+    trusted: bool = True  # the user's own; a project file's once the user trusted its content
+    hooks: list[HookSpec] = field(default_factory=list)  # its hooks (core/hooks.py), run once trusted
+
+    @property
+    def allow_rules(self) -> list[Rule]:
+        return [r for r in self.rules if r.action == "allow"]
+
+
+@dataclass(slots=True)
+class PermissionRules:
+    """A session's rules and the "always in this project" answers kept in the agent's home."""
+
+    home: Path
+    cwd: Path
+    files: list[RuleFile] = field(default_factory=list)
+    project_allowed: set[str] = field(default_factory=set)
+    user_hooks: list[HookSpec] = field(default_factory=list)
+
+    @classmethod
+    def load(
+        cls,
+        home: Path,
+        cwd: str | Path,
+        user_table: dict[str, list[str]] | None,
+        user_hooks: list[HookSpec] | None = None,
+    ) -> PermissionRules:
+        rules = cls(home, Path(os.path.realpath(cwd)), user_hooks=list(user_hooks or []))
+        rules.reload(user_table)
+        return rules
+
+    def hook_specs(self) -> list[HookSpec]:
+        """The user's hooks, then those of the project files the user trusted."""
+        return [*self.user_hooks, *(h for f in self.files if f.trusted for h in f.hooks)]
+
+    def reload(self, user_table: dict[str, list[str]] | None = None) -> None:
+        files = [f for f in self.files if f.path is None]
+        if user_table is not None:
+            files = [RuleFile("your config.toml", None, _rules_of(user_table, "your config.toml", self.cwd))]
+        trust = self._trust_store()
+        for relative in PROJECT_FILES:
+            path = self.cwd / relative
+            found = _read_project_file(path)
+            if found is None:
+                continue
+            parsed, digest = found
+            rules = _rules_of(parsed.get("permissions"), relative, self.cwd)
+            rule_file = RuleFile(relative, path, rules, digest, trust.get(str(path)) == digest)
+            if path.suffix == ".toml":
+                from core.hooks import specs_from_table
+
+                rule_file.hooks = specs_from_table(parsed.get("hooks"), relative)
+            files.append(rule_file)
+        self.files = files
+        self.project_allowed = set(self._project_store().get("allowed", []))
+
+    def match(self, tool: Tool[Any], args: BaseModel, workspace: Workspace) -> RuleMatch | None:
+        """The strongest rule covering the call: deny, then ask, then a trusted allow."""
+        for action in ACTIONS:
+            for rule_file in self.files:
+                if action == "allow" and not rule_file.trusted:
+                    continue
+                for rule in rule_file.rules:
+                    if rule.action == action and _safely(rule, tool, args, workspace):
+                        return RuleMatch(action, rule)
+        return None
+
+    def untrusted(self) -> list[RuleFile]:
+        return [f for f in self.files if not f.trusted and (f.allow_rules or f.hooks)]
+
+    def trust(self) -> list[RuleFile]:
+        """Trust the project files' current content; the files trusted now."""
+        newly = self.untrusted()
+        if not newly:
+            return []
+        store = self._trust_store()
+        for rule_file in newly:
+            store[str(rule_file.path)] = rule_file.digest
+            rule_file.trusted = True
+        _write_json(self.home / "trusted_rules.json", store)
+        return newly
+
+    # -- "Always allow … in this project" ----------------------------------------------
+
+    def allow_in_project(self, scope: str) -> None:
+        self.project_allowed.add(scope)
+        self._save_project()
+
+    def revoke(self, scope: str) -> bool:
+        if scope not in self.project_allowed:
+            return False
+        self.project_allowed.discard(scope)
+        self._save_project()
+        return True
+
+    def _project_path(self) -> Path:
+        key = hashlib.sha256(str(self.cwd).encode()).hexdigest()[:24]
+        return self.home / "permissions" / f"{key}.json"
+
+    def _project_store(self) -> dict[str, Any]:
+        return _read_json(self._project_path())
+
+    def _save_project(self) -> None:
+        _write_json(self._project_path(), {"project": str(self.cwd), "allowed": sorted(self.project_allowed)})
+
+    def _trust_store(self) -> dict[str, str]:
+        return {k: v for k, v in _read_json(self.home / "trusted_rules.json").items() if isinstance(v, str)}
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+def parse_rule(text: str, action: Action, source: str, base: Path) -> Rule | None:
+    match = _RULE.fullmatch(text)
+    if match is None:
+        return None
+    name, specifier = match.group(1), match.group(2)
+    family = name if name.startswith("mcp__") else _FAMILIES.get(name.lower(), name)
+    return Rule(
+        text.strip(), action, source, family, specifier.strip() if specifier is not None else None, base
+    )
+
+
+def _rules_of(table: Any, source: str, base: Path) -> list[Rule]:
+    rules: list[Rule] = []
+    if not isinstance(table, dict):
+        return rules
+    for action in ACTIONS:
+        entries = table.get(action) or []
+        if not isinstance(entries, list):
+            log.warning("%s: permissions.%s is not a list; ignored", source, action)
+            continue
+        for text in entries:
+            rule = parse_rule(text, action, source, base) if isinstance(text, str) else None
+            if rule is None:
+                log.warning("%s: permission rule %r cannot be read; ignored", source, text)
+                continue
+            rules.append(rule)
+    return rules
+
+
+def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
+    """A project file's content (an empty table when it has none) and the hash of its bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not _regular(handle.fileno()):
+            return None
+        data = handle.read(1_000_000)
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8")
+        parsed = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
+        return None
+    return (parsed if isinstance(parsed, dict) else {}), digest
+
+
+def _regular(fd: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+# -- matching --------------------------------------------------------------------------
+
+
+def _safely(rule: Rule, tool: Tool[Any], args: BaseModel, workspace: Workspace) -> bool:
+    try:
+        return rule.covers(tool, args, workspace)
+    except Exception:  # a rule that cannot be judged: it covers for deny and ask, never for allow
+        log.debug("permission rule %r could not be applied", rule.text, exc_info=True)
+        return rule.action != "allow"
+
+
+def _mcp_covers(pattern: str, tool_name: str) -> bool:
+    if pattern.endswith("__*"):
+        return tool_name.startswith(pattern[:-1])
+    if pattern == tool_name:
+        return True
+    return pattern.count("__") == 1 and tool_name.startswith(pattern + "__")
+
+
+def _text_matches(specifier: str, text: str) -> bool:
+    if specifier.endswith(":*"):
+        prefix = specifier[:-2].rstrip()
+        return text == prefix or text.startswith(prefix + " ")
+    if "*" in specifier:
+        pattern = ".*".join(re.escape(piece) for piece in specifier.split("*"))
+        return re.fullmatch(pattern, text, re.DOTALL) is not None
+    return text == specifier
+
+
+def _command_matches(specifier: str, command: str, action: Action) -> bool:
+    from core.shell.lexer import ShellSyntaxError
+    from core.shell.parse import parse_command, simple_commands
+    from core.shell.programs import all_invocations
+
+    specifier = " ".join(specifier.split())
+    plain = " ".join(command.split())
+    try:
+        script = parse_command(command)
+    except ShellSyntaxError:
+        # Unreadable: it can never be shown to fit an allow rule; a deny or ask rule with
+        # its text in front still catches it.
+        return action != "allow" and _text_matches(specifier, plain)
+    commands = list(simple_commands(script))
+    units = [list(c.words) for c in commands]
+    if action == "allow":
+        if not units or any(w.subs for unit in units for w in unit):
+            return False
+        if any(_writes_a_file(r) for c in commands for r in c.redirects):
+            return False  # `npm test > src/x.py` is more than `npm test`
+        return all(_text_matches(specifier, " ".join(w.text for w in unit)) for unit in units)
+    candidates = {plain}
+    candidates.update(" ".join(w.text for w in unit) for unit in units)
+    for invocation in all_invocations(script):
+        candidates.add(" ".join((invocation.program, *invocation.args)))
+        candidates.add(" ".join(w.text for w in invocation.words))
+    return any(_text_matches(specifier, candidate) for candidate in candidates)
+
+
+def _writes_a_file(redirect: Any) -> bool:
+    return bool(redirect.writes) and redirect.target.text not in ("/dev/null", "&1", "&2", "1", "2")
+
+
+def _paths_match(
+    pattern: re.Pattern[str], tool: Tool[Any], args: BaseModel, workspace: Workspace, action: Action
+) -> bool:
+    scope = workspace.scope
+    raws = tool.paths(args) or ["."]
+    results = []
+    for raw in raws:
+        lexical = str(scope.absolute(raw))
+        real = os.path.realpath(lexical)
+        if action == "allow":
+            # Allowed only where the file really is: a link under src/ to elsewhere is not src/.
+            results.append(bool(pattern.fullmatch(real)) and bool(pattern.fullmatch(lexical)))
+        else:
+            results.append(bool(pattern.fullmatch(lexical) or pattern.fullmatch(real)))
+    return all(results) if action == "allow" else any(results)
+
+
+def path_pattern(specifier: str, base: Path) -> re.Pattern[str]:
+    """A rule's path pattern as a regular expression over absolute paths."""
+    spec = specifier.strip()
+    if spec.startswith("//"):
+        anchored = spec[1:]
+    elif spec == "~" or spec.startswith("~/"):
+        anchored = str(Path.home()) + spec[1:]
+    elif spec.startswith("/"):
+        anchored = str(base) + spec
+    else:
+        spec = spec.removeprefix("./")
+        if "/" not in spec.rstrip("/"):
+            return re.compile(
+                re.escape(str(base)) + "/(?:.*/)?" + _glob(spec.rstrip("/")) + "(?:/.*)?", re.DOTALL
+            )
+        anchored = f"{base}/{spec}"
+    anchored = os.path.normpath(anchored) + ("/**" if anchored.endswith("/") else "")
+    return re.compile(
+        _glob(anchored) + "(?:/.*)?" if not anchored.endswith("**") else _glob(anchored), re.DOTALL
+    )
+
+
+def _glob(pattern: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+# -- the agent's own files ----------------------------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1, sort_keys=True)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def describe(files: Iterable[RuleFile]) -> list[str]:
+    """The rules as `/permissions` shows them, source by source."""
+    lines: list[str] = []
+    for rule_file in files:
+        if not rule_file.rules and not rule_file.hooks:
+            continue
+        untrusted = not rule_file.trusted and (rule_file.allow_rules or rule_file.hooks)
+        state = " — allow rules and hooks not trusted yet" if untrusted else ""
+        lines.append(f"**{rule_file.label}**{state}")
+        for action in ACTIONS:
+            texts = [r.text for r in rule_file.rules if r.action == action]
+            if texts:
+                lines.append(f"- {action}: " + ", ".join(f"`{t}`" for t in texts))
+        for hook in rule_file.hooks:
+            matcher = f" ({hook.matcher})" if hook.matcher else ""
+            lines.append(f"- hook {hook.event}{matcher}: `{hook.command}`")
+    return lines

@@ -1,0 +1,42 @@
+"""A background command's end, shown on the card of the call that started it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.jobs import JobEnded
+    from hermes_acp.session.state import Session
+    from hermes_acp.session.turn import TurnRunner
+
+
+def report_job_ends(
+    session: Session, turns: TurnRunner, spawn: Callable[[Coroutine[Any, Any, None]], None]
+) -> None:
+    """Update a job's card when it ends: at once while a turn runs (before its response),
+    else with the next turn (no update may follow a prompt's response unasked)."""
+
+    def on_end(ended: JobEnded) -> None:
+        async def send() -> None:
+            await turns.channel.send_notification("session/update", job_card(session.id, ended))
+
+        spawn(turns.send_beside(session, send, unsolicited=True))
+
+    session.agent.tool_state.jobs.on_end = on_end
+
+
+def job_card(session_id: str, ended: JobEnded) -> dict[str, Any]:
+    text = f"{ended.handle} ended: {ended.status}."
+    if ended.tail.strip():
+        text += f" Last output:\n{ended.tail.strip()}"
+    return {
+        "sessionId": session_id,
+        "update": {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": ended.call_id,
+            "status": "completed" if ended.exit_code == 0 and not ended.signal else "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+            "rawOutput": {"handle": ended.handle, "exit_code": ended.exit_code, "signal": ended.signal},
+        },
+    }

@@ -1,0 +1,92 @@
+"""Checkpoints on real directories: what a snapshot takes (ignore rules, .git, links), what a
+restore puts back, deletes and keeps, a new session starting from the stat cache, and a
+directory swapped for a link since the snapshot."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.checkpoints import CheckpointStore, TurnRecord
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "a.py").write_text("a = 1\n")
+    (project / ".gitignore").write_text("build/\n")
+    (project / "build").mkdir()
+    (project / "build" / "out.bin").write_text("generated\n")
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text("[core]\n")
+    return project
+
+
+def store(tmp_path: Path, root: Path, session: str = "s1") -> CheckpointStore:
+    return CheckpointStore(tmp_path / "home", root, session)
+
+
+def test_a_snapshot_takes_the_tree_as_git_would_show_it(tmp_path, root):
+    (root / ".env").write_text("KEY=1\n")
+    os.symlink("/etc/passwd", root / "src" / "passwd")
+    manifest = store(tmp_path, root).scan()
+    assert set(manifest) == {"src/a.py", ".gitignore", ".env"}
+    assert not list(root.glob(".git/objects")) and (root / ".git" / "config").read_text() == "[core]\n"
+
+
+def test_restore_puts_back_edits_removes_creations_and_revives_deletions(tmp_path, root):
+    (root / "src" / "gone.py").write_text("old\n")
+    checkpoints = store(tmp_path, root)
+    before = checkpoints.snapshot()
+    (root / "src" / "a.py").write_text("a = 2\n")
+    (root / "src" / "new.py").write_text("new\n")
+    (root / "src" / "gone.py").unlink()
+    os.chmod(root / "src" / "a.py", 0o755)
+    after = checkpoints.snapshot()
+    report = checkpoints.restore([TurnRecord("p1", before, after)])
+    assert sorted(report.restored) == ["src/a.py", "src/gone.py"]
+    assert report.deleted == ["src/new.py"]
+    assert (root / "src" / "a.py").read_text() == "a = 1\n"
+    assert (root / "src" / "gone.py").read_text() == "old\n"
+    assert not (root / "src" / "new.py").exists()
+    assert (root / "build" / "out.bin").exists()  # ignored: never touched
+
+
+def test_a_file_changed_by_hand_after_the_turn_is_kept_unless_forced(tmp_path, root):
+    checkpoints = store(tmp_path, root)
+    before = checkpoints.snapshot()
+    (root / "src" / "a.py").write_text("agent\n")
+    after = checkpoints.snapshot()
+    (root / "src" / "a.py").write_text("mine\n")
+    record = TurnRecord("p1", before, after)
+    assert checkpoints.restore([record]).kept == ["src/a.py"]
+    assert (root / "src" / "a.py").read_text() == "mine\n"
+    assert checkpoints.restore([record], force=True).restored == ["src/a.py"]
+    assert (root / "src" / "a.py").read_text() == "a = 1\n"
+
+
+def test_a_new_session_reads_only_what_changed_and_shares_the_contents(tmp_path, root):
+    first = store(tmp_path, root)
+    digest = first.snapshot()
+    second = store(tmp_path, root, "s2")
+    assert second.objects.load_seen()  # the first cold scan left its stat cache
+    assert second.snapshot() == digest
+    assert len(list((tmp_path / "home").rglob("*.pack"))) == 1  # nothing new to store
+
+
+def test_a_directory_swapped_for_a_link_is_not_written_through(tmp_path, root):
+    checkpoints = store(tmp_path, root)
+    before = checkpoints.snapshot()
+    (root / "src" / "a.py").write_text("changed\n")
+    after = checkpoints.snapshot()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "src" / "a.py").unlink()
+    (root / "src").rmdir()
+    os.symlink(outside, root / "src")
+    report = checkpoints.restore([TurnRecord("p1", before, after)], force=True)
+    assert report.restored == [] and "outside the workspace" in report.failed[0]
+    assert list(outside.iterdir()) == []

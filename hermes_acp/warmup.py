@@ -98,25 +98,19 @@ class Warmup:
 
 
 def _import_provider_sdk() -> None:
-    """Import the SDK the configured provider uses (openai or anthropic: 1-3 s each), or
-    both when the settings cannot tell. A fallback of the other kind imports its own later."""
+    """Import what a model call needs (httpx2, its TLS context: ~0.1 s), and the module
+    of the configured API shape."""
+    from core.providers.http import ssl_context
+
+    ssl_context()
     from core.config import load_settings
-    from core.providers.resolve import resolve_api_mode, warm_up_sdks
+    from core.providers.resolve import provider_module
 
     try:
         settings = load_settings()
     except Exception:
-        warm_up_sdks()
         return
-    mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
-    if mode == "anthropic_messages":
-        from core.providers.anthropic_client import async_anthropic
-
-        async_anthropic()
-    else:
-        from core.providers.openai_client import async_openai
-
-        async_openai()
+    provider_module(settings)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

@@ -46,8 +46,14 @@ from tests.support.fake_provider import Reply  # noqa: E402
 
 REPLY = "Hello from the model, streamed in a few pieces."
 CODEX_MODEL = "gpt-5.1"
+DELTAS = 10_000
 TICKS = os.sysconf("SC_CLK_TCK")
-TARGETS = {"session/new": 1.5, "first chunk": 1.2, "CPU to a ready session": 3.0}
+TARGETS = {
+    "session/new": 1.5,
+    "first chunk": 1.2,
+    "CPU to a ready session": 3.0,
+    f"{DELTAS:,} deltas": 1.0,
+}
 EXIT_GRACE = 5.0
 INIT_ONLY_CPU_LIMIT = 0.36  # the issue's figure: what a process that only answers initialize burnt
 
@@ -188,7 +194,32 @@ async def fresh_thread(agent: Agent, fake: FakeProviderProcess, cwd: Path) -> No
                 first = time.perf_counter()
     assert first is not None and text == REPLY, text
     agent.add("first chunk", first - started)
+    await many_deltas(agent, fake, client, session)
     await client.close()
+
+
+async def many_deltas(agent: Agent, fake: FakeProviderProcess, client: Client, session: str) -> None:
+    """A later prompt whose answer is DELTAS deltas, each in an HTTP chunk of its own:
+    prompt -> its answer, every delta's text received."""
+    answer = ("abcdefghij" * DELTAS)[:DELTAS]
+    fake.script([Reply(text=answer, chunk_size=1)])
+    started = time.perf_counter()
+    prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "more"}]}
+    await client.send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt})
+    text: list[str] = []
+    chunks = 0
+    while True:
+        message = await client.next()
+        if message.get("id") == 3 and "method" not in message:
+            break
+        update = message.get("params", {}).get("update", {}) if message.get("method") else {}
+        if update.get("sessionUpdate") == "agent_message_chunk":
+            text.append(update.get("content", {}).get("text", ""))
+            chunks += 1
+    elapsed = time.perf_counter() - started
+    assert "".join(text).endswith(answer), "".join(text)[-50:]
+    agent.add(f"{DELTAS:,} deltas", elapsed)
+    agent.add("chunks for them", chunks)
 
 
 async def ready_session_cpu(agent: Agent, cwd: Path, quiet: float = 0.3, limit: float = 20.0) -> None:
@@ -275,28 +306,35 @@ async def measure(runs: int, before: Path | None) -> int:
 
 def report(codex: Agent, agents: dict[str, list[Agent]], load: tuple[float, ...], with_before: bool) -> int:
     print(f"load average before: {load[0]:.1f}, after: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
-    measures = ("initialize", "session/new", "first chunk", "CPU to a ready session", "CPU, initialize only")
+    measures = (
+        "initialize",
+        "session/new",
+        "first chunk",
+        "CPU to a ready session",
+        "CPU, initialize only",
+        f"{DELTAS:,} deltas",
+        "chunks for them",
+    )
     missed = False
-    header = f"{'spawn -> ... (median)':<28}" + "".join(f"{api:>26}" for api in agents)
+    header = f"{'median of the runs':<28}" + "".join(f"{api:>32}" for api in agents)
     print(header + f"{'codex-acp':>12}")
     for measure in measures:
-        unit, scale = ("s", 1.0) if measure.startswith("CPU") else ("ms", 1e3)
+
+        def shown(value: float, measure: str = measure) -> str:
+            if measure.startswith("CPU"):
+                return f"{value:.3f} s"
+            if measure == "chunks for them":
+                return f"{value:.0f}"
+            return f"{value * 1e3:.0f} ms"
+
         reference = codex.median(measure)
         cells = []
         for group in agents.values():
             mine = group[0].median(measure)
             ratio = mine / reference
-            cell = (
-                f"{mine * scale:.0f} {unit} ({ratio:.2f}x)"
-                if unit == "ms"
-                else f"{mine:.3f} s ({ratio:.1f}x)"
-            )
+            cell = f"{shown(mine)} ({ratio:.2f}x)"
             if with_before:
-                cell += (
-                    f" b {group[1].median(measure) * scale:.0f}"
-                    if unit == "ms"
-                    else f" b {group[1].median(measure):.2f}"
-                )
+                cell += f" b {shown(group[1].median(measure)).split()[0]}"
             target = TARGETS.get(measure)
             if target is not None and ratio > target:
                 cell += " !"
@@ -305,8 +343,8 @@ def report(codex: Agent, agents: dict[str, list[Agent]], load: tuple[float, ...]
                 cell += " !"
                 missed = True
             cells.append(cell)
-        codex_cell = f"{reference * scale:.0f} {unit}" if unit == "ms" else f"{reference:.3f} s"
-        print(f"{measure:<28}" + "".join(f"{cell:>26}" for cell in cells) + f"{codex_cell:>12}")
+        codex_cell = shown(reference)
+        print(f"{measure:<28}" + "".join(f"{cell:>32}" for cell in cells) + f"{codex_cell:>12}")
     for agent in [codex, *(a for group in agents.values() for a in group)]:
         for note in sorted(agent.notes):
             print(f"{agent.name}: {note}")

@@ -34,17 +34,14 @@ WARM_MODULES = (
 
 class Warmup:
     """Imports what the first session and the first prompt need, in a thread: the session
-    modules right after the initialize response is out, the provider's SDK as soon as a
-    session opens. Start-up does not pay for them, nor does a prompt typed by a person (a
-    script's prompt sent with its session/new waits for the SDK: 0.4-1.4 s).
+    modules once the initialize response is out and the input goes on (a client that only
+    wanted the hello ends first: early_hello.input_ends_next), then, once a session opens,
+    what a model call needs (httpx2 and its TLS context, ~0.15 s; no provider SDK is on
+    that path any more: core/providers/http.py). Start-up does not pay for them, and a
+    prompt sent with its session/new waits only for what is left of them.
 
-    The SDK waits for a session because it is most of the memory (openai +15 MB, anthropic
-    +38 MB over 40 MB at rest): a process that has only answered `initialize` stays
-    small, and the editors open a session right after `initialize` (Zed for a new thread,
-    our VS Code extension to resume), long before anyone has typed a prompt.
-
-    Session creation waits for the module imports and a turn for the SDK imports,
-    so the main thread never imports a module the warm-up thread is half-way through.
+    Session creation waits for the module imports and a turn for the HTTP ones, so the
+    main thread never imports a module the warm-up thread is half-way through.
     """
 
     def __init__(self) -> None:

@@ -125,15 +125,25 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
         from hermes_acp.logs import TraceWriter
 
         tracer = TraceWriter(trace)
-    from hermes_acp.early_hello import answer_first_initialize
+    from hermes_acp.early_hello import answer_first_initialize, input_ends_next
 
     # The first `initialize` is answered before asyncio, the SDK and even logging are imported.
     handover = answer_first_initialize(protocol_in, protocol_out, tracer, meanwhile=_import_server)
-    handover.join()
+    ends = input_ends_next(protocol_in, handover, _import_server)
+    if not ends:
+        handover.join()
     from hermes_acp.logs import setup_logging
 
     setup_logging(log_level or os.environ.get("HERMES_ACP_LOG_LEVEL") or "info", log_file)
     handover.report()
+    if ends:  # only the hello was wanted: nothing to serve, store or wait for
+        import logging
+
+        logging.getLogger("hermes_acp.server").info("input closed; shutting down")
+        if tracer is not None:
+            tracer.close()
+        logging.shutdown()
+        os._exit(0)
     import asyncio
 
     try:

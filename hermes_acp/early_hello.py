@@ -51,7 +51,7 @@ _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 class Handover:
     """What the server takes over from the early start."""
 
-    __slots__ = ("answered", "ended", "hello", "meanwhile", "signals", "unread", "write_error")
+    __slots__ = ("answered", "done_fd", "ended", "hello", "meanwhile", "signals", "unread", "write_error")
 
     def __init__(self) -> None:
         self.hello: ClientHello | None = None  # set when `initialize` was answered here
@@ -61,6 +61,7 @@ class Handover:
         self.ended = False  # the input has ended after `unread`
         self.signals = 0  # shutdown signals received so far, for the server to replay
         self.meanwhile: Any = None  # the thread that imports the server during the wait
+        self.done_fd: int | None = None  # written to once that thread is done (input_ends_next)
 
     def on_signal(self, signum: int, frame: Any) -> None:
         self.signals += 1
@@ -69,6 +70,9 @@ class Handover:
         """Wait for the imports done during the wait, if any (the server needs them now)."""
         if self.meanwhile is not None:
             self.meanwhile.join()
+        if self.done_fd is not None:
+            os.close(self.done_fd)
+            self.done_fd = None
 
     def report(self) -> None:
         """Log what happened here, once logging is set up (after the answer: ~5 ms)."""
@@ -116,6 +120,49 @@ def answer_first_initialize(
     handover.hello, handover.answered = hello, message["id"]
     handover.unread = buffer[newline + 1 :]
     return handover
+
+
+def input_ends_next(read_fd: int, handover: Handover, imports: Callable[[], object]) -> bool:
+    """After an early answer: whether the input ends before anything else comes, checked
+    while the server is imported (`imports`, in a thread, unless it already runs).
+
+    Why: a client that only wanted the hello (a probe, a registry's check) closes the input
+    after reading it. The server, its imports and the warm-up after them are ~0.3 s of
+    CPU that such a process never needs; it now ends as soon as it sees the end. A line
+    that comes instead is kept for the server (`unread`), which starts as it always did.
+    """
+    if handover.hello is None or handover.unread.strip() or handover.signals or handover.write_error:
+        return False  # blank lines are nothing to serve (the transport skips them)
+    if handover.ended:
+        return True
+    import threading
+
+    done_read, done_write = os.pipe()
+
+    def run(previous: Any = handover.meanwhile) -> None:
+        try:
+            if previous is not None:
+                previous.join()
+            else:
+                imports()
+        finally:
+            os.write(done_write, b".")  # a pipe's buffer takes it: never blocks
+            os.close(done_write)
+
+    thread = threading.Thread(target=run, name="hermes-acp-imports", daemon=True)
+    thread.start()
+    handover.meanwhile, handover.done_fd = thread, done_read
+    if _ready(read_fd, also=done_read) != read_fd:
+        return False  # the server is in: it reads the input from here on
+    try:
+        chunk = os.read(read_fd, READ_SIZE)
+    except OSError:  # the server meets the error (or the drained pipe) as it would have
+        return False
+    if not chunk:
+        handover.ended = True
+        return True
+    handover.unread += chunk
+    return False
 
 
 def _read_first_line(fd: int, handover: Handover) -> bytes:

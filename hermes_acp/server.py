@@ -278,8 +278,13 @@ class AcpServer:
         return {}
 
     async def new_session(self, request: schema.NewSessionRequest | PlacementParams, raw: Params) -> Params:
-        self.warmup.want_sdk()
-        return await self.sessions.new_session(_placement(request))
+        return self._then_warm_http(await self.sessions.new_session(_placement(request)))
+
+    def _then_warm_http(self, result: Params) -> Params:
+        """A session is open: what its model calls need is imported once its answer is out
+        (a thread importing beside the session's own work would only slow both)."""
+        self.transport.after_response(self.warmup.want_sdk)
+        return result
 
     async def set_mode(self, request: schema.SetSessionModeRequest | ModeChange, raw: Params) -> Params:
         return await self.sessions.set_mode(request.session_id, request.mode_id)
@@ -288,6 +293,7 @@ class AcpServer:
         return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
 
     async def prompt(self, request: schema.PromptRequest | PromptParams, raw: Params) -> Params:
+        self.warmup.want_sdk()  # its turn waits for it: never for an answer that was not written
         return await self.turns.prompt(request.session_id, list(raw["prompt"]))
 
     async def load_session(self, request: schema.LoadSessionRequest | PlacementParams, raw: Params) -> Params:
@@ -299,12 +305,12 @@ class AcpServer:
         return await self._restore(request, replay=False)
 
     async def _restore(self, request: Any, *, replay: bool) -> Params:
-        self.warmup.want_sdk()
-        return await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
+        return self._then_warm_http(
+            await self.sessions.load_session(request.session_id, _placement(request), replay=replay)
+        )
 
     async def fork_session(self, request: schema.ForkSessionRequest | PlacementParams, raw: Params) -> Params:
-        self.warmup.want_sdk()
-        return await self.sessions.fork_session(request.session_id, _placement(request))
+        return self._then_warm_http(await self.sessions.fork_session(request.session_id, _placement(request)))
 
     async def list_sessions(self, request: schema.ListSessionsRequest | ListQuery, raw: Params) -> Params:
         return await self.sessions.list_sessions(request.cwd, request.cursor)

@@ -34,17 +34,14 @@ WARM_MODULES = (
 
 class Warmup:
     """Imports what the first session and the first prompt need, in a thread: the session
-    modules right after the initialize response is out, the provider's SDK as soon as a
-    session opens. Start-up does not pay for them, nor does a prompt typed by a person (a
-    script's prompt sent with its session/new waits for the SDK: 0.4-1.4 s).
+    modules once the initialize response is out and the input goes on (a client that only
+    wanted the hello ends first: early_hello.input_ends_next), then, once a session opens,
+    what a model call needs (httpx2 and its TLS context, ~0.15 s; no provider SDK is on
+    that path any more: core/providers/http.py). Start-up does not pay for them, and a
+    prompt sent with its session/new waits only for what is left of them.
 
-    The SDK waits for a session because it is most of the memory (openai +15 MB, anthropic
-    +38 MB over 40 MB at rest): a process that has only answered `initialize` stays
-    small, and the editors open a session right after `initialize` (Zed for a new thread,
-    our VS Code extension to resume), long before anyone has typed a prompt.
-
-    Session creation waits for the module imports and a turn for the SDK imports,
-    so the main thread never imports a module the warm-up thread is half-way through.
+    Session creation waits for the module imports and a turn for the HTTP ones, so the
+    main thread never imports a module the warm-up thread is half-way through.
     """
 
     def __init__(self) -> None:
@@ -98,25 +95,19 @@ class Warmup:
 
 
 def _import_provider_sdk() -> None:
-    """Import the SDK the configured provider uses (openai or anthropic: 1-3 s each), or
-    both when the settings cannot tell. A fallback of the other kind imports its own later."""
+    """Import what a model call needs (httpx2, its TLS context: ~0.1 s), and the module
+    of the configured API shape."""
+    from core.providers.http import ssl_context
+
+    ssl_context()
     from core.config import load_settings
-    from core.providers.resolve import resolve_api_mode, warm_up_sdks
+    from core.providers.resolve import provider_module
 
     try:
         settings = load_settings()
     except Exception:
-        warm_up_sdks()
         return
-    mode = resolve_api_mode(settings.provider, settings.base_url, settings.api_mode)
-    if mode == "anthropic_messages":
-        from core.providers.anthropic_client import async_anthropic
-
-        async_anthropic()
-    else:
-        from core.providers.openai_client import async_openai
-
-        async_openai()
+    provider_module(settings)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

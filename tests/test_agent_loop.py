@@ -57,11 +57,16 @@ def body_text(fake: FakeProvider, index: int) -> str:
 
 @pytest.mark.parametrize("provider", API_SHAPES)
 async def test_a_plain_answer_streams_and_ends_the_turn(fake, workdir, provider):
-    fake.script([Reply(text="Hello there, friend.", chunk_size=4)])
+    # the model waits after its first piece until that piece has streamed out
+    fake.script([Reply(text="Hello there, friend.", chunk_size=4, hold_after_first_text=True)])
     agent = make_agent(fake, workdir, provider)
-    events = await collect(agent.run_turn("hi"))
+    events = []
+    async for event in agent.run_turn("hi"):
+        events.append(event)
+        if isinstance(event, TextDelta) and len(of_type(events, TextDelta)) == 1:
+            fake.release_stream()
     deltas = of_type(events, TextDelta)
-    assert len(deltas) > 1
+    assert deltas[0].text == "Hell" and len(deltas) > 1
     assert "".join(d.text for d in deltas) == "Hello there, friend."
     result = ended(events)
     assert result.stop_reason is StopReason.END_TURN

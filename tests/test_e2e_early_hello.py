@@ -34,6 +34,7 @@ from tests.support.acp_harness import (
     spawn_server,
 )
 from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.imports import imported
 from tests.support.waiting import until
 
 EARLY = "answered before the server started"
@@ -215,6 +216,23 @@ async def test_a_first_line_past_the_transport_limit_is_refused_as_always(tmp_pa
     assert "over the limit" in refused["error"]["data"]["details"]
     assert answered["id"] == 0 and "result" in answered
     assert early_answers(server) == 0
+
+
+async def test_a_client_that_only_wanted_the_hello_ends_it_without_the_warm_up(tmp_path: Path) -> None:
+    # A probe reads the hello and closes the input: the process ends there, without
+    # importing what a session would need (the warm-up: ~0.3 s of CPU for nothing).
+    env = env_for(tmp_path) | {"PYTHONVERBOSE": "1"}
+    async with spawn_server(env) as server:
+        await server.send_line(ZED_LINE)
+        reply = await server.next_message()
+        await server.close_stdin()
+        assert await server.wait() == 0
+        await server.stop()
+    assert reply["id"] == 0 and "result" in reply
+    assert early_answers(server) == 1
+    warmed = {"core.agent", "hermes_acp.session.manager", "core.config"} & imported(server)
+    assert warmed == set()
+    assert SHUTDOWN_LOG in server.stderr and "Traceback" not in server.stderr
 
 
 async def test_initialize_without_a_newline_before_the_end_is_still_answered(tmp_path: Path) -> None:

@@ -24,8 +24,18 @@ SERVER_SETUP = ServerSetup(settings={"HERMES_ACP_MAX_ITERATIONS": "2", "HERMES_A
 async def test_text_and_thoughts_stream_as_chunks(
     client: AcpClient, fake: FakeProvider, session: str
 ) -> None:
-    fake.script([Reply(text="Hello there, world.", reasoning="Let me think about greetings.", chunk_size=4)])
-    assert await client.prompt(session, "Say hello") == {"stopReason": "end_turn"}
+    # the model goes on after its first piece of text once the editor has shown it
+    reply = Reply(
+        text="Hello there, world.",
+        reasoning="Let me think about greetings.",
+        chunk_size=4,
+        hold_after_first_text=True,
+    )
+    fake.script([reply])
+    prompt = client.start_prompt(session, "Say hello")
+    await client.wait_for(lambda: client.text(session) == "Hell")
+    fake.release_stream()
+    assert await prompt == {"stopReason": "end_turn"}
     chunks = client.session_updates(session, "agent_message_chunk")
     assert len(chunks) > 1  # streamed, not one blob
     assert client.text(session) == "Hello there, world."

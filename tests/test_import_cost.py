@@ -1,5 +1,5 @@
-"""Importing the engine and its providers must not load the provider SDKs (they cost
-seconds; the server loads them in a thread after `initialize`)."""
+"""The engine and its providers never load the provider SDKs: they talk HTTP with httpx2
+(core/providers/http.py), which loads at the first call or in the server's warm-up."""
 
 from __future__ import annotations
 
@@ -16,22 +16,23 @@ import core.providers.errors, core.models
 from core.providers.resolve import build_chain
 from core.config import Settings
 chain = build_chain(Settings(provider="anthropic", model="claude-sonnet-4", anthropic_api_key="k"))
-loaded_after_build = sorted(m for m in ("openai", "anthropic") if m in sys.modules)
-from core.providers.resolve import warm_up_sdks
-warm_up_sdks()
+loaded_after_build = sorted(m for m in ("openai", "anthropic", "httpx2") if m in sys.modules)
+from hermes_acp.warmup import _import_provider_sdk
+_import_provider_sdk()
+chain[0]._make_client()
 print(json.dumps({
     "after_build": loaded_after_build,
-    "after_warm_up": sorted(m for m in ("openai", "anthropic") if m in sys.modules),
+    "after_warm_up": sorted(m for m in ("openai", "anthropic", "httpx2") if m in sys.modules),
     "chain": [p.api_mode for p in chain],
 }))
 """
 
 
-def test_importing_the_engine_and_building_providers_leaves_the_sdks_unloaded():
+def test_the_engine_its_providers_and_the_warm_up_never_load_the_sdks():
     result = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, check=True
     )
     report = json.loads(result.stdout)
     assert report["chain"] == ["anthropic_messages"]
     assert report["after_build"] == []
-    assert report["after_warm_up"] == ["anthropic", "openai"]
+    assert report["after_warm_up"] == ["httpx2"]

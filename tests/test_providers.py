@@ -77,9 +77,20 @@ parametrize_shapes = pytest.mark.parametrize("shape", list(SHAPES))
 
 @parametrize_shapes
 async def test_text_streams_in_chunks_then_one_response(fake, shape):
-    fake.script([Reply(text="The quick brown fox", chunk_size=4)])
-    items = await run(make(shape, fake))
-    assert deltas(items, TextDelta) == ["The ", "quic", "k br", "own ", "fox"]
+    # The model stops after its first piece until that piece has come out as a delta.
+    fake.script([Reply(text="The quick brown fox", chunk_size=4, hold_after_first_text=True)])
+    provider = make(shape, fake)
+    items: list[Any] = []
+    try:
+        async with aclosing(provider.stream(request())) as stream:
+            async for item in stream:
+                items.append(item)
+                if deltas(items, TextDelta) == ["The "]:
+                    fake.release_stream()
+    finally:
+        await provider.aclose()
+    assert deltas(items, TextDelta)[0] == "The "
+    assert "".join(deltas(items, TextDelta)) == "The quick brown fox"
     response = items[-1]
     assert isinstance(response, ModelResponse)
     assert sum(isinstance(i, ModelResponse) for i in items) == 1

@@ -27,10 +27,10 @@ async def test_providers_of_one_endpoint_and_key_share_a_client_until_the_last_c
     assert await other_url.client() is not shared
 
     await first.aclose()
-    assert not shared.is_closed()  # the second still uses it
+    assert not shared.is_closed  # the second still uses it
     assert await second.client() is shared
     await second.aclose()
-    assert shared.is_closed()  # the last user closed it: its connections go too
+    assert shared.is_closed  # the last user closed it: its connections go too
 
     again = provider()
     assert await again.client() is not shared  # a fresh one, not the closed one
@@ -52,7 +52,7 @@ async def test_a_rotated_key_moves_to_that_keys_client() -> None:
     neighbour = provider(key="k2")
     first = await pooled.client()
     assert await pooled.rotate_key() == 1
-    assert first.is_closed()  # nobody else used k1's client
+    assert first.is_closed  # nobody else used k1's client
     assert await pooled.client() is await neighbour.client()
     await pooled.aclose()
     await neighbour.aclose()

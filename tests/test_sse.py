@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -227,17 +228,26 @@ def test_runs_of_one_kind_merge_and_the_order_of_kinds_stays() -> None:
     assert merged([TextDelta("x")]) == [TextDelta("x")]
 
 
-class _OneRead:
-    """A raw SDK response whose body arrives in the given network reads."""
+class _Reads:
+    """A raw SDK response whose body arrives in the given network reads: the HTTP layer
+    hands each read's HTTP chunks over one by one; a read after the first comes once the
+    test lets it (`next_read`), as a later read off the network would."""
 
-    def __init__(self, *reads: bytes) -> None:
+    def __init__(self, *reads: list[bytes]) -> None:
         self.http_response = self
         self.headers: dict[str, str] = {}
         self._reads = reads
+        self._next = asyncio.Semaphore(0)
+
+    def next_read(self) -> None:
+        self._next.release()
 
     async def aiter_raw(self):  # type: ignore[no-untyped-def]
-        for read in self._reads:
-            yield read
+        for index, read in enumerate(self._reads):
+            if index:
+                await self._next.acquire()
+            for http_chunk in read:
+                yield http_chunk
 
 
 def _chunk(text: str) -> bytes:
@@ -248,7 +258,14 @@ def _chunk(text: str) -> bytes:
 async def test_the_events_of_one_read_come_together_and_of_the_next_read_apart() -> None:
     from core.providers.sse import json_batches
 
-    body = _OneRead(b"".join(_chunk(c) for c in "abc"), _chunk("d") + b"data: [DONE]\n\n")
-    batches = [batch async for batch in json_batches(body, stale_seconds=5, provider="p")]
-    texts = [[data["choices"][0]["delta"]["content"] for _, data in batch] for batch in batches]
-    assert texts == [["a", "b", "c"], ["d"]]
+    # each event in an HTTP chunk of its own, as providers send them
+    body = _Reads([_chunk(c) for c in "abc"], [_chunk("d"), b"data: [DONE]\n\n"])
+    batches = json_batches(body, stale_seconds=5, provider="p")
+
+    def texts(batch: list[tuple[str, Any]]) -> list[str]:
+        return [data["choices"][0]["delta"]["content"] for _, data in batch]
+
+    assert texts(await anext(batches)) == ["a", "b", "c"]
+    body.next_read()
+    assert texts(await anext(batches)) == ["d"]
+    assert [batch async for batch in batches] == []

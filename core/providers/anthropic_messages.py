@@ -13,6 +13,7 @@ from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.body import Encoded, dumps
 from core.providers.errors import classify_stream_error
+from core.providers.http import anthropic_headers
 from core.providers.sdk import SdkProvider, encoded_form, wire_form
 from core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
 
@@ -42,10 +43,13 @@ class AnthropicMessagesProvider(SdkProvider):
         super().__init__(*args, **kwargs)
         self._history = AlternatingHistory()
 
-    def _sdk_client_class(self) -> Any:
-        from core.providers.anthropic_client import async_anthropic
+    models_path = "/v1/models"
 
-        return async_anthropic()
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return anthropic_headers(api_key)
+
+    def _client_base_url(self) -> str:
+        return self.base_url or DEFAULT_BASE_URL
 
     # -- the call ----------------------------------------------------------------------
 

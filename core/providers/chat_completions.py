@@ -13,6 +13,7 @@ from core.models import Usage, model_info
 from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_stream_error
+from core.providers.http import openai_headers
 from core.providers.sdk import SdkProvider, clean
 from core.providers.sse import close_quietly, deltas_by_read, json_batches
 
@@ -107,13 +108,8 @@ class _PartialCall:
 class ChatCompletionsProvider(SdkProvider):
     api_mode = "chat_completions"
 
-    def _request_options(self) -> dict[str, Any]:
-        return {"security": {"bearer_auth": True}}
-
-    def _sdk_client_class(self) -> Any:
-        from core.providers.openai_client import async_openai
-
-        return async_openai()
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return openai_headers(api_key)
 
     # -- the call ----------------------------------------------------------------------
 

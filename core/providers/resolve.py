@@ -1,7 +1,7 @@
 """From settings to providers: which API shape, which key, which base URL, which chain.
 
-Importing this module stays cheap: the SDKs load when a provider makes its first call,
-or earlier, off the event loop, through `warm_up_sdks()`.
+Importing this module stays cheap: httpx2 loads when a provider makes its first call,
+or earlier, off the event loop (hermes_acp/warmup.py).
 """
 
 from __future__ import annotations
@@ -176,11 +176,6 @@ def _is_local(url: str) -> bool:
     return address.is_loopback or address.is_private
 
 
-def warm_up_sdks() -> None:
-    """Import both SDKs now (blocking), so the first model call does not pay for it on the
-    event loop. Call it in a thread."""
-    from core.providers.anthropic_client import async_anthropic
-    from core.providers.openai_client import async_openai
-
-    async_anthropic()
-    async_openai()
+def provider_module(settings: Settings) -> None:
+    """Import the module of the settings' API shape (blocking: call in a thread)."""
+    _provider_class(resolve_api_mode(settings.provider, settings.base_url, settings.api_mode))

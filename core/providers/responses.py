@@ -12,6 +12,7 @@ from core.models import Usage, model_info
 from core.providers import base
 from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 from core.providers.errors import classify_payload, classify_stream_error
+from core.providers.http import openai_headers
 from core.providers.sdk import SdkProvider
 from core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
 
@@ -39,13 +40,8 @@ ORDER = (
 class ResponsesProvider(SdkProvider):
     api_mode = "responses"
 
-    def _request_options(self) -> dict[str, Any]:
-        return {"security": {"bearer_auth": True}}
-
-    def _sdk_client_class(self) -> Any:
-        from core.providers.openai_client import async_openai
-
-        return async_openai()
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        return openai_headers(api_key)
 
     # -- the call ----------------------------------------------------------------------
 

@@ -1,15 +1,16 @@
-"""What the API shapes share: one endpoint's settings, a lazily built SDK client, and the
-request handed to it as it is (`open_stream`, `clean`).
+"""What the API shapes share: one endpoint's settings, a lazily built HTTP client
+(core/providers/http.py), and the request body sent as it is (`open_stream`, `clean`).
 
 The client is shared by every provider of the process that calls the same endpoint with
-the same key (50 sessions, one client): building one costs ~50 ms of CPU (the system's
-certificate store), and one connection pool serves them all. It is closed when the last
-provider using it closes (a model switch still closes the connections it retires).
+the same key (50 sessions, one client): one connection pool serves them all. It is closed
+when the last provider using it closes (a model switch still closes the connections it
+retires).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from core.messages import Growth, Message
 from core.providers.base import ErrorKind, ProviderError
 from core.providers.body import Encoded, dumps, encode_body
 from core.providers.errors import classify
+from core.providers.http import OPENAI_BASE_URL, make_client, model_ids, post_stream
 
 T = TypeVar("T")
 
@@ -69,37 +71,33 @@ class SdkProvider:
         """A key is required unless the endpoint is one of your own (a base URL is set)."""
         return not self.base_url
 
-    def _sdk_client_class(self) -> Any:
-        """The SDK's async client class (importing the SDK: call off the event loop)."""
+    def _auth_headers(self, api_key: str) -> dict[str, str]:
+        """The API's authentication (and version) headers."""
         raise NotImplementedError
 
+    def _client_base_url(self) -> str:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+
+    models_path = "/models"
+
     async def open_stream(self, path: str, params: dict[str, Any], order: tuple[str, ...]) -> Any:
-        """Start a streaming call: POST `params` to `path`; the raw response (httpx's) once
-        its headers arrived.
+        """Start a streaming call: POST `params` to `path`; the raw response (httpx2's) once
+        its headers arrived; a non-2xx status -> its ProviderError.
 
         The body is written here (`encode_body`: the history's part from bytes kept per
-        message, the rest cleaned, `clean`, and encoded) and handed to the SDK as it is
-        (`post(content=...)`); the SDK still authenticates, sets its headers and turns a
-        non-2xx status into its status error, as its `create()` would.
+        message, the rest cleaned, `clean`, and encoded) and sent as it is.
         """
-        import httpx2  # the SDKs' HTTP client, loaded with them
-
         from core.providers.sse import open_stream
 
         client = await self.client()
         body = encode_body({k: v if isinstance(v, Encoded) else clean(v) for k, v in params.items()}, order)
-        call = client.post(
-            path, cast_to=httpx2.Response, content=body, options=self._request_options(), stream=True
+        return await open_stream(
+            post_stream(client, path, body), stale_seconds=self.stale_seconds, provider=self.name
         )
-        return await open_stream(call, stale_seconds=self.stale_seconds, provider=self.name)
-
-    def _request_options(self) -> dict[str, Any]:
-        """What the SDK's `create()` would add to its request options (auth schemes)."""
-        return {}
 
     async def client(self) -> Any:
-        """The SDK client, taken from the shared ones or made on first use in a thread:
-        importing the SDK and loading the system's certificates is blocking disk work."""
+        """The HTTP client, taken from the shared ones or made on first use in a thread:
+        importing httpx2 and loading the system's certificates is blocking disk work."""
         if self._client is None:
             if not self.api_key and self._needs_key():
                 raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)
@@ -119,15 +117,9 @@ class SdkProvider:
         return self._client
 
     def _make_client(self) -> Any:
-        return self._sdk_client_class()(
-            # Explicit even when empty: local servers need no key, the SDKs insist on one,
-            # and an explicit key stops them reading the environment or a profile.
-            api_key=self.api_key or "no-key",
-            base_url=self.base_url,
-            timeout=self.timeout,
-            max_retries=0,  # we retry ourselves (core/providers/resilient.py)
-            default_headers=self.extra_headers or None,
-        )
+        # A key even when there is none (local servers need none): what the SDKs sent.
+        headers = self._auth_headers(self.api_key or "no-key") | self.extra_headers
+        return make_client(self._client_base_url(), self.timeout, headers)
 
     async def rotate_key(self) -> int | None:
         """Move to the pool's next key (wrapping around); its index, or None when the pool
@@ -141,7 +133,7 @@ class SdkProvider:
 
     async def list_models(self) -> list[str]:
         try:
-            return [m.id async for m in (await self.client()).models.list()]
+            return await model_ids(await self.client(), self.models_path)
         except ProviderError:
             raise
         except Exception as exc:
@@ -269,7 +261,7 @@ class _SharedClients:
             if shared.users:
                 return
             del self._clients[key]
-        await shared.client.close()
+        await shared.client.aclose()
 
 
 _SHARED = _SharedClients()

@@ -253,12 +253,12 @@ async def json_batches(
     """
     watch = StaleWatch(stale_seconds=stale_seconds, provider=provider)
     decoder = SSEDecoder()
-    chunks = _body(response)
+    chunks = ReadAhead(_body(response))
     try:
         while True:
-            chunk = await watch.read(chunks)
-            ended = chunk is END
-            events = decoder.finish() if ended else decoder.feed(cast(bytes, chunk))
+            arrived = await watch.read(chunks)
+            ended = arrived is END
+            events = decoder.finish() if ended else decoder.feed(b"".join(cast(list[bytes], arrived)))
             batch: list[tuple[str, Any]] = []
             for event in events:
                 if not event.data:
@@ -278,6 +278,67 @@ async def json_batches(
     finally:
         watch.close()
         await close_quietly(chunks)
+
+
+class ReadAhead:
+    """A body's chunks, handed over as lists: every chunk that arrived since the last
+    `anext`, together.
+
+    Why: the HTTP layer hands a response's chunks over one by one, also those of a single
+    network read: a provider that sends each delta in an HTTP chunk of its own (they all
+    do) gave one batch, and so one editor message, per delta however fast they came. A
+    task reads the body as it arrives; a reader gets all of it that is there at once (a
+    lone chunk as soon as it is there: nothing waits for more). The reader's own waits
+    are what the stale watch times, as before.
+    """
+
+    def __init__(self, chunks: AsyncIterator[bytes]) -> None:
+        self._chunks = chunks
+        self._arrived: list[bytes] = []
+        self._ended = False
+        self._error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            async for chunk in self._chunks:
+                self._arrived.append(chunk)
+                self._wake()
+        except Exception as exc:  # raised to the reader, after what came before it
+            self._error = exc
+        finally:
+            self._ended = True
+            self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __aiter__(self) -> ReadAhead:
+        return self
+
+    async def __anext__(self) -> list[bytes]:
+        while not self._arrived:
+            if self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            if self._ended:
+                raise StopAsyncIteration
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        arrived, self._arrived = self._arrived, []
+        return arrived
+
+    async def aclose(self) -> None:
+        if not self._task.done():
+            self._task.cancel()
+            await asyncio.wait({self._task})  # a cancel of the caller is not swallowed here
+        await close_quietly(self._chunks)
 
 
 EventHandler = Callable[[str, Any, list[Any]], bool]

@@ -79,6 +79,12 @@ class Reply:
     # The whole rendered stream written at once, one HTTP chunk (as a fast model's events
     # pile up between two reads of a busy client).
     one_write: bool = False
+    # Each event its own HTTP chunk, but every chunk written in one go: a fast model whose
+    # deltas, one chunk each, pile up between two reads of a busy client.
+    chunks_in_one_write: bool = False
+    # After the event that carries the text's first piece, wait until the test calls
+    # `release_stream()` (each such reply waits for a release of its own).
+    hold_after_first_text: bool = False
 
     @classmethod
     def rate_limited(cls, retry_after: float | None = 0.05) -> Reply:
@@ -144,6 +150,7 @@ class FakeProvider:
         self._models_open = threading.Event()  # cleared by hold_models(): GET /models waits
         self._models_open.set()
         self._changed = threading.Condition()
+        self._stream_releases = threading.Semaphore(0)
         self._closing = threading.Event()
         self._sockets: set[socket.socket] = set()
         handler = type("Handler", (_Handler,), {"fake": self})
@@ -226,6 +233,17 @@ class FakeProvider:
         with self._changed:
             if not self._changed.wait_for(lambda: self._models_served >= n, timeout):
                 raise TimeoutError(f"expected {n} model lists served, got {self._models_served}")
+
+    def release_stream(self) -> None:
+        """One held stream goes on with its next event."""
+        self._stream_releases.release()
+
+    def _hold(self) -> bool:
+        """A stream's hold (`hold_after_first_text`): until released; False when the server closes."""
+        while not self._stream_releases.acquire(timeout=0.05):
+            if self._closing.is_set():
+                return False
+        return True
 
     def wait_for_disconnects(self, n: int, timeout: float = 5.0) -> None:
         with self._changed:
@@ -419,6 +437,13 @@ class _Handler(BaseHTTPRequestHandler):
         events = _render_stream(endpoint, reply, body)
         if reply.one_write:
             events = iter([b"".join(events)])
+        if reply.chunks_in_one_write:
+            self.wfile.write(b"".join(b"%x\r\n%s\r\n" % (len(event), event) for event in events))
+            events = iter(())
+        first_text = (
+            json.dumps(_pieces(reply.text, reply.chunk_size)[0])[1:-1].encode() if reply.text else b""
+        )
+        hold = reply.hold_after_first_text
         for count, event in enumerate(events):
             if reply.drop_after is not None and count >= reply.drop_after:
                 break
@@ -427,6 +452,10 @@ class _Handler(BaseHTTPRequestHandler):
             if count > 0 and reply.chunk_delay and not self.fake._sleep(reply.chunk_delay):
                 raise _Disconnected
             self._write_chunk(event)
+            if hold and first_text in event:
+                hold = False
+                if not self.fake._hold():
+                    raise _Disconnected
         if reply.drop_after is not None and not reply.drop_cleanly:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)  # no final chunk: a broken body

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from core.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
+from core.scope import NotRegularFile, WorkspaceError, WorkspaceScope, replace_in
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ class CheckpointStore:
 
     def __init__(self, home: Path, cwd: str | Path, session_id: str) -> None:
         self.root = Path(os.path.realpath(cwd))
+        # Files are read and written beneath the root, never by a name checked first: a
+        # directory swapped for a link out between the listing and the read (or the rewind)
+        # must not carry an outside file into a checkpoint, nor a restore out of the workspace.
+        self.scope = WorkspaceScope(self.root)
         self.base = home / "checkpoints" / project_key(cwd)
         self.session_id = session_id
         self.objects = ObjectStore(self.base)
@@ -125,7 +130,7 @@ class CheckpointStore:
             if old is not None and old[:4] == key and (not old[4] or has(old[4])):
                 digest = old[4]
             else:
-                digest = self._store_file(prefix + rel, info.st_size)
+                digest = self._store_file(rel, info.st_size)
                 if digest is None:
                     continue
             mode = info.st_mode & 0o7777
@@ -137,16 +142,14 @@ class CheckpointStore:
             self.objects.save_seen(seen)
         return manifest
 
-    def _store_file(self, path: str, size: int) -> str | None:
+    def _store_file(self, rel: str, size: int) -> str | None:
         if size > MAX_FILE_BYTES:
             return ""
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            return None
+            fd = self.scope.open_file(rel)
+        except (OSError, WorkspaceError):
+            return None  # gone, no longer regular, or leading out since the listing
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             data = handle.read(MAX_FILE_BYTES + 1)
         if len(data) > MAX_FILE_BYTES:
             return ""
@@ -226,30 +229,34 @@ class CheckpointStore:
         self.scan()  # the restored state is what the next snapshot compares against
         return report
 
-    def _safe_path(self, rel: str) -> Path:
-        """The path of a workspace file whose directories are real directories inside the
-        workspace (a directory swapped for a link since the snapshot is refused)."""
-        path = self.root / rel
-        parent = Path(os.path.realpath(path.parent))
-        if parent != self.root and self.root not in parent.parents:
-            raise OSError(f"{rel}: its directory now leads outside the workspace")
-        return parent / path.name
-
     def _write_back(self, rel: str, entry: Entry) -> None:
         data = self.objects.read(entry[0])
-        self._safe_path(rel)  # before mkdir, which would follow a link out
-        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        path = self._safe_path(rel)
-        with contextlib.suppress(FileNotFoundError):
-            if not stat.S_ISREG(os.lstat(path).st_mode):
+        directory, name, there = self._open_parent(rel, make_dirs=True)
+        try:
+            if isinstance(there, str):
                 raise OSError(f"{rel} is no longer a regular file")
-        write_atomic(path, data, mode=entry[1])
+            replace_in(directory, name, data, entry[1])
+        finally:
+            os.close(directory)
 
     def _delete(self, rel: str) -> None:
-        path = self._safe_path(rel)
-        with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISREG(os.lstat(path).st_mode):
-                path.unlink()
+        try:
+            directory, name, there = self._open_parent(rel, make_dirs=False)
+        except FileNotFoundError:
+            return
+        try:
+            if isinstance(there, int):  # a regular file; a link or nothing is left alone
+                os.unlink(name, dir_fd=directory)
+        finally:
+            os.close(directory)
+
+    def _open_parent(self, rel: str, *, make_dirs: bool) -> tuple[int, str, int | str | None]:
+        try:
+            return self.scope.open_parent(rel, make_dirs=make_dirs)
+        except NotRegularFile as exc:
+            raise OSError(f"{rel} is no longer a regular file") from exc
+        except WorkspaceError as exc:  # its directory now leads outside the workspace
+            raise OSError(f"{rel}: {exc}") from exc
 
 
 class Checkpoints:

@@ -168,7 +168,7 @@ class WorkspaceScope:
         Blocking: call it off the event loop."""
         directory, name, mode = self.open_for_replace(path, allow_outside=allow_outside)
         try:
-            _replace_in(directory, name, data, mode)
+            replace_in(directory, name, data, mode)
         finally:
             os.close(directory)
 
@@ -180,7 +180,7 @@ class WorkspaceScope:
         following a symlink at the name by the same rules. The caller closes the descriptor."""
         raw = os.fspath(path)
         for _ in range(_MAX_LINK_HOPS):
-            directory, name, found = self._open_parent(raw, allow_outside=allow_outside)
+            directory, name, found = self.open_parent(raw, allow_outside=allow_outside)
             if not isinstance(found, str):
                 return directory, name, found
             os.close(directory)
@@ -229,14 +229,18 @@ class WorkspaceScope:
         moved = left is not None and self.contains(resolved)
         raise OutsideWorkspace(raw, resolved, self.roots, moved=moved)
 
-    def _open_parent(self, raw: str, *, allow_outside: bool) -> tuple[int, str, int | str | None]:
-        """(the directory's descriptor, the file's name in it, what is there: its mode when a
-        regular file, a path to follow when a symlink, None when nothing)."""
+    def open_parent(
+        self, raw: str, *, allow_outside: bool = False, make_dirs: bool = True
+    ) -> tuple[int, str, int | str | None]:
+        """(the descriptor of the directory `raw` names a file in, opened beneath a root (made
+        when missing, with `make_dirs`), the file's name in it, what is there: its mode when a
+        regular file, a path to follow when a symlink, None when nothing). The caller closes
+        the descriptor."""
         parent, name = os.path.split(os.path.expanduser(raw))
         if name in ("", ".", ".."):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", raw)
         flags = os.O_RDONLY | os.O_DIRECTORY
-        directory = self._open_beneath(parent or ".", flags, allow_outside=allow_outside, make_dirs=True)
+        directory = self._open_beneath(parent or ".", flags, allow_outside=allow_outside, make_dirs=make_dirs)
         try:
             return directory, name, self._existing(directory, raw, parent, name, allow_outside)
         except BaseException:
@@ -291,7 +295,7 @@ def _check_regular(path: str, mode: int) -> None:
         raise NotRegularFile(path, mode)
 
 
-def _replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
+def replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
     """Write `data` to a new file in `directory`, then rename it over `name` there."""
     temp = f".{name}.{secrets.token_hex(4)}.tmp"
     # 0o666 lets the umask decide a new file's mode, as for any editor save.

@@ -4,11 +4,13 @@ directory swapped for a link since the snapshot."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
+from core import checkpoints as checkpoints_module
 from core.checkpoints import CheckpointStore, TurnRecord
 
 
@@ -90,3 +92,24 @@ def test_a_directory_swapped_for_a_link_is_not_written_through(tmp_path, root):
     report = checkpoints.restore([TurnRecord("p1", before, after)], force=True)
     assert report.restored == [] and "outside the workspace" in report.failed[0]
     assert list(outside.iterdir()) == []
+
+
+def test_a_directory_swapped_for_a_link_between_listing_and_reading_is_not_taken(tmp_path, root, monkeypatch):
+    """The listing saw `docs/id_ed25519` as a workspace file; by the read, `docs` leads to the
+    user's ~/.ssh. The key must not reach the checkpoint, whose restore would write it back
+    into the workspace where the model reads it."""
+    (root / "docs").mkdir()
+    (root / "docs" / "id_ed25519").write_text("decoy\n")
+    ssh = tmp_path / "ssh"
+    ssh.mkdir()
+    (ssh / "id_ed25519").write_text("PRIVATE-KEY-MATERIAL\n")
+    checkpoints = store(tmp_path, root)
+    listed = checkpoints_module.list_files(root)
+    assert "docs/id_ed25519" in listed
+    (root / "docs" / "id_ed25519").unlink()
+    (root / "docs").rmdir()
+    os.symlink(ssh, root / "docs")
+    monkeypatch.setattr(checkpoints_module, "list_files", lambda _root: listed)  # the swap came after it
+    manifest = checkpoints.scan()
+    assert "docs/id_ed25519" not in manifest and "src/a.py" in manifest
+    assert not checkpoints.objects.has(hashlib.sha256(b"PRIVATE-KEY-MATERIAL\n").hexdigest())

@@ -32,6 +32,8 @@ export class ChatView implements vscode.WebviewViewProvider {
       }
       this.onMessage(message);
     });
+    this.setBadge(this.badgeCount);
+    view.onDidChangeVisibility(() => this.visibilityChanged?.());
     view.onDidDispose(() => {
       this.view = undefined;
       this.ready = false;
@@ -41,6 +43,24 @@ export class ChatView implements vscode.WebviewViewProvider {
 
   get visible(): boolean {
     return this.view !== undefined;
+  }
+
+  /** On screen now (resolved and not collapsed or behind another view). */
+  get shown(): boolean {
+    return this.view?.visible === true;
+  }
+
+  private badgeCount = 0;
+  /** Called when the view is shown or hidden. */
+  visibilityChanged: (() => void) | undefined;
+
+  /** The count on the view's icon (pending approvals); 0 clears it. */
+  setBadge(count: number): void {
+    this.badgeCount = count;
+    if (this.view) {
+      // A badge of 0 is not shown; `undefined` does not clear one in VS Code 1.100.
+      this.view.badge = { value: count, tooltip: count > 0 ? `${count} approval${count === 1 ? "" : "s"} waiting for you` : "" };
+    }
   }
 
   post(message: ToView): void {
@@ -76,21 +96,24 @@ export class ChatView implements vscode.WebviewViewProvider {
 <title>Hermes</title>
 </head>
 <body>
+<h1 class="visually-hidden">Hermes chat</h1>
 <header id="toolbar">
-  <span id="status" data-state="stopped">stopped</span>
+  <span id="status" role="status" aria-label="Agent status" data-state="stopped">stopped</span>
   <span id="pickers"></span>
   <span class="spacer"></span>
   <button id="history" title="Past sessions">History</button>
   <button id="new" title="New session">New</button>
 </header>
 <div id="sessions" hidden></div>
-<main id="thread" aria-live="polite"></main>
+<main id="thread" aria-label="Conversation"></main>
+<button id="jump" hidden aria-label="Jump to the latest message">Jump to latest ↓</button>
+<div id="announce" class="visually-hidden" aria-live="polite"></div>
 <div id="plan" hidden></div>
 <footer id="composer">
   <div id="usage" hidden></div>
   <div id="attachments"></div>
   <ul id="completions" hidden></ul>
-  <textarea id="input" rows="3" placeholder="Ask Hermes… (/ for commands, @ for files, Enter to send)"></textarea>
+  <textarea id="input" rows="3" aria-label="Message to Hermes" placeholder="Ask Hermes… (/ for commands, @ for files, Enter to send)"></textarea>
   <div class="actions"><button id="send">Send</button><button id="stop" disabled>Stop</button></div>
 </footer>
 <script nonce="${nonce}" src="${script}"></script>

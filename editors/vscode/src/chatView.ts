@@ -63,15 +63,34 @@ export class ChatView implements vscode.WebviewViewProvider {
     }
   }
 
+  /** Messages of this tick, sent together at its end (adjacent text chunks merged). */
+  private outgoing: ToView[] = [];
+
   post(message: ToView): void {
-    if (message.type === "clear") {
-      this.history.length = 0;
+    const last = this.outgoing.at(-1);
+    if (last && mergeChunks(last, message)) {
+      return;
     }
-    this.history.push(message);
-    if (this.view && this.ready) {
-      void this.view.webview.postMessage(message);
-    } else {
-      this.backlog.push(message);
+    this.outgoing.push(message);
+    if (this.outgoing.length === 1) {
+      // A model streams thousands of small deltas; one webview message per delta makes the
+      // relay (extension host -> workbench -> webview) the bottleneck, so a tick's worth go
+      // out as one.
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    for (const message of this.outgoing.splice(0)) {
+      if (message.type === "clear") {
+        this.history.length = 0;
+      }
+      this.history.push(message);
+      if (this.view && this.ready) {
+        void this.view.webview.postMessage(message);
+      } else {
+        this.backlog.push(message);
+      }
     }
   }
 
@@ -120,4 +139,28 @@ export class ChatView implements vscode.WebviewViewProvider {
 </body>
 </html>`;
   }
+}
+
+const TEXT_CHUNKS = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]);
+
+/**
+ * Appends `next` to `last` when both are text chunks of the same message (same kind, same
+ * messageId, no `_meta`), so the view renders them as it would have one after the other.
+ */
+export function mergeChunks(last: ToView, next: ToView): boolean {
+  if (last.type !== "update" || next.type !== "update") return false;
+  const a = last.update;
+  const b = next.update;
+  if (!TEXT_CHUNKS.has(a.sessionUpdate) || a.sessionUpdate !== b.sessionUpdate) return false;
+  if (!("content" in a) || !("content" in b) || a._meta || b._meta) return false;
+  const aContent = a.content as { type: string; text?: string };
+  const bContent = b.content as { type: string; text?: string };
+  if (aContent.type !== "text" || bContent.type !== "text") return false;
+  const aId = (a as { messageId?: string | null }).messageId ?? null;
+  const bId = (b as { messageId?: string | null }).messageId ?? null;
+  if (aId !== bId) return false;
+  // A status line (retrying …) arrives as its own thought chunk and is shown apart.
+  if (a.sessionUpdate === "agent_thought_chunk" && (/^\s*_[^\n]+_\s*$/.test(aContent.text ?? "") || /^\s*_[^\n]+_\s*$/.test(bContent.text ?? ""))) return false;
+  last.update = { ...a, content: { ...aContent, text: (aContent.text ?? "") + (bContent.text ?? "") } } as typeof a;
+  return true;
 }

@@ -40,6 +40,10 @@ export const CLIENT_CAPABILITIES: acp.ClientCapabilities = {
 /** A running `hermes-acp --stdio` and the ACP connection to it. */
 export class AgentConnection {
   private exited = false;
+  /** Why the process could not be started (spawn ENOENT, EACCES), once known. */
+  startError: Error | undefined;
+  /** It answered `initialize`: an exit after that is a crash, not a failed start. */
+  initialized = false;
 
   private constructor(
     readonly child: ChildProcess,
@@ -55,9 +59,13 @@ export class AgentConnection {
     });
     child.stderr?.setEncoding("utf8");
     child.stderr?.on("data", (text: string) => options.onStderr?.(text));
+    let agent: AgentConnection | undefined;
+    let startError: Error | undefined;
     const exit = new Promise<void>((resolve) => {
       child.on("error", (error) => {
         options.onStderr?.(`could not start ${command.command}: ${error.message}\n`);
+        startError = error;
+        if (agent) agent.startError = error;
         resolve();
       });
       child.on("exit", (code, signal) => {
@@ -99,12 +107,14 @@ export class AgentConnection {
         return {};
       });
     const connection = app.connect(stream);
-    const agent = new AgentConnection(child, connection, exit);
+    agent = new AgentConnection(child, connection, exit);
+    agent.startError = startError;
+    const started = agent;
     void exit.then(() => {
-      agent.exited = true;
+      started.exited = true;
       connection.close();
     });
-    return agent;
+    return started;
   }
 
   get alive(): boolean {

@@ -10,7 +10,7 @@ import type {
 import { AgentConnection, type ClientSide } from "./agentConnection";
 import { INSTALL_HELP, type AgentCommand } from "./agentLocator";
 import { PermissionBroker } from "./permissions";
-import type { AgentState, ToView } from "./protocol";
+import type { AgentState, ErrorAction, ToView } from "./protocol";
 import { Terminals, type TerminalSink } from "./terminals";
 import type { TrafficListener } from "./traffic";
 
@@ -19,7 +19,9 @@ export const AUTH_REQUIRED = -32000;
 
 /** What the controller needs from its host (VS Code, or a test). */
 export interface ControllerHost {
-  locateAgent(): AgentCommand | undefined;
+  locateAgent(): AgentCommand | undefined | Promise<AgentCommand | undefined>;
+  /** Why the agent must not start now (an untrusted workspace), or undefined. */
+  blocked?(): { message: string; action: ErrorAction } | undefined;
   cwd(): string;
   post(message: ToView): void;
   files: Pick<ClientSide, "readTextFile" | "writeTextFile">;
@@ -30,7 +32,15 @@ export interface ControllerHost {
   /** The view is about to show this session; it is told only once this settles, so a window
    * reload right after the view shows a session comes back to that session. */
   sessionChosen?(sessionId: string): PromiseLike<void>;
+  /** A permission request came or went. */
+  permissionsChanged?(): void;
 }
+
+/** An error the view has already been told about: callers do not report it again. */
+export class ShownError extends Error {}
+
+/** Restarts after crashes in a row (no turn finished between them) before giving up. */
+const MAX_CRASH_RESTARTS = 3;
 
 export class ChatController {
   state: AgentState = "stopped";
@@ -43,11 +53,22 @@ export class ChatController {
   /** performance.now() marks for the benchmarks. */
   readonly marks: { spawned?: number; initialized?: number } = {};
   private starting: Promise<AgentConnection> | undefined;
+  /** Prompts sent and not yet answered (the agent queues those sent during a turn). */
+  private turns = 0;
+  private crashes = 0;
+  /** Connections we stopped on purpose: their exit is not a crash. */
+  private readonly stopping = new WeakSet<AgentConnection>();
 
   constructor(private readonly host: ControllerHost) {
     this.permissions = new PermissionBroker(
-      (pending) => host.post({ type: "permission", id: pending.id, request: pending.request, reviewable: isEdit(pending.request.toolCall.kind) }),
-      (id, optionId) => host.post({ type: "permissionSettled", id, optionId }),
+      (pending) => {
+        host.post({ type: "permission", id: pending.id, request: pending.request, reviewable: isEdit(pending.request.toolCall.kind) });
+        host.permissionsChanged?.();
+      },
+      (id, optionId) => {
+        host.post({ type: "permissionSettled", id, optionId });
+        host.permissionsChanged?.();
+      },
     );
     const sink = host.terminalSink;
     this.terminals = new Terminals({
@@ -87,11 +108,17 @@ export class ChatController {
   }
 
   private async start(): Promise<AgentConnection> {
-    const command = this.host.locateAgent();
+    const blocked = this.host.blocked?.();
+    if (blocked) {
+      this.setState("stopped", "restricted mode");
+      this.host.post({ type: "error", message: blocked.message, action: blocked.action });
+      throw new ShownError(blocked.message);
+    }
+    const command = await this.host.locateAgent();
     if (!command) {
       this.setState("error", "not installed");
       this.host.post({ type: "error", message: INSTALL_HELP, action: "install" });
-      throw new Error(INSTALL_HELP);
+      throw new ShownError(INSTALL_HELP);
     }
     this.setState("starting");
     this.host.log?.(`starting ${command.command} ${command.args.join(" ")} (${command.source})\n`);
@@ -113,8 +140,15 @@ export class ChatController {
           this.host.log?.(`agent exited (code ${code}, signal ${signal})\n`);
           if (this.connection === connection) {
             this.permissions.cancelAll();
-            this.sessionId = undefined;
+            const crashed = !this.stopping.has(connection) && this.marks.initialized !== undefined && connection.initialized;
+            const sessionId = this.sessionId;
             this.setState("stopped", code === 0 ? undefined : `exited with ${signal ?? code}`);
+            if (crashed) {
+              this.connection = undefined; // its exit promise has not settled yet: it still looks alive
+              void this.recover(sessionId, signal ?? code);
+            } else {
+              this.sessionId = undefined;
+            }
           }
         },
       },
@@ -123,11 +157,14 @@ export class ChatController {
     try {
       this.initializeResponse = await connection.initialize();
     } catch (error) {
-      this.setState("error", describe(error));
-      this.host.post({ type: "error", message: `The agent did not start: ${describe(error)}. See the "Hermes" output for its log.` });
+      // A spawn failure (ENOENT, EACCES) closes the connection: name the cause, not the close.
+      const cause = connection.startError ? `could not run ${command.command} (${command.source}): ${connection.startError.message}` : describe(error);
+      this.setState("error", connection.startError ? "could not start" : "did not start");
+      this.host.post({ type: "error", message: `The agent did not start: ${cause}. See the "Hermes" output for its log.`, action: "log" });
       await connection.stop();
-      throw error;
+      throw new ShownError(cause);
     }
+    connection.initialized = true;
     this.marks.initialized = performance.now();
     this.setState("ready");
     return connection;
@@ -160,17 +197,89 @@ export class ChatController {
     }
   }
 
-  /** Reports an agent error to the view; auth_required offers the set-up. */
+  /** Reports an agent error to the view once; auth_required offers the set-up. */
   private report(error: unknown, doing: string): void {
+    if (error instanceof ShownError) {
+      return;
+    }
     if (error instanceof acp.RequestError && error.code === AUTH_REQUIRED) {
-      this.host.post({
-        type: "error",
-        message: "Hermes has no model configured yet. Set it up (provider, key, model), then try again.",
-        action: "setup",
-      });
+      if (this.state !== "error" || !this.needsKey) {
+        this.needsKey = true;
+        this.setState("error", "no API key");
+        this.host.post({
+          type: "error",
+          message: "Hermes has no API key yet. Set one up (it is kept in VS Code's secret storage), then try again.",
+          action: "setup",
+        });
+      }
       return;
     }
     this.host.post({ type: "error", message: `${doing} failed: ${describe(error)}` });
+  }
+
+  /** The last error was auth_required (shown once until a start succeeds). */
+  private needsKey = false;
+
+  /**
+   * After a crash: start the agent again and resume the session it had, so the next prompt
+   * continues the conversation the model already saw.
+   */
+  private async recover(sessionId: string | undefined, how: string | number | null): Promise<void> {
+    this.crashes += 1;
+    if (this.crashes > MAX_CRASH_RESTARTS) {
+      this.sessionId = undefined;
+      this.host.post({ type: "error", message: `The agent stopped (${how}) ${MAX_CRASH_RESTARTS} times in a row; not restarting it. Use "Hermes: Restart agent" to try again.`, action: "restart" });
+      return;
+    }
+    this.host.post({ type: "notice", message: `The agent stopped unexpectedly (${how}). Restarting it and continuing this session…` });
+    try {
+      await this.resume(sessionId);
+      this.host.post({ type: "notice", message: "The agent restarted; the conversation continues." });
+    } catch (error) {
+      this.report(error, "Restarting the agent");
+    }
+  }
+
+  /** Starts the agent (again) and continues `sessionId` with session/resume, else a new one. */
+  private async resume(sessionId: string | undefined): Promise<void> {
+    const connection = await this.ensureStarted();
+    if (!sessionId) {
+      await this.newSession();
+      return;
+    }
+    this.sessionId = sessionId;
+    try {
+      const response = await connection.agent.request(acp.methods.agent.session.resume, { sessionId, cwd: this.host.cwd(), mcpServers: [] });
+      this.configOptions = response.configOptions ?? this.configOptions;
+      this.postSession();
+    } catch (error) {
+      this.sessionId = undefined;
+      throw error;
+    }
+  }
+
+  /** Stops the agent and starts it again (new settings, a new key), keeping the session. */
+  async restart(): Promise<void> {
+    const sessionId = this.sessionId;
+    const old = this.connection;
+    // Detached first, so its exit does not end the session we are about to continue.
+    this.connection = undefined;
+    if (old) {
+      this.stopping.add(old);
+      this.permissions.cancelAll();
+      this.terminals.releaseAll();
+      await old.stop();
+    }
+    this.needsKey = false;
+    this.crashes = 0;
+    try {
+      await this.resume(sessionId);
+      if (sessionId && this.sessionId === sessionId) {
+        this.host.post({ type: "notice", message: "Restarted the agent; the conversation continues." });
+      }
+    } catch (error) {
+      this.report(error, "Restarting the agent");
+    }
   }
 
   async newSession(): Promise<string | undefined> {
@@ -218,25 +327,43 @@ export class ChatController {
     }
   }
 
-  async prompt(blocks: ContentBlock[], shownText: string): Promise<StopReason | undefined> {
-    if (!this.sessionId && !(await this.newSession())) {
+  /**
+   * Sends a prompt. One sent while a turn runs is queued by the agent (and `/steer`,
+   * `/queue` act on the running turn). A prompt that could not be sent goes back to the view's
+   * input, so nothing typed is lost.
+   */
+  async prompt(blocks: ContentBlock[], shownText: string, typed = shownText): Promise<StopReason | undefined> {
+    let connection: AgentConnection;
+    try {
+      if (!this.sessionId && !(await this.newSession())) {
+        this.host.post({ type: "promptRejected", text: typed });
+        return undefined;
+      }
+      connection = await this.ensureStarted();
+    } catch (error) {
+      this.report(error, "Sending the prompt");
+      this.host.post({ type: "promptRejected", text: typed });
       return undefined;
     }
-    const connection = await this.ensureStarted();
     this.host.post({ type: "userMessage", text: shownText });
+    this.turns += 1;
     this.setState("busy");
     try {
       const response = await connection.agent.request(acp.methods.agent.session.prompt, {
         sessionId: this.sessionId!,
         prompt: blocks,
       });
+      this.crashes = 0;
       this.host.post({ type: "turnEnded", stopReason: response.stopReason });
       return response.stopReason;
     } catch (error) {
-      this.report(error, "The turn");
+      if (connection.alive) {
+        this.report(error, "The turn");
+      } // else the crash recovery says what happened
       return undefined;
     } finally {
-      if (this.state === "busy") {
+      this.turns -= 1;
+      if (this.state === "busy" && this.turns === 0) {
         this.setState("ready");
       }
     }
@@ -269,7 +396,10 @@ export class ChatController {
   async dispose(): Promise<void> {
     this.permissions.cancelAll();
     this.terminals.releaseAll();
-    await this.connection?.stop();
+    if (this.connection) {
+      this.stopping.add(this.connection);
+      await this.connection.stop();
+    }
   }
 }
 

@@ -32,6 +32,8 @@ export class ChatView implements vscode.WebviewViewProvider {
       }
       this.onMessage(message);
     });
+    this.setBadge(this.badgeCount);
+    view.onDidChangeVisibility(() => this.visibilityChanged?.());
     view.onDidDispose(() => {
       this.view = undefined;
       this.ready = false;
@@ -43,15 +45,52 @@ export class ChatView implements vscode.WebviewViewProvider {
     return this.view !== undefined;
   }
 
-  post(message: ToView): void {
-    if (message.type === "clear") {
-      this.history.length = 0;
+  /** On screen now (resolved and not collapsed or behind another view). */
+  get shown(): boolean {
+    return this.view?.visible === true;
+  }
+
+  private badgeCount = 0;
+  /** Called when the view is shown or hidden. */
+  visibilityChanged: (() => void) | undefined;
+
+  /** The count on the view's icon (pending approvals); 0 clears it. */
+  setBadge(count: number): void {
+    this.badgeCount = count;
+    if (this.view) {
+      // A badge of 0 is not shown; `undefined` does not clear one in VS Code 1.100.
+      this.view.badge = { value: count, tooltip: count > 0 ? `${count} approval${count === 1 ? "" : "s"} waiting for you` : "" };
     }
-    this.history.push(message);
-    if (this.view && this.ready) {
-      void this.view.webview.postMessage(message);
-    } else {
-      this.backlog.push(message);
+  }
+
+  /** Messages of this tick, sent together at its end (adjacent text chunks merged). */
+  private outgoing: ToView[] = [];
+
+  post(message: ToView): void {
+    const last = this.outgoing.at(-1);
+    if (last && mergeChunks(last, message)) {
+      return;
+    }
+    this.outgoing.push(message);
+    if (this.outgoing.length === 1) {
+      // A model streams thousands of small deltas; one webview message per delta makes the
+      // relay (extension host -> workbench -> webview) the bottleneck, so a tick's worth go
+      // out as one.
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    for (const message of this.outgoing.splice(0)) {
+      if (message.type === "clear") {
+        this.history.length = 0;
+      }
+      this.history.push(message);
+      if (this.view && this.ready) {
+        void this.view.webview.postMessage(message);
+      } else {
+        this.backlog.push(message);
+      }
     }
   }
 
@@ -76,25 +115,52 @@ export class ChatView implements vscode.WebviewViewProvider {
 <title>Hermes</title>
 </head>
 <body>
+<h1 class="visually-hidden">Hermes chat</h1>
 <header id="toolbar">
-  <span id="status" data-state="stopped">stopped</span>
+  <span id="status" role="status" aria-label="Agent status" data-state="stopped">stopped</span>
   <span id="pickers"></span>
   <span class="spacer"></span>
   <button id="history" title="Past sessions">History</button>
   <button id="new" title="New session">New</button>
 </header>
 <div id="sessions" hidden></div>
-<main id="thread" aria-live="polite"></main>
+<main id="thread" aria-label="Conversation"></main>
+<button id="jump" hidden aria-label="Jump to the latest message">Jump to latest ↓</button>
+<div id="announce" class="visually-hidden" aria-live="polite"></div>
 <div id="plan" hidden></div>
 <footer id="composer">
   <div id="usage" hidden></div>
   <div id="attachments"></div>
   <ul id="completions" hidden></ul>
-  <textarea id="input" rows="3" placeholder="Ask Hermes… (/ for commands, @ for files, Enter to send)"></textarea>
+  <textarea id="input" rows="3" aria-label="Message to Hermes" placeholder="Ask Hermes… (/ for commands, @ for files, Enter to send)"></textarea>
   <div class="actions"><button id="send">Send</button><button id="stop" disabled>Stop</button></div>
 </footer>
 <script nonce="${nonce}" src="${script}"></script>
 </body>
 </html>`;
   }
+}
+
+const TEXT_CHUNKS = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]);
+
+/**
+ * Appends `next` to `last` when both are text chunks of the same message (same kind, same
+ * messageId, no `_meta`), so the view renders them as it would have one after the other.
+ */
+export function mergeChunks(last: ToView, next: ToView): boolean {
+  if (last.type !== "update" || next.type !== "update") return false;
+  const a = last.update;
+  const b = next.update;
+  if (!TEXT_CHUNKS.has(a.sessionUpdate) || a.sessionUpdate !== b.sessionUpdate) return false;
+  if (!("content" in a) || !("content" in b) || a._meta || b._meta) return false;
+  const aContent = a.content as { type: string; text?: string };
+  const bContent = b.content as { type: string; text?: string };
+  if (aContent.type !== "text" || bContent.type !== "text") return false;
+  const aId = (a as { messageId?: string | null }).messageId ?? null;
+  const bId = (b as { messageId?: string | null }).messageId ?? null;
+  if (aId !== bId) return false;
+  // A status line (retrying …) arrives as its own thought chunk and is shown apart.
+  if (a.sessionUpdate === "agent_thought_chunk" && (/^\s*_[^\n]+_\s*$/.test(aContent.text ?? "") || /^\s*_[^\n]+_\s*$/.test(bContent.text ?? ""))) return false;
+  last.update = { ...a, content: { ...aContent, text: (aContent.text ?? "") + (bContent.text ?? "") } } as typeof a;
+  return true;
 }

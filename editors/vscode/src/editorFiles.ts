@@ -21,8 +21,9 @@ export async function readTextFile(request: ReadTextFileRequest): Promise<ReadTe
 }
 
 /**
- * Writes through a WorkspaceEdit on the document, so the change lands in the buffer, shows as
- * modified and Undo takes it back. A file that does not exist yet is created first.
+ * Writes through a WorkspaceEdit on the document, so Undo takes it back, then saves it: a
+ * command the agent runs next (tests, a build) reads the file from disk and must see the
+ * edit. A file that does not exist yet is created with its content.
  */
 export async function writeTextFile(request: WriteTextFileRequest): Promise<void> {
   const uri = vscode.Uri.file(request.path);
@@ -45,5 +46,8 @@ export async function writeTextFile(request: WriteTextFileRequest): Promise<void
   edit.replace(uri, whole, request.content);
   if (!(await vscode.workspace.applyEdit(edit))) {
     throw new Error(`the editor refused the edit of ${request.path}`);
+  }
+  if (!(await document.save())) {
+    throw new Error(`the edit of ${request.path} is in the editor but could not be saved`);
   }
 }

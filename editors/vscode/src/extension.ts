@@ -1,12 +1,15 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { ContentBlock } from "@agentclientprotocol/sdk";
-import { locateAgent, type AgentSettings } from "./agentLocator";
+import { locateAgent } from "./agentLocator";
+import { touchesAgent, userAgentSettings } from "./agentSettings";
+import { ApiKeys } from "./apiKeys";
 import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
 import { LastSessions } from "./lastSessions";
 import { readTextFile, writeTextFile } from "./editorFiles";
-import type { Attachment, FromView } from "./protocol";
+import type { Attachment, ErrorAction, FromView } from "./protocol";
+import { PendingApprovals } from "./pendingApprovals";
 import { PseudoterminalSink } from "./pseudoterminals";
 import { REVIEW_SCHEME, ReviewDocuments, reviewEdit } from "./review";
 import { StatusItem } from "./statusItem";
@@ -20,8 +23,28 @@ interface SelectionAttachment extends Attachment {
 const SESSION_KEY = "hermes.sessions";
 
 export function activate(context: vscode.ExtensionContext): void {
-  const log = vscode.window.createOutputChannel("Hermes");
-  const traffic = vscode.window.createOutputChannel("Hermes ACP traffic", "jsonl");
+  const channel = vscode.window.createOutputChannel("Hermes");
+  const trafficChannel = vscode.window.createOutputChannel("Hermes ACP traffic", "jsonl");
+  // The agent's last words (its exit, stderr) arrive after VS Code has disposed the channels
+  // on a reload; writing to a disposed channel logs "Channel has been closed". Once closing,
+  // nothing more is written.
+  let closing = false;
+  context.subscriptions.push({ dispose: () => (closing = true) });
+  const log = {
+    append: (text: string): void => {
+      if (!closing) channel.append(text);
+    },
+    appendLine: (text: string): void => {
+      if (!closing) channel.appendLine(text);
+    },
+    show: () => channel.show(),
+  };
+  const traffic = {
+    appendLine: (text: string): void => {
+      if (!closing) trafficChannel.appendLine(text);
+    },
+    show: () => trafficChannel.show(),
+  };
   const status = new StatusItem();
   const reviews = new ReviewDocuments();
   let attachments: SelectionAttachment[] = [];
@@ -34,24 +57,36 @@ export function activate(context: vscode.ExtensionContext): void {
   let sessionFolder = folder();
   const lastSessions = new LastSessions((context.storageUri ?? context.globalStorageUri).fsPath);
 
+  const terminalSink = new PseudoterminalSink();
+  const apiKeys = new ApiKeys(context.secrets, context.globalState);
+  let lastPrompt: { text: string; mentions: string[] } | undefined;
+
   const view = new ChatView(context.extensionUri, (message) => void handle(message), () => void resume());
   const controller = new ChatController({
-    locateAgent: () => {
-      const config = vscode.workspace.getConfiguration("hermes");
-      const settings: AgentSettings = {
-        command: config.get<string>("command"),
-        args: config.get<string[]>("args"),
-        env: config.get<Record<string, string>>("env"),
-      };
-      return locateAgent(settings, (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath));
+    locateAgent: async () => {
+      const settings = userAgentSettings();
+      // The stored keys first; a key the user put in hermes.env themselves still wins.
+      settings.env = { ...(await apiKeys.environment()), ...(settings.env ?? {}) };
+      // Only a trusted workspace's own .venv may supply the agent (blocked() keeps the rest out).
+      const folders = vscode.workspace.isTrusted ? (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath) : [];
+      return locateAgent(settings, folders);
     },
+    blocked: () =>
+      vscode.workspace.isTrusted
+        ? undefined
+        : {
+            message:
+              "This folder is open in Restricted Mode, so Hermes does not start: the agent reads the folder's files and runs commands in it. Trust the folder to use Hermes.",
+            action: "trust",
+          },
     cwd: () => sessionFolder,
     post: (message) => view.post(message),
     files: { readTextFile, writeTextFile },
-    terminalSink: new PseudoterminalSink(),
+    terminalSink,
     log: (text) => log.append(text),
     traffic: (direction, message) => traffic.appendLine(`${direction === "in" ? "<-" : "->"} ${JSON.stringify(message)}`),
     stateChanged: (state, mode) => status.show(state, mode),
+    permissionsChanged: () => approvals.update(),
     sessionChosen: (sessionId) =>
       lastSessions.remember(sessionFolder, sessionId).catch((error: unknown) => log.appendLine(`could not remember the session: ${describe(error)}`)),
   });
@@ -73,7 +108,11 @@ export function activate(context: vscode.ExtensionContext): void {
     }
   }
 
+  const approvals = new PendingApprovals(controller.permissions, view, () => vscode.commands.executeCommand(`${ChatView.id}.focus`));
+  view.visibilityChanged = () => approvals.update();
+
   async function prompt(text: string, mentions: string[]): Promise<void> {
+    lastPrompt = { text, mentions };
     const blocks: ContentBlock[] = [{ type: "text", text }];
     for (const mention of mentions) {
       const file = path.resolve(sessionFolder, mention);
@@ -85,7 +124,7 @@ export function activate(context: vscode.ExtensionContext): void {
     const shown = attachments.length ? `${text}\n\nAttached: ${attachments.map((a) => a.label).join(", ")}` : text;
     attachments = [];
     view.post({ type: "attachments", attachments: [] });
-    await controller.prompt(blocks, shown);
+    await controller.prompt(blocks, shown, text);
   }
 
   async function handle(message: FromView): Promise<void> {
@@ -112,7 +151,11 @@ export function activate(context: vscode.ExtensionContext): void {
       case "open": {
         const file = vscode.Uri.file(path.resolve(sessionFolder, message.path));
         const line = Math.max(0, (message.line ?? 1) - 1);
-        await vscode.window.showTextDocument(file, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+        try {
+          await vscode.window.showTextDocument(file, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+        } catch {
+          void vscode.window.showWarningMessage(`Hermes: ${message.path} could not be opened.`);
+        }
         return;
       }
       case "newSession":
@@ -140,34 +183,46 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       case "setup":
         return setUp();
+      case "action":
+        return act(message.action);
+      case "retry":
+        if (lastPrompt) await prompt(lastPrompt.text, lastPrompt.mentions);
+        return;
       case "ready":
         return;
     }
   }
 
+  /** The key set-up inside VS Code: a provider, its key into SecretStorage, the agent restarted. */
   async function setUp(): Promise<void> {
-    const command = controller.connection?.child.spawnfile ?? "hermes-acp";
-    const terminal = vscode.window.createTerminal({ name: "Hermes set-up" });
-    terminal.show();
-    terminal.sendText(`${JSON.stringify(command)} setup; exit`);
-    const closed = await new Promise<boolean>((resolve) => {
-      const listener = vscode.window.onDidCloseTerminal((t) => {
-        if (t === terminal) {
-          listener.dispose();
-          resolve(true);
-        }
-      });
-    });
-    if (closed) {
-      await controller.dispose(); // the agent reads its configuration at start
-      controller.connection = undefined;
-      await controller.newSession();
+    if (await apiKeys.ask()) {
+      await controller.restart(); // the agent reads its keys at start
+    }
+  }
+
+  async function act(action: ErrorAction): Promise<void> {
+    switch (action) {
+      case "setup":
+        return setUp();
+      case "install":
+        await vscode.commands.executeCommand("workbench.action.openSettings", "hermes.command");
+        return;
+      case "trust":
+        await vscode.commands.executeCommand("workbench.trust.manage");
+        return;
+      case "log":
+        log.show();
+        return;
+      case "restart":
+        return controller.restart();
+      case "retry":
+        return handle({ type: "retry" });
     }
   }
 
   context.subscriptions.push(
-    log,
-    traffic,
+    channel,
+    trafficChannel,
     status,
     vscode.window.registerWebviewViewProvider(ChatView.id, view, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, reviews),
@@ -177,6 +232,17 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("hermes.showLog", () => log.show()),
     vscode.commands.registerCommand("hermes.showTraffic", () => traffic.show()),
     vscode.commands.registerCommand("hermes.setup", () => setUp()),
+    vscode.commands.registerCommand("hermes.setApiKey", () => setUp()),
+    vscode.commands.registerCommand("hermes.restart", () => controller.restart()),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void controller.restart()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (touchesAgent(event) && controller.connection) {
+        log.appendLine("the agent's settings changed: restarting it");
+        void controller.restart();
+      }
+    }),
+    approvals,
+    terminalSink,
     vscode.commands.registerCommand("hermes.sessions", async () => {
       const sessions = await controller.listSessions();
       const picked = await vscode.window.showQuickPick(

@@ -8,6 +8,9 @@ import type {
   StopReason,
 } from "@agentclientprotocol/sdk";
 
+/** The button an error offers. */
+export type ErrorAction = "setup" | "install" | "trust" | "log" | "restart" | "retry";
+
 export type AgentState = "stopped" | "starting" | "ready" | "busy" | "error";
 
 export interface Attachment {
@@ -30,7 +33,9 @@ export type ToView =
   | { type: "sessions"; sessions: SessionInfo[] }
   | { type: "files"; query: string; files: string[] }
   | { type: "attachments"; attachments: Attachment[] }
-  | { type: "error"; message: string; action?: "setup" | "install" };
+  | { type: "error"; message: string; action?: ErrorAction }
+  | { type: "notice"; message: string }
+  | { type: "promptRejected"; text: string }; // it was not sent: back into the input
 
 export type FromView =
   | { type: "ready" }
@@ -46,4 +51,6 @@ export type FromView =
   | { type: "findFiles"; query: string }
   | { type: "removeAttachment"; index: number }
   | { type: "copy"; text: string }
-  | { type: "setup" };
+  | { type: "setup" }
+  | { type: "action"; action: ErrorAction }
+  | { type: "retry" };

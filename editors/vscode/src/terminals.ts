@@ -37,6 +37,20 @@ export function keepTail(buffer: Buffer, limit: number): Buffer {
   return buffer.subarray(start);
 }
 
+/**
+ * The command as the user would write it. The agent runs a command as `bash -c LINE`, inside
+ * its sandbox launcher (`bwrap … bash -c LINE`): the user wrote LINE, not the wrapper.
+ */
+export function shownCommand(request: Pick<CreateTerminalRequest, "command" | "args" | "_meta">): string {
+  const meta = (request._meta as { hermes?: { command?: unknown } } | null | undefined)?.hermes?.command;
+  if (typeof meta === "string" && meta) return meta;
+  const argv = [request.command, ...(request.args ?? [])];
+  for (let i = argv.length - 3; i >= 0; i--) {
+    if (/(^|\/)(ba)?sh$/.test(argv[i]!) && argv[i + 1] === "-c" && i + 3 === argv.length) return argv[i + 2]!;
+  }
+  return argv.join(" ");
+}
+
 /** The client side of ACP's `terminal/*`: commands as child processes of the extension host. */
 export class Terminals {
   private readonly running = new Map<string, RunningTerminal>();
@@ -80,7 +94,7 @@ export class Terminals {
       }),
     };
     this.running.set(id, terminal);
-    const commandLine = [request.command, ...(request.args ?? [])].join(" ");
+    const commandLine = shownCommand(request);
     this.sink.opened(id, commandLine);
     child.stdout?.on("data", (data: Buffer) => this.append(id, terminal, data));
     child.stderr?.on("data", (data: Buffer) => this.append(id, terminal, data));

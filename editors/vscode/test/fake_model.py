@@ -5,7 +5,8 @@ Prints one JSON line {"url": openai base url} when listening. Then each stdin li
 command, answered by one JSON line on stdout:
   {"script": [reply, ...]}   replace the queue (a reply: Reply's fields; tool_calls as
                              [{"name", "arguments", "id"?}])
-  {"requests": true}         -> {"count": n, "pending": m, "last": the last request's body}
+  {"requests": true}         -> {"count": n, "pending": m, "last": the last request's body,
+                                 "headers": its headers (names in lower case)}
 Exits when stdin closes.
 """
 
@@ -34,7 +35,9 @@ def main() -> None:
             elif "requests" in command:
                 requests = fake.requests
                 last = requests[-1].body if requests else None
-                print(json.dumps({"count": len(requests), "pending": fake.pending, "last": last}), flush=True)
+                headers = requests[-1].headers if requests else None
+                answer = {"count": len(requests), "pending": fake.pending, "last": last, "headers": headers}
+                print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":

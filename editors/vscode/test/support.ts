@@ -18,6 +18,9 @@ export interface ScriptedReply {
   stall?: number;
   delay?: number;
   usage?: [number, number, number];
+  status?: number;
+  error_kind?: string;
+  error_message?: string;
 }
 
 /** tests/support/fake_provider.py in a child process, scripted over its stdin. */
@@ -41,9 +44,9 @@ export class FakeModel {
     await nextLine(this.lines);
   }
 
-  async requests(): Promise<{ count: number; pending: number; last: unknown }> {
+  async requests(): Promise<{ count: number; pending: number; last: unknown; headers: Record<string, string> | null }> {
     this.child.stdin.write(`${JSON.stringify({ requests: true })}\n`);
-    return JSON.parse(await nextLine(this.lines)) as { count: number; pending: number; last: unknown };
+    return JSON.parse(await nextLine(this.lines)) as { count: number; pending: number; last: unknown; headers: Record<string, string> | null };
   }
 
   /** The environment that points the agent at this server, with its store under `home`. */

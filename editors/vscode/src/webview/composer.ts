@@ -16,6 +16,11 @@ export class Composer {
   private items: Completion[] = [];
   private selected = 0;
   private fileQuery: string | undefined;
+  /** Prompts sent in this view, oldest first, for Up / Down. */
+  private readonly sent: string[] = [];
+  private recalled: number | undefined;
+  /** Esc with nothing to close stops the turn. */
+  onEscape: (() => void) | undefined;
 
   constructor(
     private readonly input: HTMLTextAreaElement,
@@ -41,6 +46,8 @@ export class Composer {
     const text = this.input.value.trim();
     this.input.value = "";
     this.hide();
+    if (text && this.sent.at(-1) !== text) this.sent.push(text);
+    this.recalled = undefined;
     const mentions = [...text.matchAll(/(?:^|\s)@([^\s@]+)/g)].map((match) => match[1]!);
     return { text, mentions };
   }
@@ -126,6 +133,26 @@ export class Composer {
         this.hide();
         return;
       }
+    }
+    if (event.key === "Escape") {
+      this.onEscape?.();
+      return;
+    }
+    // Up on the first line recalls the previous prompt; Down goes forward again.
+    const onFirstLine = !this.input.value.slice(0, this.input.selectionStart).includes("\n");
+    const onLastLine = !this.input.value.slice(this.input.selectionEnd).includes("\n");
+    if (event.key === "ArrowUp" && onFirstLine && this.sent.length > 0 && (this.input.value === "" || this.recalled !== undefined)) {
+      event.preventDefault();
+      this.recalled = Math.max(0, (this.recalled ?? this.sent.length) - 1);
+      this.input.value = this.sent[this.recalled]!;
+      return;
+    }
+    if (event.key === "ArrowDown" && onLastLine && this.recalled !== undefined) {
+      event.preventDefault();
+      this.recalled += 1;
+      this.input.value = this.sent[this.recalled] ?? "";
+      if (this.recalled >= this.sent.length) this.recalled = undefined;
+      return;
     }
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();

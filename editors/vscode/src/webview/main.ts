@@ -1,5 +1,5 @@
 import type { SessionConfigOption, SessionInfo } from "@agentclientprotocol/sdk";
-import type { Attachment, FromView, ToView } from "../protocol";
+import type { Attachment, ErrorAction, FromView, ToView } from "../protocol";
 import { Composer } from "./composer";
 import { byId, h } from "./dom";
 import { Thread } from "./thread";
@@ -15,15 +15,25 @@ const sessions = byId<HTMLElement>("sessions");
 const sendButton = byId<HTMLButtonElement>("send");
 const stopButton = byId<HTMLButtonElement>("stop");
 const attachmentsBox = byId<HTMLElement>("attachments");
-const thread = new Thread(byId("thread"), byId("plan"), byId("usage"), post);
+const announce = byId<HTMLElement>("announce");
+const thread = new Thread(byId("thread"), byId("plan"), byId("usage"), post, byId<HTMLButtonElement>("jump"));
+const input = byId<HTMLTextAreaElement>("input");
+thread.examples = (text) => {
+  input.value = text;
+  input.focus();
+};
+thread.clear(); // the empty state until a session's thread arrives
 const composer = new Composer(byId("input"), byId("completions"), post, send);
 
+/** Sending during a turn is allowed: the agent queues the prompt (or `/steer`s the turn). */
 function send(): void {
-  if (status.dataset.state === "busy") return;
   const { text, mentions } = composer.take();
   if (text) post({ type: "prompt", text, mentions });
 }
 
+composer.onEscape = () => {
+  if (status.dataset.state === "busy") post({ type: "cancel" });
+};
 sendButton.addEventListener("click", send);
 stopButton.addEventListener("click", () => post({ type: "cancel" }));
 byId("new").addEventListener("click", () => post({ type: "newSession" }));
@@ -37,7 +47,7 @@ function showPickers(options: SessionConfigOption[]): void {
     ...options
       .filter((option) => option.type === "select")
       .map((option) => {
-        const select = h("select", { "data-config-id": option.id, title: option.description ?? option.name });
+        const select = h("select", { "data-config-id": option.id, title: option.description ?? option.name, "aria-label": option.name });
         const flat = option.options.flatMap((entry) => ("options" in entry ? entry.options : [entry]));
         for (const choice of flat) {
           const element = h("option", { value: choice.value, title: choice.description ?? "" }, choice.name);
@@ -69,16 +79,28 @@ function showSessions(list: SessionInfo[]): void {
 function showAttachments(list: Attachment[]): void {
   attachmentsBox.replaceChildren(
     ...list.map((attachment, index) =>
-      h("span", { className: "chip", title: attachment.uri }, `${attachment.label} `, h("button", { onclick: () => post({ type: "removeAttachment", index }) }, "×")),
+      h("span", { className: "chip", title: attachment.uri }, `${attachment.label} `, h("button", { "aria-label": `Remove ${attachment.label}`, onclick: () => post({ type: "removeAttachment", index }) }, "×")),
     ),
   );
 }
 
-function showError(message: string, action?: "setup" | "install"): void {
-  const box = thread.notice(message, "error");
-  if (action === "setup") {
-    box.append(" ", h("button", { className: "setup", onclick: () => post({ type: "setup" }) }, "Set up Hermes"));
+const ACTION_LABELS: Record<ErrorAction, string> = {
+  setup: "Set up API key",
+  install: "Set hermes.command",
+  trust: "Manage workspace trust",
+  log: "Show log",
+  restart: "Restart agent",
+  retry: "Retry",
+};
+
+/** An error, once: the same text twice in a row is one box. */
+function showError(message: string, action?: ErrorAction): void {
+  if (thread.lastError === message) return;
+  const box = thread.error(message);
+  if (action) {
+    box.append(" ", h("button", { className: `action ${action}`, "data-action": action, onclick: () => post({ type: "action", action }) }, ACTION_LABELS[action]));
   }
+  announce.textContent = message;
 }
 
 window.addEventListener("message", (event: MessageEvent<ToView>) => {
@@ -88,7 +110,6 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
       status.dataset.state = message.state;
       status.textContent = message.detail ? `${message.state}: ${message.detail}` : message.state;
       stopButton.disabled = message.state !== "busy";
-      sendButton.disabled = message.state === "busy";
       return;
     case "session":
       showPickers(message.configOptions);
@@ -104,6 +125,7 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
       return thread.userMessage(message.text);
     case "turnEnded":
       if (message.stopReason !== "end_turn") thread.notice(message.stopReason === "cancelled" ? "Stopped." : `Turn ended: ${message.stopReason}`);
+      announce.textContent = message.stopReason === "end_turn" ? "Hermes answered." : `Turn ended: ${message.stopReason}`;
       return;
     case "permission":
       return thread.permission(message.id, message.request, message.reviewable);
@@ -123,6 +145,13 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
       return showAttachments(message.attachments);
     case "error":
       return showError(message.message, message.action);
+    case "notice":
+      thread.notice(message.message, "notice visible");
+      announce.textContent = message.message;
+      return;
+    case "promptRejected":
+      if (!input.value.trim()) input.value = message.text;
+      return;
   }
 });
 

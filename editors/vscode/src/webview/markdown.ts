@@ -25,3 +25,27 @@ export function addCopyButtons(root: HTMLElement, copy: (text: string) => void):
     pre.prepend(button);
   }
 }
+
+/** `path/to/file.py` or `file.py:12` (inline code in an answer): a file reference. */
+const FILE_REFERENCE = /^(?!\/\/)([\w.\-/]+\.[A-Za-z0-9]+)(?::(\d+))?$/;
+
+/**
+ * Inline code that names a file (`calc.py`, `src/app.ts:42`) becomes a link that opens the
+ * editor there. The extension resolves the path inside the session's folder.
+ */
+export function linkFileReferences(root: HTMLElement, open: (path: string, line: number | null) => void): void {
+  for (const code of Array.from(root.querySelectorAll<HTMLElement>(":not(pre) > code"))) {
+    const match = FILE_REFERENCE.exec(code.textContent ?? "");
+    if (!match || code.parentElement?.tagName === "A") continue;
+    const link = document.createElement("a");
+    link.href = "#";
+    link.className = "file-reference";
+    link.title = `Open ${match[0]}`;
+    link.addEventListener("click", (event) => {
+      event.preventDefault();
+      open(match[1]!, match[2] ? Number(match[2]) : null);
+    });
+    code.replaceWith(link);
+    link.append(code);
+  }
+}

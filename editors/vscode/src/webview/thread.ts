@@ -8,7 +8,7 @@ import type {
 } from "@agentclientprotocol/sdk";
 import type { FromView } from "../protocol";
 import { h } from "./dom";
-import { addCopyButtons, renderMarkdown } from "./markdown";
+import { addCopyButtons, linkFileReferences, renderMarkdown } from "./markdown";
 
 type Post = (message: FromView) => void;
 
@@ -28,16 +28,38 @@ export class Thread {
   private readonly permissionCards = new Map<string, HTMLElement>();
   /** The session's folder: paths under it are shown relative. */
   cwd = "";
+  /** The newest error box's text, while it is the newest thing in the thread. */
+  lastError: string | undefined;
+  /** The user is at the bottom: new content keeps them there. Scrolling up stops that. */
+  private stick = true;
 
   constructor(
     private readonly root: HTMLElement,
     private readonly plan: HTMLElement,
     private readonly usage: HTMLElement,
     private readonly post: Post,
-  ) {}
+    private readonly jump?: HTMLButtonElement,
+  ) {
+    root.addEventListener("scroll", () => {
+      this.stick = root.scrollHeight - root.scrollTop - root.clientHeight < 24;
+      if (this.stick && this.jump) this.jump.hidden = true;
+    });
+    jump?.addEventListener("click", () => {
+      this.stick = true;
+      jump.hidden = true;
+      this.root.scrollTop = this.root.scrollHeight;
+    });
+  }
+
+  /** Example prompts for an empty thread; a click puts one in the input. */
+  examples: ((text: string) => void) | undefined;
 
   clear(): void {
     this.root.replaceChildren();
+    this.showEmptyState();
+    this.lastError = undefined;
+    this.stick = true;
+    if (this.jump) this.jump.hidden = true;
     this.current = undefined;
     this.toolCards.clear();
     this.permissionCards.clear();
@@ -45,14 +67,29 @@ export class Thread {
     this.usage.hidden = true;
   }
 
+  private showEmptyState(): void {
+    const prompts = ["Explain what this project does and where to start reading", "Find and fix the failing test", "Add a unit test for the current file"];
+    this.root.append(
+      h(
+        "div",
+        { className: "empty-state" },
+        h("p", {}, "Ask Hermes to read, change or run things in this folder. Type / for commands, @ to attach a file."),
+        ...prompts.map((text) => h("button", { className: "example", onclick: () => this.examples?.(text) }, text)),
+      ),
+    );
+  }
+
   private append(node: HTMLElement): void {
+    this.root.querySelector(".empty-state")?.remove();
+    this.lastError = undefined;
     this.root.append(node);
     this.follow();
   }
 
   userMessage(text: string): void {
     this.current = undefined;
-    this.append(h("div", { className: "message user" }, h("div", { className: "body" }, text)));
+    this.stick = true; // the user just sent: show what comes
+    this.append(h("div", { className: "message user", role: "article", "aria-label": "You" }, h("div", { className: "body" }, text)));
   }
 
   notice(text: string, className = "notice"): HTMLElement {
@@ -62,11 +99,36 @@ export class Thread {
     return element;
   }
 
+  /** An error box (Markdown: the agent's messages name commands in backticks). */
+  error(text: string): HTMLElement {
+    this.current = undefined;
+    const element = h("div", { className: "error", role: "alert" });
+    const body = h("span", { className: "text" });
+    body.innerHTML = renderMarkdown(text).replace(/^<p>|<\/p>\n?$/g, "");
+    element.append(body);
+    this.append(element);
+    this.lastError = text;
+    return element;
+  }
+
   update(update: SessionUpdate): void {
     switch (update.sessionUpdate) {
-      case "agent_message_chunk":
+      case "agent_message_chunk": {
+        // The agent marks a failed model call (an endpoint down) apart from an answer.
+        const failure = (update._meta as { hermes?: { turnError?: { message?: string } } } | undefined)?.hermes?.turnError;
+        if (failure) {
+          const box = this.error(`The model provider failed: ${failure.message ?? "unknown error"}`);
+          box.append(" ", h("button", { className: "action retry", "data-action": "retry", onclick: () => this.post({ type: "retry" }) }, "Retry"));
+          return;
+        }
         return this.stream("agent", update.content);
+      }
       case "agent_thought_chunk":
+        // A status line (retrying, compressing) is for the user to see, not a hidden thought.
+        if (update.content.type === "text" && /^\s*_[^\n]+_\s*$/.test(update.content.text)) {
+          this.notice(update.content.text.trim().slice(1, -1).replace(/\\(.)/g, "$1"), "notice visible status-line");
+          return;
+        }
         return this.stream("thought", update.content);
       case "user_message_chunk":
         return this.stream("user", update.content);
@@ -91,7 +153,7 @@ export class Thread {
       const element =
         kind === "thought"
           ? h("details", { className: "thought" }, h("summary", {}, "Thinking"), body)
-          : h("div", { className: `message ${kind}` }, body);
+          : h("div", { className: `message ${kind}`, role: "article", "aria-label": kind === "user" ? "You" : "Hermes" }, body);
       this.current = { kind, element, body, text: "", pending: false };
       this.append(element);
     }
@@ -102,12 +164,14 @@ export class Thread {
       block.pending = true;
       requestAnimationFrame(() => {
         block.pending = false;
-        block.body.innerHTML = kind === "user" ? "" : renderMarkdown(block.text);
         if (kind === "user") {
-          block.body.textContent = block.text;
+          block.body.replaceChildren(...this.userText(block.text));
+        } else {
+          block.body.innerHTML = renderMarkdown(block.text);
         }
         addCopyButtons(block.body, (copied) => this.post({ type: "copy", text: copied }));
-        this.root.scrollTop = this.root.scrollHeight;
+        if (kind === "agent") linkFileReferences(block.body, (path, line) => this.post({ type: "open", path, line }));
+        this.follow();
       });
     }
   }
@@ -159,9 +223,13 @@ export class Thread {
     this.follow();
   }
 
-  /** Keeps the newest content in sight as cards grow. */
+  /** Keeps the newest content in sight while the user is at the bottom; else offers a jump. */
   private follow(): void {
-    this.root.scrollTop = this.root.scrollHeight;
+    if (this.stick) {
+      this.root.scrollTop = this.root.scrollHeight;
+    } else if (this.jump) {
+      this.jump.hidden = false;
+    }
   }
 
   private toolContent(item: ToolCallContent): HTMLElement {
@@ -170,14 +238,49 @@ export class Thread {
       return pre;
     }
     if (item.type === "diff") {
-      const before = (item.oldText ?? "").split("\n").length;
-      const after = item.newText.split("\n").length;
-      return h("div", { className: "diff" }, `${this.shortPath(item.path)}: ${item.oldText == null ? "new file" : `${before} → ${after} lines`}`);
+      const { added, removed } = lineChanges(item.oldText ?? "", item.newText);
+      return h(
+        "div",
+        { className: "diff", "aria-label": `${this.shortPath(item.path)}: ${added} lines added, ${removed} removed` },
+        `${this.shortPath(item.path)}${item.oldText == null ? " (new file)" : ""} `,
+        h("span", { className: "added" }, `+${added}`),
+        " ",
+        h("span", { className: "removed" }, `−${removed}`),
+      );
     }
     const block = item.content;
     const div = h("div", { className: "markdown" });
     div.innerHTML = renderMarkdown(block.type === "text" ? block.text : "");
     return div;
+  }
+
+  /**
+   * A user message as the user wrote it: a file the prompt carried (`<file uri=…>…</file>`, as
+   * a replay gives it back) is a chip with its name, not its whole text.
+   */
+  private userText(text: string): Array<Node | string> {
+    const out: Array<Node | string> = [];
+    const attached = /\n?<(file|resource) uri="([^"]*)"(?: lines="([^"]*)")?>\n[\s\S]*?<\/\1>\n?/g;
+    let last = 0;
+    for (const match of text.matchAll(attached)) {
+      out.push(text.slice(last, match.index));
+      const uri = match[2]!.replace(/&quot;/g, '"').replace(/&amp;/g, "&");
+      let name = uri;
+      let lines = match[3];
+      try {
+        const url = new URL(uri);
+        name = decodeURIComponent(url.pathname);
+        const range = /^#L(\d+)(?:-L?(\d+))?$/.exec(url.hash); // a selection sent along
+        if (range && !lines) lines = range[2] ? `${range[1]}-${range[2]}` : range[1];
+      } catch {
+        // not a URL: show it as it is
+      }
+      const label = `${this.shortPath(name)}${lines ? `:${lines}` : ""}`;
+      out.push(h("span", { className: "chip attached", title: uri }, label));
+      last = match.index + match[0].length;
+    }
+    out.push(text.slice(last));
+    return out.filter((part) => part !== "");
   }
 
   private shortPath(file: string): string {
@@ -253,4 +356,32 @@ export class Thread {
       h("span", {}, `${used.toLocaleString()} / ${size.toLocaleString()} tokens${cost}`),
     );
   }
+}
+
+/** Lines added and removed from `before` to `after` (a longest-common-subsequence count). */
+export function lineChanges(before: string, after: string): { added: number; removed: number } {
+  const a = before === "" ? [] : before.replace(/\n$/, "").split("\n");
+  const b = after === "" ? [] : after.replace(/\n$/, "").split("\n");
+  // Common head and tail first: an edit usually touches a few lines of a long file.
+  let start = 0;
+  while (start < a.length && start < b.length && a[start] === b[start]) start++;
+  let endA = a.length;
+  let endB = b.length;
+  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+    endA--;
+    endB--;
+  }
+  const x = a.slice(start, endA);
+  const y = b.slice(start, endB);
+  if (x.length * y.length > 4_000_000) return { added: y.length, removed: x.length }; // too big to align
+  let previous = new Array<number>(y.length + 1).fill(0);
+  for (let i = 1; i <= x.length; i++) {
+    const row = new Array<number>(y.length + 1).fill(0);
+    for (let j = 1; j <= y.length; j++) {
+      row[j] = x[i - 1] === y[j - 1] ? previous[j - 1]! + 1 : Math.max(previous[j]!, row[j - 1]!);
+    }
+    previous = row;
+  }
+  const common = previous[y.length]!;
+  return { added: y.length - common, removed: x.length - common };
 }

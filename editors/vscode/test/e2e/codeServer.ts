@@ -26,6 +26,8 @@ export async function startCodeServer(options: {
   root: string;
   folder: string;
   settings: Record<string, unknown>;
+  /** Keep workspace trust on (the default here turns it off). */
+  trust?: boolean;
   log: (text: string) => void;
 }): Promise<CodeServer> {
   const extensions = path.join(options.root, "extensions");
@@ -41,8 +43,8 @@ export async function startCodeServer(options: {
   const port = await freePort();
   const child = spawn(
     options.binary,
-    ["--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
-      "--extensions-dir", extensions, "--user-data-dir", data, options.folder],
+    ["--config", config, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-telemetry", "--disable-update-check",
+      ...(options.trust ? [] : ["--disable-workspace-trust"]), "--extensions-dir", extensions, "--user-data-dir", data, options.folder],
     { env, stdio: ["ignore", "pipe", "pipe"] },
   );
   let exited = false;

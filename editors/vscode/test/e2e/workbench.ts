@@ -2,7 +2,7 @@
 import { chromium, type Browser, type FrameLocator, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
-export const WAIT = 90_000; // a loaded 2-core CI machine; each wait ends on its event
+export const WAIT = Number(process.env.HERMES_E2E_WAIT_MS ?? 90_000); // a loaded 2-core CI machine; each wait ends on its event
 
 export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--headless", "--disable-gpu"] });

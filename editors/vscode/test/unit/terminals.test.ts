@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { keepTail, Terminals } from "../../src/terminals";
+import { keepTail, shownCommand, Terminals } from "../../src/terminals";
 
 function recordingTerminals(): { terminals: Terminals; shown: string[]; released: string[] } {
   const shown: string[] = [];
@@ -43,4 +43,12 @@ test("kill ends the command and what it started; release forgets the terminal", 
   terminals.release(id);
   assert.deepEqual(released, [id]);
   assert.throws(() => terminals.output(id), /no terminal/);
+});
+
+test("a terminal is named by the user's command, not the sandbox launcher around it", () => {
+  const line = "echo hi && ls | wc -l";
+  assert.equal(shownCommand({ command: "/usr/bin/bwrap", args: ["--die-with-parent", "--ro-bind", "/", "/", "--", "bash", "-c", line] }), line);
+  assert.equal(shownCommand({ command: "bash", args: ["-c", line] }), line);
+  assert.equal(shownCommand({ command: "make", args: ["test"] }), "make test");
+  assert.equal(shownCommand({ command: "bwrap", args: ["bash", "-c", "x"], _meta: { hermes: { command: "npm test" } } }), "npm test");
 });

@@ -7,6 +7,7 @@ command, answered by one JSON line on stdout:
                              [{"name", "arguments", "id"?}])
   {"requests": true}         -> {"count": n, "pending": m, "last": the last request's body,
                                  "headers": its headers (names in lower case)}
+  {"release": true}          a stream held after its first text (`hold_after_first_text`) goes on
 Exits when stdin closes.
 """
 
@@ -31,6 +32,9 @@ def main() -> None:
             command = json.loads(line)
             if "script" in command:
                 fake.script([reply_from(item) for item in command["script"]])
+                print(json.dumps({"ok": True}), flush=True)
+            elif "release" in command:
+                fake.release_stream()
                 print(json.dumps({"ok": True}), flush=True)
             elif "requests" in command:
                 requests = fake.requests

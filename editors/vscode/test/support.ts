@@ -15,6 +15,7 @@ export interface ScriptedReply {
   tool_calls?: Array<{ name: string; arguments: Record<string, unknown>; id?: string }>;
   chunk_size?: number;
   chunk_delay?: number;
+  hold_after_first_text?: boolean;
   stall?: number;
   delay?: number;
   usage?: [number, number, number];
@@ -41,6 +42,12 @@ export class FakeModel {
 
   async script(replies: ScriptedReply[]): Promise<void> {
     this.child.stdin.write(`${JSON.stringify({ script: replies })}\n`);
+    await nextLine(this.lines);
+  }
+
+  /** A stream held after its first text (`hold_after_first_text`) goes on. */
+  async release(): Promise<void> {
+    this.child.stdin.write(`${JSON.stringify({ release: true })}\n`);
     await nextLine(this.lines);
   }
 

@@ -34,7 +34,11 @@ function newHost(name: string): { host: TestHost; project: string; home: string 
 
 test("a new session shows the agent's mode and model pickers, and a prompt streams its answer", async () => {
   const { host } = newHost("stream");
-  await fake.script([{ text: "Hello from **Hermes**, streamed in pieces.", chunk_size: 5, reasoning: "Thinking it over." }]);
+  // The agent merges what arrives within one read: the model holds after its first piece,
+  // so the view must show it before the rest exists.
+  await fake.script([
+    { text: "Hello from **Hermes**, streamed in pieces.", chunk_size: 5, reasoning: "Thinking it over.", hold_after_first_text: true },
+  ]);
   const sessionId = await host.controller.newSession();
   assert.ok(sessionId);
   const session = host.of("session").at(-1)!;
@@ -43,7 +47,12 @@ test("a new session shows the agent's mode and model pickers, and a prompt strea
     ["mode", "model"],
   );
   assert.equal(host.controller.mode, "ask");
-  const stop = await host.controller.prompt([{ type: "text", text: "hi" }], "hi");
+  const answered = host.controller.prompt([{ type: "text", text: "hi" }], "hi");
+  const firstPiece = await host.waitFor(() => host.of("update").find((post) => post.update.sessionUpdate === "agent_message_chunk"));
+  assert.equal(host.text(), "Hello");
+  assert.ok(firstPiece);
+  await fake.release();
+  const stop = await answered;
   assert.equal(stop, "end_turn");
   const chunks = host.of("update").filter((post) => post.update.sessionUpdate === "agent_message_chunk");
   assert.ok(chunks.length > 1, "the answer arrives in several chunks");
@@ -90,7 +99,7 @@ test("an edit waits for permission; allowing it writes through the editor, rejec
   assert.equal(asked.reviewable, true, "an edit offers Review");
   assert.deepEqual(
     asked.request.options.map((option) => option.optionId),
-    ["allow_once", "allow_always", "reject_once", "reject_always"],
+    ["allow_once", "allow_always", "allow_project", "reject_once", "reject_always"],
   );
   assert.equal(host.controller.permissions.answer(asked.id, "not-offered"), false, "an option the agent did not offer is refused");
   assert.equal(readFileSync(file, "utf8"), "print('old')\n", "nothing is written before the answer");

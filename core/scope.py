@@ -21,6 +21,7 @@ from pathlib import Path
 
 from core.beneath import LeavesRoot, open_beneath
 from core.errors import HermesError
+from core.sandbox.secrets import is_env_file, is_secret_path
 
 MAX_READ_BYTES = 2_000_000  # larger files are refused, read from disk or from the editor
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this much of a file makes it binary
@@ -66,18 +67,41 @@ class FileTooLarge(WorkspaceError):
     pass
 
 
+class SecretFile(WorkspaceError):
+    """A path on the user's secrets list (the one the sandbox hides from commands)."""
+
+    def __init__(self, path: str, *, writing: bool = False) -> None:
+        why = f"{path!r} is hidden: it holds credentials (the same list the command sandbox hides)"
+        if writing:
+            message = (
+                f"{why}. The agent's tools do not write over, patch or create such files (only a new "
+                "dotenv file may be created); ask the user to change it."
+            )
+        else:
+            message = (
+                f"{why}, so the agent's tools neither read nor search it. If you need part of it, "
+                "ask the user; they can share it by pasting it."
+            )
+        super().__init__(message)
+
+
 @dataclass(frozen=True, slots=True)
 class WorkspaceScope:
     """The session's cwd plus extra allowed roots; resolves and checks paths."""
 
     cwd: Path
     extra_roots: tuple[Path, ...] = ()
+    # Whose secrets are refused (`core.sandbox.secrets`): None is the user's home ($HOME);
+    # `hidden` adds folders the sandbox also hides, the agent's own home.
+    home: Path | None = None
+    hidden: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         # Resolved once, so a symlinked cwd (/tmp on macOS) compares equal to the
         # resolved paths checked against it.
         object.__setattr__(self, "cwd", Path(self.cwd).resolve())
         object.__setattr__(self, "extra_roots", tuple(Path(r).resolve() for r in self.extra_roots))
+        object.__setattr__(self, "hidden", tuple(Path(h).resolve() for h in self.hidden))
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -112,6 +136,15 @@ class WorkspaceScope:
             raise OutsideWorkspace(os.fspath(path), resolved, self.roots, links=_hard_link_count(resolved))
         return resolved
 
+    @property
+    def home_folder(self) -> Path:
+        return self.home if self.home is not None else Path.home()
+
+    def is_secret(self, path: Path) -> bool:
+        """Whether the path is one of the user's secrets or inside one: the list the sandbox
+        hides from commands, so read_file, search and commands agree."""
+        return is_secret_path(path, home=self.home_folder, extra=self.hidden)
+
     def display(self, path: Path) -> str:
         """A short path for titles: relative to cwd when inside it."""
         try:
@@ -122,17 +155,25 @@ class WorkspaceScope:
     # --- opening files: the name check above is for messages and approvals; these decide ---
 
     def open_file(
-        self, path: str | os.PathLike[str], *, allow_outside: bool = False, directory_ok: bool = False
+        self,
+        path: str | os.PathLike[str],
+        *,
+        allow_outside: bool = False,
+        directory_ok: bool = False,
+        secret_ok: bool = False,
     ) -> int:
         """A read-only descriptor of the regular file at `path`, opened beneath a root at open
         time (a symlink that leaves is refused, whenever it was planted), checked on the
         descriptor: a regular file, one name unless `allow_outside`. Never blocks on a FIFO.
-        With `directory_ok` a directory is opened too. The caller closes it. Raises
-        FileNotFoundError, IsADirectoryError, OutsideWorkspace, NotRegularFile or another
-        OSError."""
+        With `directory_ok` a directory is opened too. A secret (`is_secret`, by its name
+        and by where it was opened) is refused unless `secret_ok` (a caller that only looks
+        at its identity). The caller closes it. Raises FileNotFoundError, IsADirectoryError,
+        OutsideWorkspace, NotRegularFile, SecretFile or another OSError."""
         flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
         fd = self._open_beneath(path, flags, allow_outside=allow_outside)
         try:
+            if not secret_ok and any(self.is_secret(p) for p in self._places(os.fspath(path), fd)):
+                raise SecretFile(os.fspath(path))
             status = os.fstat(fd)
             if directory_ok and stat.S_ISDIR(status.st_mode):
                 return fd
@@ -182,10 +223,36 @@ class WorkspaceScope:
         for _ in range(_MAX_LINK_HOPS):
             directory, name, found = self.open_parent(raw, allow_outside=allow_outside)
             if not isinstance(found, str):
+                try:
+                    self._refuse_secret_write(os.fspath(path), directory, name, found)
+                except BaseException:
+                    os.close(directory)
+                    raise
                 return directory, name, found
             os.close(directory)
             raw = found  # a symlink: where it points, by the same rules
         raise WorkspaceError(f"{os.fspath(path)!r}: too many levels of symbolic links")
+
+    def _places(self, raw: str, fd: int, name: str = "") -> list[Path]:
+        """Where `raw` is, for the secrets check: by name as written, by its links now, and
+        where the descriptor (of it, or of its directory when `name`) was really opened."""
+        named = Path(os.path.normpath(os.path.join(self.cwd, os.path.expanduser(raw))))
+        places = [named, self.absolute(raw)]
+        opened = _opened_path(fd)
+        if opened is not None:
+            places.append(opened / name if name else opened)
+        return places
+
+    def _refuse_secret_write(self, raw: str, directory: int, name: str, found: int | str | None) -> None:
+        """Writing a secret is refused: replacing one needs its old text (the diff, a patch)
+        and the home's credential files name programs to run (`~/.aws/config`,
+        `~/.kube/config`). Creating a new dotenv file in a plain folder is everyday work."""
+        secret = [p for p in self._places(raw, directory, name) if self.is_secret(p)]
+        if not secret:
+            return
+        if found is None and all(is_env_file(p.name) and not self.is_secret(p.parent) for p in secret):
+            return
+        raise SecretFile(raw, writing=True)
 
     def _candidates(self, raw: str) -> Iterator[tuple[Path, str]]:
         """(root, path relative to it) pairs to open `raw` beneath, best first: by its name,
@@ -262,6 +329,15 @@ class WorkspaceScope:
         if status.st_nlink > 1 and not allow_outside:
             raise OutsideWorkspace(raw, self.absolute(raw), self.roots, links=status.st_nlink)
         return status.st_mode & 0o7777
+
+
+def _opened_path(fd: int) -> Path | None:
+    """Where an open descriptor really is (Linux's /proc), or None when that is unknown."""
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return Path(target) if target.startswith("/") and not target.endswith(" (deleted)") else None
 
 
 def _hard_link_count(resolved: Path) -> int:

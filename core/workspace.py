@@ -132,7 +132,7 @@ def opened_identity(
     """(device, inode, change time) of the regular file `path` opens to by the workspace's
     rules, or None when there is none. A rename or a new link changes the change time."""
     try:
-        fd = scope.open_file(path, allow_outside=allow_outside)
+        fd = scope.open_file(path, allow_outside=allow_outside, secret_ok=True)
     except FileNotFoundError:
         return None
     try:

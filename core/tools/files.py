@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from core.events import FileDiff, ToolKind
 from core.images import looks_like_image
 from core.tools.base import CannotRun, Tool, ToolContext, ToolResult
-from core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, strip_dot_slash
+from core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, secret_globs, strip_dot_slash
 from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
 EDITS = "edits"  # the approval scope of every file edit
@@ -75,7 +75,8 @@ class ReadFileArgs(BaseModel):
 class ReadFileTool(Tool[ReadFileArgs]):
     """Read a text file, with line numbers (`     1\\t...`). Reads up to 2000 lines by default; for
     large files use search first, then read the relevant part with offset and limit. Line numbers
-    are for reference only; they are not part of the file."""
+    are for reference only; they are not part of the file. Files holding credentials (.env files,
+    ~/.ssh, ~/.aws...) are refused."""
 
     name = "read_file"
     kind: ToolKind = "read"
@@ -277,7 +278,8 @@ class ListFilesTool(Tool[ListFilesArgs]):
         rg_args = ["--files", "--hidden", "--null"]
         if args.glob:
             rg_args.append(f"--glob={args.glob}")
-        rg_args += [GIT_DIR_EXCLUDED, "--", "."]
+        # Secret folders are not walked: their file names can be secrets too (pass's entries).
+        rg_args += [GIT_DIR_EXCLUDED, *secret_globs(ctx.workspace.scope, resolved, files=False), "--", "."]
         try:
             # In the directory opened beneath the workspace: a link swapped in for it is not followed.
             result = await run_rg(rg_args, cwd=target.cwd or resolved)
@@ -286,7 +288,12 @@ class ListFilesTool(Tool[ListFilesArgs]):
         finally:
             target.close()
         listed = result.stdout.decode("utf-8", errors="replace").split("\0")
-        names = sorted(strip_dot_slash(name) for name in listed if name)
+        scope = ctx.workspace.scope
+        names = sorted(
+            name
+            for name in (strip_dot_slash(raw) for raw in listed if raw)
+            if not scope.is_secret((resolved / name).parent)
+        )
         if result.returncode == 2 and not names:
             return ToolResult.error(result.stderr or "ripgrep failed to list the files")
         only = f" matching {args.glob}" if args.glob else ""

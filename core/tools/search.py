@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from core.events import ToolKind
+from core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
 from core.tools.base import Tool, ToolContext, ToolResult
 from core.workspace import Workspace, WorkspaceError, WorkspaceScope
 
@@ -23,6 +24,11 @@ _MAX_RG_STDOUT = 8_000_000
 _MATCH_LINE_CHARS = 300
 _RG_LINE_CHARS = 1000  # rg cuts longer lines itself, so minified files do not flood the pipe
 GIT_DIR_EXCLUDED = "--glob=!.git"
+# Dotenv files by name at any depth (`core.sandbox.secrets.is_env_file`), so rg never opens
+# one: a filtered-out match would still tell whether the secret matched. Templates
+# (`.env.example`) are skipped too (a glob cannot tell them apart); they are searched by name.
+_ENV_GLOBS = ("--glob=!.env", "--glob=!.envrc", "--glob=!.env[._-]*", "--glob=!.envrc[._-]*")
+_GLOB_SPECIAL = frozenset("*?[]{}\\!")
 
 
 class RipgrepMissing(WorkspaceError):
@@ -122,6 +128,23 @@ async def run_rg(
     return RgOutput(code, b"".join(chunks), stderr.decode("utf-8", errors="replace").strip(), cut)
 
 
+def secret_globs(scope: WorkspaceScope, base: Path, *, files: bool) -> list[str]:
+    """rg's `--glob=!…` for the secret locations under `base` (the directory rg runs in):
+    the home's credential folders and the agent's home, and with `files` the credential
+    files and dotenv files too. Given after the model's glob, so they win over it."""
+    home = scope.home_folder
+    homes = {home, home.resolve()}
+    places = [h / relative for h in homes for relative in SECRET_DIRS] + list(scope.hidden)
+    if files:
+        places += [h / relative for h in homes for relative in SECRET_FILES]
+    out = []
+    for place in places:
+        if place != base and place.is_relative_to(base):
+            relative = "".join("\\" + c if c in _GLOB_SPECIAL else c for c in str(place.relative_to(base)))
+            out.append(f"--glob=!/{relative}")
+    return [*out, *_ENV_GLOBS] if files else out
+
+
 def strip_dot_slash(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
@@ -165,7 +188,8 @@ class _Match:
 
 class SearchTool(Tool[SearchArgs]):
     """Search file contents with ripgrep and get `path:line: text` for each matching line. Respects
-    .gitignore, includes hidden files, skips .git and binary files. Use this first to find where
+    .gitignore, includes hidden files, skips .git, binary files and files holding credentials
+    (.env files, ~/.ssh...). Use this first to find where
     something is defined or used, then read_file around the lines you need."""
 
     name = "search"
@@ -207,11 +231,13 @@ class SearchTool(Tool[SearchArgs]):
         shown = rg_target(resolved, ctx.workspace)
         try:
             if target.is_dir and target.cwd is not None:
-                rg_args += [GIT_DIR_EXCLUDED, "--regexp", args.pattern, "--", "."]
+                rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, resolved, files=True)]
+                rg_args += ["--regexp", args.pattern, "--", "."]
                 result = await run_rg(rg_args, cwd=target.cwd)
                 prefix = "" if shown == "." else shown.rstrip("/") + "/"
             elif target.is_dir:  # no /proc: by name, from the workspace's cwd
-                rg_args += [GIT_DIR_EXCLUDED, "--regexp", args.pattern, "--", shown]
+                rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, scope.cwd, files=True)]
+                rg_args += ["--regexp", args.pattern, "--", shown]
                 result = await run_rg(rg_args, cwd=scope.cwd)
                 prefix = ""
             else:
@@ -223,6 +249,7 @@ class SearchTool(Tool[SearchArgs]):
         finally:
             target.close()
         matches, notes = _parse(result.stdout, prefix, None if target.is_dir else shown)
+        matches, notes = _without_secret_files(matches, notes, scope)
         if not ctx.allow_outside:
             matches, notes = _without_outside_files(matches, notes, scope)
         if result.returncode == 2 and not matches:
@@ -264,6 +291,25 @@ def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tu
         )
     matches.sort(key=lambda m: (m.path, m.line))
     return matches, notes
+
+
+def _without_secret_files(
+    matches: list[_Match], notes: list[str], scope: WorkspaceScope
+) -> tuple[list[_Match], list[str]]:
+    """Matches and notes from secret files, should rg have read one past its globs (a home
+    reached by another name), are dropped without a word: a note would tell the model
+    whether the secret matched its pattern."""
+
+    def secret(path: str) -> bool:
+        named = Path(os.path.normpath(os.path.join(scope.cwd, path)))
+        try:
+            return scope.is_secret(named) or scope.is_secret(scope.absolute(path))
+        except WorkspaceError:
+            return True
+
+    hidden = {path for path in {m.path for m in matches} if secret(path)}
+    kept = [m for m in matches if m.path not in hidden]
+    return kept, [note for note in notes if not secret(strip_dot_slash(note.partition("\0")[0]))]
 
 
 def _without_outside_files(

@@ -172,7 +172,7 @@ class ClientWorkspace:
             raise WorkspaceError(f"the editor could not start `{command}`: {_describe(exc)}") from exc
         except asyncio.CancelledError:
             # The editor may already be running it: once it answers, stop and free that terminal.
-            creating.add_done_callback(self._abandon_terminal)
+            creating.add_done_callback(lambda done: self._abandon_terminal(done, sandbox))
             raise
         terminal_id = _terminal_id(result)
         if terminal_id is None:
@@ -181,12 +181,15 @@ class ClientWorkspace:
         run.sandbox = sandbox
         return run
 
-    def _abandon_terminal(self, creating: asyncio.Future[Any]) -> None:
+    def _abandon_terminal(self, creating: asyncio.Future[Any], sandbox: Sandbox | None) -> None:
         if creating.cancelled() or creating.exception() is not None:
+            if sandbox is not None:
+                sandbox.after_command()  # wrapped, never run
             return
         terminal_id = _terminal_id(creating.result())
         if terminal_id is not None:
             orphan = ClientCommand(self.channel, self.session_id, terminal_id)
+            orphan.sandbox = sandbox
             task = asyncio.ensure_future(orphan.kill_and_release())
             _background.add(task)
             task.add_done_callback(_background.discard)
@@ -206,6 +209,16 @@ class ClientCommand:
         self._release_task: asyncio.Task[None] | None = None
         self._last_output: tuple[str, bool] = ("", False)
         self._exit: CommandExit | None = None
+        self._ended = False
+
+    def _command_ended(self) -> None:
+        """Once, when the editor says the command exited or the terminal is released (the
+        editor ends it then): the sandbox's clean-up after a command, as for a local one
+        (a planted `.git/commondir` moved aside, bwrap's empty mount points removed)."""
+        if not self._ended:
+            self._ended = True
+            if self.sandbox is not None:
+                self.sandbox.after_command()
 
     async def stream(self) -> AsyncIterator[str]:
         return
@@ -216,6 +229,7 @@ class ClientCommand:
             return self._exit
         result = await self._call("terminal/wait_for_exit")
         self._exit = CommandExit(result.get("exitCode"), result.get("signal"))
+        self._command_ended()
         return self._exit
 
     async def output(self) -> tuple[str, bool]:
@@ -227,6 +241,7 @@ class ClientCommand:
         status = result.get("exitStatus")
         if isinstance(status, dict) and self._exit is None:
             self._exit = CommandExit(status.get("exitCode"), status.get("signal"))
+            self._command_ended()
         return self._last_output
 
     async def kill(self) -> None:
@@ -249,6 +264,7 @@ class ClientCommand:
             self._release_task.add_done_callback(_background.discard)
         # Shielded: a caller cancelled while releasing still leaves the editor told.
         await asyncio.shield(self._release_task)
+        self._command_ended()
 
     async def _send_release(self) -> None:
         params = {"sessionId": self._session_id, "terminalId": self._id}

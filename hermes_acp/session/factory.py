@@ -142,7 +142,8 @@ class SessionFactory:
         from core.sandbox.bwrap import Sandbox
         from core.workspace import LocalWorkspace, WorkspaceScope
 
-        scope = WorkspaceScope(Path(cwd), tuple(Path(d) for d in extra_dirs))
+        # The agent's home is a secret to the file tools as it is to the sandbox.
+        scope = WorkspaceScope(Path(cwd), tuple(Path(d) for d in extra_dirs), hidden=(settings.home,))
         sandbox = Sandbox.from_settings(settings, scope)
         sandbox.confinement  # noqa: B018 -- probes bwrap once, here in a thread, not in a turn
         local = LocalWorkspace(scope, sandbox=sandbox)

@@ -16,27 +16,34 @@ import time
 from collections.abc import Callable
 
 SETTLED_NS = 1_000_000_000
-_listings: dict[tuple[str, Callable[[str, bool], bool]], tuple[int, int, list[tuple[str, bool]]]] = {}
+# A folder's last scan: (ctime, scanned at, every entry); one scan serves every filter
+# (/tmp is read for ssh-agent folders and, above a root there, for dotenv files).
+_scans: dict[str, tuple[int, int, list[tuple[str, bool]]]] = {}
+_kept: dict[tuple[str, Callable[[str, bool], bool]], tuple[int, list[tuple[str, bool]]]] = {}
 
 
 def entries(folder: str, keep: Callable[[str, bool], bool]) -> list[tuple[str, bool]]:
     """(name, is a directory, not following links) of the entries `keep` accepts."""
     try:
-        mtime = os.stat(folder).st_ctime_ns
+        ctime = os.stat(folder).st_ctime_ns
     except (OSError, ValueError):
         return []
-    key = (folder, keep)
-    cached = _listings.get(key)
-    if cached is not None and cached[0] == mtime and cached[1] - mtime > SETTLED_NS:
-        return cached[2]
-    scanned_at = time.time_ns()
-    try:
-        with os.scandir(folder) as found:
-            kept = [(e.name, d) for e in found if keep(e.name, d := e.is_dir(follow_symlinks=False))]
-    except OSError:
-        return []
-    _listings[key] = (mtime, scanned_at, kept)
-    return kept
+    scan = _scans.get(folder)
+    if scan is None or scan[0] != ctime or scan[1] - ctime <= SETTLED_NS:
+        scanned_at = time.time_ns()
+        try:
+            with os.scandir(folder) as found:
+                every = [(e.name, e.is_dir(follow_symlinks=False)) for e in found]
+        except OSError:
+            return []
+        scan = _scans[folder] = (ctime, scanned_at, every)
+    kept = _kept.get((folder, keep))
+    if kept is None or kept[0] != scan[1]:
+        kept = _kept[(folder, keep)] = (
+            scan[1],
+            [(name, is_dir) for name, is_dir in scan[2] if keep(name, is_dir)],
+        )
+    return kept[1]
 
 
 def changed(folder: str) -> int | None:

@@ -93,9 +93,6 @@ class Mounts:
     hidden_dirs: list[Path] = field(default_factory=list)
     hidden_files: list[Path] = field(default_factory=list)
     sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
-    # The session's pids cgroup's `cgroup.procs`, bound writable so the command's own shell
-    # joins it (`limits.limited`); None when it is joined before bwrap or there is none.
-    cgroup_procs: Path | None = None
 
 
 class Sandbox:
@@ -245,19 +242,14 @@ class Sandbox:
         `confinement == "sandboxed"`."""
         assert self.bwrap is not None
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
-        mounts = self.mounts()
         cgroup = self._pids_cgroup()
-        prefix: list[str] = []
-        if cgroup is not None and limits.shell_line(argv):
-            mounts.cgroup_procs = cgroup.procs  # the shell joins it itself: no `sh` to start first
-        elif cgroup is not None:
-            prefix = cgroup.launcher()
+        prefix = cgroup.launcher() if cgroup is not None else []
         return [
             *prefix,
             *launch_argv(
                 self.bwrap,
-                mounts,
-                argv=limits.limited(argv, self.max_processes, mounts.cgroup_procs),
+                self.mounts(),
+                argv=limits.limited(argv, self.max_processes),
                 cwd=cwd,
                 tmp=self.temp_dir,
                 tmp_bytes=self.tmp_mb * 1024 * 1024,
@@ -520,8 +512,6 @@ def launch_argv(
         args += ["--remount-ro", str(path)]
     for path in mounts.hidden_files:
         args += ["--ro-bind", "/dev/null", str(path)]
-    if mounts.cgroup_procs is not None:
-        args += ["--bind", str(mounts.cgroup_procs), str(mounts.cgroup_procs)]
     args += ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]
     # An editor's terminal starts from the editor's environment, which the agent never
     # sees: bwrap drops the credentials there (a local command's are dropped beforehand).

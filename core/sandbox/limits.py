@@ -3,12 +3,10 @@ fork bomb fails inside the sandbox instead of filling the process table) and a s
 TMPDIR (a tmpfs with `--size`, so a disk fill there ends in ENOSPC).
 
 The process count is enforced twice where the machine allows it: RLIMIT_NPROC set inside
-the sandbox (bash's `ulimit`, else `prlimit`; the kernel counts a user namespace's
-processes on their own, so the user's other processes do not count; root ignores it), and
-a `pids` cgroup, when a writable cgroup v1 `pids` hierarchy exists (root on hosts and in
-many containers). A `bash -c` command joins the cgroup itself, first thing in its own
-command line, through the session's `cgroup.procs` bound writable (no extra program to
-start); anything else is moved in by a `sh` that runs before bwrap.
+the sandbox by `prlimit` (the kernel counts a user namespace's processes on their own, so
+the user's other processes do not count; root ignores it), and a `pids` cgroup the command
+is moved into before bwrap starts, when a writable cgroup v1 `pids` hierarchy exists
+(root on hosts and in many containers).
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import shlex
 import shutil
 import weakref
 from pathlib import Path
@@ -29,29 +26,17 @@ def prlimit() -> str | None:
     return shutil.which("prlimit", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
-def limited(argv: list[str], max_processes: int, joins: Path | None = None) -> list[str]:
+def limited(argv: list[str], max_processes: int) -> list[str]:
     """`argv`, run inside the sandbox, with its processes capped (threads count too). A
-    `bash -c` command line gets bash's own `ulimit` first and, with `joins` (a cgroup's
-    `cgroup.procs`, bound writable by the caller), moves itself into that cgroup before
-    the command runs: no extra program to start. Anything else starts under `prlimit`
-    (and `joins` must be None: see `PidsCgroup.launcher`). `ulimit` sets the soft and the
+    `bash -c` command line gets bash's own `ulimit` first (no extra program to start: the
+    cap costs nothing); anything else starts under `prlimit`. `ulimit` sets the soft and the
     hard limit, and raising a hard limit needs a capability the sandbox does not have."""
-    if shell_line(argv):
-        # `echo 0`: the writing process itself (a pid would be read in the sandbox's namespace).
-        join = f"echo 0 > {shlex.quote(str(joins))} || exit 126; " if joins is not None else ""
-        return [argv[0], "-c", f"ulimit -u {int(max_processes)} || exit 126; {join}{argv[2]}", *argv[3:]]
-    if joins is not None:
-        raise ValueError("only a bash -c command line can join a cgroup itself")
+    if len(argv) >= 3 and Path(argv[0]).name in ("bash", "zsh") and argv[1] == "-c":
+        return [argv[0], "-c", f"ulimit -u {int(max_processes)} || exit 126; {argv[2]}", *argv[3:]]
     tool = prlimit()
     if tool is None:
         return argv
     return [tool, f"--nproc={max_processes}:{max_processes}", "--", *argv]
-
-
-def shell_line(argv: list[str]) -> bool:
-    """Whether `argv` is a `bash -c` (or `zsh -c`) command line, whose shell can set its own
-    limits before the command."""
-    return len(argv) >= 3 and Path(argv[0]).name in ("bash", "zsh") and argv[1] == "-c"
 
 
 class PidsCgroup:
@@ -75,17 +60,9 @@ class PidsCgroup:
             return None
         return cls(path)
 
-    @property
-    def procs(self) -> Path:
-        """The file a process writes its pid to to join (the sandbox binds only this one
-        writable: joining tightens, and every other cgroup stays read-only, so nothing
-        inside can move itself out)."""
-        return self.path / "cgroup.procs"
-
     def launcher(self) -> list[str]:
-        """The argv prefix, run before bwrap, that moves a command that cannot join by
-        itself (not a `bash -c` line) into the cgroup. The sandbox sees /sys read-only
-        and cannot move itself out."""
+        """The argv prefix, run before bwrap, that moves the command into the cgroup.
+        The sandbox sees /sys read-only and cannot move itself out."""
         procs = str(self.path / "cgroup.procs")
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
 

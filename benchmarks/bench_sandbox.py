@@ -13,12 +13,11 @@ alternative the README weighs: the same command confined by Landlock, applied in
 child before exec (`preexec_fn`) and through a Python launcher (what an editor terminal,
 which runs a command line, would need).
 
-With --breakdown, where a launch's time goes, each piece measured against the one before in
-the same interleaved loop (started directly with `subprocess.run`, not through the agent):
-bare `bash -c true`, bwrap with only its base arguments, plus the fence's mounts without
-the cache overlays, plus the join to the session's pids cgroup (where one exists), plus the
-overlays (the full launch), and the full launch with the cgroup joined the old way (a `sh`
-started before bwrap); and the Python side, building one launch (`Sandbox.wrap`).
+With --breakdown, where a launch's time goes, in one shuffled loop (started directly with
+`subprocess.run`, not through the agent): bare `bash -c true`; bwrap with only its base
+arguments; plus the fence's mounts without the cache overlays; plus the overlays; plus the
+join to the session's pids cgroup where one is writable (the full launch); and the Python
+side, building one launch (`Sandbox.wrap`).
 
 Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
 Exits non-zero when the sandbox adds 20 ms or more per command (median).
@@ -30,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -135,34 +135,30 @@ def measure_breakdown(runs: int) -> dict[str, float]:
         shell = ["/bin/bash", "-c", "true"]
         full = sandbox.wrap(shell, cwd=project)
         sandbox.after_command()
-        mounts = sandbox.mounts()
-        mounts.overlays = []
         common = {"cwd": project, "tmp": sandbox.temp_dir, "tmp_bytes": sandbox.tmp_mb << 20, "network": True}
-        no_overlays = launch_argv(sandbox.bwrap, mounts, argv=shell, new_session=False, unset=[], **common)  # type: ignore[arg-type]
-        cgroup = sandbox._pids_cgroup()
-        joined = no_overlays
-        if cgroup is not None:
-            mounts.cgroup_procs = cgroup.procs
-            line = limits.limited(shell, sandbox.max_processes, cgroup.procs)
-            joined = launch_argv(sandbox.bwrap, mounts, argv=line, new_session=False, unset=[], **common)  # type: ignore[arg-type]
+        capped = limits.limited(shell, sandbox.max_processes)
+        mounts = sandbox.mounts()
+        no_cgroup = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
+        mounts.overlays = []
+        no_overlays = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
         steps = {
             "bare": shell,
             "bwrap_base": [sandbox.bwrap, *BASE_ARGS, "--", *shell],
             "fence_no_overlays_no_cgroup": no_overlays,
-            "fence_no_overlays": joined,
+            # Where no pids cgroup is writable (a regular user, as a rule): no join at all.
+            "full_no_cgroup": no_cgroup,
             "full": full,
         }
-        if cgroup is not None:  # the join as it was: a `sh` started before bwrap moves it in
-            capped = limits.limited(shell, sandbox.max_processes)
-            plain = launch_argv(
-                sandbox.bwrap, sandbox.mounts(), argv=capped, new_session=False, unset=[], **common
-            )  # type: ignore[arg-type]
-            steps["full_joined_by_sh"] = [*cgroup.launcher(), *plain]
         env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         samples: dict[str, list[float]] = {name: [] for name in steps}
         samples["python_wrap"] = []
+        order = list(steps)
         for _ in range(runs):
-            for name, argv in steps.items():
+            # Shuffled: a cgroup join right after another is cheaper (the kernel's switch
+            # to its slow path is still warm), so a fixed order would favour one step.
+            random.shuffle(order)
+            for name in order:
+                argv = steps[name]
                 started = time.perf_counter()
                 subprocess.run(argv, cwd=project, env=env, check=True)
                 samples[name].append((time.perf_counter() - started) * 1000)

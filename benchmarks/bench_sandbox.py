@@ -13,7 +13,13 @@ alternative the README weighs: the same command confined by Landlock, applied in
 child before exec (`preexec_fn`) and through a Python launcher (what an editor terminal,
 which runs a command line, would need).
 
-Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock]
+With --breakdown, where a launch's time goes, in one shuffled loop (started directly with
+`subprocess.run`, not through the agent): bare `bash -c true`; bwrap with only its base
+arguments; plus the fence's mounts without the cache overlays; plus the overlays; plus the
+join to the session's pids cgroup where one is writable (the full launch); and the Python
+side, building one launch (`Sandbox.wrap`).
+
+Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
 Exits non-zero when the sandbox adds 20 ms or more per command (median).
 """
 
@@ -23,6 +29,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -30,7 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.sandbox.bwrap import Sandbox
+from core.sandbox import limits
+from core.sandbox.bwrap import Sandbox, launch_argv
+from core.sandbox.probe import BASE_ARGS
 from core.workspace import LocalWorkspace, WorkspaceScope
 
 TARGET_ADDED_MS = 20.0
@@ -113,6 +122,53 @@ async def measure(runs: int, command: str) -> dict[str, float]:
     return medians
 
 
+def measure_breakdown(runs: int) -> dict[str, float]:
+    """Medians in ms of each step from bare bash to the full launch (see the module's doc)."""
+    with tempfile.TemporaryDirectory() as folder:
+        home, project = lay_out(Path(folder))
+        state = Path(folder) / "agent-home" / "sandbox" / "caches"
+        sandbox = Sandbox(
+            WorkspaceScope(project), home=home, state=state, hidden=(Path(folder) / "agent-home",)
+        )
+        if sandbox.confinement != "sandboxed" or sandbox.bwrap is None:
+            raise SystemExit(f"the sandbox cannot start here: {sandbox.availability.reason}")
+        shell = ["/bin/bash", "-c", "true"]
+        full = sandbox.wrap(shell, cwd=project)
+        sandbox.after_command()
+        common = {"cwd": project, "tmp": sandbox.temp_dir, "tmp_bytes": sandbox.tmp_mb << 20, "network": True}
+        capped = limits.limited(shell, sandbox.max_processes)
+        mounts = sandbox.mounts()
+        no_cgroup = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
+        mounts.overlays = []
+        no_overlays = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
+        steps = {
+            "bare": shell,
+            "bwrap_base": [sandbox.bwrap, *BASE_ARGS, "--", *shell],
+            "fence_no_overlays_no_cgroup": no_overlays,
+            # Where no pids cgroup is writable (a regular user, as a rule): no join at all.
+            "full_no_cgroup": no_cgroup,
+            "full": full,
+        }
+        env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        samples: dict[str, list[float]] = {name: [] for name in steps}
+        samples["python_wrap"] = []
+        order = list(steps)
+        for _ in range(runs):
+            # Shuffled: a cgroup join right after another is cheaper (the kernel's switch
+            # to its slow path is still warm), so a fixed order would favour one step.
+            random.shuffle(order)
+            for name in order:
+                argv = steps[name]
+                started = time.perf_counter()
+                subprocess.run(argv, cwd=project, env=env, check=True)
+                samples[name].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            sandbox.wrap(shell, cwd=project)
+            samples["python_wrap"].append((time.perf_counter() - started) * 1000)
+            sandbox.after_command()
+    return {f"breakdown_{name}_ms": statistics.median(values) for name, values in samples.items()}
+
+
 _LANDLOCK_RULES = """
 import landlock
 rules = landlock.Ruleset()
@@ -157,12 +213,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--git-runs", type=int, default=40, help="everyday git runs per variant")
     parser.add_argument("--landlock", action="store_true", help="also measure Landlock (see above)")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also where a launch's time goes (see above)"
+    )
     args = parser.parse_args()
     result = asyncio.run(measure(args.runs, "true"))
     git = asyncio.run(measure(args.git_runs, EVERYDAY_GIT))
     result.update({f"git_{name}": value for name, value in git.items()})
     if args.landlock:
         result.update(measure_landlock(args.runs))
+    if args.breakdown:
+        result.update(measure_breakdown(args.runs))
     worst = max(result["added_ms"], result["added_no_network_ms"])
     result["target_added_ms"] = TARGET_ADDED_MS
     result["verdict"] = "ok" if worst < TARGET_ADDED_MS else "MISSED"  # type: ignore[assignment]

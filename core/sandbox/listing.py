@@ -1,9 +1,11 @@
 """Folder listings the sandbox reads before every command (dotenv files in and above the
-roots, ssh-agent folders in /tmp), kept while the folder's mtime says no entry was added,
+roots, ssh-agent folders in /tmp), kept while the folder's ctime says no entry was added,
 removed or renamed: a stat instead of a scan of a large /tmp or home folder.
 
-A listing is reused only when it was taken well after the folder's last change: the
-kernel's mtime ticks coarsely, so an entry made in the same tick as the scan would not
+The change time, not the modification time: a command can set a folder's mtime back
+(`touch -d`) after planting an entry, but any change, that one included, moves the ctime
+to now. A listing is reused only when it was taken well after the folder's last change:
+the kernel's clock ticks coarsely, so an entry made in the same tick as the scan would not
 move it.
 """
 
@@ -14,24 +16,44 @@ import time
 from collections.abc import Callable
 
 SETTLED_NS = 1_000_000_000
-_listings: dict[tuple[str, Callable[[str, bool], bool]], tuple[int, int, list[tuple[str, bool]]]] = {}
+# A folder's last scan: (ctime, scanned at, every entry); one scan serves every filter
+# (/tmp is read for ssh-agent folders and, above a root there, for dotenv files).
+_scans: dict[str, tuple[int, int, list[tuple[str, bool]]]] = {}
+_kept: dict[tuple[str, Callable[[str, bool], bool]], tuple[int, list[tuple[str, bool]]]] = {}
 
 
 def entries(folder: str, keep: Callable[[str, bool], bool]) -> list[tuple[str, bool]]:
     """(name, is a directory, not following links) of the entries `keep` accepts."""
     try:
-        mtime = os.stat(folder).st_mtime_ns
+        ctime = os.stat(folder).st_ctime_ns
     except (OSError, ValueError):
         return []
-    key = (folder, keep)
-    cached = _listings.get(key)
-    if cached is not None and cached[0] == mtime and cached[1] - mtime > SETTLED_NS:
-        return cached[2]
-    scanned_at = time.time_ns()
+    scan = _scans.get(folder)
+    if scan is None or scan[0] != ctime or scan[1] - ctime <= SETTLED_NS:
+        scanned_at = time.time_ns()
+        try:
+            with os.scandir(folder) as found:
+                every = [(e.name, e.is_dir(follow_symlinks=False)) for e in found]
+        except OSError:
+            return []
+        scan = _scans[folder] = (ctime, scanned_at, every)
+    kept = _kept.get((folder, keep))
+    if kept is None or kept[0] != scan[1]:
+        kept = _kept[(folder, keep)] = (
+            scan[1],
+            [(name, is_dir) for name, is_dir in scan[2] if keep(name, is_dir)],
+        )
+    return kept[1]
+
+
+def changed(folder: str) -> int | None:
+    """The folder's change time (following links), or None when it is not there."""
     try:
-        with os.scandir(folder) as found:
-            kept = [(e.name, d) for e in found if keep(e.name, d := e.is_dir(follow_symlinks=False))]
-    except OSError:
-        return []
-    _listings[key] = (mtime, scanned_at, kept)
-    return kept
+        return os.stat(folder).st_ctime_ns
+    except (OSError, ValueError):
+        return None
+
+
+def settled(stamps: tuple[int | None, ...], scanned_at: int) -> bool:
+    """Whether a scan taken at `scanned_at` was well after every change in `stamps`."""
+    return all(stamp is None or scanned_at - stamp > SETTLED_NS for stamp in stamps)

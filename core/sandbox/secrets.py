@@ -12,7 +12,10 @@ import functools
 import os
 import re
 import stat
+import time
 from pathlib import Path
+
+from core.sandbox import listing
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
 SECRET_DIRS: tuple[str, ...] = (
@@ -125,17 +128,59 @@ def home_secrets(home: Path) -> tuple[list[Path], list[Path]]:
 
 
 def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -> list[Path]:
-    """Which of `base/relative` exist (of the kind asked for). One `stat` each: this runs
-    before every sandboxed command. Not resolved: a mount follows a link to its target."""
-    out = []
+    """Which of `base/relative` exist (of the kind asked for). Not resolved: a mount
+    follows a link to its target.
+
+    This runs before every sandboxed command, over some hundred names: the answer is kept
+    while the change times of every folder on the way to them stay put (an entry added,
+    removed, renamed or swapped for a link anywhere on the way moves one), a stat per
+    folder instead of one per name. An answer in which a name is a link is never kept: a
+    link's target can appear or vanish without any of those folders changing."""
     prefix = str(base)
-    for relative in relatives:
-        path = os.path.join(prefix, relative)
+    paths = [os.path.join(prefix, relative) for relative in relatives]
+    key = (prefix, relatives, want_dir)
+    folders = _folders_on_the_way(key, paths)
+    stamps = tuple(listing.changed(folder) for folder in folders)
+    cached = _existing.get(key)
+    if cached is not None and cached[0] == stamps and listing.settled(stamps, cached[1]):
+        return list(cached[2])
+    scanned_at = time.time_ns()
+    out: list[Path] = []
+    links = False
+    for path in paths:
         try:
-            status = os.stat(path)
+            status = os.lstat(path)
+            if stat.S_ISLNK(status.st_mode):
+                links = True
+                status = os.stat(path)
         except (OSError, ValueError):
             continue
         if want_dir is not None and stat.S_ISDIR(status.st_mode) != want_dir:
             continue
         out.append(Path(path))
+    if links:
+        _existing.pop(key, None)
+    else:
+        _existing[key] = (stamps, scanned_at, tuple(out))
     return out
+
+
+_existing: dict[
+    tuple[str, tuple[str, ...], bool | None], tuple[tuple[int | None, ...], int, tuple[Path, ...]]
+] = {}
+_folders: dict[tuple[str, tuple[str, ...], bool | None], tuple[str, ...]] = {}
+
+
+def _folders_on_the_way(key: tuple[str, tuple[str, ...], bool | None], paths: list[str]) -> tuple[str, ...]:
+    """Every folder from the root down to each path's parent: a change in any of them (a
+    link swapped in for `~/.config`, say) can change what the names lead to."""
+    folders = _folders.get(key)
+    if folders is None:
+        found: set[str] = set()
+        for path in paths:
+            parent = os.path.dirname(os.path.normpath(path))
+            while parent not in found:
+                found.add(parent)
+                parent = os.path.dirname(parent)
+        folders = _folders[key] = tuple(sorted(found))
+    return folders

@@ -378,6 +378,13 @@ async def test_status_is_a_plain_sentence_in_the_thought_stream_only(pair):
     assert got[3]["content"]["text"] == "1\\) a numbered line.\n\n"
     ids = [u["messageId"] for u in got]
     assert len(set(ids)) == 4  # each notice a message; the thinking its own
+    # A client tells a status line from the model's thinking by its mark.
+    assert [u.get("_meta", {}).get("hermes", {}).get("status") for u in got] == [
+        "retrying",
+        None,
+        "notice",
+        "notice",
+    ]
 
 
 async def test_a_compression_is_a_card_of_its_own(pair):

@@ -175,9 +175,10 @@ class EventTranslator:
         # A blank line before it only when thinking was streamed: the notice is a paragraph.
         separator = "\n\n" if self._thinking else ""
         self._thinking = False
-        return [
-            self._wrap(chunk(THOUGHT, {"type": "text", "text": f"{separator}{line}\n\n"}, uuid.uuid4().hex))
-        ]
+        update = chunk(THOUGHT, {"type": "text", "text": f"{separator}{line}\n\n"}, uuid.uuid4().hex)
+        # Marked, so a client can show it as a status line rather than as the model's thinking.
+        update["_meta"] = {"hermes": {"status": event.kind}}
+        return [self._wrap(update)]
 
 
     def _compaction_card(self, event: Status) -> list[Update]:

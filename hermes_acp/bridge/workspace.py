@@ -162,6 +162,9 @@ class ClientWorkspace:
             "args": argv[1:],
             "cwd": str(directory),
             "outputByteLimit": max(0, options.get("output_limit", OUTPUT_LIMIT)),
+            # The command line as the model wrote it, for a client that shows it (a header,
+            # a title) whatever launch runs it.
+            "_meta": {"hermes": {"command": command}},
         }
         if env:
             params["env"] = [{"name": name, "value": value} for name, value in env.items()]

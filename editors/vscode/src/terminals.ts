@@ -45,6 +45,8 @@ export function shownCommand(request: Pick<CreateTerminalRequest, "command" | "a
   const meta = (request._meta as { hermes?: { command?: unknown } } | null | undefined)?.hermes?.command;
   if (typeof meta === "string" && meta) return meta;
   const argv = [request.command, ...(request.args ?? [])];
+  // The agent's sandbox launcher: `…/sandboxed '<command line>'`.
+  if (argv.length === 2 && /(^|\/)sandboxed$/.test(argv[0]!)) return argv[1]!;
   for (let i = argv.length - 3; i >= 0; i--) {
     if (/(^|\/)(ba)?sh$/.test(argv[i]!) && argv[i + 1] === "-c" && i + 3 === argv.length) return argv[i + 2]!;
   }

@@ -124,10 +124,16 @@ export class Thread {
         return this.stream("agent", update.content);
       }
       case "agent_thought_chunk":
-        // A status line (retrying, compressing) is for the user to see, not a hidden thought.
-        if (update.content.type === "text" && /^\s*_[^\n]+_\s*$/.test(update.content.text)) {
-          this.notice(update.content.text.trim().slice(1, -1).replace(/\\(.)/g, "$1"), "notice visible status-line");
-          return;
+        // A status line (retrying, a notice) is for the user to see, not a hidden thought: the
+        // agent marks it `_meta.hermes.status` (older agents sent one italic line).
+        if (update.content.type === "text") {
+          const status = (update._meta as { hermes?: { status?: unknown } } | null | undefined)?.hermes?.status;
+          const italic = /^\s*_[^\n]+_\s*$/.test(update.content.text);
+          if (status || italic) {
+            const text = update.content.text.trim();
+            this.notice((italic ? text.slice(1, -1) : text).replace(/\\(.)/g, "$1"), "notice visible status-line");
+            return;
+          }
         }
         return this.stream("thought", update.content);
       case "user_message_chunk":

@@ -50,5 +50,6 @@ test("a terminal is named by the user's command, not the sandbox launcher around
   assert.equal(shownCommand({ command: "/usr/bin/bwrap", args: ["--die-with-parent", "--ro-bind", "/", "/", "--", "bash", "-c", line] }), line);
   assert.equal(shownCommand({ command: "bash", args: ["-c", line] }), line);
   assert.equal(shownCommand({ command: "make", args: ["test"] }), "make test");
+  assert.equal(shownCommand({ command: "/tmp/hermes-acp-run-x/1a2b/sandboxed", args: [line] }), line);
   assert.equal(shownCommand({ command: "bwrap", args: ["bash", "-c", "x"], _meta: { hermes: { command: "npm test" } } }), "npm test");
 });

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.checkpoints import CheckpointStore, list_files
+from hermes_core.checkpoints import CheckpointStore, list_files
 
 LATER_TARGET_MS = 500.0
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
-from core.workspace import WorkspaceScope  # noqa: E402
+from hermes_core.workspace import WorkspaceScope  # noqa: E402
 from tests.support.acp_harness import NO_CAPABILITIES, AcpClient, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
 

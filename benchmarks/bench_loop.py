@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 from benchmarks.fake_process import FakeProviderProcess
-from core.agent import Agent
-from core.approval import Decision
-from core.library import StaticApprover
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.agent import Agent
+from hermes_core.approval import Decision
+from hermes_core.library import StaticApprover
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for
 from tests.support.fake_provider import Reply, ToolCallSpec
 from tests.support.sdk_bodies import SDK_SHAPES, untransformed

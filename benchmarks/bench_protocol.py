@@ -191,10 +191,10 @@ async def many_deltas_per_api(env: dict[str, str], fake: FakeProviderProcess, cw
 async def provider_alone(env: dict[str, str], fake: FakeProviderProcess) -> Result:
     """The same 10,000 deltas through the provider alone, in this process: the part of the
     end-to-end time that belongs to the provider adapter and its SDK, not to the ACP face."""
-    from core.config import load_settings
-    from core.messages import Message
-    from core.providers.base import ModelRequest
-    from core.providers.resolve import build_chain
+    from hermes_core.config import load_settings
+    from hermes_core.messages import Message
+    from hermes_core.providers.base import ModelRequest
+    from hermes_core.providers.resolve import build_chain
 
     provider = build_chain(load_settings(env))[0]
     fake.script([Reply(text="x" * 10_000, chunk_size=1)])
@@ -213,9 +213,9 @@ async def face_alone() -> Result:
 
     from acp.connection import Connection
 
-    from core.events import TextDelta
     from hermes_acp.bridge.events import EventTranslator
     from hermes_acp.fd_transport import open_fd_transport
+    from hermes_core.events import TextDelta
 
     read_fd, write_fd = os.pipe()
     sink = await asyncio.create_subprocess_exec("cat", stdin=read_fd, stdout=asyncio.subprocess.DEVNULL)

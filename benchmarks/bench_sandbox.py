@@ -37,10 +37,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.sandbox import limits
-from core.sandbox.bwrap import Sandbox, launch_argv
-from core.sandbox.probe import BASE_ARGS
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.sandbox import limits
+from hermes_core.sandbox.bwrap import Sandbox, launch_argv
+from hermes_core.sandbox.probe import BASE_ARGS
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 TARGET_ADDED_MS = 20.0
 

@@ -15,11 +15,11 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from core.tools import find_rg
-from core.tools.base import SessionToolState, ToolContext
-from core.tools.files import ListFilesTool
-from core.tools.search import SearchTool
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.tools import find_rg
+from hermes_core.tools.base import SessionToolState, ToolContext
+from hermes_core.tools.files import ListFilesTool
+from hermes_core.tools.search import SearchTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 MAX_RATIO = 2.0
 PATTERN = r"needle_\d+"

@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
-from core.messages import Message, ToolCall  # noqa: E402
-from core.store.sessions import SessionStore  # noqa: E402
-from core.store.writer import SessionRecord  # noqa: E402
+from hermes_core.messages import Message, ToolCall  # noqa: E402
+from hermes_core.store.sessions import SessionStore  # noqa: E402
+from hermes_core.store.writer import SessionRecord  # noqa: E402
 from tests.support.acp_harness import server_env, spawn_server  # noqa: E402
 
 LOAD_MESSAGES = 2_000

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core.providers.sse import SSEDecoder  # noqa: E402
+from hermes_core.providers.sse import SSEDecoder  # noqa: E402
 
 BURST = 16 * 1024
 

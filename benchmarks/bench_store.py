@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from core.messages import Message, ToolCall
-from core.store.sessions import SessionStore
-from core.store.writer import SessionRecord
+from hermes_core.messages import Message, ToolCall
+from hermes_core.store.sessions import SessionStore
+from hermes_core.store.writer import SessionRecord
 
 APPEND_TARGET_MS = 1.0
 LIST_TARGET_MS = 50.0

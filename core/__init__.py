@@ -11,12 +11,12 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Agent": "core.agent",
-    "chat": "core.library",
-    "run_turn": "core.library",
-    "Settings": "core.config",
-    "load_settings": "core.config",
-    "StopReason": "core.events",
+    "Agent": "hermes_core.agent",
+    "chat": "hermes_core.library",
+    "run_turn": "hermes_core.library",
+    "Settings": "hermes_core.config",
+    "load_settings": "hermes_core.config",
+    "StopReason": "hermes_core.events",
 }
 
 __all__ = list(_EXPORTS)
@@ -25,5 +25,5 @@ __all__ = list(_EXPORTS)
 def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'core' has no attribute {name!r}")
+        raise AttributeError(f"module 'hermes_core' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

@@ -14,26 +14,26 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
-from core.config import Settings
-from core.events import Event, UsageUpdated
-from core.memory import MemoryStore
-from core.messages import ContentPart, Message, RepairedHistory
-from core.models import Usage
-from core.providers.base import ModelRequest, Provider, ToolSpec
-from core.tool_runner import ToolRunner
-from core.tools.base import SessionToolState, Tool, ToolLimits
-from core.tools.registry import ToolRegistry
-from core.turn import IterationBudget, Turn
-from core.workspace import Workspace
+from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
+from hermes_core.config import Settings
+from hermes_core.events import Event, UsageUpdated
+from hermes_core.memory import MemoryStore
+from hermes_core.messages import ContentPart, Message, RepairedHistory
+from hermes_core.models import Usage
+from hermes_core.providers.base import ModelRequest, Provider, ToolSpec
+from hermes_core.tool_runner import ToolRunner
+from hermes_core.tools.base import SessionToolState, Tool, ToolLimits
+from hermes_core.tools.registry import ToolRegistry
+from hermes_core.turn import IterationBudget, Turn
+from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from core.checkpoints import Checkpoints
-    from core.hooks import Hooks
-    from core.tools.clarify import Asker
-    from core.tools.delegate import ChildSink
-    from core.turn_context import HistoryEstimate
-    from core.watch import WorkspaceWatcher
+    from hermes_core.checkpoints import Checkpoints
+    from hermes_core.hooks import Hooks
+    from hermes_core.tools.clarify import Asker
+    from hermes_core.tools.delegate import ChildSink
+    from hermes_core.turn_context import HistoryEstimate
+    from hermes_core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,11 @@ class Agent:
         for tool in extra_tools:
             self.tools.register(tool)
         if tools is None:
-            from core.tools.clarify import ClarifyTool
+            from hermes_core.tools.clarify import ClarifyTool
 
             self.tools.register(ClarifyTool(self))
             if delegation and settings.max_subagents > 0:
-                from core.tools.delegate import DelegateTool
+                from hermes_core.tools.delegate import DelegateTool
 
                 self.tools.register(DelegateTool(self))
         self.approvals = approvals if approvals is not None else ApprovalMemory()
@@ -156,21 +156,21 @@ class Agent:
 
     @property
     def context_window(self) -> int:
-        from core.models import context_window
+        from hermes_core.models import context_window
 
         return context_window(self._model, self.settings.context_windows)
 
     @property
     def providers(self) -> list[Provider]:
         if self._providers is None:
-            from core.providers.resolve import build_chain
+            from hermes_core.providers.resolve import build_chain
 
             self._providers = build_chain(self.settings, self._model)
         return self._providers
 
     def model_stream(self, request: ModelRequest) -> AsyncIterator[Any]:
         if self._resilient is None:
-            from core.providers.resilient import ResilientModel
+            from hermes_core.providers.resilient import ResilientModel
 
             self._resilient = ResilientModel(
                 self.providers,
@@ -186,7 +186,7 @@ class Agent:
         """Ready for a turn; what changed outside the conversation since the last one: files
         the user edited, and memory saved since the system prompt was fixed (by another
         session, or by hand) that the model has not seen yet."""
-        from core.turn_context import turn_preamble
+        from hermes_core.turn_context import turn_preamble
 
         await self.close_retired()  # a switch made outside the ACP server (library use)
         if self._resilient is not None:
@@ -274,7 +274,7 @@ class Agent:
     # -- context ---------------------------------------------------------------------
 
     def _build_system_prompt(self) -> str:
-        from core.context import build_system_prompt
+        from hermes_core.context import build_system_prompt
 
         return build_system_prompt(
             cwd=self.workspace.scope.cwd,
@@ -285,26 +285,26 @@ class Agent:
         )
 
     def _accepts_images(self) -> bool:
-        from core.models import model_info
+        from hermes_core.models import model_info
 
         return model_info(self._model).images
 
     def estimate_context(self) -> int:
         if self._estimate is None:
-            from core.turn_context import HistoryEstimate
+            from hermes_core.turn_context import HistoryEstimate
 
             self._estimate = HistoryEstimate()
         return self._estimate.of(self.system_prompt, self.messages, self.tool_specs())
 
     async def maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
         """Compress the conversation when it nears the context window (or now, if forced)."""
-        from core.turn_context import should_compress
+        from hermes_core.turn_context import should_compress
 
         self.context_tokens = self.estimate_context()
         settings = self.settings
         window, threshold = self.context_window, settings.compression_threshold
         if force or (settings.auto_compact and should_compress(self.context_tokens, window, threshold)):
-            from core.compression import compress
+            from hermes_core.compression import compress
 
             async for event in compress(self):
                 yield event
@@ -323,7 +323,7 @@ class Agent:
         )
 
     def record_usage(self, usage: Usage) -> None:
-        from core.models import cost_usd, normalise
+        from hermes_core.models import cost_usd, normalise
 
         self.usage_total += usage
         prices = self.settings.prices
@@ -363,8 +363,8 @@ def _message_words(message: Message) -> str:
 
 
 def _memory_store(settings: Settings, workspace: Workspace) -> MemoryStore:
-    from core.context import repository_root
-    from core.memory import MemoryStore
+    from hermes_core.context import repository_root
+    from hermes_core.memory import MemoryStore
 
     # One memory per repository, whichever of its directories a session was opened in.
     cwd = workspace.scope.cwd
@@ -372,7 +372,7 @@ def _memory_store(settings: Settings, workspace: Workspace) -> MemoryStore:
 
 
 def _default_registry(memory: MemoryStore) -> ToolRegistry:
-    from core.tools import default_tools
-    from core.tools.memory import MemoryTool
+    from hermes_core.tools import default_tools
+    from hermes_core.tools.memory import MemoryTool
 
     return ToolRegistry([*default_tools(), MemoryTool(memory)])

@@ -1,7 +1,7 @@
 """Approvals: the Approver port and the policy that decides, per call, to run, ask or reject.
 
-The dangerous-command rules (`core.command_rules.check`) decide which commands ask in
-every mode; what an "always" covers for a command is `core.command_rules.scope`.
+The dangerous-command rules (`hermes_core.command_rules.check`) decide which commands ask in
+every mode; what an "always" covers for a command is `hermes_core.command_rules.scope`.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from core.command_files import Binding, binding
-from core.command_rules.check import dangerous_rule
-from core.events import FileDiff, ToolKind
-from core.protected_paths import lexical, protected_reason
+from hermes_core.command_files import Binding, binding
+from hermes_core.command_rules.check import dangerous_rule
+from hermes_core.events import FileDiff, ToolKind
+from hermes_core.protected_paths import lexical, protected_reason
 
 if TYPE_CHECKING:
-    from core.permission_rules import PermissionRules
-    from core.tools.base import Tool
-    from core.workspace import Workspace
+    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.tools.base import Tool
+    from hermes_core.workspace import Workspace
 
 __all__ = [
     "EDIT_KINDS",
@@ -74,7 +74,7 @@ class ApprovalRequest:
     # re-run outside it); None for other tools.
     sandbox: str | None = None
     diff: FileDiff | None = None  # an edit's change, shown while the user decides
-    # False when an "always" could not cover what this call runs (`core.command_files`).
+    # False when an "always" could not cover what this call runs (`hermes_core.command_files`).
     always_offered: bool = True
 
     @property
@@ -184,7 +184,7 @@ class ApprovalPolicy:
     2. a remembered "always reject" rejects;
     3. a dangerous command, a call its tool says always asks (`always_asks`: writing the
        user's memory, which plan mode refuses), or a file tool writing a file that other
-       programs run outside the sandbox (`core.protected_paths`: `.git/config`, hooks…)
+       programs run outside the sandbox (`hermes_core.protected_paths`: `.git/config`, hooks…)
        asks in every mode, whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
        this tool scope in that directory;
@@ -307,7 +307,7 @@ class ApprovalPolicy:
         """Remember an "always" answer under the request's scope.
 
         ALLOW_ALWAYS on a dangerous request, or one that offered no "always" (an unconfined
-        command whose files cannot be pinned, `core.command_files`; a tool's `always_asks`
+        command whose files cannot be pinned, `hermes_core.command_files`; a tool's `always_asks`
         call), is treated as ALLOW_ONCE: nothing is remembered, so neither that command nor
         anything else under its scope skips a later question (`check` asks for dangerous
         commands regardless, and remembering the scope would let the harmless commands

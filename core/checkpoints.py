@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
-from core.scope import NotRegularFile, WorkspaceError, WorkspaceScope, replace_in
+from hermes_core.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
+from hermes_core.scope import NotRegularFile, WorkspaceError, WorkspaceScope, replace_in
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def project_key(cwd: str | Path) -> str:
 def list_files(root: Path) -> list[str]:
     """The workspace's files, relative, as ripgrep lists them: ignore rules honoured,
     hidden files kept, `.git` left out, symbolic links not followed (nor listed)."""
-    from core.tools.search import find_rg
+    from hermes_core.tools.search import find_rg
 
     result = subprocess.run(
         [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"],
@@ -298,7 +298,7 @@ class Checkpoints:
         (with the start of what the user wrote, without the context the loop adds)."""
         import uuid
 
-        from core.events import MessageCommitted
+        from hermes_core.events import MessageCommitted
 
         typed = content if isinstance(content, str) else " ".join(getattr(p, "text", "") for p in content)
         preview = " ".join(typed.split())[:PROMPT_PREVIEW_CHARS]

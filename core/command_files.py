@@ -24,12 +24,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.command_rules.hidden_code import code_argument, script_operand
-from core.command_rules.words import names
-from core.gitignore import Repository
-from core.shell.lexer import ShellSyntaxError
-from core.shell.parse import parse_command
-from core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
+from hermes_core.command_rules.hidden_code import code_argument, script_operand
+from hermes_core.command_rules.words import names
+from hermes_core.gitignore import Repository
+from hermes_core.shell.lexer import ShellSyntaxError
+from hermes_core.shell.parse import parse_command
+from hermes_core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
 
 MAX_SIBLINGS = 200  # more files than this beside a script: too many to pin, no "always"
 

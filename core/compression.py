@@ -4,7 +4,7 @@ a model (the auxiliary one when set) and replaced by that summary.
 `plan_compression` picks the middle to summarise, `summary_request` builds the summariser's
 request, `apply_compression` splices the summary in, and `compress` runs the whole of it for
 an agent, telling the editor what happened. When to compress is
-`core.turn_context.should_compress`.
+`hermes_core.turn_context.should_compress`.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from core.events import Event, HistoryReplaced, Status
-from core.messages import ImagePart, Message, repair_alternation
-from core.models import Usage
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.events import Event, HistoryReplaced, Status
+from hermes_core.messages import ImagePart, Message, repair_alternation
+from hermes_core.models import Usage
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 
 if TYPE_CHECKING:
-    from core.agent import Agent
+    from hermes_core.agent import Agent
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
 SUMMARY_ACK = "Understood. I have the summary of our earlier conversation and will continue from it."
@@ -194,12 +194,12 @@ async def compress(agent: Agent) -> AsyncIterator[Event]:
 
 async def summarise(agent: Agent, system: str, messages: list[Message]) -> str:
     """The summary's text, from the auxiliary model when one is set, else the agent's."""
-    from core.providers.resilient import ResilientModel
+    from hermes_core.providers.resilient import ResilientModel
 
     settings = agent.settings
     own_chain = bool(settings.auxiliary_model)
     if own_chain:
-        from core.providers.resolve import build_chain
+        from hermes_core.providers.resolve import build_chain
 
         providers = build_chain(settings, settings.auxiliary_model)
     else:

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core.config_plain import ENV_PREFIX, env_overrides
-from core.errors import HermesError
+from hermes_core.config_plain import ENV_PREFIX, env_overrides
+from hermes_core.errors import HermesError
 
 ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom"]
 ApiMode = Literal["chat_completions", "anthropic_messages", "responses", "bedrock_converse"]
@@ -151,7 +151,7 @@ class Settings(BaseModel):
 
 
 def _default_caches() -> tuple[str, ...]:
-    from core.sandbox.caches import DEFAULT_CACHES
+    from hermes_core.sandbox.caches import DEFAULT_CACHES
 
     return DEFAULT_CACHES
 

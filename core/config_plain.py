@@ -84,7 +84,7 @@ def _flag(value: Any) -> bool:
     return type(value) is bool or (type(value) is str and value in _FLAG_TEXT)
 
 
-# Every field of core.config.Settings but `home` (always the HERMES_ACP_HOME directory) and
+# Every field of hermes_core.config.Settings but `home` (always the HERMES_ACP_HOME directory) and
 # the table-valued ones, which go to the full check.
 RULES: dict[str, Rule] = {
     "provider": _one_of(PROVIDERS),

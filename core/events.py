@@ -7,7 +7,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from core.models import Usage
+    from hermes_core.models import Usage
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 
@@ -128,7 +128,7 @@ class TitleChanged:
 class MessageCommitted:
     """A message became part of the history (the store persists it now)."""
 
-    message: Any  # core.messages.Message; Any to keep this module dependency-free
+    message: Any  # hermes_core.messages.Message; Any to keep this module dependency-free
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,15 +38,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from core.events import Event, Status, TextDelta, ToolCallFinished, ToolCallStarted, TurnEnded
+from hermes_core.events import Event, Status, TextDelta, ToolCallFinished, ToolCallStarted, TurnEnded
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from core.agent import Agent
-    from core.messages import ContentPart
-    from core.tools.base import Tool
-    from core.workspace import Workspace
+    from hermes_core.agent import Agent
+    from hermes_core.messages import ContentPart
+    from hermes_core.tools.base import Tool
+    from hermes_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -140,9 +140,9 @@ class Hooks:
         self, agent: Agent, content: str | list[ContentPart], preamble: str | None
     ) -> AsyncIterator[Event]:
         """A turn with its hooks: session_start and prompt_submit before it, stop after."""
-        from core.events import StopReason
-        from core.models import Usage
-        from core.turn import IterationBudget, Turn
+        from hermes_core.events import StopReason
+        from hermes_core.models import Usage
+        from hermes_core.turn import IterationBudget, Turn
 
         contexts: list[str] = []
         if not self._started:
@@ -193,7 +193,7 @@ def _applies(
 ) -> bool:
     if spec.matcher is None or tool is None or args is None or workspace is None:
         return True
-    from core.permission_rules import parse_rule
+    from hermes_core.permission_rules import parse_rule
 
     rule = parse_rule(spec.matcher, "ask", spec.source, cwd)
     if rule is None:
@@ -207,7 +207,7 @@ def _applies(
 
 async def _execute(spec: HookSpec, stdin: bytes, cwd: Path) -> tuple[int | None, str, str]:
     """The hook's exit code (None on timeout), stdout and stderr."""
-    from core.sandbox.bwrap import CREDENTIAL_ENV
+    from hermes_core.sandbox.bwrap import CREDENTIAL_ENV
 
     env = {k: v for k, v in os.environ.items() if not CREDENTIAL_ENV.fullmatch(k)}
     env["HERMES_HOOK_EVENT"] = spec.event

@@ -13,7 +13,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.messages import ImagePart
+from hermes_core.messages import ImagePart
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FILE_BYTES = 20 * 1024 * 1024  # not even read beyond this

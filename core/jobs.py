@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.workspace import RunningCommand
+    from hermes_core.workspace import RunningCommand
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Using the engine as a library: one turn on a local workspace, without an editor.
 
-from core import chat
+from hermes_core import chat
 chat("what does main.py do?", cwd=".")
 """
 
@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from core.agent import Agent
-from core.approval import ApprovalRequest, Approver, Decision
-from core.config import Settings
-from core.events import Event, TurnEnded
-from core.messages import ContentPart
+from hermes_core.agent import Agent
+from hermes_core.approval import ApprovalRequest, Approver, Decision
+from hermes_core.config import Settings
+from hermes_core.events import Event, TurnEnded
+from hermes_core.messages import ContentPart
 
 
 async def run_turn(
@@ -67,9 +67,9 @@ class StaticApprover:
 def _local_agent(
     settings: Settings | None, cwd: str | Path, approver: Approver | None, **agent_options: Any
 ) -> Agent:
-    from core.config import load_settings
-    from core.sandbox.bwrap import Sandbox
-    from core.workspace import LocalWorkspace, WorkspaceScope
+    from hermes_core.config import load_settings
+    from hermes_core.sandbox.bwrap import Sandbox
+    from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
     settings = settings or load_settings()
     scope = WorkspaceScope(Path(cwd).resolve())

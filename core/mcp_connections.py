@@ -1,5 +1,5 @@
 """MCP servers the editor hands a session: connected, listed, closed. Their tools are
-offered to the model through `core.mcp_tools`; their prompts through `get_prompt`.
+offered to the model through `hermes_core.mcp_tools`; their prompts through `get_prompt`.
 
 One long-lived task per server owns that server's client (transport and session are
 entered and left in that task, as anyio requires); tool calls go through the shared
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
-from core.mcp_guard import McpServerGuard
-from core.mcp_tools import McpCallFailed, McpTool, describe_error, timed_out, unique_name
+from hermes_core.mcp_guard import McpServerGuard
+from hermes_core.mcp_tools import McpCallFailed, McpTool, describe_error, timed_out, unique_name
 
 if TYPE_CHECKING:
     import anyio
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from mcp.types import Prompt as McpPromptInfo
     from mcp.types import Tool as McpToolInfo
 
-    from core.tools.base import Tool
+    from hermes_core.tools.base import Tool
 
 log = logging.getLogger(__name__)
 
@@ -368,7 +368,7 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
     """A stdio server's environment: ours without what the sandbox hides from commands (the
     model keys and the other credentials in its list, `hidden` and their numbered pools),
     plus what the editor set for this server, which is the user's own choice."""
-    from core.sandbox.bwrap import CREDENTIAL_ENV
+    from hermes_core.sandbox.bwrap import CREDENTIAL_ENV
 
     def hides(name: str) -> bool:
         base, _, number = name.rpartition("_")

@@ -1,6 +1,6 @@
 """Stdio MCP servers die with the agent, kill -9 included, grandchildren too.
 
-The mechanism is the one unconfined commands use (`core.sandbox.unconfined`): a watcher
+The mechanism is the one unconfined commands use (`hermes_core.sandbox.unconfined`): a watcher
 `sh` reads a pipe whose only writer is the agent; when the agent dies the kernel closes
 that end, the watcher reads end of file and kills the server's process group. What
 differs is who learns the group: the MCP SDK starts the server itself (in a new session,

@@ -1,6 +1,6 @@
 """MCP servers' tools as the model sees them: one `Tool` per server tool, named
 `mcp__<server>__<tool>`, its result rendered as text. The connections behind them are
-`core.mcp_connections`.
+`hermes_core.mcp_connections`.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import RootModel, ValidationError
 
-from core.errors import ToolFailed
-from core.events import ToolKind
-from core.providers.base import ToolSpec
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace
+from hermes_core.errors import ToolFailed
+from hermes_core.events import ToolKind
+from hermes_core.providers.base import ToolSpec
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
     from mcp.types import CallToolResult
     from mcp.types import Tool as McpToolInfo
 
-    from core.mcp_connections import McpConnections, ServerLink
+    from hermes_core.mcp_connections import McpConnections, ServerLink
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ import os
 import tempfile
 from collections.abc import Iterator
 
-from core.errors import InvalidInput
-from core.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
+from hermes_core.errors import InvalidInput
+from hermes_core.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
 
 try:
     import fcntl

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from core.config import Price
+    from hermes_core.config import Price
 
 
 @dataclass(frozen=True, slots=True)

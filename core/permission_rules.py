@@ -45,9 +45,9 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from core.hooks import HookSpec
-    from core.tools.base import Tool
-    from core.workspace import Workspace
+    from hermes_core.hooks import HookSpec
+    from hermes_core.tools.base import Tool
+    from hermes_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ class PermissionRules:
             rules = _rules_of(parsed.get("permissions"), relative, self.cwd)
             rule_file = RuleFile(relative, path, rules, digest, trust.get(str(path)) == digest)
             if path.suffix == ".toml":
-                from core.hooks import specs_from_table
+                from hermes_core.hooks import specs_from_table
 
                 rule_file.hooks = specs_from_table(parsed.get("hooks"), relative)
             files.append(rule_file)
@@ -325,9 +325,9 @@ def _text_matches(specifier: str, text: str) -> bool:
 
 
 def _command_matches(specifier: str, command: str, action: Action) -> bool:
-    from core.shell.lexer import ShellSyntaxError
-    from core.shell.parse import parse_command, simple_commands
-    from core.shell.programs import all_invocations
+    from hermes_core.shell.lexer import ShellSyntaxError
+    from hermes_core.shell.parse import parse_command, simple_commands
+    from hermes_core.shell.programs import all_invocations
 
     specifier = " ".join(specifier.split())
     plain = " ".join(command.split())

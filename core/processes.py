@@ -17,12 +17,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
-from core.workspace import CommandExit, CommandOptions, WorkspaceError
+from hermes_core.workspace import CommandExit, CommandOptions, WorkspaceError
 
 if TYPE_CHECKING:
-    from core.sandbox.bwrap import Sandbox
-    from core.sandbox.unconfined import UnconfinedGuard
-    from core.workspace import LocalWorkspace
+    from hermes_core.sandbox.bwrap import Sandbox
+    from hermes_core.sandbox.unconfined import UnconfinedGuard
+    from hermes_core.workspace import LocalWorkspace
 
 logger = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ async def start_local_command(
     run._attach(transport)
     if sandbox is None:
         # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.
-        from core.sandbox.unconfined import UnconfinedGuard
+        from hermes_core.sandbox.unconfined import UnconfinedGuard
 
         run._guard = UnconfinedGuard(transport.get_pid())
     return run

@@ -2,10 +2,10 @@
 
 `WorkspaceScope` says whether a path is inside by name (for approvals and messages) and
 opens files by the kernel's word (`open_file`, `read_bytes`, `write_bytes`, on
-`core.beneath`): a symlink that leaves is refused at open time, the opened descriptor is
+`hermes_core.beneath`): a symlink that leaves is refused at open time, the opened descriptor is
 checked (a regular file, one name), and a write is a temporary file renamed inside the
 opened directory. The errors and the size and text checks every workspace shares live
-here too; `core.workspace` re-exports them with the Workspace port.
+here too; `hermes_core.workspace` re-exports them with the Workspace port.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.beneath import LeavesRoot, open_beneath
-from core.errors import HermesError
-from core.sandbox.secrets import is_env_file, is_secret_path
+from hermes_core.beneath import LeavesRoot, open_beneath
+from hermes_core.errors import HermesError
+from hermes_core.sandbox.secrets import is_env_file, is_secret_path
 
 MAX_READ_BYTES = 2_000_000  # larger files are refused, read from disk or from the editor
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this much of a file makes it binary
@@ -91,7 +91,7 @@ class WorkspaceScope:
 
     cwd: Path
     extra_roots: tuple[Path, ...] = ()
-    # Whose secrets are refused (`core.sandbox.secrets`): None is the user's home ($HOME);
+    # Whose secrets are refused (`hermes_core.sandbox.secrets`): None is the user's home ($HOME);
     # `hidden` adds folders the sandbox also hides, the agent's own home.
     home: Path | None = None
     hidden: tuple[Path, ...] = ()

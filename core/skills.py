@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import InvalidInput
+from hermes_core.errors import InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 
 def skill_folders(home: Path, cwd: Path) -> list[Path]:
     """Where skills live, the project's first (it wins a name clash over the user's)."""
-    from core.context import repository_root
+    from hermes_core.context import repository_root
 
     root = repository_root(cwd) or Path(cwd)
     return [root / ".hermes" / "skills", root / ".claude" / "skills", Path(home) / "skills"]
@@ -147,7 +147,7 @@ def load_skill(path: Path, root: Path | None = None) -> Skill:
 
 def discover_commands(cwd: Path) -> list[PromptCommand]:
     """The prompt commands in the repository's `.hermes/commands/`, sorted by name."""
-    from core.context import repository_root
+    from hermes_core.context import repository_root
 
     folder = (repository_root(cwd) or Path(cwd)) / ".hermes" / "commands"
     commands: list[PromptCommand] = []
@@ -176,7 +176,7 @@ def discover_commands(cwd: Path) -> list[PromptCommand]:
 def _read(path: Path, root: Path) -> str:
     """The file's text, opened beneath `root` (the folder it was found in) by the file tools'
     rules: a repository's skill or command may be a symlink to `~/.ssh/id_ed25519`."""
-    from core.workspace import FileTooLarge, WorkspaceError, WorkspaceScope
+    from hermes_core.workspace import FileTooLarge, WorkspaceError, WorkspaceScope
 
     try:
         data = WorkspaceScope(root).read_bytes(path, MAX_SKILL_BYTES)

@@ -23,22 +23,22 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from core.approval import ApprovalPolicy, Approver, Decision
-from core.events import (
+from hermes_core.approval import ApprovalPolicy, Approver, Decision
+from hermes_core.events import (
     Event,
     MessageCommitted,
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
 )
-from core.messages import ContentPart, Message, TextPart, ToolCall
-from core.tool_waves import file_identity, waves
-from core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
-from core.tools.registry import ToolRegistry
-from core.workspace import Workspace, WorkspaceError
+from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
+from hermes_core.tool_waves import file_identity, waves
+from hermes_core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
+from hermes_core.tools.registry import ToolRegistry
+from hermes_core.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
-    from core.hooks import Hooks
+    from hermes_core.hooks import Hooks
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.tool_runner import PreparedCall
+    from hermes_core.tool_runner import PreparedCall
 
 
 def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:

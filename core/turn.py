@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.approval import Mode
-from core.events import (
+from hermes_core.approval import Mode
+from hermes_core.events import (
     Event,
     MessageCommitted,
     Status,
@@ -27,14 +27,14 @@ from core.events import (
     TitleChanged,
     TurnEnded,
 )
-from core.messages import ContentPart, Message, TextPart, ToolCall
-from core.models import Usage
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.tool_runner import call_cards
+from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
+from hermes_core.models import Usage
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.tool_runner import call_cards
 
 if TYPE_CHECKING:
-    from core.agent import Agent
-    from core.tool_runner import PreparedCall
+    from hermes_core.agent import Agent
+    from hermes_core.tool_runner import PreparedCall
 
 MAX_CONTINUATIONS = 3  # "length" with visible text: ask the model to go on, this many times
 MAX_ARGUMENT_REPAIRS = 3  # invalid tool arguments answered with an error, per turn

@@ -2,7 +2,7 @@
 
 The loop drains the changes at the start of a turn into `turn_preamble`, so the model
 re-reads those files instead of trusting what it saw before. (The turn side, drain and
-bookkeeping, is `core.turn_context.ChangeLedger`; what to watch is `core.watch_tree`.)
+bookkeeping, is `hermes_core.turn_context.ChangeLedger`; what to watch is `hermes_core.watch_tree`.)
 
 Whose change is it? What happens while a turn runs is the agent's (its edits, its
 commands); what happens between turns is the user's. Events arrive late (grouped for
@@ -23,7 +23,7 @@ one recursive watch is cheap, the roots are watched recursively and filtered her
 
 Nothing here raises into the agent: a missing root, a tree too large, a kernel limit or an
 unreadable ignore file is logged to stderr and the watcher reports less (at worst nothing).
-It runs no process: .gitignore is read by `core.gitignore`, never by asking git.
+It runs no process: .gitignore is read by `hermes_core.gitignore`, never by asking git.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ from pathlib import Path
 
 from watchfiles import Change
 
-from core.turn_context import MAX_CHANGED_FILES, ChangeLedger, is_within, parents
-from core.watch_tree import (
+from hermes_core.turn_context import MAX_CHANGED_FILES, ChangeLedger, is_within, parents
+from hermes_core.watch_tree import (
     DEFAULT_IGNORE_DIRS,
     GitIgnores,
     TooLarge,

@@ -1,6 +1,6 @@
 """What the workspace watcher watches: the directories worth a kernel watch, and which
 changed paths are noise (tool caches, dependencies, editor droppings, what .gitignore
-excludes). The watching itself is `core.watch`.
+excludes). The watching itself is `hermes_core.watch`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import os
 
 from watchfiles import BaseFilter, Change, DefaultFilter
 
-from core.gitignore import Repository
-from core.turn_context import is_within
+from hermes_core.gitignore import Repository
+from hermes_core.turn_context import is_within
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class WorkspaceFilter(DefaultFilter):
 
 class GitIgnores:
     """What .gitignore excludes under one root, read from the ignore files themselves
-    (`core.gitignore`): no git runs, so nothing the repository's config names runs either."""
+    (`hermes_core.gitignore`): no git runs, so nothing the repository's config names runs either."""
 
     def __init__(self, root: str, repository: Repository) -> None:
         self.root = root

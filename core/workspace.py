@@ -3,7 +3,7 @@
 `LocalWorkspace` works on the local disk and local subprocesses (core/processes.py).
 The ACP side plugs in its own implementation (editor buffers, editor terminals) that
 follows the same scoping rules and opens files the same way, both in `WorkspaceScope`
-(`core.scope`, re-exported here), with the same read limit and file checks.
+(`hermes_core.scope`, re-exported here), with the same read limit and file checks.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
-from core.scope import (
+from hermes_core.scope import (
     BINARY_SNIFF_BYTES,
     MAX_READ_BYTES,
     BinaryFile,
@@ -30,7 +30,7 @@ from core.scope import (
 )
 
 if TYPE_CHECKING:
-    from core.sandbox.bwrap import Sandbox
+    from hermes_core.sandbox.bwrap import Sandbox
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -168,6 +168,6 @@ class LocalWorkspace:
         await asyncio.to_thread(self.scope.write_bytes, path, data, allow_outside=allow_outside)
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
-        from core.processes import start_local_command
+        from hermes_core.processes import start_local_command
 
         return await start_local_command(self, command, **options)

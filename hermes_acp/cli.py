@@ -221,11 +221,11 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Hand
 
 def config_problem() -> str | None:
     """What is wrong with the configuration (config.toml and HERMES_ACP_* variables), if anything."""
-    from core.config_plain import plainly_valid
+    from hermes_core.config_plain import plainly_valid
 
     if plainly_valid():  # no need for the settings model (~50 ms of pydantic) before the answer
         return None
-    from core.config import ConfigError, load_settings
+    from hermes_core.config import ConfigError, load_settings
 
     try:
         load_settings()
@@ -236,7 +236,7 @@ def config_problem() -> str | None:
 
 def end_of_input_seconds() -> float:
     """The `end_of_input_seconds` setting (its default when the config cannot be read)."""
-    from core.config import ConfigError, Settings, load_settings
+    from hermes_core.config import ConfigError, Settings, load_settings
 
     try:
         return load_settings().end_of_input_seconds
@@ -251,7 +251,7 @@ def run_setup(stdin: TextIO, out: TextIO) -> int:
     """Ask for provider, key and model on the terminal; write config.toml."""
     from pathlib import Path
 
-    from core.config import ConfigError, write_config
+    from hermes_core.config import ConfigError, write_config
 
     home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
     values = _existing_config(home / "config.toml", out)
@@ -294,8 +294,8 @@ def _endpoint_models(home: Path, values: dict[str, Any], out: TextIO) -> list[st
     be reached): asked with the answers given so far and the environment's settings."""
     import asyncio
 
-    from core.config import ConfigError, load_settings
     from hermes_acp.session.options import list_endpoint_models
+    from hermes_core.config import ConfigError, load_settings
 
     answers = {k: v for k, v in values.items() if k != "model" and v not in (None, "")}
     try:
@@ -379,7 +379,7 @@ def run_logout(out: TextIO) -> int:
     import re
     from pathlib import Path
 
-    from core.credentials import forget_stored_keys
+    from hermes_core.credentials import forget_stored_keys
 
     home = Path(os.environ.get("HERMES_ACP_HOME") or "~/.hermes-acp").expanduser()
     try:
@@ -410,7 +410,7 @@ def run_check(out: TextIO) -> int:
 
 
 async def _check(out: TextIO) -> int:
-    from core.config import ConfigError, load_settings
+    from hermes_core.config import ConfigError, load_settings
 
     def line(ok: bool | None, label: str, detail: str) -> None:
         mark = {True: "ok  ", False: "FAIL", None: "--  "}[ok]
@@ -427,10 +427,10 @@ async def _check(out: TextIO) -> int:
         line(True, "config file", str(config))
     else:
         line(None, "config file", f"{config} not found; using the environment")
-    from core.providers.resolve import build_chain, has_api_key, has_credentials
+    from hermes_core.providers.resolve import build_chain, has_api_key, has_credentials
 
     line(True, "provider", f"{settings.provider}, model {settings.model}")
-    from core.sandbox.bwrap import check_line
+    from hermes_core.sandbox.bwrap import check_line
 
     line(*check_line(settings))
     if not has_credentials(settings):
@@ -456,13 +456,13 @@ async def _probe(provider: Any, line: Any, settings: Any) -> int:
     import asyncio
     import time
 
-    from core.messages import Message
-    from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+    from hermes_core.messages import Message
+    from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
 
     try:
         models = await asyncio.wait_for(provider.list_models(), 20)
         line(True, "endpoint", f"reachable ({len(models)} models listed)")
-        from core.providers.model_list import review_model_list
+        from hermes_core.providers.model_list import review_model_list
 
         if problem := review_model_list(settings, models):
             line(False, "model", problem)

@@ -17,7 +17,7 @@ openai SDK's client goes through too).
 
 from __future__ import annotations
 
-from core.lazy_package import defer_package_init as defer
+from hermes_core.lazy_package import defer_package_init as defer
 
 SDK_PACKAGE = "acp"
 

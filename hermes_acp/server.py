@@ -271,7 +271,7 @@ class AcpServer:
                 {"field": "methodId", "valid": valid},
             )
         settings = await asyncio.to_thread(self.sessions.load_settings)
-        from core.providers.resolve import has_credentials
+        from hermes_core.providers.resolve import has_credentials
 
         if not has_credentials(settings):
             raise user_error(AUTH_REQUIRED, auth_help(settings))
@@ -342,8 +342,8 @@ class AcpServer:
     async def logout(self, request: schema.LogoutRequest | NoParams, raw: Params) -> Params:
         """Forget the API keys `hermes-acp setup` wrote to config.toml. Keys in the
         environment are the editor's to remove: they are named, not touched."""
-        from core.credentials import forget_stored_keys
-        from core.providers.resolve import has_credentials
+        from hermes_core.credentials import forget_stored_keys
+        from hermes_core.providers.resolve import has_credentials
 
         settings = await asyncio.to_thread(self.sessions.load_settings)
         try:

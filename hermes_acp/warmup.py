@@ -18,10 +18,10 @@ SCHEMA = "acp.schema"
 # Not the SDK's schema (330-630 ms, +8-24 MB): plainly valid requests are read without
 # it (hermes_acp/plain_params.py); `schema_ready` imports it when one is not.
 WARM_MODULES = (
-    "core.agent",
-    "core.store.sessions",
-    "core.tools.session_search",
-    "core.watch",
+    "hermes_core.agent",
+    "hermes_core.store.sessions",
+    "hermes_core.tools.session_search",
+    "hermes_core.watch",
     "hermes_acp.bridge.content",
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",
@@ -97,11 +97,11 @@ class Warmup:
 def _import_provider_sdk() -> None:
     """Import what a model call needs (httpx2, its TLS context: ~0.1 s), and the module
     of the configured API shape."""
-    from core.providers.http import ssl_context
+    from hermes_core.providers.http import ssl_context
 
     ssl_context()
-    from core.config import load_settings
-    from core.providers.resolve import provider_module
+    from hermes_core.config import load_settings
+    from hermes_core.providers.resolve import provider_module
 
     try:
         settings = load_settings()

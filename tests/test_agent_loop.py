@@ -12,8 +12,8 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from core.approval import Decision, Mode
-from core.events import (
+from hermes_core.approval import Decision, Mode
+from hermes_core.events import (
     HistoryReplaced,
     MessageCommitted,
     Status,
@@ -26,11 +26,11 @@ from core.events import (
     ToolCallStarted,
     UsageUpdated,
 )
-from core.library import StaticApprover, chat
-from core.messages import Message, ToolCall
-from core.tools import default_tools
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.tools.registry import ToolRegistry
+from hermes_core.library import StaticApprover, chat
+from hermes_core.messages import Message, ToolCall
+from hermes_core.tools import default_tools
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.registry import ToolRegistry
 from tests.support.agents import (
     API_SHAPES,
     ScriptedApprover,
@@ -456,7 +456,7 @@ async def test_history_with_a_dangling_tool_call_is_repaired_before_sending(fake
 
 
 async def test_files_the_user_changed_between_turns_reach_the_next_message(fake, workdir):
-    from core.watch import WorkspaceWatcher
+    from hermes_core.watch import WorkspaceWatcher
 
     fake.script(
         [

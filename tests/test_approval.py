@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
-from core.command_rules.scope import command_scope
-from core.events import ToolKind
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace, WorkspaceScope
+from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
+from hermes_core.command_rules.scope import command_scope
+from hermes_core.events import ToolKind
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace, WorkspaceScope
 
 # --------------------------------------------------------------------------------------
 # Small real tools: one of each kind the policy tells apart

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
-from core.sandbox.bwrap import Sandbox
-from core.tools.files import WriteFileTool
-from core.tools.terminal import TerminalTool
-from core.workspace import LocalWorkspace, WorkspaceScope
 from hermes_acp.bridge.permissions import permission_params
+from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
+from hermes_core.sandbox.bwrap import Sandbox
+from hermes_core.tools.files import WriteFileTool
+from hermes_core.tools.terminal import TerminalTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 TERMINAL, WRITE = TerminalTool(), WriteFileTool()
 

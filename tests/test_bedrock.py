@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from core.config import Settings
-from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart, ToolCall, user
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
-from core.providers.bedrock import BedrockConverseProvider
-from core.providers.resolve import build_chain, has_credentials
+from hermes_core.config import Settings
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall, user
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
+from hermes_core.providers.bedrock import BedrockConverseProvider
+from hermes_core.providers.resolve import build_chain, has_credentials
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0"
@@ -215,7 +215,7 @@ async def test_settings_pick_bedrock_its_region_and_its_model_list(fake, tmp_pat
 
 
 def test_message_ids_and_history_survive_a_tool_call_without_arguments():
-    from core.providers.bedrock_messages import to_converse_messages
+    from hermes_core.providers.bedrock_messages import to_converse_messages
 
     history = [
         Message(role="assistant", tool_calls=[ToolCall("t1", "list", "")]),
@@ -299,8 +299,8 @@ def test_building_a_bedrock_provider_leaves_boto3_unloaded(tmp_path):
 
     probe = (
         "import sys\n"
-        "from core.config import Settings\n"
-        "from core.providers.resolve import build_chain\n"
+        "from hermes_core.config import Settings\n"
+        "from hermes_core.providers.resolve import build_chain\n"
         f"chain = build_chain(Settings(home={str(tmp_path)!r}, provider='bedrock', model={MODEL!r}))\n"
         "print(chain[0].api_mode, sorted(m for m in ('boto3', 'botocore') if m in sys.modules))\n"
     )
@@ -311,8 +311,8 @@ def test_building_a_bedrock_provider_leaves_boto3_unloaded(tmp_path):
 
 
 async def test_a_kept_converse_form_never_outlives_the_message_it_came_from(fake):
-    from core.compression import apply_compression, plan_compression
-    from core.messages import repair_alternation
+    from hermes_core.compression import apply_compression, plan_compression
+    from hermes_core.messages import repair_alternation
     from tests.support.sdk_bodies import exchange
 
     async def sent(provider: BedrockConverseProvider, history: list[Message]) -> bytes:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from core import beneath
-from core.beneath import LeavesRoot, open_beneath
-from core.tools.base import SessionToolState, ToolContext, ToolLimits
-from core.tools.search import SearchTool
-from core.workspace import LocalWorkspace, NotRegularFile, OutsideWorkspace, WorkspaceScope
+from hermes_core import beneath
+from hermes_core.beneath import LeavesRoot, open_beneath
+from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits
+from hermes_core.tools.search import SearchTool
+from hermes_core.workspace import LocalWorkspace, NotRegularFile, OutsideWorkspace, WorkspaceScope
 
 
 @pytest.fixture(params=["openat2", "walk"])

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from core.messages import ImagePart, TextPart
-from core.workspace import LocalWorkspace, WorkspaceScope
 from hermes_acp.bridge.content import NO_IMAGES, prompt_to_content
 from hermes_acp.bridge.workspace import ClientWorkspace
 from hermes_acp.session.slash.menu import AVAILABLE_COMMANDS, commands_update, parse_command
+from hermes_core.messages import ImagePart, TextPart
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.acp_harness import SLASH_COMMANDS
 from tests.support.bridge_pair import open_pair
 from tests.support.schema import validate

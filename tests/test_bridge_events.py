@@ -7,7 +7,10 @@ from datetime import datetime
 
 import pytest
 
-from core.events import (
+from hermes_acp.bridge.channel import send_updates
+from hermes_acp.bridge.events import EventTranslator, plan_update
+from hermes_acp.session.replay import replay_conversation, replay_message
+from hermes_core.events import (
     FileDiff,
     Location,
     MessageCommitted,
@@ -26,12 +29,9 @@ from core.events import (
     TurnEnded,
     UsageUpdated,
 )
-from core.messages import ImagePart, Message, TextPart, ToolCall
-from core.models import Usage
-from core.tool_runner import tool_display
-from hermes_acp.bridge.channel import send_updates
-from hermes_acp.bridge.events import EventTranslator, plan_update
-from hermes_acp.session.replay import replay_conversation, replay_message
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall
+from hermes_core.models import Usage
+from hermes_core.tool_runner import tool_display
 from tests.support.bridge_pair import BridgePair, open_pair
 from tests.support.schema import validate
 

@@ -8,8 +8,8 @@ import logging
 import pytest
 from acp.exceptions import RequestError
 
-from core.approval import ApprovalRequest, Approver, Decision
 from hermes_acp.bridge.permissions import AcpApprover
+from hermes_core.approval import ApprovalRequest, Approver, Decision
 from tests.support.bridge_pair import open_pair
 
 SID = "sess-p"

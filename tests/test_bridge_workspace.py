@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 from acp.exceptions import RequestError
 
-from core.processes import LocalCommand
-from core.workspace import (
+from hermes_acp.bridge.workspace import ClientWorkspace
+from hermes_core.processes import LocalCommand
+from hermes_core.workspace import (
     BinaryFile,
     FileTooLarge,
     LocalWorkspace,
     WorkspaceError,
     WorkspaceScope,
 )
-from hermes_acp.bridge.workspace import ClientWorkspace
 from tests.support.bridge_pair import BridgePair, open_pair
 
 SID = "sess-w"

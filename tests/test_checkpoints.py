@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core import checkpoints as checkpoints_module
-from core.checkpoints import CheckpointStore, TurnRecord
+from hermes_core import checkpoints as checkpoints_module
+from hermes_core.checkpoints import CheckpointStore, TurnRecord
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.command_rules.check import dangerous_rule
+from hermes_core.command_rules.check import dangerous_rule
 from tests.command_corpus import MUST_ASK, MUST_NOT_ASK
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from core.command_rules.check import FORK_BOMB, UNPARSEABLE, dangerous_rule
-from core.command_rules.scope import command_scope
-from core.command_rules.words import find_starts
-from core.shell.parse import SimpleCommand, parse_command
-from core.shell.programs import unwrap
+from hermes_core.command_rules.check import FORK_BOMB, UNPARSEABLE, dangerous_rule
+from hermes_core.command_rules.scope import command_scope
+from hermes_core.command_rules.words import find_starts
+from hermes_core.shell.parse import SimpleCommand, parse_command
+from hermes_core.shell.programs import unwrap
 
 # --------------------------------------------------------------------------------------
 # Dangerous commands, and harmless near-misses that must not fire

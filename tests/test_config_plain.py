@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import tomli_w
 
-from core.config import ConfigError, Settings, load_settings
-from core.config_plain import FIELDS, RULES, SDK_ENV, plainly_valid
 from hermes_acp.cli import config_problem
+from hermes_core.config import ConfigError, Settings, load_settings
+from hermes_core.config_plain import FIELDS, RULES, SDK_ENV, plainly_valid
 from tests.support.acp_harness import server_env, spawn_server
 
 TEXTS = ["", "0", "1", "2", "01", "-1", "+1", " 3", "1.5", "0.5", "1e3", "1_000", "inf", "nan"]

@@ -230,7 +230,7 @@ async def test_a_client_that_only_wanted_the_hello_ends_it_without_the_warm_up(t
         await server.stop()
     assert reply["id"] == 0 and "result" in reply
     assert early_answers(server) == 1
-    warmed = {"core.agent", "hermes_acp.session.manager", "core.config"} & imported(server)
+    warmed = {"hermes_core.agent", "hermes_acp.session.manager", "hermes_core.config"} & imported(server)
     assert warmed == set()
     assert SHUTDOWN_LOG in server.stderr and "Traceback" not in server.stderr
 
@@ -288,7 +288,7 @@ async def test_the_trace_records_the_early_answer_in_order(tmp_path: Path) -> No
 
 PROBE = """
 import json, os, sys
-import hermes_acp.cli, hermes_acp.logs, core.config_plain
+import hermes_acp.cli, hermes_acp.logs, hermes_core.config_plain
 from hermes_acp.early_hello import answer_first_initialize
 
 line = open(sys.argv[1], "rb").read().strip()

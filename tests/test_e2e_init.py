@@ -149,8 +149,8 @@ async def test_start_up_imports_nothing_heavy() -> None:
     background, so start-up costs about what the ACP SDK alone costs."""
     probe = (
         "import sys, hermes_acp.cli, hermes_acp.server\n"
-        "heavy = ['core.agent', 'core.store', 'sqlite3', 'openai', 'anthropic', 'httpx',\n"
-        "         'core.tools']\n"
+        "heavy = ['hermes_core.agent', 'hermes_core.store', 'sqlite3', 'openai', 'anthropic', 'httpx',\n"
+        "         'hermes_core.tools']\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     command = [sys.executable, "-c", probe]

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from acp.exceptions import RequestError
 
-from core.config import Settings
-from core.providers.model_list import TTL_SECONDS, cached_models, model_problem, remember_models
 from hermes_acp.terminal import exit_codes
+from hermes_core.config import Settings
+from hermes_core.providers.model_list import TTL_SECONDS, cached_models, model_problem, remember_models
 from tests.support.acp_harness import connected, run_hermes, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 

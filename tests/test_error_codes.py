@@ -6,12 +6,12 @@ import importlib
 
 import pytest
 
-from core.config import ConfigError
-from core.errors import HermesError, InvalidInput
-from core.providers.base import ErrorKind, ProviderError
-from core.shell.lexer import ShellSyntaxError
 from hermes_acp.session.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS, error_response
 from hermes_acp.session.options import InvalidOption
+from hermes_core.config import ConfigError
+from hermes_core.errors import HermesError, InvalidInput
+from hermes_core.providers.base import ErrorKind, ProviderError
+from hermes_core.shell.lexer import ShellSyntaxError
 
 
 @pytest.mark.parametrize("name", list(CODES))

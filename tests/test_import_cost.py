@@ -9,12 +9,12 @@ import sys
 
 PROBE = """
 import json, sys
-import core, core.providers.resolve, core.providers.chat_completions
-import core.providers.anthropic_messages, core.providers.responses
-import core.providers.resilient
-import core.providers.errors, core.models
-from core.providers.resolve import build_chain
-from core.config import Settings
+import hermes_core, hermes_core.providers.resolve, hermes_core.providers.chat_completions
+import hermes_core.providers.anthropic_messages, hermes_core.providers.responses
+import hermes_core.providers.resilient
+import hermes_core.providers.errors, hermes_core.models
+from hermes_core.providers.resolve import build_chain
+from hermes_core.config import Settings
 chain = build_chain(Settings(provider="anthropic", model="claude-sonnet-4", anthropic_api_key="k"))
 loaded_after_build = sorted(m for m in ("openai", "anthropic", "httpx2") if m in sys.modules)
 from hermes_acp.warmup import _import_provider_sdk

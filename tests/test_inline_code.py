@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.command_rules.inline_code import (
+from hermes_core.command_rules.inline_code import (
     awk_is_harmless,
     python_is_harmless,
     script_is_harmless,

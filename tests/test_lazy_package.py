@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.lazy_package import defer_package_init, defer_package_tree
+from hermes_core.lazy_package import defer_package_init, defer_package_tree
 
 
 @pytest.fixture

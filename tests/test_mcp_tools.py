@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from core.approval import ApprovalMemory, ApprovalPolicy, Mode
-from core.events import Event, ToolCallFinished
-from core.mcp_connections import McpConnections, McpServerConfig
-from core.mcp_tools import McpTool, tool_name
-from core.messages import ToolCall
-from core.tool_runner import ToolRunner
-from core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits
-from core.tools.registry import ToolRegistry
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Mode
+from hermes_core.events import Event, ToolCallFinished
+from hermes_core.mcp_connections import McpConnections, McpServerConfig
+from hermes_core.mcp_tools import McpTool, tool_name
+from hermes_core.messages import ToolCall
+from hermes_core.tool_runner import ToolRunner
+from hermes_core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits
+from hermes_core.tools.registry import ToolRegistry
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import ScriptedApprover
 from tests.support.mcp_server import HttpEndpoints, http_servers
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from core.events import TextDelta
-from core.messages import user
-from core.providers.anthropic_messages import AnthropicMessagesProvider
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.chat_completions import ChatCompletionsProvider
-from core.providers.responses import ResponsesProvider
+from hermes_core.events import TextDelta
+from hermes_core.messages import user
+from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.chat_completions import ChatCompletionsProvider
+from hermes_core.providers.responses import ResponsesProvider
 from tests.support.fake_provider import FakeProvider, Reply
 
 SHAPES = {

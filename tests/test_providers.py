@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from core.config import FallbackEntry, Price, Settings
-from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart, ToolCall, user
-from core.models import Usage, context_window, cost_usd, lookup, model_info
-from core.providers.anthropic_messages import AnthropicMessagesProvider
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
-from core.providers.chat_completions import ChatCompletionsProvider, ThinkTagParser
-from core.providers.errors import classify_payload, is_context_overflow, parse_retry_after
-from core.providers.resolve import build_chain, build_provider, has_credentials, resolve_api_mode
-from core.providers.responses import ResponsesProvider
+from hermes_core.config import FallbackEntry, Price, Settings
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall, user
+from hermes_core.models import Usage, context_window, cost_usd, lookup, model_info
+from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
+from hermes_core.providers.chat_completions import ChatCompletionsProvider, ThinkTagParser
+from hermes_core.providers.errors import classify_payload, is_context_overflow, parse_retry_after
+from hermes_core.providers.resolve import build_chain, build_provider, has_credentials, resolve_api_mode
+from hermes_core.providers.responses import ResponsesProvider
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 SHAPES = {

@@ -11,19 +11,19 @@ from typing import Any
 
 import pytest
 
-from core.config import Settings
-from core.events import Status
-from core.messages import Message, ToolCall, user
-from core.models import context_window
-from core.providers.anthropic_messages import AnthropicMessagesProvider
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.chat_completions import ChatCompletionsProvider
-from core.providers.limits import FILE_NAME, stated_context_limit, stated_output_cap
-from core.providers.resilient import ResilientModel
-from core.providers.resolve import build_chain, build_provider
-from core.providers.responses import ResponsesProvider
-from core.store.sessions import SessionStore
-from core.store.writer import SessionRecord
+from hermes_core.config import Settings
+from hermes_core.events import Status
+from hermes_core.messages import Message, ToolCall, user
+from hermes_core.models import context_window
+from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.chat_completions import ChatCompletionsProvider
+from hermes_core.providers.limits import FILE_NAME, stated_context_limit, stated_output_cap
+from hermes_core.providers.resilient import ResilientModel
+from hermes_core.providers.resolve import build_chain, build_provider
+from hermes_core.providers.responses import ResponsesProvider
+from hermes_core.store.sessions import SessionStore
+from hermes_core.store.writer import SessionRecord
 from tests.support.agents import OPEN_AGENTS, collect, ended, make_agent
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 

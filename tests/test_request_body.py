@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from core.providers.body import Encoded, dumps, encode_body
+from hermes_core.providers.body import Encoded, dumps, encode_body
 
 
 def kept(items: list[object]) -> Encoded:

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from core.events import AnswerRestarted, Status, TextDelta, ThoughtDelta
-from core.messages import user
-from core.providers.anthropic_messages import AnthropicMessagesProvider
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.chat_completions import ChatCompletionsProvider
-from core.providers.resilient import ResilientModel
+from hermes_core.events import AnswerRestarted, Status, TextDelta, ThoughtDelta
+from hermes_core.messages import user
+from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.chat_completions import ChatCompletionsProvider
+from hermes_core.providers.resilient import ResilientModel
 from tests.support.agents import OPEN_AGENTS
 from tests.support.fake_provider import FakeProvider, Reply
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox.bwrap import Sandbox
-from core.workspace import LocalWorkspace, WorkspaceError, WorkspaceScope
+from hermes_core.sandbox.bwrap import Sandbox
+from hermes_core.workspace import LocalWorkspace, WorkspaceError, WorkspaceScope
 
 
 @pytest.fixture
@@ -230,7 +230,7 @@ async def test_with_the_network_off_its_own_loopback_still_works(project: Path, 
 async def test_settings_choose_the_writable_caches_and_the_network(
     project: Path, home: Path, tmp_path: Path
 ) -> None:
-    from core.config import load_settings
+    from hermes_core.config import load_settings
 
     (home / "toolstore").mkdir()
     environ = {

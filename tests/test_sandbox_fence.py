@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from core.sandbox.bwrap import Sandbox
-from core.sandbox.secrets import is_secret_path
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.sandbox.bwrap import Sandbox
+from hermes_core.sandbox.secrets import is_secret_path
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 GIT_ID = "-c user.name=t -c user.email=t@example.com"
 

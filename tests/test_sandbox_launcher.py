@@ -7,7 +7,7 @@ import stat
 import subprocess
 from pathlib import Path
 
-from core.sandbox.launcher import LAUNCHER_NAME, Launchers
+from hermes_core.sandbox.launcher import LAUNCHER_NAME, Launchers
 
 
 def test_the_launcher_runs_the_launch_with_the_command_line_as_given(tmp_path: Path) -> None:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from core.events import Event
-from core.messages import Message
-from core.store.sessions import SessionStore
-from core.store.writer import SessionRecord
-from core.tools.base import SessionToolState, ToolContext
-from core.tools.session_search import SessionSearchTool
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.events import Event
+from hermes_core.messages import Message
+from hermes_core.store.sessions import SessionStore
+from hermes_core.store.writer import SessionRecord
+from hermes_core.tools.base import SessionToolState, ToolContext
+from hermes_core.tools.session_search import SessionSearchTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.providers.chat_completions import ChatCompletionsProvider
+from hermes_core.providers.chat_completions import ChatCompletionsProvider
 
 
 def provider(key: str = "k1", url: str = "http://127.0.0.1:9/v1") -> ChatCompletionsProvider:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from core.skills import PromptCommand, SkillError, discover_commands, discover_skills, split_front_matter
+from hermes_core.skills import (
+    PromptCommand,
+    SkillError,
+    discover_commands,
+    discover_skills,
+    split_front_matter,
+)
 
 
 def write_skill(folder: Path, name: str, text: str) -> Path:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from core.providers.base import ErrorKind, ProviderError
-from core.providers.errors import classify_stream_error
-from core.providers.sse import END, ServerSentEvent, SSEDecoder, StaleWatch
+from hermes_core.providers.base import ErrorKind, ProviderError
+from hermes_core.providers.errors import classify_stream_error
+from hermes_core.providers.sse import END, ServerSentEvent, SSEDecoder, StaleWatch
 
 
 def parse(*pieces: bytes, finish: bool = True) -> list[ServerSentEvent]:
@@ -213,8 +213,8 @@ async def test_a_failing_stream_becomes_a_provider_error():
 
 
 def test_runs_of_one_kind_merge_and_the_order_of_kinds_stays() -> None:
-    from core.events import TextDelta, ThoughtDelta
-    from core.providers.sse import merged
+    from hermes_core.events import TextDelta, ThoughtDelta
+    from hermes_core.providers.sse import merged
 
     deltas = [
         ThoughtDelta("a"),
@@ -256,7 +256,7 @@ def _chunk(text: str) -> bytes:
 
 @pytest.mark.asyncio
 async def test_the_events_of_one_read_come_together_and_of_the_next_read_apart() -> None:
-    from core.providers.sse import json_batches
+    from hermes_core.providers.sse import json_batches
 
     # each event in an HTTP chunk of its own, as providers send them
     body = _Reads([_chunk(c) for c in "abc"], [_chunk("d"), b"data: [DONE]\n\n"])

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from core.messages import ImagePart, Message, TextPart, ToolCall
-from core.store.schema import MIGRATIONS, SCHEMA_VERSION, SchemaVersionError
-from core.store.sessions import SessionStore
-from core.store.writer import SessionRecord
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall
+from hermes_core.store.schema import MIGRATIONS, SCHEMA_VERSION, SchemaVersionError
+from hermes_core.store.sessions import SessionStore
+from hermes_core.store.writer import SessionRecord
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -484,8 +484,8 @@ def _python(script: str, *args: str) -> subprocess.Popen[str]:
 APPENDER = """
     import sys
     from pathlib import Path
-    from core.messages import Message
-    from core.store.sessions import SessionStore
+    from hermes_core.messages import Message
+    from hermes_core.store.sessions import SessionStore
 
     path, name, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     store = SessionStore(path)
@@ -532,8 +532,8 @@ def test_two_processes_appending_concurrently_lose_nothing(db: Path) -> None:
 KILLED_WRITER = """
     import sys
     from pathlib import Path
-    from core.messages import Message
-    from core.store.sessions import SessionStore
+    from hermes_core.messages import Message
+    from hermes_core.store.sessions import SessionStore
 
     store = SessionStore(Path(sys.argv[1]))
     i = 0

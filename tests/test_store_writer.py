@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from core.messages import Message
-from core.store.sessions import SessionStore
-from core.store.writer import Persister, SessionRecord
+from hermes_core.messages import Message
+from hermes_core.store.sessions import SessionStore
+from hermes_core.store.writer import Persister, SessionRecord
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ async def test_a_failing_write_is_logged_and_the_ones_after_it_still_land(
     persister = writing_to(store)
     submit_a_session_and_a_failing_write(persister)
     persister.submit(append("after the failure"))
-    with caplog.at_level(logging.ERROR, logger="core.store.writer"):
+    with caplog.at_level(logging.ERROR, logger="hermes_core.store.writer"):
         await persister.flush()
 
     assert [m.text for m in store.load_messages("s1")] == ["after the failure"]

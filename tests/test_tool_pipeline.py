@@ -8,11 +8,11 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from core.approval import ApprovalRequest, Decision
-from core.events import StopReason, ToolCallFinished
-from core.tools import default_tools
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.tools.registry import ToolRegistry
+from hermes_core.approval import ApprovalRequest, Decision
+from hermes_core.events import StopReason, ToolCallFinished
+from hermes_core.tools import default_tools
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.registry import ToolRegistry
 from tests.support.agents import collect, ended, make_agent, of_type
 from tests.support.fake_provider import Reply, ToolCallSpec
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from core.events import Event
-from core.tools.base import SessionToolState, ToolContext, ToolLimits
-from core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
-from core.tools.patch import PatchTool
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.events import Event
+from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits
+from hermes_core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
+from hermes_core.tools.patch import PatchTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 
 def make_ctx(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.tools import find_rg
-from core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
-from core.tools.search import SearchTool
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.tools import find_rg
+from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
+from hermes_core.tools.search import SearchTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 
 def make_ctx(root: Path, *, limits: ToolLimits | None = None, allow_outside: bool = False) -> ToolContext:
@@ -151,9 +151,9 @@ def test_missing_rg_is_a_clear_error(repo: Path) -> None:
     script = (
         "import asyncio, site, sys\n"
         "site.addsitedir(sys.argv[2])\n"
-        "from core.tools.search import SearchTool\n"
-        "from core.tools.base import SessionToolState, ToolContext\n"
-        "from core.workspace import LocalWorkspace, WorkspaceScope\n"
+        "from hermes_core.tools.search import SearchTool\n"
+        "from hermes_core.tools.base import SessionToolState, ToolContext\n"
+        "from hermes_core.workspace import LocalWorkspace, WorkspaceScope\n"
         "ctx = ToolContext('c', LocalWorkspace(WorkspaceScope(sys.argv[1])), SessionToolState(), print)\n"
         "tool = SearchTool()\n"
         "result = asyncio.run(tool.run(tool.parse({'pattern': 'x'}), ctx))\n"

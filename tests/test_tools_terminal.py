@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, scope_key
-from core.command_rules.scope import command_scope
-from core.events import Event, ToolCallProgress
-from core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
-from core.tools.terminal import ProcessTool, TerminalTool
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, scope_key
+from hermes_core.command_rules.scope import command_scope
+from hermes_core.events import Event, ToolCallProgress
+from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
+from hermes_core.tools.terminal import ProcessTool, TerminalTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.processes import alive
 
 

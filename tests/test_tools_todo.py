@@ -7,10 +7,10 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from core.events import Event, PlanEntry, PlanUpdated
-from core.tools.base import SessionToolState, ToolContext
-from core.tools.todo import TodoTool
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.events import Event, PlanEntry, PlanUpdated
+from hermes_core.tools.base import SessionToolState, ToolContext
+from hermes_core.tools.todo import TodoTool
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 
 def make_ctx(root: Path) -> tuple[ToolContext, list[Event]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.workspace import (
+from hermes_core.workspace import (
     BinaryFile,
     FileTooLarge,
     LocalWorkspace,

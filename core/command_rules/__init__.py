@@ -1,6 +1,6 @@
 """The danger rules: whether a command may run without asking, and what "always" covers.
 
-`check.dangerous_rule` is the decision path. It reads the command with `core.shell`, then
+`check.dangerous_rule` is the decision path. It reads the command with `hermes_core.shell`, then
 tries on every program the command may run, in this order: the known disasters
 (`disasters`), then the fail-closed rules (`fail_closed`: git in `git`, inline code read by
 `inline_code`, risky programs on unseen operands in `operands`, code that cannot be read in

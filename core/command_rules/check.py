@@ -1,6 +1,6 @@
 """`dangerous_rule`: whether a command asks before it runs, in every mode.
 
-The rules (`core.command_rules.disasters`, then `core.command_rules.fail_closed`) are applied
+The rules (`hermes_core.command_rules.disasters`, then `hermes_core.command_rules.fail_closed`) are applied
 to every program a command may run: each part of a chain or pipeline, subshells,
 substitutions, wrapped commands (`sudo`, `env`, `xargs`, `nohup`, …) and code handed to a
 shell (`bash -c`, `eval`, here-documents). A few checks look at more than one program (a
@@ -15,7 +15,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 
-from core.command_rules.disasters import (
+from hermes_core.command_rules.disasters import (
     DISK_DEVICE,
     DISK_WRITE,
     DOWNLOAD_RUN,
@@ -24,9 +24,9 @@ from core.command_rules.disasters import (
     SYSTEM_FILE,
     SYSTEM_WRITE,
 )
-from core.command_rules.fail_closed import SHELL_COMPUTED, fail_closed
-from core.command_rules.hidden_code import interpreter_stdin_unseen, script_operand, variable_code
-from core.command_rules.words import (
+from hermes_core.command_rules.fail_closed import SHELL_COMPUTED, fail_closed
+from hermes_core.command_rules.hidden_code import interpreter_stdin_unseen, script_operand, variable_code
+from hermes_core.command_rules.words import (
     WORKSPACE_ROOTS,
     computed_or_outside,
     names,
@@ -34,8 +34,8 @@ from core.command_rules.words import (
     split_options,
     writes_file,
 )
-from core.shell.lexer import Redirect, ShellSyntaxError, ShellTooDeep, Word
-from core.shell.parse import (
+from hermes_core.shell.lexer import Redirect, ShellSyntaxError, ShellTooDeep, Word
+from hermes_core.shell.parse import (
     Pipeline,
     Script,
     SimpleCommand,
@@ -44,7 +44,7 @@ from core.shell.parse import (
     parse_or_empty,
     simple_commands,
 )
-from core.shell.programs import (
+from hermes_core.shell.programs import (
     MAX_NESTING,
     Invocation,
     Nested,

@@ -1,7 +1,7 @@
 """Known disasters: `rm -rf /`, `mkfs`, writes to disks, force pushes, `sudo`, shutdown.
 
 One table (`RULES`) of a description the user sees and a test on one invocation; the
-first rule that matches names the danger. `core.command_rules.check` applies it to every
+first rule that matches names the danger. `hermes_core.command_rules.check` applies it to every
 program a command may run, before the fail-closed rules.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import posixpath
 import re
 
-from core.command_rules.operands import rm_flags
-from core.command_rules.words import (
+from hermes_core.command_rules.operands import rm_flags
+from hermes_core.command_rules.words import (
     HARMLESS_DEVICES,
     Rule,
     find_starts,
@@ -20,9 +20,9 @@ from core.command_rules.words import (
     split_options,
     subcommand_at,
 )
-from core.shell.lexer import Word
-from core.shell.parse import parse_or_empty
-from core.shell.programs import EXEC_ACTIONS, Invocation, all_invocations, interpreter_family
+from hermes_core.shell.lexer import Word
+from hermes_core.shell.parse import parse_or_empty
+from hermes_core.shell.programs import EXEC_ACTIONS, Invocation, all_invocations, interpreter_family
 
 _SYSTEM_DIRS = names(
     "/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run /sbin "

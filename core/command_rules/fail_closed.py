@@ -1,15 +1,15 @@
 """The rules that ask when a command cannot be shown harmless, in the order they are tried.
 
-`core.command_rules.disasters` names known disasters; these rules ask about what cannot be
+`hermes_core.command_rules.disasters` names known disasters; these rules ask about what cannot be
 seen from the command line: git discarding work or running configured code, inline code,
-risky programs on computed or outside operands (`core.command_rules.operands`) and code
-handed over where it cannot be read (`core.command_rules.hidden_code`).
+risky programs on computed or outside operands (`hermes_core.command_rules.operands`) and code
+handed over where it cannot be read (`hermes_core.command_rules.hidden_code`).
 """
 
 from __future__ import annotations
 
-from core.command_rules.git import git_rule
-from core.command_rules.hidden_code import (
+from hermes_core.command_rules.git import git_rule
+from hermes_core.command_rules.hidden_code import (
     awk_unseen,
     carrier_code,
     container_mounts_host,
@@ -25,7 +25,7 @@ from core.command_rules.hidden_code import (
     sqlite_shells_out,
     tar_runs_code,
 )
-from core.command_rules.operands import (
+from hermes_core.command_rules.operands import (
     dd_writes,
     deletes_computed,
     deletes_container_data,
@@ -42,8 +42,8 @@ from core.command_rules.operands import (
     truncates,
     writes_through_option,
 )
-from core.command_rules.words import Rule
-from core.shell.programs import Invocation
+from hermes_core.command_rules.words import Rule
+from hermes_core.shell.programs import Invocation
 
 _PROGRAM_EXPANSIONS = "a program name the shell computes ($X, $(…), `…`, $'…', globs, {a,b})"
 

@@ -10,9 +10,9 @@ import difflib
 import os
 import re
 
-from core.command_rules.words import GIT_VALUE_OPTIONS, WORKSPACE_ROOTS, has_option, names
-from core.shell.lexer import Word
-from core.shell.programs import Invocation
+from hermes_core.command_rules.words import GIT_VALUE_OPTIONS, WORKSPACE_ROOTS, has_option, names
+from hermes_core.shell.lexer import Word
+from hermes_core.shell.programs import Invocation
 
 # `git -c key=value`: keys that cannot make git run anything.
 _GIT_SAFE_CONFIG = re.compile(

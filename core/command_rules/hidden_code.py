@@ -2,7 +2,7 @@
 
 A program name the shell computes, `eval "$X"`, a function definition, variables that load
 code (`LD_PRELOAD`, `GIT_PAGER=…`), inline code an interpreter runs (`python -c`, here-documents;
-read by `core.command_rules.inline_code`), awk and sed scripts that run commands, and the
+read by `hermes_core.command_rules.inline_code`), awk and sed scripts that run commands, and the
 options through which ordinary tools run a command given to them (`tar --to-command`,
 `ssh -o ProxyCommand`, `vim -c`, `make --eval`).
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import re
 
-from core.command_rules.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
-from core.command_rules.words import computed_or_outside, has_option, outside, split_words
-from core.shell.lexer import Redirect, Word
-from core.shell.programs import (
+from hermes_core.command_rules.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
+from hermes_core.command_rules.words import computed_or_outside, has_option, outside, split_words
+from hermes_core.shell.lexer import Redirect, Word
+from hermes_core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
     INTERPRETER_CODE_FLAGS,

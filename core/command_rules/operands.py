@@ -3,14 +3,14 @@
 `rm`, `mv`, `cp`, `dd`, `chmod`, `find -delete`, `sed -i`, `tee`, `kill` and the output options of
 ordinary tools (`curl -o`, `tar -C`) ask when the shell computes what they work on (`$X`,
 `$(…)`, globs, `{a,b}`, `~`) or when it lies outside the working directory. The table that
-orders these tests is `core.command_rules.fail_closed`.
+orders these tests is `hermes_core.command_rules.fail_closed`.
 """
 
 from __future__ import annotations
 
 import posixpath
 
-from core.command_rules.words import (
+from hermes_core.command_rules.words import (
     HARMLESS_TARGETS,
     WORKSPACE_ROOTS,
     beyond_working_directory,
@@ -22,8 +22,8 @@ from core.command_rules.words import (
     short_letters,
     split_words,
 )
-from core.shell.lexer import Word
-from core.shell.programs import Invocation, interpreter_family
+from hermes_core.shell.lexer import Word
+from hermes_core.shell.programs import Invocation, interpreter_family
 
 _DELETERS = frozenset(
     {"rm", "rmdir", "unlink", "srm", "rimraf", "del", "del-cli", "trash", "trash-put", "wipe"}

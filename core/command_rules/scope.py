@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from core.command_rules.disasters import ELEVATORS
-from core.command_rules.operands import RISKY_PROGRAMS, rm_flags
-from core.command_rules.words import names, short_flags, subcommand_at, writes_file
-from core.shell.lexer import ShellSyntaxError, Word
-from core.shell.parse import Subshell, parse_command
-from core.shell.programs import (
+from hermes_core.command_rules.disasters import ELEVATORS
+from hermes_core.command_rules.operands import RISKY_PROGRAMS, rm_flags
+from hermes_core.command_rules.words import names, short_flags, subcommand_at, writes_file
+from hermes_core.shell.lexer import ShellSyntaxError, Word
+from hermes_core.shell.parse import Subshell, parse_command
+from hermes_core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
     INTERPRETER_CODE_FLAGS,

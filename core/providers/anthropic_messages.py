@@ -6,16 +6,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import TextDelta, ThoughtDelta
-from core.messages import Growth, ImagePart, Message, TextPart
-from core.models import Usage, model_info
-from core.providers import base
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.body import Encoded, dumps
-from core.providers.errors import classify_stream_error
-from core.providers.http import anthropic_headers
-from core.providers.sdk import SdkProvider, encoded_form, wire_form
-from core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.messages import Growth, ImagePart, Message, TextPart
+from hermes_core.models import Usage, model_info
+from hermes_core.providers import base
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.body import Encoded, dumps
+from hermes_core.providers.errors import classify_stream_error
+from hermes_core.providers.http import anthropic_headers
+from hermes_core.providers.sdk import SdkProvider, encoded_form, wire_form
+from hermes_core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 CACHE = {"type": "ephemeral"}

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
 
-from core.errors import HermesError
-from core.events import TextDelta, ThoughtDelta
-from core.messages import Message, ToolCall
-from core.models import Usage
+from hermes_core.errors import HermesError
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.messages import Message, ToolCall
+from hermes_core.models import Usage
 
 FinishReason = Literal["stop", "length", "tool_calls", "refusal", "content_filter"]
 

@@ -20,13 +20,13 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from core.events import TextDelta, ThoughtDelta
-from core.models import Usage, model_info
-from core.providers import base
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.bedrock_messages import to_converse_messages
-from core.providers.errors import from_status, with_hints
-from core.providers.sdk import SdkProvider, clean
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.models import Usage, model_info
+from hermes_core.providers import base
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.bedrock_messages import to_converse_messages
+from hermes_core.providers.errors import from_status, with_hints
+from hermes_core.providers.sdk import SdkProvider, clean
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from core.messages import ImagePart, Message, TextPart
-from core.providers.base import alternating, tool_input
-from core.providers.sdk import wire_form
+from hermes_core.messages import ImagePart, Message, TextPart
+from hermes_core.providers.base import alternating, tool_input
+from hermes_core.providers.sdk import wire_form
 
 _IMAGE_FORMATS = {
     "image/png": "png",

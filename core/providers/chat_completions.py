@@ -7,15 +7,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart, ToolCall
-from core.models import Usage, model_info
-from core.providers import base
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.errors import classify_stream_error
-from core.providers.http import openai_headers
-from core.providers.sdk import SdkProvider, clean
-from core.providers.sse import close_quietly, deltas_by_read, json_batches
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall
+from hermes_core.models import Usage, model_info
+from hermes_core.providers import base
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.errors import classify_stream_error
+from hermes_core.providers.http import openai_headers
+from hermes_core.providers.sdk import SdkProvider, clean
+from hermes_core.providers.sse import close_quietly, deltas_by_read, json_batches
 
 _FINISH: dict[str, base.FinishReason] = {
     "stop": "stop",

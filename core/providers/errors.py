@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from core.providers.base import ErrorKind, ProviderError
+from hermes_core.providers.base import ErrorKind, ProviderError
 
 _OVERFLOW = re.compile(
     r"context[_ ]length[_ ]exceeded|maximum context length|context window|context limit"
@@ -155,7 +155,7 @@ def _from_status(
 def with_hints(error: ProviderError, message: str) -> ProviderError:
     """Note what the message tells about the endpoint's limits, for the recovery levels in
     core/providers/resilient.py."""
-    from core.providers.limits import says_invalid_signature, stated_context_limit, stated_output_cap
+    from hermes_core.providers.limits import says_invalid_signature, stated_context_limit, stated_output_cap
 
     error.output_cap = stated_output_cap(message)
     if error.kind is ErrorKind.CONTEXT_OVERFLOW or error.output_cap is not None:

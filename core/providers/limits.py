@@ -21,8 +21,8 @@ import re
 import tempfile
 from pathlib import Path
 
-from core.config import Settings
-from core.models import context_window
+from hermes_core.config import Settings
+from hermes_core.models import context_window
 
 log = logging.getLogger(__name__)
 

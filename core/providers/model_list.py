@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.config import Settings
+from hermes_core.config import Settings
 
 log = logging.getLogger(__name__)
 

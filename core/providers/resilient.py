@@ -30,9 +30,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
-from core.events import AnswerRestarted, Status, TextDelta, ThoughtDelta
-from core.messages import Message
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
+from hermes_core.events import AnswerRestarted, Status, TextDelta, ThoughtDelta
+from hermes_core.messages import Message
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import os
 from typing import Any
 from urllib.parse import urlparse
 
-from core.config import ApiMode, Settings
-from core.providers.base import Provider
-from core.providers.limits import ContextLimits
+from hermes_core.config import ApiMode, Settings
+from hermes_core.providers.base import Provider
+from hermes_core.providers.limits import ContextLimits
 
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/hermes-acp/hermes-acp", "X-Title": "hermes-acp"}
@@ -123,18 +123,18 @@ def build_provider(
 
 def _provider_class(mode: ApiMode) -> type[Any]:
     if mode == "anthropic_messages":
-        from core.providers.anthropic_messages import AnthropicMessagesProvider
+        from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider
 
         return AnthropicMessagesProvider
     if mode == "responses":
-        from core.providers.responses import ResponsesProvider
+        from hermes_core.providers.responses import ResponsesProvider
 
         return ResponsesProvider
     if mode == "bedrock_converse":
-        from core.providers.bedrock import BedrockConverseProvider
+        from hermes_core.providers.bedrock import BedrockConverseProvider
 
         return BedrockConverseProvider
-    from core.providers.chat_completions import ChatCompletionsProvider
+    from hermes_core.providers.chat_completions import ChatCompletionsProvider
 
     return ChatCompletionsProvider
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from core.events import TextDelta, ThoughtDelta
-from core.messages import ImagePart, Message, TextPart, ToolCall
-from core.models import Usage, model_info
-from core.providers import base
-from core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from core.providers.errors import classify_payload, classify_stream_error
-from core.providers.http import openai_headers
-from core.providers.sdk import SdkProvider
-from core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
+from hermes_core.events import TextDelta, ThoughtDelta
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall
+from hermes_core.models import Usage, model_info
+from hermes_core.providers import base
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.errors import classify_payload, classify_stream_error
+from hermes_core.providers.http import openai_headers
+from hermes_core.providers.sdk import SdkProvider
+from hermes_core.providers.sse import close_quietly, deltas_by_read, drain, json_batches
 
 _TEXT_EVENTS = {"response.output_text.delta", "response.refusal.delta"}
 _THOUGHT_EVENTS = {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from core.messages import Growth, Message
-from core.providers.base import ErrorKind, ProviderError
-from core.providers.body import Encoded, dumps, encode_body
-from core.providers.errors import classify
-from core.providers.http import OPENAI_BASE_URL, make_client, model_ids, post_stream
+from hermes_core.messages import Growth, Message
+from hermes_core.providers.base import ErrorKind, ProviderError
+from hermes_core.providers.body import Encoded, dumps, encode_body
+from hermes_core.providers.errors import classify
+from hermes_core.providers.http import OPENAI_BASE_URL, make_client, model_ids, post_stream
 
 T = TypeVar("T")
 
@@ -87,7 +87,7 @@ class SdkProvider:
         The body is written here (`encode_body`: the history's part from bytes kept per
         message, the rest cleaned, `clean`, and encoded) and sent as it is.
         """
-        from core.providers.sse import open_stream
+        from hermes_core.providers.sse import open_stream
 
         client = await self.client()
         body = encode_body({k: v if isinstance(v, Encoded) else clean(v) for k, v in params.items()}, order)

@@ -17,8 +17,8 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
-from core.providers.base import ErrorKind, ProviderError
-from core.providers.errors import classify
+from hermes_core.providers.base import ErrorKind, ProviderError
+from hermes_core.providers.errors import classify
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)

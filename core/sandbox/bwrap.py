@@ -5,7 +5,7 @@ of its own, cannot read the user's secrets nor reach their agents' sockets, runs
 process limit, and optionally has no network; its environment loses the agent's own
 credentials.
 
-Whether bwrap starts here is `core.sandbox.probe`'s question, asked when a `Sandbox` is made
+Whether bwrap starts here is `hermes_core.sandbox.probe`'s question, asked when a `Sandbox` is made
 (never during a turn); where it cannot start, `confinement` is "unavailable" and the
 approval policy asks before every command instead.
 """
@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from core.sandbox import caches, limits, listing, protected, secrets
-from core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, overlays_work, probe
+from hermes_core.sandbox import caches, limits, listing, protected, secrets
+from hermes_core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, overlays_work, probe
 
 if TYPE_CHECKING:
-    from core.config import Settings
-    from core.workspace import WorkspaceScope
+    from hermes_core.config import Settings
+    from hermes_core.workspace import WorkspaceScope
 
 logger = logging.getLogger(__name__)
 
@@ -576,7 +576,7 @@ def _ssh_agent_dirs() -> list[Path]:
 
 def check_line(settings: Settings) -> tuple[bool | None, str, str]:
     """--check's line about the sandbox: (ok; None when turned off), label, detail."""
-    from core.workspace import WorkspaceScope
+    from hermes_core.workspace import WorkspaceScope
 
     sandbox = Sandbox.from_settings(settings, WorkspaceScope(Path.cwd()))
     ok = {"sandboxed": True, "off": None, "unavailable": False}[sandbox.confinement]

@@ -240,6 +240,6 @@ def own_code() -> list[Path]:
 
 def home_protected(home: Path) -> list[Path]:
     """The start-up files and tool installs that exist under `home` (a link: its target)."""
-    from core.sandbox.secrets import existing
+    from hermes_core.sandbox.secrets import existing
 
     return existing(home, HOME_PROTECTED, want_dir=None)

@@ -15,7 +15,7 @@ import stat
 import time
 from pathlib import Path
 
-from core.sandbox import listing
+from hermes_core.sandbox import listing
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
 SECRET_DIRS: tuple[str, ...] = (

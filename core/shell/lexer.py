@@ -4,7 +4,7 @@
 The lexer keeps what a word will run (its substitutions) apart from what it says, so
 `echo "rm -rf /"` is an argument while `echo "$(rm -rf /)"` is a command, and it notes
 what the shell will do to each word before a program sees it (its expansions).
-`core.shell.parse` builds commands from these tokens.
+`hermes_core.shell.parse` builds commands from these tokens.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from core.errors import InvalidInput
+from hermes_core.errors import InvalidInput
 
 
 class ShellSyntaxError(InvalidInput):

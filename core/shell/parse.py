@@ -1,6 +1,6 @@
 """Commands from a command line: pipelines of simple commands and subshells.
 
-The parser takes the tokens of `core.shell.lexer` apart at the operators between commands
+The parser takes the tokens of `hermes_core.shell.lexer` apart at the operators between commands
 (`&&`, `||`, `;`, `|`, `&`, newlines) and parentheses, keeps redirections with their
 command, and reads `name() { …; }` as the command `function name` so the rules see it.
 """
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from core.shell.lexer import (
+from hermes_core.shell.lexer import (
     MAX_PARSE_DEPTH,
     REDIRECTS,
     Operator,
@@ -24,14 +24,14 @@ from core.shell.lexer import (
 )
 
 if TYPE_CHECKING:
-    from core.shell.programs import Invocation, Nested
+    from hermes_core.shell.programs import Invocation, Nested
 
 
 @dataclass(slots=True)
 class SimpleCommand:
     words: list[Word] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
-    # What `core.shell.programs.unwrapped` worked out for it: the rules ask several times.
+    # What `hermes_core.shell.programs.unwrapped` worked out for it: the rules ask several times.
     unwrap_cache: tuple[list[Invocation], list[Nested]] | None = field(
         default=None, repr=False, compare=False
     )

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core.errors import HermesError
-from core.messages import Message
-from core.store.writer import (
+from hermes_core.errors import HermesError
+from hermes_core.messages import Message
+from hermes_core.store.writer import (
     JSON_FIELDS,
     MESSAGE_COLUMNS,
     RECORD_FIELDS,

@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from core.messages import Message
-from core.store.schema import check_version, migrate, row_to_message, row_to_record
-from core.store.search import SearchHit, search_messages
-from core.store.writer import (
+from hermes_core.messages import Message
+from hermes_core.store.schema import check_version, migrate, row_to_message, row_to_record
+from hermes_core.store.search import SearchHit, search_messages
+from hermes_core.store.writer import (
     DEFAULT_RETRIES,
     MESSAGE_COLUMNS,
     RECORD_FIELDS,
@@ -40,8 +40,8 @@ from core.store.writer import (
 )
 
 if TYPE_CHECKING:
-    from core.agent import Agent
-    from core.tools.delegate import ChildReport
+    from hermes_core.agent import Agent
+    from hermes_core.tools.delegate import ChildReport
 
 log = logging.getLogger(__name__)
 
@@ -353,8 +353,8 @@ def replace_history(session: LiveSession, messages: list[Message]) -> None:
 
 def restore_agent(agent: Agent, record: SessionRecord) -> None:
     """What the record remembers beyond the history: usage, cost, the plan."""
-    from core.events import PlanEntry
-    from core.models import Usage
+    from hermes_core.events import PlanEntry
+    from hermes_core.models import Usage
 
     agent.usage_total = Usage(
         input_tokens=record.input_tokens,

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 if TYPE_CHECKING:
-    from core.messages import Message
-    from core.models import Usage
-    from core.store.sessions import LiveSession, SessionStore
+    from hermes_core.messages import Message
+    from hermes_core.models import Usage
+    from hermes_core.store.sessions import LiveSession, SessionStore
 
 log = logging.getLogger(__name__)
 

@@ -3,12 +3,12 @@ families (memory, MCP) are added by whoever builds the session."""
 
 from __future__ import annotations
 
-from core.tools.base import Tool
-from core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
-from core.tools.patch import PatchTool
-from core.tools.search import SearchTool, find_rg
-from core.tools.terminal import ProcessTool, TerminalTool
-from core.tools.todo import TodoTool
+from hermes_core.tools.base import Tool
+from hermes_core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
+from hermes_core.tools.patch import PatchTool
+from hermes_core.tools.search import SearchTool, find_rg
+from hermes_core.tools.terminal import ProcessTool, TerminalTool
+from hermes_core.tools.todo import TodoTool
 
 __all__ = ["default_tools", "find_rg"]
 

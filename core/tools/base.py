@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
 from pydantic import BaseModel
 
-from core.errors import ToolFailed
-from core.events import Event, FileDiff, Location, PlanEntry, ToolKind
-from core.providers.base import ToolSpec
-from core.workspace import Workspace
+from hermes_core.errors import ToolFailed
+from hermes_core.events import Event, FileDiff, Location, PlanEntry, ToolKind
+from hermes_core.providers.base import ToolSpec
+from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from core.jobs import Jobs
-    from core.messages import ImagePart
-    from core.workspace import RunningCommand
+    from hermes_core.jobs import Jobs
+    from hermes_core.messages import ImagePart
+    from hermes_core.workspace import RunningCommand
 
 Args = TypeVar("Args", bound=BaseModel)
 
@@ -46,7 +46,7 @@ class SessionToolState:
 
 
 def _jobs() -> Jobs:
-    from core.jobs import Jobs
+    from hermes_core.jobs import Jobs
 
     return Jobs()
 

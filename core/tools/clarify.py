@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from core.events import ToolKind
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace
+from hermes_core.events import ToolKind
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from core.agent import Agent
+    from hermes_core.agent import Agent
 
 
 @dataclass(frozen=True, slots=True)

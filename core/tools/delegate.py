@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from core.approval import ApprovalRequest, Approver, Decision
-from core.events import (
+from hermes_core.approval import ApprovalRequest, Approver, Decision
+from hermes_core.events import (
     StopReason,
     ToolCallFinished,
     ToolCallNote,
@@ -26,13 +26,13 @@ from core.events import (
     ToolKind,
     TurnEnded,
 )
-from core.models import Usage
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace
+from hermes_core.models import Usage
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from core.agent import Agent
-    from core.messages import Message
+    from hermes_core.agent import Agent
+    from hermes_core.messages import Message
 
 log = logging.getLogger(__name__)
 
@@ -170,8 +170,8 @@ class DelegateTool(Tool[DelegateArgs]):
 def spawn_child(parent: Agent, tool_names: Sequence[str], approver: Approver) -> Agent:
     """A child for delegate_task: the parent's workspace, mode, model, "always" answers and
     provider clients; its own conversation, tool state and the named tools only."""
-    from core.agent import Agent
-    from core.tools.registry import ToolRegistry
+    from hermes_core.agent import Agent
+    from hermes_core.tools.registry import ToolRegistry
 
     tools = ToolRegistry([tool for tool in parent.tools if tool.name in set(tool_names)])
     child = Agent(

@@ -9,11 +9,11 @@ from typing import TypeVar
 
 from pydantic import BaseModel, Field
 
-from core.events import FileDiff, ToolKind
-from core.images import looks_like_image
-from core.tools.base import CannotRun, Tool, ToolContext, ToolResult
-from core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, secret_globs, strip_dot_slash
-from core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
+from hermes_core.events import FileDiff, ToolKind
+from hermes_core.images import looks_like_image
+from hermes_core.tools.base import CannotRun, Tool, ToolContext, ToolResult
+from hermes_core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, secret_globs, strip_dot_slash
+from hermes_core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
 EDITS = "edits"  # the approval scope of every file edit
 _MAX_LISTED_FILES = 1_000
@@ -136,7 +136,7 @@ async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:
     """An image file: the model gets the image itself (when it takes images), after the
     results. None when its bytes are no image: it is read as any other file. The bytes come
     through the workspace's opener, as any file's do (beneath a root, regular, not a FIFO)."""
-    from core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
+    from hermes_core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
 
     scope = ctx.workspace.scope
     data = await asyncio.to_thread(scope.read_bytes, shown, MAX_FILE_BYTES, allow_outside=ctx.allow_outside)

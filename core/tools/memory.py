@@ -15,11 +15,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.events import ToolKind
-from core.memory import MemoryFull, MemoryStore
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.turn_context import Scope
-from core.workspace import Workspace
+from hermes_core.events import ToolKind
+from hermes_core.memory import MemoryFull, MemoryStore
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.turn_context import Scope
+from hermes_core.workspace import Workspace
 
 _TITLE_CHARS = 80
 USER_MEMORY_REASON = "changes your user memory, which every later session in every workspace follows"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from pydantic import Field
 
-from core.events import FileDiff
-from core.tools.base import CannotRun, ToolContext, ToolResult
-from core.tools.files import FileEditTool, PathArgs, path_failure, text_lines, unified_diff
-from core.workspace import Workspace, WorkspaceError
+from hermes_core.events import FileDiff
+from hermes_core.tools.base import CannotRun, ToolContext, ToolResult
+from hermes_core.tools.files import FileEditTool, PathArgs, path_failure, text_lines, unified_diff
+from hermes_core.workspace import Workspace, WorkspaceError
 
 _MAX_MATCH_LINES_SHOWN = 20
 

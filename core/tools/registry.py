@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-from core.providers.base import ToolSpec
-from core.tools.base import Tool
+from hermes_core.providers.base import ToolSpec
+from hermes_core.tools.base import Tool
 
 
 class ToolRegistry:

@@ -14,17 +14,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from core.events import ToolKind
-from core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace, WorkspaceError, WorkspaceScope
+from hermes_core.events import ToolKind
+from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace, WorkspaceError, WorkspaceScope
 
 # rg's own output beyond this is not read: the model is shown a few hundred matches at most.
 _MAX_RG_STDOUT = 8_000_000
 _MATCH_LINE_CHARS = 300
 _RG_LINE_CHARS = 1000  # rg cuts longer lines itself, so minified files do not flood the pipe
 GIT_DIR_EXCLUDED = "--glob=!.git"
-# Dotenv files by name at any depth (`core.sandbox.secrets.is_env_file`), so rg never opens
+# Dotenv files by name at any depth (`hermes_core.sandbox.secrets.is_env_file`), so rg never opens
 # one: a filtered-out match would still tell whether the secret matched. Templates
 # (`.env.example`) are skipped too (a glob cannot tell them apart); they are searched by name.
 _ENV_GLOBS = ("--glob=!.env", "--glob=!.envrc", "--glob=!.env[._-]*", "--glob=!.envrc[._-]*")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from core.context import repository_root
-from core.events import ToolKind
-from core.store.search import SearchHit
-from core.store.sessions import SessionStore
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace
+from hermes_core.context import repository_root
+from hermes_core.events import ToolKind
+from hermes_core.store.search import SearchHit
+from hermes_core.store.sessions import SessionStore
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace
 
 
 class SessionSearchArgs(BaseModel):

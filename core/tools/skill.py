@@ -6,10 +6,10 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from core.events import ToolKind
-from core.skills import Skill, SkillError
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace
+from hermes_core.events import ToolKind
+from hermes_core.skills import Skill, SkillError
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace
 
 
 class SkillArgs(BaseModel):

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from core.command_rules.scope import command_scope
-from core.events import ToolCallProgress, ToolKind
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
+from hermes_core.command_rules.scope import command_scope
+from hermes_core.events import ToolCallProgress, ToolKind
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
 
 if TYPE_CHECKING:
-    from core.sandbox.bwrap import Sandbox
+    from hermes_core.sandbox.bwrap import Sandbox
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
 _TITLE_CHARS = 120

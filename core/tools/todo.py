@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from core.events import PlanEntry, PlanUpdated, ToolKind
-from core.providers.base import ToolSpec
-from core.tools.base import Tool, ToolContext, ToolResult
-from core.workspace import Workspace
+from hermes_core.events import PlanEntry, PlanUpdated, ToolKind
+from hermes_core.providers.base import ToolSpec
+from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.workspace import Workspace
 
 _MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 

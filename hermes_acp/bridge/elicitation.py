@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from acp.exceptions import RequestError
 
-from core.tools.clarify import Answer
+from hermes_core.tools.clarify import Answer
 
 if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel

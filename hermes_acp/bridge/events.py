@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from core.events import (
+from hermes_acp.bridge.tool_cards import COALESCE_CHARS, COALESCE_SECONDS, ToolCards
+from hermes_core.events import (
     AnswerRestarted,
     Event,
     PlanEntry,
@@ -33,7 +34,6 @@ from core.events import (
     ToolCallStarted,
     UsageUpdated,
 )
-from hermes_acp.bridge.tool_cards import COALESCE_CHARS, COALESCE_SECONDS, ToolCards
 
 ANSWER_RESTARTED = (
     "The connection dropped mid-answer and the model answered again: the partial answer "
@@ -180,7 +180,6 @@ class EventTranslator:
         update["_meta"] = {"hermes": {"status": event.kind}}
         return [self._wrap(update)]
 
-
     def _compaction_card(self, event: Status) -> list[Update]:
         """A compression as a card of its own ("Compacted N messages"), not a thought line:
         it changed what the model remembers, which the user may want to find again."""
@@ -200,6 +199,7 @@ class EventTranslator:
             update["update"]["title"] = title
             updates.append(update)
         return updates
+
 
 # What a failed model call that is retried was, in words, by the error's kind.
 _RETRIED_BECAUSE = {
@@ -227,7 +227,6 @@ def status_sentence(event: Status) -> str:
     line = _MARKDOWN_SPECIAL.sub(r"\\\1", line)
     line = _BLOCK_MARKER.sub(r"\1\\\2", line)
     return line if line.endswith((".", "!", "?", ":")) else f"{line}."
-
 
 
 def plan_update(entries: Iterable[PlanEntry]) -> Update:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.events import (
+from hermes_core.events import (
     FileDiff,
     ToolCallFinished,
     ToolCallNote,

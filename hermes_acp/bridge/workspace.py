@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from acp.exceptions import RequestError
 
-from core.processes import OUTPUT_LIMIT, confining
-from core.workspace import (
+from hermes_acp.bridge.channel import ClientChannel
+from hermes_core.processes import OUTPUT_LIMIT, confining
+from hermes_core.workspace import (
     CommandExit,
     CommandOptions,
     RunningCommand,
@@ -30,10 +31,9 @@ from core.workspace import (
     check_size,
     opened_identity,
 )
-from hermes_acp.bridge.channel import ClientChannel
 
 if TYPE_CHECKING:
-    from core.sandbox.bwrap import Sandbox
+    from hermes_core.sandbox.bwrap import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class ClientWorkspace:
             # The editor runs the sandbox launcher, so its terminal is confined like a local
             # command; a short script of ours holds the bwrap launch, so the editor's title
             # and first line show the command line, not bwrap's arguments.
-            from core.sandbox.launcher import LAUNCHERS
+            from hermes_core.sandbox.launcher import LAUNCHERS
 
             argv = LAUNCHERS.presentable(sandbox.wrap(argv, cwd=directory, new_session=True), command)
         params: dict[str, Any] = {

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from acp.exceptions import RequestError
 
 if TYPE_CHECKING:
-    from core.config import Settings
+    from hermes_core.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +27,13 @@ ALREADY_RUNNING = "a prompt is already running in this session; cancel it first"
 # exception's MRO wins. Keyed by name so this module loads none of the families' modules
 # (the store, the providers): the terminal client imports it for the codes alone.
 CODES: dict[str, tuple[int, bool]] = {
-    "core.config.ConfigError": (INTERNAL_ERROR, True),  # the user must fix the config
-    "core.errors.InvalidInput": (INVALID_PARAMS, False),  # the request carried it
-    "core.providers.base.ProviderError": (INTERNAL_ERROR, False),
-    "core.workspace.WorkspaceError": (INTERNAL_ERROR, False),
-    "core.store.schema.StoreError": (INTERNAL_ERROR, False),
-    "core.errors.ToolFailed": (INTERNAL_ERROR, False),
-    "core.errors.HermesError": (INTERNAL_ERROR, False),
+    "hermes_core.config.ConfigError": (INTERNAL_ERROR, True),  # the user must fix the config
+    "hermes_core.errors.InvalidInput": (INVALID_PARAMS, False),  # the request carried it
+    "hermes_core.providers.base.ProviderError": (INTERNAL_ERROR, False),
+    "hermes_core.workspace.WorkspaceError": (INTERNAL_ERROR, False),
+    "hermes_core.store.schema.StoreError": (INTERNAL_ERROR, False),
+    "hermes_core.errors.ToolFailed": (INTERNAL_ERROR, False),
+    "hermes_core.errors.HermesError": (INTERNAL_ERROR, False),
 }
 UNEXPECTED = (INTERNAL_ERROR, False)  # anything else: a bug
 

@@ -20,15 +20,15 @@ from hermes_acp.session.records import SharedStore
 from hermes_acp.session.state import ClientProfile, Session, release
 
 if TYPE_CHECKING:
-    from core.agent import Agent
-    from core.config import Settings
-    from core.messages import Message
-    from core.permission_rules import PermissionRules
-    from core.store.writer import SessionRecord
-    from core.tools.base import Tool
-    from core.tools.delegate import ChildReport
-    from core.workspace import Workspace
     from hermes_acp.bridge.channel import ClientChannel
+    from hermes_core.agent import Agent
+    from hermes_core.config import Settings
+    from hermes_core.messages import Message
+    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.store.writer import SessionRecord
+    from hermes_core.tools.base import Tool
+    from hermes_core.tools.delegate import ChildReport
+    from hermes_core.workspace import Workspace
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +64,11 @@ class SessionFactory:
         """A ready session, fresh or restored from `record` and `messages`. Its MCP
         servers are connected (the ones that failed are in `mcp_problems`)."""
         cwd, extra_dirs = place.cwd, place.extra_dirs
-        from core.approval import ApprovalMemory, Mode
-        from core.store.sessions import restore_agent, store_child
-        from core.store.writer import Persister
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
+        from hermes_core.approval import ApprovalMemory, Mode
+        from hermes_core.store.sessions import restore_agent, store_child
+        from hermes_core.store.writer import Persister
 
         store = await self.store.get()
         hidden_env = frozenset(e.api_key_env for e in settings.fallback if e.api_key_env)
@@ -80,9 +80,9 @@ class SessionFactory:
         mode = Mode(record.mode if record and record.mode in MODE_IDS else settings.default_mode)
 
         def build() -> Agent:
-            from core.agent import Agent
-            from core.tools.session_search import SessionSearchTool
-            from core.watch import WorkspaceWatcher
+            from hermes_core.agent import Agent
+            from hermes_core.tools.session_search import SessionSearchTool
+            from hermes_core.watch import WorkspaceWatcher
 
             agent = Agent(
                 settings=settings,
@@ -139,8 +139,8 @@ class SessionFactory:
         return session
 
     def _workspace(self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
-        from core.sandbox.bwrap import Sandbox
-        from core.workspace import LocalWorkspace, WorkspaceScope
+        from hermes_core.sandbox.bwrap import Sandbox
+        from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
         # The agent's home is a secret to the file tools as it is to the sandbox.
         scope = WorkspaceScope(Path(cwd), tuple(Path(d) for d in extra_dirs), hidden=(settings.home,))
@@ -164,7 +164,7 @@ class SessionFactory:
 
 def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: str) -> None:
     """Snapshots of the workspace before the agent changes it, for /rewind."""
-    from core.checkpoints import Checkpoints, CheckpointStore
+    from hermes_core.checkpoints import Checkpoints, CheckpointStore
 
     if not settings.checkpoints:
         return
@@ -173,8 +173,8 @@ def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: st
 
 
 def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
-    from core.hooks import specs_from_table
-    from core.permission_rules import PermissionRules
+    from hermes_core.hooks import specs_from_table
+    from hermes_core.permission_rules import PermissionRules
 
     user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml")
     return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
@@ -182,7 +182,7 @@ def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
 
 def _run_hooks(agent: Agent, rules: PermissionRules, cwd: str, session_id: str) -> None:
     """The user's hooks and the trusted project's, around turns and tool calls."""
-    from core.hooks import Hooks
+    from hermes_core.hooks import Hooks
 
     agent.hooks = Hooks(rules.hook_specs(), cwd, session_id)
     agent.runner.hooks = agent.hooks
@@ -190,8 +190,8 @@ def _run_hooks(agent: Agent, rules: PermissionRules, cwd: str, session_id: str) 
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:
     """The `skill` tool when there are skills (fixed for the session, like its prompt)."""
-    from core.skills import discover_skills, skill_folders
-    from core.tools.skill import SkillTool
+    from hermes_core.skills import discover_skills, skill_folders
+    from hermes_core.tools.skill import SkillTool
 
     skills = discover_skills(skill_folders(settings.home, Path(cwd)))
     return [SkillTool(skills)] if skills else []

@@ -6,9 +6,9 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.jobs import JobEnded
     from hermes_acp.session.state import Session
     from hermes_acp.session.turn import TurnRunner
+    from hermes_core.jobs import JobEnded
 
 
 def report_job_ends(

@@ -46,10 +46,10 @@ from hermes_acp.session.turn import TurnRunner
 if TYPE_CHECKING:
     from acp.exceptions import RequestError
 
-    from core.config import Settings
-    from core.store.sessions import SessionStore
-    from core.store.writer import SessionRecord
     from hermes_acp.bridge.channel import ClientChannel
+    from hermes_core.config import Settings
+    from hermes_core.store.sessions import SessionStore
+    from hermes_core.store.writer import SessionRecord
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class SessionManager:
 
     def load_settings(self) -> Settings:
         """Settings read afresh (the user may have run `hermes-acp setup` meanwhile)."""
-        from core.config import ConfigError, load_settings
+        from hermes_core.config import ConfigError, load_settings
 
         try:
             self._settings = load_settings(self._environ)
@@ -108,7 +108,7 @@ class SessionManager:
         return self._settings
 
     def require_credentials(self) -> Settings:
-        from core.providers.resolve import has_credentials
+        from hermes_core.providers.resolve import has_credentials
 
         settings = self.load_settings()
         if not has_credentials(settings):
@@ -127,7 +127,7 @@ class SessionManager:
         session = await self.factory.open(settings, session_id, place)
         self._report_job_ends(session)
         self._sessions[session_id] = session
-        from core.store.writer import store_session
+        from hermes_core.store.writer import store_session
 
         store_session(session)
         log.info("session %s started in %s", session_id, place.cwd)
@@ -247,7 +247,7 @@ class SessionManager:
     async def _restore_session(
         self, settings: Settings, session_id: str, place: Placement
     ) -> tuple[Session, SessionRecord]:
-        from core.store.writer import save_record
+        from hermes_core.store.writer import save_record
 
         store = await self.store()
         record = await asyncio.to_thread(store.get_session, session_id)
@@ -305,7 +305,7 @@ class SessionManager:
     async def _drop(self, session: Session) -> None:
         """Cancel a running turn, write what is pending, release the agent's resources
         (watcher, background processes, provider clients) and the MCP servers."""
-        from core.store.writer import save_turn_state
+        from hermes_core.store.writer import save_turn_state
 
         self._sessions.pop(session.id, None)
         await self.turns.stop(session)

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.errors import InvalidInput
 from hermes_acp.bridge.channel import send_update
+from hermes_core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from core.config import Settings
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.state import ClientProfile, Session
+    from hermes_core.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ class SessionControls:
 
     def change(self, session: Session, config_id: str, value: Any) -> str:
         """Apply a session/set_config_option; the id of the option that changed."""
-        from core.store.writer import save_record
+        from hermes_core.store.writer import save_record
 
         try:
             config_id, new_value = parse_change(self.options(session), config_id, value)
@@ -265,14 +265,14 @@ class SessionControls:
         return config_id
 
     def apply_mode(self, session: Session, mode_id: str) -> None:
-        from core.approval import Mode
-        from core.store.writer import save_record
+        from hermes_core.approval import Mode
+        from hermes_core.store.writer import save_record
 
         session.agent.mode = Mode(mode_id)
         save_record(session, mode=mode_id)
 
     def apply_model(self, session: Session, model: str) -> None:
-        from core.store.writer import save_record
+        from hermes_core.store.writer import save_record
 
         if session.turn is not None:
             # The running turn keeps its provider chain; the next one gets the new model.
@@ -291,7 +291,7 @@ class SessionControls:
         offers from then on. A model the endpoint does not list would fail only at the
         next prompt, far from the choice that caused it. (Every way of picking a model
         asks this: `session/set_model`, the `model` option, `/model`, `run --model`.)"""
-        from core.providers.model_list import model_problem
+        from hermes_core.providers.model_list import model_problem
 
         if model_id in self.options(session).offered_models():
             return None
@@ -340,7 +340,7 @@ class ModelCatalog:
 
     def known(self, settings: Settings) -> list[str]:
         """The list fetched in this run, else the one an earlier run kept under the home."""
-        from core.providers.model_list import cached_models
+        from hermes_core.providers.model_list import cached_models
 
         return self._lists.get(self._key(settings), ([], 0.0))[0] or cached_models(settings)
 
@@ -364,14 +364,14 @@ class ModelCatalog:
 async def list_endpoint_models(settings: Settings) -> list[str]:
     """The models the endpoint lists (kept under the home for later runs); [] when it
     lists none or cannot be asked."""
-    from core.providers.resolve import build_chain
+    from hermes_core.providers.resolve import build_chain
 
     provider = None
     try:
         provider = build_chain(settings)[0]
         models = await asyncio.wait_for(provider.list_models(), MODEL_LIST_TIMEOUT)
         listed = [m for m in models if isinstance(m, str) and m]
-        from core.providers.model_list import remember_models
+        from hermes_core.providers.model_list import remember_models
 
         await asyncio.to_thread(remember_models, settings, listed)
         return listed
@@ -387,7 +387,7 @@ async def list_endpoint_models(settings: Settings) -> list[str]:
 
 
 def model_takes_effort(model: str) -> bool:
-    from core.models import model_info
+    from hermes_core.models import model_info
 
     return model_info(model).reasoning in ("effort", "thinking")
 

@@ -1,6 +1,6 @@
 """The session store as the protocol side holds it: one per connection, opened on first
 use; stored sessions as session/list shows them. The store itself, and what a live
-session writes to it, is `core.store`."""
+session writes to it, is `hermes_core.store`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.store.sessions import SessionStore
-    from core.store.writer import SessionRecord
+    from hermes_core.store.sessions import SessionStore
+    from hermes_core.store.writer import SessionRecord
 
 
 class SharedStore:
@@ -28,7 +28,7 @@ class SharedStore:
         if self._store is None:
             async with self._lock:
                 if self._store is None:
-                    from core.store.sessions import SessionStore
+                    from hermes_core.store.sessions import SessionStore
 
                     self._store = await asyncio.to_thread(SessionStore, self._path())
         return self._store

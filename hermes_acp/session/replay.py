@@ -14,16 +14,16 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.events import FileDiff
-from core.messages import ImagePart
 from hermes_acp.bridge.events import chunk
 from hermes_acp.bridge.tool_cards import known_kind, location, result_content, text_content
 from hermes_acp.session.slash.menu import commands_update
+from hermes_core.events import FileDiff
+from hermes_core.messages import ImagePart
 
 if TYPE_CHECKING:
-    from core.events import PlanEntry
-    from core.messages import ContentPart, Message
     from hermes_acp.bridge.events import EventTranslator
+    from hermes_core.events import PlanEntry
+    from hermes_core.messages import ContentPart, Message
 
 INTERRUPTED = "Interrupted: this tool call did not complete."
 _TOOL_STATUSES = frozenset({"completed", "failed"})
@@ -152,7 +152,7 @@ def _replayed_result(message: Message) -> Update:
 def _typed_blocks(message: Message) -> list[Update]:
     """A user message's blocks as the user sent them: the turn context the loop added
     (changed files, recalled memory) is for the model, not the editor's transcript."""
-    from core.turn_context import without_turn_preamble
+    from hermes_core.turn_context import without_turn_preamble
 
     blocks = []
     for block in _blocks(message.content):

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from core.checkpoints import RestoreReport, TurnRecord
-    from core.messages import Message
     from hermes_acp.session.state import Session
+    from hermes_core.checkpoints import RestoreReport, TurnRecord
+    from hermes_core.messages import Message
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ async def session_prompts(session: Session) -> list[Prompt]:
 
 
 def _prompts(session: Session) -> list[Prompt]:
-    from core.turn_context import without_turn_preamble
+    from hermes_core.turn_context import without_turn_preamble
 
     agent = session.agent
     records = {r.prompt_id: r for r in agent.checkpoints.store.turns()} if agent.checkpoints else {}
@@ -133,7 +133,7 @@ async def rewind(session: Session, number: int, what: What, *, force: bool) -> O
 async def _cut_conversation(session: Session, prompt: Prompt) -> str:
     """Copy the session into a fork (the turns cut off stay there), then cut its history
     just before the prompt, in the store and for the model."""
-    from core.store.writer import persist
+    from hermes_core.store.writer import persist
 
     agent = session.agent
     await session.persister.flush()

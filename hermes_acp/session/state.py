@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.agent import Agent
-    from core.mcp_connections import McpConnections
-    from core.store.writer import Persister
     from hermes_acp.bridge.events import EventTranslator
+    from hermes_core.agent import Agent
+    from hermes_core.mcp_connections import McpConnections
+    from hermes_core.store.writer import Persister
 
 log = logging.getLogger(__name__)
 

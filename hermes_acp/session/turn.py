@@ -31,9 +31,9 @@ from hermes_acp.session.errors import (
 from hermes_acp.session.state import ClientProfile, QueuedPrompt, Session, Turn
 
 if TYPE_CHECKING:
-    from core.models import Usage
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.slash.run import SlashCommands
+    from hermes_core.models import Usage
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +142,8 @@ class TurnRunner:
         command = _command(blocks)
         if command is not None:
             return await self.commands.run(session, *command, self.stream)
-        from core.models import model_info
         from hermes_acp.bridge.content import prompt_to_content
+        from hermes_core.models import model_info
 
         try:
             content = await prompt_to_content(
@@ -155,10 +155,10 @@ class TurnRunner:
 
     async def stream(self, session: Session, events: AsyncIterator[Any]) -> str:
         """Send a stream of agent events to the client and the store; the stop reason."""
-        from core.events import HistoryReplaced, MessageCommitted, TitleChanged, TurnEnded
-        from core.providers.base import ProviderError
-        from core.store.sessions import record_turn_error, replace_history
-        from core.store.writer import persist_message, save_record, save_turn_state
+        from hermes_core.events import HistoryReplaced, MessageCommitted, TitleChanged, TurnEnded
+        from hermes_core.providers.base import ProviderError
+        from hermes_core.store.sessions import record_turn_error, replace_history
+        from hermes_core.store.writer import persist_message, save_record, save_turn_state
 
         session.translator.start_turn()
         translate = session.translator.translate
@@ -196,8 +196,8 @@ class TurnRunner:
         return stop
 
     async def _finish(self, session: Session, turn: Turn) -> str:
-        from core.store.sessions import record_turn_error
-        from core.store.writer import persist_message
+        from hermes_core.store.sessions import record_turn_error
+        from hermes_core.store.writer import persist_message
 
         assert turn.task is not None
         task = turn.task
@@ -247,7 +247,7 @@ async def _send_held_updates(session: Session) -> None:
 
 async def _end_of_turn(session: Session) -> None:
     """Before the prompt's response: nothing of the session may be sent after it."""
-    from core.store.writer import save_turn_state
+    from hermes_core.store.writer import save_turn_state
 
     save_turn_state(session)
     await _send_held_updates(session)
@@ -315,7 +315,7 @@ async def _with_sandbox_notice(session: Session, events: AsyncIterator[Any]) -> 
     notice = sandbox.notice if sandbox is not None else None
     if notice:
         sandbox.notice = None  # said once per session
-        from core.events import Status
+        from hermes_core.events import Status
 
         yield Status("notice", notice)
     async for event in events:

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from core.errors import InvalidInput
-from core.workspace import WorkspaceError, WorkspaceScope
+from hermes_core.errors import InvalidInput
+from hermes_core.workspace import WorkspaceError, WorkspaceScope
 
 MAX_EMBEDDED_BYTES = 512 * 1024
 _MENTION = re.compile(r"(?<!\S)@(\S+)")

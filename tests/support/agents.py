@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from core.agent import Agent
-from core.approval import ApprovalRequest, Decision
-from core.config import Settings
-from core.events import Event, TurnEnded
-from core.workspace import LocalWorkspace, WorkspaceScope
+from hermes_core.agent import Agent
+from hermes_core.approval import ApprovalRequest, Decision
+from hermes_core.config import Settings
+from hermes_core.events import Event, TurnEnded
+from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.fake_provider import FakeProvider
 
 API_SHAPES = ("openai", "anthropic", "openai-responses")

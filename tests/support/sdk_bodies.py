@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from core.messages import Message, ToolCall, user
-from core.providers.sdk import clean
+from hermes_core.messages import Message, ToolCall, user
+from hermes_core.providers.sdk import clean
 from tests.support.fake_provider import FakeProvider, Reply
 
 # How each SDK's `create()` was handed a body when the SDK still wrote the bodies
@@ -28,7 +28,7 @@ def untransformed(
 ) -> dict[str, Any]:
     """`params` for an SDK `create()` with its bulky, already wire-shaped parts moved to
     `extra_body`: how requests were handed to the SDKs before the bodies were written by
-    us (`core.providers.sdk.open_stream`), the reference the tests and benchmarks compare
+    us (`hermes_core.providers.sdk.open_stream`), the reference the tests and benchmarks compare
     our bytes and speed with.
 
     The SDKs walk every request parameter against their TypedDicts before sending

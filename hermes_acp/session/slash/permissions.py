@@ -7,8 +7,8 @@ import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from core.permission_rules import PermissionRules
     from hermes_acp.session.state import Session
+    from hermes_core.permission_rules import PermissionRules
 
 USAGE = (
     "`/permissions` lists the rules and what is always allowed in this project; "
@@ -45,7 +45,7 @@ async def permissions_command(session: Session, argument: str) -> str:
         scope = allowed[number - 1]
         await asyncio.to_thread(rules.revoke, scope)
         session.agent.approvals.forget(scope)
-        from core.store.writer import save_turn_state
+        from hermes_core.store.writer import save_turn_state
 
         save_turn_state(session)  # a reloaded session must not bring it back
         return f"No longer always allowed in this project: `{scope}`."
@@ -53,7 +53,7 @@ async def permissions_command(session: Session, argument: str) -> str:
 
 
 def listing(rules: PermissionRules) -> str:
-    from core.permission_rules import describe
+    from hermes_core.permission_rules import describe
 
     lines = describe(rules.files) or [
         "No permission rules (`[permissions]` in config.toml, .claude/settings.json)."

@@ -22,11 +22,11 @@ from hermes_acp.session.slash.menu import (
 )
 
 if TYPE_CHECKING:
-    from core.models import Usage
-    from core.tools.registry import ToolRegistry
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_acp.session.options import SessionControls
     from hermes_acp.session.state import Session
+    from hermes_core.models import Usage
+    from hermes_core.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class SlashCommands:
 
     async def run(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
         """Run one command; the turn's stop reason."""
-        from core.store.sessions import replace_history
+        from hermes_core.store.sessions import replace_history
 
         agent = session.agent
         controls = self.controls
@@ -91,7 +91,7 @@ class SlashCommands:
 
             await self._say(session, await rewind_command(session, argument))
         elif name == "jobs":
-            from core.jobs import running_jobs_text
+            from hermes_core.jobs import running_jobs_text
 
             await self._say(session, running_jobs_text(agent.tool_state.jobs))
         elif name == "permissions":
@@ -108,9 +108,9 @@ class SlashCommands:
     async def _run_custom(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
         """A skill, prompt command or MCP prompt: its text goes to the model as the user's
         message. An unknown name is answered here and never reaches the model."""
-        from core.mcp_tools import McpCallFailed
-        from core.messages import TextPart
-        from core.skills import SkillError
+        from hermes_core.mcp_tools import McpCallFailed
+        from hermes_core.messages import TextPart
+        from hermes_core.skills import SkillError
 
         command = (await asyncio.to_thread(session_commands, session)).get(name)
         if command is None:
@@ -131,7 +131,7 @@ class SlashCommands:
                 session.agent.steer(argument)
             await self._say(session, steer_text(bool(argument)))
         elif name == "jobs":
-            from core.jobs import running_jobs_text
+            from hermes_core.jobs import running_jobs_text
 
             await self._say(session, running_jobs_text(session.agent.tool_state.jobs))
         else:
@@ -152,7 +152,7 @@ async def command_message(session: Session, command: CustomCommand, argument: st
         return f"{text}\n\n{argument}" if argument else text
     if command.source == "prompt":
         return str(command.target.render(argument))
-    from core.mcp_tools import McpCallFailed
+    from hermes_core.mcp_tools import McpCallFailed
 
     server, info = command.target
     if session.mcp is None:

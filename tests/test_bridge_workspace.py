@@ -230,6 +230,8 @@ async def test_terminal_create_wait_output_release(setup):
         "args": ["-c", "echo hi from $WHO; pwd"],
         "cwd": str(root / "sub"),
         "outputByteLimit": 64_000,
+        # The command line as the model wrote it, for a client's header or title.
+        "_meta": {"hermes": {"command": "echo hi from $WHO; pwd"}},
         "env": [{"name": "WHO", "value": "bridge"}],
     }
     assert editor.released == ["term-1"]

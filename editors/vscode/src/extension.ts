@@ -220,6 +220,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }
   }
 
+  let agentSettingsSeen = JSON.stringify(userAgentSettings());
   context.subscriptions.push(
     channel,
     trafficChannel,
@@ -236,7 +237,13 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("hermes.restart", () => controller.restart()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void controller.restart()),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      if (touchesAgent(event) && controller.connection) {
+      if (!touchesAgent(event)) return;
+      // Only the user's own values start the agent: a workspace's settings.json changing
+      // them fires this event too, and must not restart it (a prompt sent meanwhile was lost).
+      const now = JSON.stringify(userAgentSettings());
+      if (now === agentSettingsSeen) return;
+      agentSettingsSeen = now;
+      if (controller.connection) {
         log.appendLine("the agent's settings changed: restarting it");
         void controller.restart();
       }

@@ -173,12 +173,14 @@ project, secret, stop = sys.argv[1:]
 
 
 def settle(put):
+    # The agent races us here on purpose (a write may make docs/ anew at any moment), so
+    # every step of clearing the spot may find it changed: try again until ours lands.
     while True:
-        if os.path.isdir(docs) and not os.path.islink(docs):
-            shutil.rmtree(docs, ignore_errors=True)
-        elif os.path.lexists(docs):
-            os.unlink(docs)
         try:
+            if os.path.isdir(docs) and not os.path.islink(docs):
+                shutil.rmtree(docs)
+            elif os.path.lexists(docs):
+                os.unlink(docs)
             return put()
         except OSError:
             continue
@@ -196,7 +198,10 @@ while not os.path.exists(stop):
     os.rename(plain, flip)
     # docs/: a directory, then a symlink to the key's folder (a write may make docs/ anew
     # while it is missing: whatever is there is cleared first)
-    os.rename(docs, real)
+    try:
+        os.rename(docs, real)
+    except OSError:  # docs/ was missing or a link at that moment: start the real one anew
+        os.makedirs(real, exist_ok=True)
     settle(lambda: os.symlink(os.path.dirname(secret), docs))
     settle(lambda: os.rename(real, docs))
     flips += 1

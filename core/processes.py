@@ -1,7 +1,10 @@
 """Commands in the workspace: whether one runs in the sandbox, and local subprocesses.
 
 A local command runs in its own process group (so a kill reaches what it started), with
-stdout and stderr merged and collected whether or not anyone streams them.
+stdout and stderr merged and collected whether or not anyone streams them. A sandboxed one
+is started from its session's thread inside the session's pids cgroup, where there is one
+(`hermes_core.sandbox.limits.CgroupThread`): asyncio would start it from the loop's thread,
+and moving each command into the cgroup costs more than the rest of the launch.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ import logging
 import os
 import signal
 import subprocess
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
@@ -21,6 +26,7 @@ from hermes_core.workspace import CommandExit, CommandOptions, WorkspaceError
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
+    from hermes_core.sandbox.limits import CgroupThread
     from hermes_core.sandbox.unconfined import UnconfinedGuard
     from hermes_core.workspace import LocalWorkspace
 
@@ -53,17 +59,17 @@ async def start_local_command(
     full_env = {**os.environ, **(options.get("env") or {})}
     sandbox = confining(workspace.sandbox, options)
     argv = [SHELL, "-c", command]
+    thread = await _joined_thread(sandbox) if sandbox is not None else None
     if sandbox is not None:
-        argv = sandbox.wrap(argv, cwd=directory.resolve())
+        argv = sandbox.wrap(argv, cwd=directory.resolve(), in_cgroup=thread is not None)
         full_env = sandbox.environment(full_env)
-    loop = asyncio.get_running_loop()
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
     run.sandbox = sandbox
-    try:
-        transport, _ = await loop.subprocess_exec(
-            lambda: _CommandProtocol(run),
-            *argv,
+
+    def spawn() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            argv,
             cwd=directory,
             env=full_env,
             stdin=subprocess.DEVNULL,
@@ -71,29 +77,119 @@ async def start_local_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so kill() reaches its children
         )
+
+    try:
+        process = await _spawn_on(thread, spawn) if thread is not None else spawn()
     except OSError as exc:
+        if sandbox is not None:
+            sandbox.after_command()  # it never ran
         raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
-    run._attach(transport)
+    run._attach(await _Child.watch(process, run))
     if sandbox is None:
         # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.
         from hermes_core.sandbox.unconfined import UnconfinedGuard
 
-        run._guard = UnconfinedGuard(transport.get_pid())
+        run._guard = UnconfinedGuard(process.pid)
     return run
 
 
-class _CommandProtocol(asyncio.SubprocessProtocol):
+async def _joined_thread(sandbox: Sandbox) -> CgroupThread | None:
+    """The session's thread inside its pids cgroup, once it has joined (None: there is
+    none, and the launch moves the command in itself)."""
+    thread = sandbox.command_thread()
+    if thread is None or not await asyncio.wrap_future(thread.joined):
+        return None
+    return thread
+
+
+async def _spawn_on(
+    thread: CgroupThread, spawn: Callable[[], subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    pending = thread.submit(spawn)
+    try:
+        return await asyncio.wrap_future(pending)
+    except asyncio.CancelledError:
+        # Cancelled while the thread was starting it: nobody will own it, so it dies.
+        pending.add_done_callback(_kill_unowned)
+        raise
+
+
+def _kill_unowned(pending: Future[subprocess.Popen[bytes]]) -> None:
+    if pending.cancelled() or pending.exception() is not None:
+        return
+    process = pending.result()
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+class _Child:
+    """A started command as `LocalCommand` sees it: its pid, its exit status (watched through
+    a pidfd on the event loop, no thread per command), and its output pipe."""
+
+    def __init__(self, process: subprocess.Popen[bytes], pipe: asyncio.ReadTransport) -> None:
+        self._process = process
+        self._pipe = pipe
+
+    @classmethod
+    async def watch(cls, process: subprocess.Popen[bytes], run: LocalCommand) -> _Child:
+        loop = asyncio.get_running_loop()
+        assert process.stdout is not None
+        pipe, _ = await loop.connect_read_pipe(lambda: _OutputProtocol(run), process.stdout)
+        _watch_exit(loop, process, run._on_exit)
+        return cls(process, pipe)
+
+    def get_pid(self) -> int:
+        return self._process.pid
+
+    def get_returncode(self) -> int | None:
+        return self._process.returncode
+
+    def close(self) -> None:
+        """Stop reading; a process still running gets SIGKILL (as asyncio's transport did)."""
+        self._pipe.close()
+        if self._process.returncode is None and self._process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self._process.kill()
+
+
+def _watch_exit(
+    loop: asyncio.AbstractEventLoop, process: subprocess.Popen[bytes], on_exit: Callable[[], None]
+) -> None:
+    """Call `on_exit` on the loop once `process` has exited and been reaped."""
+    try:
+        pidfd = os.pidfd_open(process.pid)
+    except OSError:  # a kernel before 5.3: a thread waits instead
+
+        def wait() -> None:
+            process.wait()
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(on_exit)
+
+        threading.Thread(target=wait, name=f"wait-{process.pid}", daemon=True).start()
+        return
+
+    def readable() -> None:
+        if process.poll() is None:
+            return
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+        on_exit()
+
+    loop.add_reader(pidfd, readable)
+
+
+class _OutputProtocol(asyncio.Protocol):
     def __init__(self, run: LocalCommand) -> None:
         self._run = run
 
-    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self._run._on_data(data.encode() if isinstance(data, str) else data)
+    def data_received(self, data: bytes) -> None:
+        self._run._on_data(data)
 
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self._run._on_eof()
-
-    def process_exited(self) -> None:
-        self._run._on_exit()
 
 
 class LocalCommand:
@@ -111,7 +207,7 @@ class LocalCommand:
         self._limit = max(1, output_limit)
         self._grace = kill_grace
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._transport: asyncio.SubprocessTransport | None = None
+        self._transport: _Child | None = None
         self._output: list[str] = []
         self._output_chars = 0
         self._truncated = False
@@ -135,7 +231,7 @@ class LocalCommand:
 
     # -- callbacks from the protocol ---------------------------------------------------
 
-    def _attach(self, transport: asyncio.SubprocessTransport) -> None:
+    def _attach(self, transport: _Child) -> None:
         self._transport = transport
 
     def _on_data(self, data: bytes) -> None:

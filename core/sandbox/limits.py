@@ -4,19 +4,31 @@ TMPDIR (a tmpfs with `--size`, so a disk fill there ends in ENOSPC).
 
 The process count is enforced twice where the machine allows it: RLIMIT_NPROC set inside
 the sandbox by `prlimit` (the kernel counts a user namespace's processes on their own, so
-the user's other processes do not count; root ignores it), and a `pids` cgroup the command
-is moved into before bwrap starts, when a writable cgroup v1 `pids` hierarchy exists
-(root on hosts and in many containers).
+the user's other processes do not count; root ignores it), and a `pids` cgroup, when a
+writable cgroup v1 `pids` hierarchy exists (root on hosts and in many containers). A local
+command starts inside that cgroup from birth: it is forked by a thread of the session that
+joined the cgroup once (`CgroupThread`), because moving a process between cgroups costs
+about 10 ms (the kernel waits for an RCU grace period) and a fork costs nothing extra. An
+editor's terminal, which the editor starts, is moved in by a `sh` before bwrap instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
+import queue
 import shutil
+import threading
 import weakref
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PIDS_V1 = Path("/sys/fs/cgroup/pids")
 
@@ -55,7 +67,8 @@ class PidsCgroup:
         path = base / name
         try:
             path.mkdir(exist_ok=True)
-            (path / "pids.max").write_text(f"{max_processes}\n")
+            # One more than the cap: the session's `CgroupThread` is a task of the cgroup too.
+            (path / "pids.max").write_text(f"{max_processes + 1}\n")
         except OSError:
             return None
         return cls(path)
@@ -65,6 +78,50 @@ class PidsCgroup:
         The sandbox sees /sys read-only and cannot move itself out."""
         procs = str(self.path / "cgroup.procs")
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
+
+
+class CgroupThread:
+    """A thread that joined a `pids` cgroup once: what it forks starts inside the cgroup,
+    so no command pays for a move. Only `subprocess.Popen` calls run on it. It leaves the
+    cgroup and removes it (when empty) on `close`."""
+
+    def __init__(self, cgroup: PidsCgroup) -> None:
+        self._cgroup = cgroup
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], object], Future[object]] | None] = (
+            queue.SimpleQueue()
+        )
+        self.joined: Future[bool] = Future()  # whether the thread is inside (else: start nothing on it)
+        threading.Thread(target=self._serve, name=f"sandbox-{cgroup.path.name}", daemon=True).start()
+
+    def submit(self, job: Callable[[], T]) -> Future[T]:
+        future: Future[T] = Future()
+        self._jobs.put((job, future))  # type: ignore[arg-type]
+        return future
+
+    def close(self) -> None:
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        tasks = self._cgroup.path / "tasks"
+        try:
+            # cgroup v1 `tasks` takes one thread (`cgroup.procs` would move the whole agent).
+            tasks.write_text(f"{threading.get_native_id()}\n")
+        except OSError as exc:
+            logger.info("could not join %s (%s): commands are moved in one by one", tasks, exc)
+            self.joined.set_result(False)
+            return
+        self.joined.set_result(True)
+        while (item := self._jobs.get()) is not None:
+            job, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(job())
+            except BaseException as exc:  # handed to the caller, who raises it
+                future.set_exception(exc)
+        with contextlib.suppress(OSError):  # back where the agent is, so the cgroup can go
+            (self._cgroup.path.parent / "tasks").write_text(f"{threading.get_native_id()}\n")
+        _remove(str(self._cgroup.path))
 
 
 def _own_pids_cgroup() -> Path | None:

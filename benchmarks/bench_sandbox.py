@@ -157,8 +157,8 @@ def measure_breakdown(runs: int) -> dict[str, float]:
         no_cgroup = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
         mounts.overlays = []
         no_overlays = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
-        thread = sandbox.command_thread()
-        joined = thread is not None and thread.joined.result()
+        thread = sandbox.launch_thread()
+        joined = thread.in_cgroup.result()
         steps = {
             "bare": shell,
             "bwrap_base": [sandbox.bwrap, *BASE_ARGS, "--", *shell],
@@ -186,7 +186,6 @@ def measure_breakdown(runs: int) -> dict[str, float]:
             for name in order:
                 argv = steps[name]
                 if name == "full_from_cgroup_thread":
-                    assert thread is not None
                     samples[name].append(thread.submit(functools.partial(timed, argv)).result())
                 else:
                     samples[name].append(timed(argv))

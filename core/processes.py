@@ -2,9 +2,10 @@
 
 A local command runs in its own process group (so a kill reaches what it started), with
 stdout and stderr merged and collected whether or not anyone streams them. A sandboxed one
-is started from its session's thread inside the session's pids cgroup, where there is one
-(`hermes_core.sandbox.limits.CgroupThread`): asyncio would start it from the loop's thread,
-and moving each command into the cgroup costs more than the rest of the launch.
+is started from its session's launch thread (`hermes_core.sandbox.limits.LaunchThread`),
+off the event loop and inside the session's pids cgroup where there is one: asyncio would
+fork it from the loop's thread, and moving each command into the cgroup costs more than
+the rest of the launch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from hermes_core.workspace import CommandExit, CommandOptions, WorkspaceError
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
-    from hermes_core.sandbox.limits import CgroupThread
+    from hermes_core.sandbox.limits import LaunchThread
     from hermes_core.sandbox.unconfined import UnconfinedGuard
     from hermes_core.workspace import LocalWorkspace
 
@@ -59,9 +60,11 @@ async def start_local_command(
     full_env = {**os.environ, **(options.get("env") or {})}
     sandbox = confining(workspace.sandbox, options)
     argv = [SHELL, "-c", command]
-    thread = await _joined_thread(sandbox) if sandbox is not None else None
+    thread: LaunchThread | None = None
     if sandbox is not None:
-        argv = sandbox.wrap(argv, cwd=directory.resolve(), in_cgroup=thread is not None)
+        thread = sandbox.launch_thread()
+        in_cgroup = await asyncio.wrap_future(thread.in_cgroup)
+        argv = sandbox.wrap(argv, cwd=directory.resolve(), in_cgroup=in_cgroup)
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
@@ -93,17 +96,8 @@ async def start_local_command(
     return run
 
 
-async def _joined_thread(sandbox: Sandbox) -> CgroupThread | None:
-    """The session's thread inside its pids cgroup, once it has joined (None: there is
-    none, and the launch moves the command in itself)."""
-    thread = sandbox.command_thread()
-    if thread is None or not await asyncio.wrap_future(thread.joined):
-        return None
-    return thread
-
-
 async def _spawn_on(
-    thread: CgroupThread, spawn: Callable[[], subprocess.Popen[bytes]]
+    thread: LaunchThread, spawn: Callable[[], subprocess.Popen[bytes]]
 ) -> subprocess.Popen[bytes]:
     pending = thread.submit(spawn)
     try:

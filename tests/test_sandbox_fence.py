@@ -13,7 +13,9 @@ import site
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,8 @@ import pytest
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.sandbox.secrets import is_secret_path
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
+from tests.support.processes import alive, pids_running, unique_seconds
+from tests.support.waiting import until
 
 GIT_ID = "-c user.name=t -c user.email=t@example.com"
 
@@ -497,3 +501,40 @@ async def test_filling_tmpdir_stops_at_its_cap(tmp_path: Path, home: Path) -> No
     ws, _ = sandboxed(project, home, tmp_mb=8)
     code, out = await run(ws, 'dd if=/dev/zero of="$TMPDIR/fill" bs=1M count=64 2>&1', home)
     assert code != 0 and "No space left on device" in out, out
+
+
+async def test_a_command_cancelled_while_it_starts_is_killed_not_left_running(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sandboxed command starts on its session's launch thread. A turn cancelled while
+    that thread is starting it must not leave the command running once it has started:
+    nobody would own it, and neither a cancel nor the end of the session would reach it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    ws, sandbox = sandboxed(project, home)
+    thread = sandbox.launch_thread()
+    submit = thread.submit
+    starting_now, go_on = threading.Event(), threading.Event()
+    started: list[Future[object]] = []
+
+    def held(job: Callable[[], object]) -> object:
+        starting_now.set()
+        go_on.wait()
+        return job()
+
+    def watched(job: Callable[[], object]) -> Future[object]:
+        started.append(submit(lambda: held(job)))
+        return started[-1]
+
+    monkeypatch.setattr(thread, "submit", watched)
+    seconds = unique_seconds(60)
+    turn = asyncio.create_task(run(ws, f"sleep {seconds}", home))
+    await until(starting_now.is_set, "the launch thread to be starting the command")
+    turn.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await turn
+    go_on.set()  # the start goes through, with its turn gone
+    process = await asyncio.wrap_future(started[0])
+    assert isinstance(process, subprocess.Popen)
+    assert not alive(process.pid), "the command started after its cancel and was left running"
+    await until(lambda: not pids_running("sleep", seconds), "the sandboxed sleep to end")

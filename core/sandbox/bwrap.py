@@ -129,7 +129,7 @@ class Sandbox:
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
-        self._thread: limits.CgroupThread | None = None
+        self._thread: limits.LaunchThread | None = None
         self._own_code = protected.own_code()
         self._placeholders: set[Path] = set()
         self._running = 0  # launched, not yet seen to end
@@ -242,8 +242,8 @@ class Sandbox:
         self, argv: list[str], *, cwd: Path, new_session: bool = False, in_cgroup: bool = False
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
-        `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the joined
-        `command_thread()`, so no launcher moves it into the session's pids cgroup."""
+        `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
+        `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in."""
         assert self.bwrap is not None
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
         cgroup = self._pids_cgroup()
@@ -266,14 +266,11 @@ class Sandbox:
     def _hidden_agent_env(self) -> list[str]:
         return [name for name in AGENT_ENV if self._hides_variable(name)]
 
-    def command_thread(self) -> limits.CgroupThread | None:
-        """The thread local commands are started from, inside the session's pids cgroup
-        (None where there is no writable pids hierarchy: nothing to join)."""
+    def launch_thread(self) -> limits.LaunchThread:
+        """The thread this session's local commands are started from (inside its pids
+        cgroup where there is one)."""
         if self._thread is None:
-            cgroup = self._pids_cgroup()
-            if cgroup is None:
-                return None
-            self._thread = limits.CgroupThread(cgroup)
+            self._thread = limits.LaunchThread(self._pids_cgroup())
             weakref.finalize(self, self._thread.close)
         return self._thread
 

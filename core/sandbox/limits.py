@@ -7,7 +7,7 @@ the sandbox by `prlimit` (the kernel counts a user namespace's processes on thei
 the user's other processes do not count; root ignores it), and a `pids` cgroup, when a
 writable cgroup v1 `pids` hierarchy exists (root on hosts and in many containers). A local
 command starts inside that cgroup from birth: it is forked by a thread of the session that
-joined the cgroup once (`CgroupThread`), because moving a process between cgroups costs
+joined the cgroup once (`LaunchThread`), because moving a process between cgroups costs
 about 10 ms (the kernel waits for an RCU grace period) and a fork costs nothing extra. An
 editor's terminal, which the editor starts, is moved in by a `sh` before bwrap instead.
 """
@@ -67,7 +67,7 @@ class PidsCgroup:
         path = base / name
         try:
             path.mkdir(exist_ok=True)
-            # One more than the cap: the session's `CgroupThread` is a task of the cgroup too.
+            # One more than the cap: the session's `LaunchThread` is a task of the cgroup too.
             (path / "pids.max").write_text(f"{max_processes + 1}\n")
         except OSError:
             return None
@@ -80,18 +80,23 @@ class PidsCgroup:
         return ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', procs]
 
 
-class CgroupThread:
-    """A thread that joined a `pids` cgroup once: what it forks starts inside the cgroup,
-    so no command pays for a move. Only `subprocess.Popen` calls run on it. It leaves the
-    cgroup and removes it (when empty) on `close`."""
+class LaunchThread:
+    """The thread one session's local commands are started from: forking there keeps the
+    fork and exec off the event loop and, when the session has a `pids` cgroup, the thread
+    joins it once so what it forks starts inside, no command paying for a move. Only
+    `subprocess.Popen` calls run on it. On `close` it leaves the cgroup and removes it
+    (when empty)."""
 
-    def __init__(self, cgroup: PidsCgroup) -> None:
+    def __init__(self, cgroup: PidsCgroup | None) -> None:
         self._cgroup = cgroup
         self._jobs: queue.SimpleQueue[tuple[Callable[[], object], Future[object]] | None] = (
             queue.SimpleQueue()
         )
-        self.joined: Future[bool] = Future()  # whether the thread is inside (else: start nothing on it)
-        threading.Thread(target=self._serve, name=f"sandbox-{cgroup.path.name}", daemon=True).start()
+        # Whether the thread joined the cgroup (False: none here, or it could not join, and a
+        # launch must move itself in).
+        self.in_cgroup: Future[bool] = Future()
+        name = f"sandbox-{cgroup.path.name}" if cgroup is not None else "sandbox-launch"
+        threading.Thread(target=self._serve, name=name, daemon=True).start()
 
     def submit(self, job: Callable[[], T]) -> Future[T]:
         future: Future[T] = Future()
@@ -102,15 +107,7 @@ class CgroupThread:
         self._jobs.put(None)
 
     def _serve(self) -> None:
-        tasks = self._cgroup.path / "tasks"
-        try:
-            # cgroup v1 `tasks` takes one thread (`cgroup.procs` would move the whole agent).
-            tasks.write_text(f"{threading.get_native_id()}\n")
-        except OSError as exc:
-            logger.info("could not join %s (%s): commands are moved in one by one", tasks, exc)
-            self.joined.set_result(False)
-            return
-        self.joined.set_result(True)
+        self.in_cgroup.set_result(self._join())
         while (item := self._jobs.get()) is not None:
             job, future = item
             if not future.set_running_or_notify_cancel():
@@ -119,9 +116,22 @@ class CgroupThread:
                 future.set_result(job())
             except BaseException as exc:  # handed to the caller, who raises it
                 future.set_exception(exc)
-        with contextlib.suppress(OSError):  # back where the agent is, so the cgroup can go
-            (self._cgroup.path.parent / "tasks").write_text(f"{threading.get_native_id()}\n")
-        _remove(str(self._cgroup.path))
+        if self._cgroup is not None and self.in_cgroup.result():
+            with contextlib.suppress(OSError):  # back where the agent is, so the cgroup can go
+                (self._cgroup.path.parent / "tasks").write_text(f"{threading.get_native_id()}\n")
+            _remove(str(self._cgroup.path))
+
+    def _join(self) -> bool:
+        if self._cgroup is None:
+            return False
+        tasks = self._cgroup.path / "tasks"
+        try:
+            # cgroup v1 `tasks` takes one thread (`cgroup.procs` would move the whole agent).
+            tasks.write_text(f"{threading.get_native_id()}\n")
+        except OSError as exc:
+            logger.info("could not join %s (%s): each command moves itself in", tasks, exc)
+            return False
+        return True
 
 
 def _own_pids_cgroup() -> Path | None:

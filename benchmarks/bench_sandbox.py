@@ -2,13 +2,15 @@
 
 Runs `true` through `LocalWorkspace.start_command` (start, wait, output, release: what the
 terminal tool does) with the sandbox off, on (workspace-write, network on), on with the
-network off and on without the cache overlays, interleaved so load on the machine hits all
-alike. The workspace is a git repository (its config, hooks and info bound read-only) in a
-home with the usual toolchain caches (each an overlay) and secrets (hidden), so every
-launch carries the full fence. The per-command cost is each variant's median and p90 minus
-the unconfined median and p90 of the same run; the ratio is of the medians. Then the same
-for everyday git work (`git add`, `commit`, `status`, `log`, `diff`, `branch`, `stash`).
-The load average is printed with the figures: on a shared machine they move with it.
+network off and on without the cache overlays, and on as launched before the session's
+launch thread (forked on the event loop's thread, moved into the pids cgroup by a `sh`
+per command), interleaved so load on the machine hits all alike. The workspace is a git
+repository (its config, hooks and info bound read-only) in a home with the usual toolchain
+caches (each an overlay) and secrets (hidden), so every launch carries the full fence.
+The per-command cost is each variant's median and p90 minus the unconfined median and
+p90 of the same run; the ratio is of the medians. Then the same for everyday git work
+(`git add`, `commit`, `status`, `log`, `diff`, `branch`, `stash`). The load average is
+printed with the figures: on a shared machine they move with it.
 
 With --landlock (needs `pip install --pre landlock`, not a dependency), also the
 alternative the README weighs: the same command confined by Landlock, applied in the
@@ -72,6 +74,32 @@ async def one(workspace: LocalWorkspace, command: str, env: dict[str, str]) -> f
     return elapsed
 
 
+async def one_as_before(workspace: LocalWorkspace, command: str, env: dict[str, str]) -> float:
+    """`one` the way the agent launched before this round: asyncio's `subprocess_exec`, which
+    forks on the event loop's thread (and waits for the exit on a thread of its own), with
+    the `sh` before bwrap that moves each command into the session's pids cgroup."""
+    sandbox = workspace.sandbox
+    assert sandbox is not None
+    started = time.perf_counter()
+    project = workspace.scope.cwd
+    argv = sandbox.wrap(["/bin/bash", "-c", command], cwd=project.resolve())
+    process = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=project,
+        env=sandbox.environment({**os.environ, **env}),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    output, _ = await process.communicate()
+    sandbox.after_command()
+    elapsed = (time.perf_counter() - started) * 1000
+    if process.returncode != 0:
+        raise SystemExit(f"`{command}` failed in the benchmark (as before): {output.decode()}")
+    return elapsed
+
+
 def lay_out(base: Path) -> tuple[Path, Path]:
     """A home with caches and secrets, and a git repository in it as the workspace."""
     home = base / "home"
@@ -103,6 +131,8 @@ async def measure(runs: int, command: str) -> dict[str, float]:
             "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False, **common)),  # type: ignore[arg-type]
             # sandbox_caches = []: what the caches' overlays cost (the caches are then read-only)
             "sandboxed_no_caches": LocalWorkspace(scope, sandbox=Sandbox(scope, caches=(), **common)),  # type: ignore[arg-type]
+            # The launch as it was before the session's launch thread (see `one_as_before`).
+            "sandboxed_as_before": LocalWorkspace(scope, sandbox=Sandbox(scope, **common)),  # type: ignore[arg-type]
         }
         env = {
             "HOME": str(home),
@@ -113,12 +143,14 @@ async def measure(runs: int, command: str) -> dict[str, float]:
             sandbox = workspace.sandbox
             if sandbox is not None and sandbox.mode != "off" and sandbox.confinement != "sandboxed":
                 raise SystemExit(f"the sandbox cannot start here: {sandbox.availability.reason}")
+        runners = {name: one_as_before if name == "sandboxed_as_before" else one for name in variants}
+        for name, workspace in variants.items():
             for _ in range(5):  # warm-up: page cache, the probe
-                await one(workspace, command, env)
+                await runners[name](workspace, command, env)
         samples: dict[str, list[float]] = {name: [] for name in variants}
         for _ in range(runs):
             for name, workspace in variants.items():
-                samples[name].append(await one(workspace, command, env))
+                samples[name].append(await runners[name](workspace, command, env))
     out: dict[str, float] = {}
     for name, values in samples.items():
         out[f"{name}_ms"] = statistics.median(values)
@@ -127,6 +159,7 @@ async def measure(runs: int, command: str) -> dict[str, float]:
         ("sandboxed", ""),
         ("sandboxed_no_network", "_no_network"),
         ("sandboxed_no_caches", "_no_caches"),
+        ("sandboxed_as_before", "_as_before"),
     ):
         out[f"added{suffix}_ms"] = out[f"{name}_ms"] - out["unconfined_ms"]
         out[f"added{suffix}_p90_ms"] = out[f"{name}_p90_ms"] - out["unconfined_p90_ms"]

@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import ToolCallProgress, ToolKind
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.shell.parse import CommandLine
+from hermes_core.tools.base import ApprovalFacts, Tool, ToolContext, ToolResult
 from hermes_core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
@@ -84,9 +84,10 @@ class TerminalTool(Tool[TerminalArgs]):
             verb += " outside the sandbox"
         return f"{verb}: {command}"
 
-    def approval_scope(self, args: TerminalArgs) -> str:
-        # The program and subcommand (`git status`); the policy keys it as `terminal:git status`.
-        return command_scope(args.command)
+    def approval_facts(self, args: TerminalArgs) -> ApprovalFacts:
+        # Read once here; the danger rules, the "always" scope (`terminal:git status`) and
+        # the permission rules all look at this one parse.
+        return ApprovalFacts(command=CommandLine.read(args.command), unconfined=args.unconfined)
 
     async def run(self, args: TerminalArgs, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():

@@ -15,14 +15,16 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from hermes_core.command_files import Binding, binding
+from hermes_core.command_files import binding
 from hermes_core.command_rules.check import dangerous_rule
+from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import FileDiff, ToolKind
 from hermes_core.protected_paths import lexical, protected_reason
 
 if TYPE_CHECKING:
     from hermes_core.permission_rules import PermissionRules
-    from hermes_core.tools.base import Tool
+    from hermes_core.sandbox.bwrap import Sandbox
+    from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
 
 __all__ = [
@@ -152,11 +154,13 @@ class PolicyVerdict:
     allow_outside: bool = False  # once approved, the call may touch paths outside the workspace
 
 
-def scope_key(tool: Tool[Any], args: BaseModel) -> str:
+def scope_key(tool: Tool[Any], args: BaseModel, facts: ApprovalFacts | None = None) -> str:
     """The key an "always" decision for this call is remembered under: the tool's name,
-    plus what its `approval_scope` narrows it to (`terminal:git status`). A tool whose
-    scope is its own name (edits) gets one key for all its calls."""
-    inner = tool.approval_scope(args)
+    plus what its command line (`command_scope`) or its `approval_scope` narrows it to
+    (`terminal:git status`). A tool whose scope is its own name (edits) gets one key for
+    all its calls."""
+    facts = facts if facts is not None else tool.approval_facts(args)
+    inner = command_scope(facts.command) if facts.command is not None else tool.approval_scope(args)
     if inner == tool.name:
         return tool.approval_group or tool.name
     return f"{tool.name}:{inner}"
@@ -182,7 +186,7 @@ class ApprovalPolicy:
     0. a deny permission rule (core/permission_rules.py) rejects, in every mode;
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
-    3. a dangerous command, a call its tool says always asks (`always_asks`: writing the
+    3. a dangerous command, a call its tool says always asks (`ApprovalFacts.always_asks`: writing the
        user's memory, which plan mode refuses), or a file tool writing a file that other
        programs run outside the sandbox (`hermes_core.protected_paths`: `.git/config`, hooks…)
        asks in every mode, whatever was remembered;
@@ -206,22 +210,24 @@ class ApprovalPolicy:
         self.rules = rules  # the user's and the project's permission rules (core/permission_rules.py)
 
     def check(self, tool: Tool[Any], args: BaseModel, workspace: Workspace, *, call_id: str) -> PolicyVerdict:
-        base = scope_key(tool, args)
+        # What the tool declares about this call, its command line read once for every rule.
+        facts = tool.approval_facts(args)
+        base = scope_key(tool, args, facts)
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base
-        rule = self._dangerous(tool, args, workspace)
+        rule = self._dangerous(tool, facts, workspace)
         confinement = _confinement(tool, workspace)
-        leaves_sandbox = _leaves_sandbox(tool, args, confinement)
+        leaves_sandbox = _leaves_sandbox(facts, confinement)
         always_offered = True
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
-            pinned = _unconfined_binding(args, workspace)
+            pinned = binding(facts.command, workspace.scope.cwd) if facts.command is not None else None
             if pinned is None:
                 always_offered = False
             elif pinned.digest:
                 key = f"{key}, {pinned.describe()}"
         protected = _protected(tool, args, workspace)
-        asks_why = _always_asks(tool, args)
+        asks_why = facts.always_asks
         if asks_why:
             always_offered = False
         if protected:
@@ -236,7 +242,7 @@ class ApprovalPolicy:
         elif outside:
             reason = "outside the workspace"
         elif leaves_sandbox:
-            reason = _unconfined_reason(confinement, workspace)
+            reason = _unconfined_reason(confinement, workspace.sandbox)
         else:
             reason = _KIND_REASONS.get(tool.kind, f"uses {tool.name}")
         sandbox = None
@@ -257,7 +263,7 @@ class ApprovalPolicy:
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
-        ruled = self.rules.match(tool, args, workspace) if self.rules is not None else None
+        ruled = self.rules.match(tool, args, workspace, facts) if self.rules is not None else None
         if ruled is not None and ruled.action == "deny":  # in every mode
             return PolicyVerdict("reject", request, ruled.model_reason())
         if self.mode is Mode.PLAN and not tool.read_only:
@@ -307,7 +313,7 @@ class ApprovalPolicy:
         """Remember an "always" answer under the request's scope.
 
         ALLOW_ALWAYS on a dangerous request, or one that offered no "always" (an unconfined
-        command whose files cannot be pinned, `hermes_core.command_files`; a tool's `always_asks`
+        command whose files cannot be pinned, `hermes_core.command_files`; an `always_asks`
         call), is treated as ALLOW_ONCE: nothing is remembered, so neither that command nor
         anything else under its scope skips a later question (`check` asks for dangerous
         commands regardless, and remembering the scope would let the harmless commands
@@ -351,13 +357,10 @@ class ApprovalPolicy:
         return tuple(seen)
 
     @staticmethod
-    def _dangerous(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> str | None:
-        if tool.kind != "execute" or not tool.needs_approval:
+    def _dangerous(tool: Tool[Any], facts: ApprovalFacts, workspace: Workspace) -> str | None:
+        if tool.kind != "execute" or not tool.needs_approval or facts.command is None:
             return None
-        command = getattr(args, "command", None)
-        if not isinstance(command, str):
-            return None
-        return dangerous_rule(command, roots=[str(root) for root in workspace.scope.roots])
+        return dangerous_rule(facts.command, roots=[str(root) for root in workspace.scope.roots])
 
 
 # --------------------------------------------------------------------------------------
@@ -372,7 +375,7 @@ def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[
         return None
     scope = workspace.scope
     # The agent's own home, where the sandbox knows it (it hides it from commands).
-    homes = getattr(getattr(workspace, "sandbox", None), "hidden", ()) or ()
+    homes = workspace.sandbox.hidden if workspace.sandbox is not None else ()
     own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
     for raw in tool.paths(args):
         resolved = scope.absolute(raw)
@@ -381,44 +384,27 @@ def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[
     return None
 
 
-def _always_asks(tool: Tool[Any], args: BaseModel) -> str | None:
-    """Why the tool says this call asks in every mode (a duck-typed hook: the memory tool's
-    user scope), or None."""
-    hook = getattr(tool, "always_asks", None)
-    return hook(args) if callable(hook) else None
-
-
-def _unconfined_binding(args: BaseModel, workspace: Workspace) -> Binding | None:
-    """What an "always" for this unconfined command is bound to (None: nothing can be)."""
-    command = getattr(args, "command", None)
-    if not isinstance(command, str):
-        return None
-    return binding(command, workspace.scope.cwd)
-
-
 def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:
     """How this call's command would run: "sandboxed", "off" (the user turned the sandbox
     off) or "unavailable"; None for tools that run no command. A workspace without a
     sandbox (a library caller's) runs commands as the sandbox-off setting does."""
     if tool.kind != "execute" or not tool.needs_approval:
         return None
-    sandbox = getattr(workspace, "sandbox", None)
-    if sandbox is None:
+    if workspace.sandbox is None:
         return "off"
-    confinement: str = sandbox.confinement
+    confinement: str = workspace.sandbox.confinement
     return confinement
 
 
-def _leaves_sandbox(tool: Tool[Any], args: BaseModel, confinement: str | None) -> bool:
+def _leaves_sandbox(facts: ApprovalFacts, confinement: str | None) -> bool:
     """Whether the call would run a command without the sandbox the user asked for."""
     if confinement is None or confinement == "off":
         return False
-    return confinement == "unavailable" or bool(getattr(args, "unconfined", False))
+    return confinement == "unavailable" or facts.unconfined
 
 
-def _unconfined_reason(confinement: str | None, workspace: Workspace) -> str:
+def _unconfined_reason(confinement: str | None, sandbox: Sandbox | None) -> str:
     if confinement == "unavailable":
-        why = getattr(getattr(workspace, "sandbox", None), "availability", None)
-        detail = f" ({why.reason})" if why is not None else ""
+        detail = f" ({sandbox.availability.reason})" if sandbox is not None else ""
         return f"runs unconfined: the sandbox cannot start{detail}"
     return "runs outside the sandbox: it may write anywhere, read secrets and use the network"

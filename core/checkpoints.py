@@ -51,7 +51,7 @@ def project_key(cwd: str | Path) -> str:
 def list_files(root: Path) -> list[str]:
     """The workspace's files, relative, as ripgrep lists them: ignore rules honoured,
     hidden files kept, `.git` left out, symbolic links not followed (nor listed)."""
-    from hermes_core.tools.search import find_rg
+    from hermes_core.ripgrep import find_rg
 
     result = subprocess.run(
         [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"],

@@ -28,7 +28,7 @@ from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.gitignore import Repository
 from hermes_core.shell.lexer import ShellSyntaxError
-from hermes_core.shell.parse import parse_command
+from hermes_core.shell.parse import CommandLine
 from hermes_core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
 
 MAX_SIBLINGS = 200  # more files than this beside a script: too many to pin, no "always"
@@ -66,11 +66,11 @@ class Binding:
         return f"while {shown} {verb} unchanged ({self.digest[:12]})"
 
 
-def binding(command: str, cwd: Path) -> Binding | None:
+def binding(command: str | CommandLine, cwd: Path) -> Binding | None:
     """The files of the workspace `command` runs and their content now, or None when what
     it runs cannot be pinned down (then no "always" is offered)."""
     try:
-        script = parse_command(command)
+        script = CommandLine.of(command).parsed()
     except ShellSyntaxError:
         return None
     invocations = list(all_invocations(script))

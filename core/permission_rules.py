@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from hermes_core.hooks import HookSpec
-    from hermes_core.tools.base import Tool
+    from hermes_core.shell.parse import CommandLine
+    from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,11 @@ class Rule:
     specifier: str | None
     base: Path  # what relative paths are relative to
 
-    def covers(self, tool: Tool[Any], args: BaseModel, workspace: Workspace) -> bool:
+    def covers(
+        self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
+    ) -> bool:
+        """Whether the rule names this call. `facts` are the tool's `approval_facts` when the
+        caller has them already (the command line read once)."""
         family = _TOOL_FAMILIES.get(tool.name, tool.name)
         if family.startswith("mcp__") or self.family.startswith("mcp__"):
             return _mcp_covers(self.family, tool.name)
@@ -96,8 +101,8 @@ class Rule:
         if self.specifier is None or self.specifier in ("", "*"):
             return True
         if family == "Bash":
-            command = getattr(args, "command", None)
-            return isinstance(command, str) and _command_matches(self.specifier, command, self.action)
+            command = (facts if facts is not None else tool.approval_facts(args)).command
+            return command is not None and _command_matches(self.specifier, command, self.action)
         if family in ("Edit", "Read"):
             return _paths_match(self._path_pattern(), tool, args, workspace, self.action)
         return False
@@ -184,14 +189,17 @@ class PermissionRules:
         self.files = files
         self.project_allowed = set(self._project_store().get("allowed", []))
 
-    def match(self, tool: Tool[Any], args: BaseModel, workspace: Workspace) -> RuleMatch | None:
+    def match(
+        self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
+    ) -> RuleMatch | None:
         """The strongest rule covering the call: deny, then ask, then a trusted allow."""
+        facts = facts if facts is not None else tool.approval_facts(args)
         for action in ACTIONS:
             for rule_file in self.files:
                 if action == "allow" and not rule_file.trusted:
                     continue
                 for rule in rule_file.rules:
-                    if rule.action == action and _safely(rule, tool, args, workspace):
+                    if rule.action == action and _safely(rule, tool, args, workspace, facts):
                         return RuleMatch(action, rule)
         return None
 
@@ -298,9 +306,9 @@ def _regular(fd: int) -> bool:
 # -- matching --------------------------------------------------------------------------
 
 
-def _safely(rule: Rule, tool: Tool[Any], args: BaseModel, workspace: Workspace) -> bool:
+def _safely(rule: Rule, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts) -> bool:
     try:
-        return rule.covers(tool, args, workspace)
+        return rule.covers(tool, args, workspace, facts)
     except Exception:  # a rule that cannot be judged: it covers for deny and ask, never for allow
         log.debug("permission rule %r could not be applied", rule.text, exc_info=True)
         return rule.action != "allow"
@@ -324,15 +332,15 @@ def _text_matches(specifier: str, text: str) -> bool:
     return text == specifier
 
 
-def _command_matches(specifier: str, command: str, action: Action) -> bool:
+def _command_matches(specifier: str, command: CommandLine, action: Action) -> bool:
     from hermes_core.shell.lexer import ShellSyntaxError
-    from hermes_core.shell.parse import parse_command, simple_commands
+    from hermes_core.shell.parse import simple_commands
     from hermes_core.shell.programs import all_invocations
 
     specifier = " ".join(specifier.split())
-    plain = " ".join(command.split())
+    plain = " ".join(command.text.split())
     try:
-        script = parse_command(command)
+        script = command.parsed()
     except ShellSyntaxError:
         # Unreadable: it can never be shown to fit an allow rule; a deny or ask rule with
         # its text in front still catches it.

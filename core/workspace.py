@@ -1,9 +1,17 @@
-"""The Workspace port: every file and process the agent touches goes through it.
+"""The Workspace port: every file and process a tool touches goes through it.
+
+Tools hand it the path the model wrote, as written; the port resolves it beneath the
+session's roots and opens it by the kernel's word (`WorkspaceScope` in `hermes_core.scope`,
+on `hermes_core.beneath`), so a tool cannot forget the fence: it never holds a resolved path
+to open, and `tests/test_tools_use_the_port.py` checks that no tool touches the disk or
+starts a process on its own. Listing and searching (`hermes_core.ripgrep`) open what rg reads
+the same way. The port also runs commands, in its sandbox (`sandbox`), and carries the read
+limit (`max_read_bytes`).
 
 `LocalWorkspace` works on the local disk and local subprocesses (core/processes.py).
 The ACP side plugs in its own implementation (editor buffers, editor terminals) that
-follows the same scoping rules and opens files the same way, both in `WorkspaceScope`
-(`hermes_core.scope`, re-exported here), with the same read limit and file checks.
+follows the same scoping rules and opens files the same way, with the same read limit
+and file checks.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, Unpack
 
+from hermes_core import ripgrep
+from hermes_core.ripgrep import Found, Listing
 from hermes_core.scope import (
     BINARY_SNIFF_BYTES,
     MAX_READ_BYTES,
@@ -37,6 +47,8 @@ __all__ = [
     "MAX_READ_BYTES",
     "BinaryFile",
     "FileTooLarge",
+    "Found",
+    "Listing",
     "NotRegularFile",
     "OutsideWorkspace",
     "WorkspaceError",
@@ -57,6 +69,7 @@ class RunningCommand(Protocol):
     """A command started in the workspace."""
 
     terminal_id: str | None  # set when an editor terminal shows it live
+    sandbox: Sandbox | None  # the sandbox it runs in; None when it runs unconfined
 
     def stream(self) -> AsyncIterator[str]:
         """Output chunks as they arrive, ending when the process exits (may yield nothing
@@ -86,21 +99,59 @@ class CommandOptions(TypedDict, total=False):
 
 
 class Workspace(Protocol):
-    scope: WorkspaceScope
-    max_read_bytes: int
+    """Where a tool's files and commands are. Every path is the one the model wrote
+    (relative to the cwd, or absolute); the port opens it beneath the roots unless
+    `allow_outside` (an approval let this call leave the workspace)."""
+
+    @property
+    def scope(self) -> WorkspaceScope:
+        """The roots, for names: titles, locations and approvals. Opening is the port's."""
+        ...
+
+    @property
+    def max_read_bytes(self) -> int:
+        """Larger files are refused, read from disk or from the editor."""
+        ...
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The sandbox commands run in (None: unconfined, as with the sandbox off)."""
+        ...
 
     async def read_text(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> str:
         """The file's text (the editor's unsaved buffer where there is one), opened beneath
-        the workspace's roots (`WorkspaceScope.open_file`) unless `allow_outside`.
+        the workspace's roots (`WorkspaceScope.open_file`).
 
         Raises FileNotFoundError, BinaryFile, FileTooLarge or WorkspaceError.
         """
+        ...
+
+    async def read_bytes(
+        self, path: str | os.PathLike[str], limit: int, *, allow_outside: bool = False
+    ) -> bytes:
+        """The file's bytes from disk, opened like `read_text`; FileTooLarge past `limit`."""
         ...
 
     async def write_text(
         self, path: str | os.PathLike[str], content: str, *, allow_outside: bool = False
     ) -> None:
         """Replace the file's text beneath the workspace's roots (`WorkspaceScope.write_bytes`)."""
+        ...
+
+    async def list_files(self, path: str, *, glob: str | None = None, allow_outside: bool = False) -> Listing:
+        """The files under the directory `path` (`hermes_core.ripgrep.list_files`)."""
+        ...
+
+    async def search(
+        self,
+        path: str,
+        pattern: str,
+        *,
+        glob: str | None = None,
+        case_sensitive: bool | None = None,
+        allow_outside: bool = False,
+    ) -> Found:
+        """Lines matching `pattern` under `path` (`hermes_core.ripgrep.search`)."""
         ...
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand: ...
@@ -161,11 +212,32 @@ class LocalWorkspace:
         # Stray non-UTF-8 bytes in a text file (Latin-1 comments) should not make it unreadable.
         return data.decode("utf-8", errors="replace")
 
+    async def read_bytes(
+        self, path: str | os.PathLike[str], limit: int, *, allow_outside: bool = False
+    ) -> bytes:
+        return await asyncio.to_thread(self.scope.read_bytes, path, limit, allow_outside=allow_outside)
+
     async def write_text(
         self, path: str | os.PathLike[str], content: str, *, allow_outside: bool = False
     ) -> None:
         data = content.encode("utf-8")
         await asyncio.to_thread(self.scope.write_bytes, path, data, allow_outside=allow_outside)
+
+    async def list_files(self, path: str, *, glob: str | None = None, allow_outside: bool = False) -> Listing:
+        return await ripgrep.list_files(self.scope, path, glob=glob, allow_outside=allow_outside)
+
+    async def search(
+        self,
+        path: str,
+        pattern: str,
+        *,
+        glob: str | None = None,
+        case_sensitive: bool | None = None,
+        allow_outside: bool = False,
+    ) -> Found:
+        return await ripgrep.search(
+            self.scope, path, pattern, glob=glob, case_sensitive=case_sensitive, allow_outside=allow_outside
+        )
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
         from hermes_core.processes import start_local_command

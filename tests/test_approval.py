@@ -11,9 +11,10 @@ import pytest
 from pydantic import BaseModel
 
 from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
-from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import ToolKind
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.sandbox.bwrap import Sandbox
+from hermes_core.shell.parse import CommandLine
+from hermes_core.tools.base import ApprovalFacts, Tool, ToolContext, ToolResult
 from hermes_core.workspace import Workspace, WorkspaceScope
 
 # --------------------------------------------------------------------------------------
@@ -80,8 +81,8 @@ class ShellTool(Tool[CommandArgs]):
     def paths(self, args: CommandArgs) -> list[str]:
         return [args.cwd] if args.cwd else []
 
-    def approval_scope(self, args: CommandArgs) -> str:
-        return command_scope(args.command)
+    def approval_facts(self, args: CommandArgs) -> ApprovalFacts:
+        return ApprovalFacts(command=CommandLine.read(args.command))
 
     async def run(self, args: CommandArgs, ctx: ToolContext) -> ToolResult:
         running = await ctx.workspace.start_command(args.command)
@@ -94,9 +95,10 @@ PEEK, SCRIBBLE, SHELL = PeekTool(), ScribbleTool(), ShellTool()
 
 @dataclass
 class ScopedWorkspace:
-    """All `check` needs of a workspace: its scope."""
+    """All `check` needs of a workspace: its scope, and no sandbox (as with it off)."""
 
     scope: WorkspaceScope
+    sandbox: Sandbox | None = None
 
 
 @pytest.fixture

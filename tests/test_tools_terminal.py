@@ -222,7 +222,9 @@ def test_title_shows_the_command(tmp_path: Path) -> None:
 def test_always_is_remembered_per_program_and_subcommand(command: str, key: str) -> None:
     tool = TerminalTool()
     args = tool.parse({"command": command})
-    assert tool.approval_scope(args) == command_scope(command)  # the one rule, in command_rules
+    facts = tool.approval_facts(args)
+    assert facts.command is not None and facts.command.text == command  # declared, not probed
+    assert command_scope(facts.command) == command_scope(command)  # the one rule, in command_rules
     assert scope_key(tool, args) == key
 
 

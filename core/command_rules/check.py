@@ -27,20 +27,20 @@ from hermes_core.command_rules.disasters import (
 from hermes_core.command_rules.fail_closed import SHELL_COMPUTED, fail_closed
 from hermes_core.command_rules.hidden_code import interpreter_stdin_unseen, script_operand, variable_code
 from hermes_core.command_rules.words import (
-    WORKSPACE_ROOTS,
+    Roots,
     computed_or_outside,
     names,
     outside,
     split_options,
     writes_file,
 )
-from hermes_core.shell.lexer import Redirect, ShellSyntaxError, ShellTooDeep, Word
+from hermes_core.shell.lexer import Redirect, ShellTooDeep, Word
 from hermes_core.shell.parse import (
+    CommandLine,
     Pipeline,
     Script,
     SimpleCommand,
     Subshell,
-    parse_command,
     parse_or_empty,
     simple_commands,
 )
@@ -64,56 +64,58 @@ PIPED_CODE = "runs code piped into an interpreter (… | sh, … | python)"
 WRITTEN_THEN_RUN = "runs a file that the same command downloads or writes (curl -o x.sh && sh x.sh)"
 
 
-def dangerous_rule(command: str, *, roots: Sequence[str] = ()) -> str | None:
+def dangerous_rule(command: str | CommandLine, *, roots: Sequence[str] = ()) -> str | None:
     """The description of the first rule the command hits, or None when it can be shown
-    harmless. `roots` are the workspace directories: absolute paths inside them are not
-    "outside" (without them, every absolute path but /tmp/… is).
+    harmless. `roots` are the workspace directories, handed to every rule: absolute paths
+    inside them are not "outside" (without them, every absolute path but /tmp/… is).
+    `command` may come read already (`CommandLine`): the approval reads each line once.
 
     Fails closed: a command the reader cannot parse, or that nests deeper than it
     follows, counts as dangerous, so it asks in every mode.
     """
-    token = WORKSPACE_ROOTS.set(tuple(roots))
+    line = CommandLine.of(command)
     try:
-        return _check_source(command, 0)
+        return _check_line(line, 0, tuple(roots))
     except RecursionError:
         return TOO_DEEP
-    finally:
-        WORKSPACE_ROOTS.reset(token)
 
 
-def _check_source(source: str, depth: int) -> str | None:
+def _check_source(source: str, depth: int, roots: Roots) -> str | None:
     if depth > MAX_NESTING:
         return TOO_DEEP
-    if _FORK_BOMB.search(source):  # a function that pipes itself into itself, in the background
+    return _check_line(CommandLine.read(source), depth, roots)
+
+
+def _check_line(line: CommandLine, depth: int, roots: Roots) -> str | None:
+    if _FORK_BOMB.search(line.text):  # a function that pipes itself into itself, in the background
         return FORK_BOMB
-    try:
-        script = parse_command(source)
-    except ShellTooDeep:
+    if isinstance(line.error, ShellTooDeep):
         return TOO_DEEP
-    except ShellSyntaxError:
+    if line.script is None:
         return UNPARSEABLE
-    return _check_script(script, depth) or _written_then_run(script) or _works_elsewhere(script)
+    script = line.script
+    return _check_script(script, depth, roots) or _written_then_run(script) or _works_elsewhere(script, roots)
 
 
-def _check_script(script: Script, depth: int) -> str | None:
+def _check_script(script: Script, depth: int, roots: Roots) -> str | None:
     if depth > MAX_NESTING:
         return TOO_DEEP
     for pipeline in script:
         for element in pipeline:
             if isinstance(element, Subshell):
-                hit = _check_script(element.body, depth + 1)
+                hit = _check_script(element.body, depth + 1, roots)
             else:
-                hit = _check_command(element, depth)
+                hit = _check_command(element, depth, roots)
             if hit:
                 return hit
-        if hit := _check_pipe(pipeline, depth):
+        if hit := _check_pipe(pipeline, depth, roots):
             return hit
     return None
 
 
-def _check_command(command: SimpleCommand, depth: int) -> str | None:
+def _check_command(command: SimpleCommand, depth: int, roots: Roots) -> str | None:
     for sub in command.substitutions():
-        if hit := _check_source(sub, depth + 1):
+        if hit := _check_source(sub, depth + 1, roots):
             return hit
     for word in [*command.words, *(r.target for r in command.redirects)]:
         if "prompt" in word.expansions:
@@ -126,35 +128,36 @@ def _check_command(command: SimpleCommand, depth: int) -> str | None:
                 return DISK_WRITE
             if SYSTEM_FILE.match(redirect.target.text):
                 return SYSTEM_WRITE
-            if _redirect_unseen(redirect):
+            if _redirect_unseen(redirect, roots):
                 return WRITES_UNSEEN
-    return _check_words(command.words, command.redirects, depth, unwrapped(command))
+    return _check_words(command.words, command.redirects, depth, roots, unwrapped(command))
 
 
 def _check_words(
     words: list[Word],
     redirects: list[Redirect],
     depth: int,
+    roots: Roots,
     unwrapped: tuple[list[Invocation], list[Nested]] | None = None,
 ) -> str | None:
     loads_code, variable_commands = variable_code(words)
     if loads_code:
         return "sets a variable that makes programs load other code (LD_PRELOAD, BASH_ENV, GIT_CONFIG_*, …)"
     for code in variable_commands:
-        if hit := _check_source(code, depth + 1):
+        if hit := _check_source(code, depth + 1, roots):
             return hit
     invocations, nested = unwrapped or unwrap(words)
     pending: str | None = None  # a fail-closed hit; a named disaster in nested code says more
     for invocation in invocations:
         for rule in RULES:
-            if rule.matches(invocation):
+            if rule.matches(invocation, roots):
                 return rule.description
-        pending = pending or fail_closed(invocation)
+        pending = pending or fail_closed(invocation, roots)
     for item in nested:
         if isinstance(item, str):
-            hit = _check_source(item, depth + 1)
+            hit = _check_source(item, depth + 1, roots)
         else:
-            hit = _check_words(list(item), [], depth + 1)
+            hit = _check_words(list(item), [], depth + 1, roots)
         if hit:
             return hit
     if pending:
@@ -163,8 +166,8 @@ def _check_words(
         for redirect in redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
             if redirect.op == "<<<" and not redirect.target.literal:
                 return SHELL_COMPUTED
-            code = redirect.target.text if redirect.op == "<<<" else redirect.body
-            if code and (hit := _check_source(code, depth + 1)):
+            fed = redirect.target.text if redirect.op == "<<<" else redirect.body
+            if fed and (hit := _check_source(fed, depth + 1, roots)):
                 return hit
     if invocations and (hit := interpreter_stdin_unseen(invocations[-1], redirects)):
         return hit
@@ -179,15 +182,15 @@ def _reads_code(source: str) -> bool:
     return any(reads_code_from_stdin(inv) for inv in all_invocations(parse_or_empty(source)))
 
 
-def _redirect_unseen(redirect: Redirect) -> bool:
+def _redirect_unseen(redirect: Redirect, roots: Roots) -> bool:
     """Output into a file the command line does not name plainly, or outside."""
     target = redirect.target
     if (redirect.op in (">&", "<>") and target.text.isdigit()) or target.text == "-":
         return False
-    return not target.literal or outside(target.text)
+    return not target.literal or outside(target.text, roots)
 
 
-def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
+def _check_pipe(pipeline: Pipeline, depth: int, roots: Roots) -> str | None:
     """`curl … | sh`, `echo "rm -rf /" | sh` (the echoed text is the code), and anything
     else piped into a program that runs what it reads."""
     downloaded = False
@@ -203,7 +206,7 @@ def _check_pipe(pipeline: Pipeline, depth: int) -> str | None:
             if downloaded:
                 return DOWNLOAD_RUN
             shell = interpreter_family(last.program) == "shell"
-            if echoed and shell and (hit := _check_source(echoed, depth + 1)):
+            if echoed and shell and (hit := _check_source(echoed, depth + 1, roots)):
                 return hit
             return PIPED_CODE
         downloaded = downloaded or any(inv.program in DOWNLOADERS for inv in invocations)
@@ -261,7 +264,7 @@ _WORKS_ON_FILES = names(
 )
 
 
-def _works_elsewhere(script: Script) -> str | None:
+def _works_elsewhere(script: Script, roots: Roots) -> str | None:
     """`cd / && rm -rf usr`: after moving out of the working directory, relative paths
     are outside too."""
     moved = False
@@ -277,11 +280,11 @@ def _works_elsewhere(script: Script) -> str | None:
             if inv.program in _CHANGES_DIRECTORY:
                 operands = [w for w in words[1:] if not (w.literal and w.text.startswith("-"))]
                 target = operands[0] if operands else None
-                moved = moved or target is None or computed_or_outside(target) or words[-1].text == "-"
+                moved = moved or target is None or computed_or_outside(target, roots) or words[-1].text == "-"
             elif inv.program in ("env", "sudo"):
                 pairs = itertools.pairwise(words[1:])
                 chdir = [w for before, w in pairs if before.text in ("-C", "--chdir", "-D")]
-                if chdir and computed_or_outside(chdir[0]):
+                if chdir and computed_or_outside(chdir[0], roots):
                     return "works on files outside the working directory (env -C …)"
     return None
 

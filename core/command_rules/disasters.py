@@ -13,6 +13,7 @@ import re
 from hermes_core.command_rules.operands import rm_flags
 from hermes_core.command_rules.words import (
     HARMLESS_DEVICES,
+    Roots,
     Rule,
     find_starts,
     names,
@@ -68,7 +69,7 @@ def _broad_path(raw: str) -> bool:
     return path in (".", "*", ".*") or bool(re.fullmatch(r"\.\.(/\.\.)*", path))
 
 
-def _rm_broad(inv: Invocation) -> bool:
+def _rm_broad(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in ("rm", "rimraf"):
         return False
     _, operands = split_options(inv.args)
@@ -76,19 +77,19 @@ def _rm_broad(inv: Invocation) -> bool:
     return recursive and any(_broad_path(p) for p in operands)
 
 
-def _rm_no_preserve_root(inv: Invocation) -> bool:
+def _rm_no_preserve_root(inv: Invocation, roots: Roots) -> bool:
     return inv.program == "rm" and "no-preserve-root" in rm_flags(inv)
 
 
-def _makes_filesystem(inv: Invocation) -> bool:
+def _makes_filesystem(inv: Invocation, roots: Roots) -> bool:
     return inv.program.startswith("mkfs") or inv.program in ("mke2fs", "mkswap", "newfs")
 
 
-def _partitions(inv: Invocation) -> bool:
+def _partitions(inv: Invocation, roots: Roots) -> bool:
     return inv.program in ("fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted")
 
 
-def _wipes(inv: Invocation) -> bool:
+def _wipes(inv: Invocation, roots: Roots) -> bool:
     return inv.program in ("wipefs", "shred") and any(a.startswith("/dev/") for a in inv.args)
 
 
@@ -96,7 +97,7 @@ def _device(path: str) -> bool:
     return path.startswith("/dev/") and path not in HARMLESS_DEVICES and not path.startswith("/dev/fd/")
 
 
-def _dd_to_device(inv: Invocation) -> bool:
+def _dd_to_device(inv: Invocation, roots: Roots) -> bool:
     return inv.program == "dd" and any(a.startswith("of=") and _device(a[3:]) for a in inv.args)
 
 
@@ -104,11 +105,11 @@ def _tee_targets(inv: Invocation) -> list[str]:
     return split_options(inv.args)[1] if inv.program == "tee" else []
 
 
-def _tee_to_disk(inv: Invocation) -> bool:
+def _tee_to_disk(inv: Invocation, roots: Roots) -> bool:
     return any(DISK_DEVICE.match(t) for t in _tee_targets(inv))
 
 
-def _tee_to_system(inv: Invocation) -> bool:
+def _tee_to_system(inv: Invocation, roots: Roots) -> bool:
     return any(SYSTEM_FILE.match(t) for t in _tee_targets(inv))
 
 
@@ -134,7 +135,7 @@ def _ownership_recursive(inv: Invocation) -> tuple[bool, list[str]]:
     return recursive, operands
 
 
-def _chmod_dangerous(inv: Invocation) -> bool:
+def _chmod_dangerous(inv: Invocation, roots: Roots) -> bool:
     if inv.program != "chmod":
         return False
     recursive, operands = _ownership_recursive(inv)
@@ -147,7 +148,7 @@ def _chmod_dangerous(inv: Invocation) -> bool:
     )
 
 
-def _chown_dangerous(inv: Invocation) -> bool:
+def _chown_dangerous(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in ("chown", "chgrp"):
         return False
     recursive, operands = _ownership_recursive(inv)
@@ -161,7 +162,7 @@ def _downloads(word: Word) -> bool:
     )
 
 
-def _runs_download(inv: Invocation) -> bool:
+def _runs_download(inv: Invocation, roots: Roots) -> bool:
     """`bash <(curl …)`, `sh -c "$(curl …)"`, `eval "$(wget -O- …)"`, `$(curl …)`."""
     if _downloads(inv.words[0]):
         return True
@@ -177,7 +178,7 @@ def _git_subcommand(inv: Invocation) -> tuple[str, list[str]]:
     return (args[i], args[i + 1 :]) if i < len(args) else ("", [])
 
 
-def _git_force_push(inv: Invocation) -> bool:
+def _git_force_push(inv: Invocation, roots: Roots) -> bool:
     sub, rest = _git_subcommand(inv)
     if sub != "push":
         return False
@@ -192,12 +193,12 @@ def _git_force_push(inv: Invocation) -> bool:
     return forced or any(ref.startswith("+") for ref in operands[1:])
 
 
-def _git_reset_hard(inv: Invocation) -> bool:
+def _git_reset_hard(inv: Invocation, roots: Roots) -> bool:
     sub, rest = _git_subcommand(inv)
     return sub == "reset" and any(len(o) > 3 and "--hard".startswith(o) for o in rest)
 
 
-def _git_clean_dirs(inv: Invocation) -> bool:
+def _git_clean_dirs(inv: Invocation, roots: Roots) -> bool:
     sub, rest = _git_subcommand(inv)
     if sub != "clean":
         return False
@@ -207,11 +208,11 @@ def _git_clean_dirs(inv: Invocation) -> bool:
     return "f" in letters and "n" not in letters and bool(letters & {"d", "x", "X"})
 
 
-def _elevates(inv: Invocation) -> bool:
+def _elevates(inv: Invocation, roots: Roots) -> bool:
     return inv.program in ELEVATORS
 
 
-def _powers_off(inv: Invocation) -> bool:
+def _powers_off(inv: Invocation, roots: Roots) -> bool:
     if inv.program in ("shutdown", "reboot", "halt", "poweroff"):
         return True
     first = split_options(inv.args)[1][:1]
@@ -220,7 +221,7 @@ def _powers_off(inv: Invocation) -> bool:
     return inv.program in ("init", "telinit") and first in (["0"], ["6"])
 
 
-def _kills_everything(inv: Invocation) -> bool:
+def _kills_everything(inv: Invocation, roots: Roots) -> bool:
     if inv.program != "kill":
         return False
     args = list(inv.args)
@@ -235,11 +236,11 @@ def _kills_everything(inv: Invocation) -> bool:
     return "-1" in args
 
 
-def _kills_by_name(inv: Invocation) -> bool:
+def _kills_by_name(inv: Invocation, roots: Roots) -> bool:
     return inv.program in ("killall", "pkill")
 
 
-def _find_deletes_broadly(inv: Invocation) -> bool:
+def _find_deletes_broadly(inv: Invocation, roots: Roots) -> bool:
     if inv.program != "find":
         return False
     args = list(inv.args)

@@ -42,7 +42,7 @@ from hermes_core.command_rules.operands import (
     truncates,
     writes_through_option,
 )
-from hermes_core.command_rules.words import Rule
+from hermes_core.command_rules.words import Roots, Rule
 from hermes_core.shell.programs import Invocation
 
 _PROGRAM_EXPANSIONS = "a program name the shell computes ($X, $(…), `…`, $'…', globs, {a,b})"
@@ -88,15 +88,15 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
 )
 
 
-def fail_closed(invocation: Invocation) -> str | None:
-    if hit := git_rule(invocation):
+def fail_closed(invocation: Invocation, roots: Roots) -> str | None:
+    if hit := git_rule(invocation, roots):
         return hit
     if hit := inline_code_unseen(invocation):
         return hit
     if _hands_over_computed_code(invocation):
         return SHELL_COMPUTED
     for rule in FAIL_CLOSED_RULES:
-        if rule.matches(invocation):
+        if rule.matches(invocation, roots):
             return rule.description
     return None
 

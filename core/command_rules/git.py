@@ -10,7 +10,7 @@ import difflib
 import os
 import re
 
-from hermes_core.command_rules.words import GIT_VALUE_OPTIONS, WORKSPACE_ROOTS, has_option, names
+from hermes_core.command_rules.words import GIT_VALUE_OPTIONS, Roots, has_option, names
 from hermes_core.shell.lexer import Word
 from hermes_core.shell.programs import Invocation
 
@@ -70,7 +70,7 @@ _GIT_CODE_OPTIONS = (
 )
 
 
-def git_rule(inv: Invocation) -> str | None:
+def git_rule(inv: Invocation, roots: Roots) -> str | None:
     """What a git command would destroy or run, or None."""
     if inv.program != "git":
         return None
@@ -83,9 +83,9 @@ def git_rule(inv: Invocation) -> str | None:
         return "git subcommand computed by the shell"
     sub = sub_word.text
     if sub in _KNOWN_SUBCOMMANDS:
-        return _subcommand_rule(sub, rest)
+        return _subcommand_rule(sub, rest, roots)
     for meant in sorted(_GIT_DESTRUCTIVE_SUBCOMMANDS):
-        if _may_stand_for(sub, meant) and (hit := _subcommand_rule(meant, rest)):
+        if _may_stand_for(sub, meant) and (hit := _subcommand_rule(meant, rest, roots)):
             return f"git {sub} may stand for git {meant} (an alias or autocorrection): {hit}"
     return None
 
@@ -98,7 +98,7 @@ def _may_stand_for(name: str, subcommand: str) -> bool:
     return abbreviates or bool(difflib.get_close_matches(name, [subcommand], n=1, cutoff=0.7))
 
 
-def _subcommand_rule(sub: str, rest: list[Word]) -> str | None:
+def _subcommand_rule(sub: str, rest: list[Word], roots: Roots) -> str | None:
     texts = [w.text for w in rest]
     options = [t for t in texts if t.startswith("-") and t != "-"]
     operands = [w for w in rest if not (w.text.startswith("-") and w.literal)]
@@ -108,7 +108,7 @@ def _subcommand_rule(sub: str, rest: list[Word]) -> str | None:
         return "git runs a command given in its options (--upload-pack, ext::, --exec)"
     if sub == "reset" and has_option(options, "--hard", "--merge", "--keep"):
         return "discards uncommitted changes (git reset --hard)"
-    if sub == "checkout" and _checkout_discards(texts, options, operands):
+    if sub == "checkout" and _checkout_discards(texts, options, operands, roots):
         return "discards uncommitted changes (git checkout -- paths)"
     if (
         sub == "restore"
@@ -189,7 +189,7 @@ _GIT_DESTRUCTIVE_SUBCOMMANDS = frozenset(
 )
 
 
-def _checkout_discards(texts: list[str], options: list[str], operands: list[Word]) -> bool:
+def _checkout_discards(texts: list[str], options: list[str], operands: list[Word], roots: Roots) -> bool:
     if "--" in texts or has_option(
         options, "--force", "--patch", "--ours", "--theirs", "--pathspec-from-file", letters="fp"
     ):
@@ -200,13 +200,15 @@ def _checkout_discards(texts: list[str], options: list[str], operands: list[Word
     # A lone operand is a branch or a path; a path-like one (`.`, `src/`, `a.py`), or one
     # that exists in the workspace (`git checkout src`), discards.
     return any(
-        n in (".", "..", "*") or n.endswith("/") or re.search(r"\.[A-Za-z]\w*$", n) or _exists_in_workspace(n)
+        n in (".", "..", "*")
+        or n.endswith("/")
+        or re.search(r"\.[A-Za-z]\w*$", n)
+        or _exists_in_workspace(n, roots)
         for n in names
     )
 
 
-def _exists_in_workspace(name: str) -> bool:
-    roots = WORKSPACE_ROOTS.get()
+def _exists_in_workspace(name: str, roots: Roots) -> bool:
     try:
         return bool(roots) and os.path.lexists(os.path.join(roots[0], name))
     except (OSError, ValueError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from hermes_core.command_rules.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
-from hermes_core.command_rules.words import computed_or_outside, has_option, outside, split_words
+from hermes_core.command_rules.words import Roots, computed_or_outside, has_option, outside, split_words
 from hermes_core.shell.lexer import Redirect, Word
 from hermes_core.shell.programs import (
     ASSIGNMENT,
@@ -63,19 +63,19 @@ def variable_code(words: list[Word]) -> tuple[bool, list[str]]:
     return False, commands
 
 
-def defines_function(inv: Invocation) -> bool:
+def defines_function(inv: Invocation, roots: Roots) -> bool:
     return inv.program in ("function", "coproc", "alias") or (inv.program == "enable" and "-f" in inv.args)
 
 
-def eval_unseen(inv: Invocation) -> bool:
+def eval_unseen(inv: Invocation, roots: Roots) -> bool:
     return inv.program == "eval" and any(not w.literal for w in inv.words[1:])
 
 
-def sources_unseen(inv: Invocation) -> bool:
+def sources_unseen(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in ("source", "."):
         return False
     operands = split_words(inv)[1]
-    return not operands or computed_or_outside(operands[0])
+    return not operands or computed_or_outside(operands[0], roots)
 
 
 def code_argument(inv: Invocation) -> tuple[str | None, Word | None]:
@@ -196,7 +196,7 @@ def interpreter_stdin_unseen(inv: Invocation, redirects: list[Redirect]) -> str 
     return None
 
 
-def awk_unseen(inv: Invocation) -> bool:
+def awk_unseen(inv: Invocation, roots: Roots) -> bool:
     if not re.fullmatch(r"[gmn]?awk|busybox-awk", inv.program):
         return False
     words = list(inv.words[1:])
@@ -215,7 +215,7 @@ def awk_unseen(inv: Invocation) -> bool:
     return False
 
 
-def sed_unseen(inv: Invocation) -> bool:
+def sed_unseen(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in ("sed", "gsed"):
         return False
     words = list(inv.words[1:])
@@ -250,7 +250,7 @@ _TAR_CODE = (
 )
 
 
-def tar_runs_code(inv: Invocation) -> bool:
+def tar_runs_code(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in ("tar", "gtar", "bsdtar"):
         return False
     options = [t for t in inv.args if t.startswith("-")]
@@ -259,7 +259,7 @@ def tar_runs_code(inv: Invocation) -> bool:
     return any(t in ("-I", "-F") for t in inv.args)
 
 
-def editor_runs_commands(inv: Invocation) -> bool:
+def editor_runs_commands(inv: Invocation, roots: Roots) -> bool:
     if inv.program in ("vim", "vi", "nvim", "ex", "view", "gvim", "vimdiff", "rvim"):
         return any(t in ("-c", "-S", "--cmd", "-s", "-u") or t.startswith("+") for t in inv.args)
     if inv.program == "emacs":
@@ -272,19 +272,19 @@ def editor_runs_commands(inv: Invocation) -> bool:
     return False
 
 
-def schedules_code(inv: Invocation) -> bool:
+def schedules_code(inv: Invocation, roots: Roots) -> bool:
     if inv.program == "crontab":
         return not any(t == "-l" for t in inv.args)
     return inv.program in ("at", "batch", "parallel", "sem")
 
 
-def sqlite_shells_out(inv: Invocation) -> bool:
+def sqlite_shells_out(inv: Invocation, roots: Roots) -> bool:
     return inv.program.startswith("sqlite") and any(
         re.search(r"(^|\s|;)\.(shell|system|sh)\b", t) for t in inv.args
     )
 
 
-def container_mounts_host(inv: Invocation) -> bool:
+def container_mounts_host(inv: Invocation, roots: Roots) -> bool:
     """`docker run -v /:/host …` hands the container the host's files."""
     if inv.program not in ("docker", "podman", "nerdctl"):
         return False
@@ -298,21 +298,21 @@ def container_mounts_host(inv: Invocation) -> bool:
             value = words[i + 1]
         elif text.startswith(("--volume=", "--mount=")):
             value = Word(text.partition("=")[2], expansions=word.expansions)
-        if value is not None and _mount_reaches_host(value):
+        if value is not None and _mount_reaches_host(value, roots):
             return True
     return False
 
 
-def _mount_reaches_host(value: Word) -> bool:
+def _mount_reaches_host(value: Word, roots: Roots) -> bool:
     if not value.literal:
         working = re.match(r"(\$PWD|\$\{PWD\}|\$\(pwd\))(/[\w./-]*)?:", value.text)
         return not (working and value.expansions <= {"parameter", "command"} and ".." not in value.text)
     found = re.search(r"(?:source|src)=([^,]*)", value.text)
     source = found.group(1) if found else value.text.split(":", 1)[0]
-    return source in (".", "..", "~") or (source.startswith(("/", "~", "..")) and outside(source))
+    return source in (".", "..", "~") or (source.startswith(("/", "~", "..")) and outside(source, roots))
 
 
-def runs_given_command(inv: Invocation) -> bool:
+def runs_given_command(inv: Invocation, roots: Roots) -> bool:
     """Options through which ordinary tools run a command given to them."""
     texts = list(inv.args)
     program = inv.program
@@ -357,7 +357,7 @@ def runs_given_command(inv: Invocation) -> bool:
     return False
 
 
-def carrier_code(inv: Invocation) -> bool:
+def carrier_code(inv: Invocation, roots: Roots) -> bool:
     """`script -qc CODE`, `sg group CODE`: code handed over in a spelling unwrap does not read."""
     texts = list(inv.args)
     if inv.program == "script":
@@ -369,5 +369,5 @@ def carrier_code(inv: Invocation) -> bool:
     return False
 
 
-def program_computed(inv: Invocation) -> bool:
+def program_computed(inv: Invocation, roots: Roots) -> bool:
     return not inv.words[0].literal

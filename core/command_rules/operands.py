@@ -12,7 +12,7 @@ import posixpath
 
 from hermes_core.command_rules.words import (
     HARMLESS_TARGETS,
-    WORKSPACE_ROOTS,
+    Roots,
     beyond_working_directory,
     computed_or_outside,
     find_starts,
@@ -70,42 +70,41 @@ def rm_flags(inv: Invocation) -> set[str]:
     return flags
 
 
-def deletes_computed(inv: Invocation) -> bool:
+def deletes_computed(inv: Invocation, roots: Roots) -> bool:
     return inv.program in _DELETERS and any(not w.literal for w in split_words(inv)[1])
 
 
-def deletes_outside(inv: Invocation) -> bool:
-    return inv.program in _DELETERS and any(outside(w.text) for w in split_words(inv)[1])
+def deletes_outside(inv: Invocation, roots: Roots) -> bool:
+    return inv.program in _DELETERS and any(outside(w.text, roots) for w in split_words(inv)[1])
 
 
-def deletes_workspace(inv: Invocation) -> bool:
-    return inv.program in _DELETERS and any(_workspace_root(w.text) for w in split_words(inv)[1])
+def deletes_workspace(inv: Invocation, roots: Roots) -> bool:
+    return inv.program in _DELETERS and any(_workspace_root(w.text, roots) for w in split_words(inv)[1])
 
 
-def _workspace_root(text: str) -> bool:
+def _workspace_root(text: str, roots: Roots) -> bool:
     """`rm -rf /home/me/project` (or a parent of it): the workspace itself, by its absolute path."""
     if not text.startswith("/"):
         return False
     norm = posixpath.normpath(text)
     return any(
-        norm == root or root.startswith(norm.rstrip("/") + "/")
-        for root in map(posixpath.normpath, WORKSPACE_ROOTS.get())
+        norm == root or root.startswith(norm.rstrip("/") + "/") for root in map(posixpath.normpath, roots)
     )
 
 
-def fed_risky(inv: Invocation) -> bool:
+def fed_risky(inv: Invocation, roots: Roots) -> bool:
     return inv.fed and (inv.program in RISKY_PROGRAMS or interpreter_family(inv.program) is not None)
 
 
-def shreds(inv: Invocation) -> bool:
+def shreds(inv: Invocation, roots: Roots) -> bool:
     return inv.program == "shred"
 
 
-def truncates(inv: Invocation) -> bool:
+def truncates(inv: Invocation, roots: Roots) -> bool:
     return inv.program == "truncate"
 
 
-def dd_writes(inv: Invocation) -> bool:
+def dd_writes(inv: Invocation, roots: Roots) -> bool:
     return inv.program == "dd" and any(
         a.startswith("of=") and a[3:] not in HARMLESS_TARGETS for a in inv.args
     )
@@ -130,7 +129,7 @@ def _destination(inv: Invocation) -> tuple[list[Word], Word | None]:
     return (operands[:-1], operands[-1]) if len(operands) > 1 else (operands, None)
 
 
-def moves_unseen(inv: Invocation) -> bool:
+def moves_unseen(inv: Invocation, roots: Roots) -> bool:
     """mv takes its sources away and any of the four overwrites their destination."""
     if inv.program not in _MOVERS:
         return False
@@ -138,21 +137,21 @@ def moves_unseen(inv: Invocation) -> bool:
     if inv.program == "rsync":
         options = split_words(inv)[0]
         deletes = any(o.startswith(("--del", "--remove-source")) for o in options)
-        return deletes or (destination is not None and computed_or_outside(destination))
-    if inv.program in ("mv", "ln") and any(computed_or_outside(w) for w in sources):
+        return deletes or (destination is not None and computed_or_outside(destination, roots))
+    if inv.program in ("mv", "ln") and any(computed_or_outside(w, roots) for w in sources):
         return True
     return destination is not None and (
-        computed_or_outside(destination) or destination.text.startswith("/dev/")
+        computed_or_outside(destination, roots) or destination.text.startswith("/dev/")
     )
 
 
-def ownership_unseen(inv: Invocation) -> bool:
+def ownership_unseen(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in _OWNERSHIP:
         return False
     options, operands = split_words(inv)
     recursive = "R" in short_letters(options) or any(long_options(o, ("--recursive",)) for o in options)
     reaches = computed_or_outside if recursive else beyond_working_directory  # `chmod +x *.sh` stays here
-    return any(reaches(w) for w in operands[1:])
+    return any(reaches(w, roots) for w in operands[1:])
 
 
 _FIND_FILTERS = names(
@@ -163,7 +162,7 @@ _FIND_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 
 
-def find_unseen(inv: Invocation) -> bool:
+def find_unseen(inv: Invocation, roots: Roots) -> bool:
     if inv.program != "find":
         return False
     words = list(inv.words[1:])
@@ -172,7 +171,7 @@ def find_unseen(inv: Invocation) -> bool:
         return True
     if not any(t in _FIND_ACTIONS for t in texts):
         return False
-    if any(computed_or_outside(w) for w in find_starts(inv)):
+    if any(computed_or_outside(w, roots) for w in find_starts(inv)):
         return True
     # `find . -delete`, with nothing to narrow it (`-name '*'` does not), is `rm -rf .`
     return not any(
@@ -181,7 +180,7 @@ def find_unseen(inv: Invocation) -> bool:
     )
 
 
-def in_place_unseen(inv: Invocation) -> bool:
+def in_place_unseen(inv: Invocation, roots: Roots) -> bool:
     """`sed -i`/`perl -i` edit their operands: outside or computed ones ask."""
     if inv.program not in ("sed", "perl"):
         return False
@@ -193,18 +192,18 @@ def in_place_unseen(inv: Invocation) -> bool:
     if not in_place:
         return False
     files = operands if inv.program == "perl" or _sed_has_expression(options) else operands[1:]
-    return any(beyond_working_directory(w) for w in files)
+    return any(beyond_working_directory(w, roots) for w in files)
 
 
 def _sed_has_expression(options: list[str]) -> bool:
     return any(o in ("-e", "--expression", "-f", "--file") or o.startswith("--expression=") for o in options)
 
 
-def tee_unseen(inv: Invocation) -> bool:
-    return inv.program == "tee" and any(computed_or_outside(w) for w in split_words(inv)[1])
+def tee_unseen(inv: Invocation, roots: Roots) -> bool:
+    return inv.program == "tee" and any(computed_or_outside(w, roots) for w in split_words(inv)[1])
 
 
-def kills_computed(inv: Invocation) -> bool:
+def kills_computed(inv: Invocation, roots: Roots) -> bool:
     if inv.program not in ("kill", "pkill", "killall"):
         return False
     operands = [w for w in inv.words[1:] if not (w.literal and w.text.startswith("-"))]
@@ -226,7 +225,7 @@ _OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def writes_through_option(inv: Invocation) -> bool:
+def writes_through_option(inv: Invocation, roots: Roots) -> bool:
     """`curl -o ~/.bashrc`, `sort -o ~/x`, `tar -xf a.tar -C ~`, `unzip a.zip -d /`."""
     names = _OUTPUT_OPTIONS.get(inv.program)
     if names is None:
@@ -248,7 +247,9 @@ def writes_through_option(inv: Invocation) -> bool:
             )
         ):
             return any(
-                computed_or_outside(w) for w in words[texts.index("-E") + 2 :] if not w.text.startswith("-")
+                computed_or_outside(w, roots)
+                for w in words[texts.index("-E") + 2 :]
+                if not w.text.startswith("-")
             )
         return False
     if inv.program == "tar" and any(w.text in ("-P", "--absolute-names") for w in words):
@@ -262,12 +263,12 @@ def writes_through_option(inv: Invocation) -> bool:
             value = Word(text.partition("=")[2], expansions=word.expansions)
         elif len(names) and any(text.startswith(n) and len(text) > len(n) and len(n) == 2 for n in names):
             value = Word(text[2:], expansions=word.expansions)  # `-o~/x`, `-C/`
-        if value is not None and computed_or_outside(value):
+        if value is not None and computed_or_outside(value, roots):
             return True
     return False
 
 
-def deletes_container_data(inv: Invocation) -> bool:
+def deletes_container_data(inv: Invocation, roots: Roots) -> bool:
     """`docker system prune`, `docker volume rm`: databases and caches kept outside the project."""
     if inv.program not in ("docker", "podman", "nerdctl"):
         return False

@@ -11,7 +11,7 @@ from hermes_core.command_rules.disasters import ELEVATORS
 from hermes_core.command_rules.operands import RISKY_PROGRAMS, rm_flags
 from hermes_core.command_rules.words import names, short_flags, subcommand_at, writes_file
 from hermes_core.shell.lexer import ShellSyntaxError, Word
-from hermes_core.shell.parse import Subshell, parse_command
+from hermes_core.shell.parse import CommandLine, Subshell
 from hermes_core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -155,7 +155,7 @@ def _with_marks(scope: str, marks: list[str]) -> str:
     return " ".join([scope, *marks])
 
 
-def command_scope(command: str) -> str:
+def command_scope(command: str | CommandLine) -> str:
     """What an "always" answer for a command covers: its program and subcommand, plus
     its destructive options in one spelling, so "always" never widens to them.
 
@@ -169,9 +169,10 @@ def command_scope(command: str) -> str:
     program with operands the shell computes (`rm *.txt`, `rm -rf $PWD`), programs like
     `find` and `dd` whose every run differs, subshells and commands that cannot be parsed.
     """
-    whole = _normalised(command)
+    line = CommandLine.of(command)
+    whole = _normalised(line.text)
     try:
-        script = parse_command(command)
+        script = line.parsed()
     except ShellSyntaxError:
         return whole
     scopes: set[str] = set()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 
 from hermes_core.shell.lexer import Redirect, Word
@@ -24,18 +23,19 @@ HARMLESS_TARGETS = HARMLESS_DEVICES | {"-"}
 GIT_VALUE_OPTIONS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
 
-# The workspace roots of the command being checked, when the caller knows them: an
-# absolute path inside one is not outside.
-WORKSPACE_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("WORKSPACE_ROOTS", default=())
+# The workspace directories a command is checked against (`dangerous_rule(..., roots=)`),
+# handed to every rule: an absolute path inside one is not outside. Empty when the caller
+# knows none: then every absolute path but a scratch one under /tmp is outside.
+Roots = tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
     description: str  # shown to the user: what the command would do
-    matches: Callable[[Invocation], bool]
+    matches: Callable[[Invocation, Roots], bool]
 
 
-def outside(text: str) -> bool:
+def outside(text: str, roots: Roots) -> bool:
     """A literal path outside the working directory: absolute (other than a path in the
     workspace, a scratch path under /tmp or a harmless device), in a home (`~`), or
     climbing out with `..`. A path into a repository's `.git` counts too: its hooks and
@@ -44,20 +44,20 @@ def outside(text: str) -> bool:
         return True
     if text.startswith("/"):
         norm = posixpath.normpath(text)
-        if any(norm == root or norm.startswith(root.rstrip("/") + "/") for root in WORKSPACE_ROOTS.get()):
+        if any(norm == root or norm.startswith(root.rstrip("/") + "/") for root in roots):
             return False
         return not (norm.startswith("/tmp/") or norm in HARMLESS_TARGETS or norm.startswith("/dev/fd/"))
     norm = posixpath.normpath(text)
     return norm == ".." or norm.startswith("../")
 
 
-def computed_or_outside(word: Word) -> bool:
-    return not word.literal or outside(word.text)
+def computed_or_outside(word: Word, roots: Roots) -> bool:
+    return not word.literal or outside(word.text, roots)
 
 
-def beyond_working_directory(word: Word) -> bool:
+def beyond_working_directory(word: Word, roots: Roots) -> bool:
     """Like `computed_or_outside`, but a relative glob (`*.cfg`) only matches here."""
-    return bool(word.expansions - {"glob"}) or outside(word.text)
+    return bool(word.expansions - {"glob"}) or outside(word.text, roots)
 
 
 def long_options(text: str, known: Iterable[str]) -> set[str]:

@@ -131,6 +131,34 @@ def parse_command(source: str) -> Script:
         raise ShellTooDeep("nested too deeply") from exc
 
 
+@dataclass(frozen=True, slots=True)
+class CommandLine:
+    """A command line read once: its text, and its script or why it cannot be read. Each
+    question asked of one call's command (the danger rules, what "always" covers, the files
+    an "always" is bound to, the permission rules) reads this one parse."""
+
+    text: str
+    script: Script | None
+    error: ShellSyntaxError | None = None
+
+    @classmethod
+    def read(cls, text: str) -> CommandLine:
+        try:
+            return cls(text, parse_command(text))
+        except ShellSyntaxError as exc:
+            return cls(text, None, exc)
+
+    @classmethod
+    def of(cls, command: str | CommandLine) -> CommandLine:
+        return command if isinstance(command, CommandLine) else cls.read(command)
+
+    def parsed(self) -> Script:
+        """The script; raises ShellSyntaxError (ShellTooDeep) when the line cannot be read."""
+        if self.script is None:
+            raise self.error or ShellSyntaxError("cannot read the command")
+        return self.script
+
+
 def parse_or_empty(source: str) -> Script:
     """The parsed command, or nothing to run when it cannot be read."""
     try:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from hermes_core.tools.base import Tool
 from hermes_core.tools.files import ListFilesTool, ReadFileTool, WriteFileTool
 from hermes_core.tools.patch import PatchTool
-from hermes_core.tools.search import SearchTool, find_rg
+from hermes_core.tools.search import SearchTool
 from hermes_core.tools.terminal import ProcessTool, TerminalTool
 from hermes_core.tools.todo import TodoTool
 
-__all__ = ["default_tools", "find_rg"]
+__all__ = ["default_tools"]
 
 
 def default_tools() -> list[Tool]:

@@ -19,6 +19,7 @@ from hermes_core.workspace import Workspace
 if TYPE_CHECKING:
     from hermes_core.jobs import Jobs
     from hermes_core.messages import ImagePart
+    from hermes_core.shell.parse import CommandLine
     from hermes_core.workspace import RunningCommand
 
 Args = TypeVar("Args", bound=BaseModel)
@@ -88,6 +89,20 @@ def _parameters(args_model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalFacts:
+    """What the approval policy needs to know about one call beyond its tool's kind and
+    paths, declared by the tool (`Tool.approval_facts`) rather than guessed from its
+    arguments' names."""
+
+    command: CommandLine | None = None  # the shell command line it runs, read once
+    unconfined: bool = False  # it asks to run that command outside the sandbox
+    always_asks: str | None = None  # why it asks in every mode (and is refused in plan mode)
+
+
+NO_FACTS = ApprovalFacts()
+
+
 class CannotRun(ToolFailed):
     """A call that would fail for sure (a patch whose old_text is not in the file): it fails
     with this message before anyone is asked to approve it."""
@@ -141,8 +156,14 @@ class Tool(ABC, Generic[Args]):
         return out
 
     def approval_scope(self, args: Args) -> str:
-        """What an "allow always" for this call covers (a command's program and subcommand)."""
+        """What an "allow always" for this call covers; a command's is worked out from its
+        line by the policy (`hermes_core.command_rules.scope`)."""
         return self.name
+
+    def approval_facts(self, args: Args) -> ApprovalFacts:
+        """The command this call runs, whether it asks to leave the sandbox, and whether it
+        asks in every mode: all the approval policy reads besides kind and paths."""
+        return NO_FACTS
 
     async def preview(
         self, args: Args, workspace: Workspace, *, allow_outside: bool = False

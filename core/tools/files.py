@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 from hermes_core.events import FileDiff, ToolKind
 from hermes_core.images import looks_like_image
 from hermes_core.tools.base import CannotRun, Tool, ToolContext, ToolResult
-from hermes_core.tools.search import GIT_DIR_EXCLUDED, open_target, run_rg, secret_globs, strip_dot_slash
 from hermes_core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
 EDITS = "edits"  # the approval scope of every file edit
@@ -135,11 +134,10 @@ class ReadFileTool(Tool[ReadFileArgs]):
 async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:
     """An image file: the model gets the image itself (when it takes images), after the
     results. None when its bytes are no image: it is read as any other file. The bytes come
-    through the workspace's opener, as any file's do (beneath a root, regular, not a FIFO)."""
+    through the workspace, as any file's do (beneath a root, regular, not a FIFO)."""
     from hermes_core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
 
-    scope = ctx.workspace.scope
-    data = await asyncio.to_thread(scope.read_bytes, shown, MAX_FILE_BYTES, allow_outside=ctx.allow_outside)
+    data = await ctx.workspace.read_bytes(shown, MAX_FILE_BYTES, allow_outside=ctx.allow_outside)
     try:
         loaded = await asyncio.to_thread(load_image, shown, data)
     except NotAnImage:
@@ -178,7 +176,7 @@ class FileEditTool(Tool[EditArgs]):
     async def change(
         self, args: EditArgs, workspace: Workspace, allow_outside: bool
     ) -> tuple[Path, str | None, str]:
-        """(the resolved path, its text now or None when it is new, its text after). Raises
+        """(the file's absolute path, its text now or None when it is new, its text after). Raises
         CannotRun when the edit cannot apply, OSError or WorkspaceError when the path
         cannot be used."""
         raise NotImplementedError
@@ -208,7 +206,8 @@ class WriteFileTool(FileEditTool[WriteFileArgs]):
     async def change(
         self, args: WriteFileArgs, workspace: Workspace, allow_outside: bool
     ) -> tuple[Path, str | None, str]:
-        resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
+        # The name for the card; the workspace opens the file (and refuses one outside).
+        resolved = workspace.scope.absolute(args.path)
         try:
             return resolved, await workspace.read_text(args.path, allow_outside=allow_outside), args.content
         except FileNotFoundError:
@@ -266,36 +265,14 @@ class ListFilesTool(Tool[ListFilesArgs]):
     async def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolResult:
         path = args.path or "."
         try:
-            resolved = ctx.workspace.scope.resolve(path, allow_outside=ctx.allow_outside)
-            target = await open_target(path, ctx.workspace, ctx.allow_outside)
+            listing = await ctx.workspace.list_files(path, glob=args.glob, allow_outside=ctx.allow_outside)
         except FileNotFoundError:
             return ToolResult.error(f"Directory not found: {path}")
         except (OSError, WorkspaceError) as exc:
             return ToolResult.error(str(exc))
-        if not target.is_dir:
-            target.close()
-            return ToolResult.error(f"{path} is a file, not a directory; use read_file to read it.")
-        rg_args = ["--files", "--hidden", "--null"]
-        if args.glob:
-            rg_args.append(f"--glob={args.glob}")
-        # Secret folders are not walked: their file names can be secrets too (pass's entries).
-        rg_args += [GIT_DIR_EXCLUDED, *secret_globs(ctx.workspace.scope, resolved, files=False), "--", "."]
-        try:
-            # In the directory opened beneath the workspace: a link swapped in for it is not followed.
-            result = await run_rg(rg_args, cwd=target.cwd or resolved)
-        except (WorkspaceError, OSError) as exc:
-            return ToolResult.error(str(exc))
-        finally:
-            target.close()
-        listed = result.stdout.decode("utf-8", errors="replace").split("\0")
-        scope = ctx.workspace.scope
-        names = sorted(
-            name
-            for name in (strip_dot_slash(raw) for raw in listed if raw)
-            if not scope.is_secret((resolved / name).parent)
-        )
-        if result.returncode == 2 and not names:
-            return ToolResult.error(result.stderr or "ripgrep failed to list the files")
+        names = listing.names
+        if listing.returncode == 2 and not names:
+            return ToolResult.error(listing.stderr or "ripgrep failed to list the files")
         only = f" matching {args.glob}" if args.glob else ""
         if not names:
             return ToolResult(f"No files{only} in {path}.", raw_output={"files": 0})

@@ -5,7 +5,7 @@ hermes-acp home, never the workspace, so it stays offered in plan mode, where
 remembering a project's convention is as useful as anywhere. Writing the user's memory
 is another matter: every later session, in every workspace, reads it as instructions,
 so a prompt-injected model could plant one there ("run `curl …|sh` unconfined"). That
-asks the user each time, in every mode, and plan mode refuses it (`always_asks`).
+asks the user each time, in every mode, and plan mode refuses it (`approval_facts`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from hermes_core.events import ToolKind
 from hermes_core.memory import MemoryFull, MemoryStore
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import NO_FACTS, ApprovalFacts, Tool, ToolContext, ToolResult
 from hermes_core.turn_context import Scope
 from hermes_core.workspace import Workspace
 
@@ -58,11 +58,11 @@ class MemoryTool(Tool[MemoryArgs]):
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
 
-    def always_asks(self, args: MemoryArgs) -> str | None:
-        """Why this call asks the user in every mode (and is refused in plan mode), if it does."""
+    def approval_facts(self, args: MemoryArgs) -> ApprovalFacts:
+        """Writing the user's memory asks in every mode (and is refused in plan mode)."""
         if args.scope == "user" and args.action != "list":
-            return USER_MEMORY_REASON
-        return None
+            return ApprovalFacts(always_asks=USER_MEMORY_REASON)
+        return NO_FACTS
 
     def approval_scope(self, args: MemoryArgs) -> str:
         return f"{args.action} {args.scope}"

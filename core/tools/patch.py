@@ -69,7 +69,6 @@ async def _plan_patch(
             "insert next to it); to create a file use write_file."
         )
     try:
-        resolved = workspace.scope.resolve(args.path, allow_outside=allow_outside)
         text = await workspace.read_text(args.path, allow_outside=allow_outside)
     except FileNotFoundError:
         raise CannotRun(f"File not found: {args.path}. To create a new file use write_file.") from None
@@ -95,6 +94,8 @@ async def _plan_patch(
             "every occurrence.",
             {"matches": count},
         )
+    # The name for the card: the workspace opened the file (and refuses one outside).
+    resolved = workspace.scope.absolute(args.path)
     return resolved, text, text.replace(old_text, new_text, -1 if args.replace_all else 1), count
 
 

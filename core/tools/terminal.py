@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import ToolCallProgress, ToolKind
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.shell.parse import CommandLine
+from hermes_core.tools.base import ApprovalFacts, Tool, ToolContext, ToolResult
 from hermes_core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
-
-if TYPE_CHECKING:
-    from hermes_core.sandbox.bwrap import Sandbox
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
 _TITLE_CHARS = 120
@@ -87,9 +84,10 @@ class TerminalTool(Tool[TerminalArgs]):
             verb += " outside the sandbox"
         return f"{verb}: {command}"
 
-    def approval_scope(self, args: TerminalArgs) -> str:
-        # The program and subcommand (`git status`); the policy keys it as `terminal:git status`.
-        return command_scope(args.command)
+    def approval_facts(self, args: TerminalArgs) -> ApprovalFacts:
+        # Read once here; the danger rules, the "always" scope (`terminal:git status`) and
+        # the permission rules all look at this one parse.
+        return ApprovalFacts(command=CommandLine.read(args.command), unconfined=args.unconfined)
 
     async def run(self, args: TerminalArgs, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():
@@ -97,10 +95,9 @@ class TerminalTool(Tool[TerminalArgs]):
         limits = ctx.limits
         # Outside the sandbox only with the user's approval (the policy sets allow_outside
         # for an approved unconfined call): the model's flag alone never lifts it.
-        leave = {"unconfined": True} if ctx.allow_outside else {}
         try:
             run = await ctx.workspace.start_command(
-                args.command, output_limit=limits.max_output_chars, **leave
+                args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside
             )
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(f"Could not start the command: {exc}")
@@ -127,7 +124,7 @@ class TerminalTool(Tool[TerminalArgs]):
             f"Timed out after {timeout:g}s; the command was killed." if timed_out else _describe_exit(status)
         )
         ok = not timed_out and status.exit_code == 0
-        refused = None if ok else _sandbox_refusal(run, ctx, output)
+        refused = None if ok else _sandbox_refusal(run, output)
         text = _with_output(header, output, cut or was_cut)
         if refused:
             text += (
@@ -141,7 +138,7 @@ class TerminalTool(Tool[TerminalArgs]):
             "timed_out": timed_out,
             "output": output,
         }
-        if _sandbox_of(run, ctx) is not None:
+        if run.sandbox is not None:
             raw["sandboxed"] = True
         if refused:
             raw["sandbox_refused"] = refused
@@ -168,21 +165,8 @@ class TerminalTool(Tool[TerminalArgs]):
         )
 
 
-def _sandbox_of(run: RunningCommand, ctx: ToolContext) -> Sandbox | None:
-    """The sandbox the command ran in: the local command knows; an editor terminal runs
-    the workspace's sandbox unless this call was approved to leave it."""
-    if hasattr(run, "sandbox"):
-        sandbox: Sandbox | None = run.sandbox
-        return sandbox
-    sandbox = getattr(ctx.workspace, "sandbox", None)
-    if sandbox is None or ctx.allow_outside or sandbox.confinement != "sandboxed":
-        return None
-    return sandbox
-
-
-def _sandbox_refusal(run: RunningCommand, ctx: ToolContext, output: str) -> str | None:
-    sandbox = _sandbox_of(run, ctx)
-    return sandbox.explain_refusal(output) if sandbox is not None else None
+def _sandbox_refusal(run: RunningCommand, output: str) -> str | None:
+    return run.sandbox.explain_refusal(output) if run.sandbox is not None else None
 
 
 class ProcessArgs(BaseModel):

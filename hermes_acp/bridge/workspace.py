@@ -23,6 +23,8 @@ from hermes_core.processes import OUTPUT_LIMIT, confining
 from hermes_core.workspace import (
     CommandExit,
     CommandOptions,
+    Found,
+    Listing,
     RunningCommand,
     Workspace,
     WorkspaceError,
@@ -65,7 +67,30 @@ class ClientWorkspace:
     @property
     def sandbox(self) -> Sandbox | None:
         """The sandbox commands run in, local or in an editor terminal: the local one."""
-        return getattr(self.local, "sandbox", None)
+        return self.local.sandbox
+
+    # The editor offers no bytes, listing or search: those are read from disk, by the same rules.
+
+    async def read_bytes(
+        self, path: str | os.PathLike[str], limit: int, *, allow_outside: bool = False
+    ) -> bytes:
+        return await self.local.read_bytes(path, limit, allow_outside=allow_outside)
+
+    async def list_files(self, path: str, *, glob: str | None = None, allow_outside: bool = False) -> Listing:
+        return await self.local.list_files(path, glob=glob, allow_outside=allow_outside)
+
+    async def search(
+        self,
+        path: str,
+        pattern: str,
+        *,
+        glob: str | None = None,
+        case_sensitive: bool | None = None,
+        allow_outside: bool = False,
+    ) -> Found:
+        return await self.local.search(
+            path, pattern, glob=glob, case_sensitive=case_sensitive, allow_outside=allow_outside
+        )
 
     async def read_text(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> str:
         if not self.read:
@@ -295,3 +320,9 @@ def _describe(exc: BaseException) -> str:
         detail = exc.data.get("details") if isinstance(exc.data, dict) else exc.data
         return f"{exc} ({detail})" if detail else str(exc)
     return str(exc)
+
+
+if TYPE_CHECKING:
+
+    def _is_a_workspace(workspace: ClientWorkspace) -> Workspace:
+        return workspace  # the type checker holds ClientWorkspace to the port here

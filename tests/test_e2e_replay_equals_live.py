@@ -243,3 +243,35 @@ async def test_a_loaded_session_shows_the_thread_the_editor_drew_live(
     assert replayed[0]["user"][1]["type"] == "resource_link"
     assert {"user": [{"type": "text", "text": "/steer say that you read this"}]} in replayed
     assert replayed == live_thread
+
+
+async def test_a_steer_answered_while_the_answer_streams_is_a_message_of_its_own(
+    fake: FakeProvider, server_home: Path, project: Path
+) -> None:
+    """The answer to `/steer` arrives between two chunks of the model's answer: with no
+    messageId of its own, an editor ran the three together ("…the first step.Added to…")."""
+    fake.script(
+        [
+            Reply(text="Working on the first step. Then the rest.", hold_after_first_text=True),
+            Reply(text="Noted."),
+        ]
+    )
+    async with connected(server_env(server_home, fake), CLIENTS["text output"]) as (server, client):
+        session_id = (await client.new_session(project))["sessionId"]
+        turn = client.start_prompt(session_id, "Go")
+        await client.wait_for(lambda: client.text(session_id))
+        assert await client.prompt(session_id, "/steer use tabs") == {"stopReason": "end_turn"}
+        fake.release_stream()
+        assert await turn == {"stopReason": "end_turn"}
+        server.assert_clean()
+    chunks = client.session_updates(session_id, "agent_message_chunk")
+    [ack] = [chunk for chunk in chunks if chunk["content"]["text"].startswith("Added to the running turn")]
+    answer_ids = {chunk.get("messageId") for chunk in chunks if chunk is not ack}
+    assert ack.get("messageId") and ack["messageId"] not in answer_ids
+    # Drawn by messageId, the answer stays apart from the acknowledgement.
+    texts = [entry["agent_message_chunk"][0]["text"] for entry in drawn([("update", c) for c in chunks])]
+    assert ack["content"]["text"] in texts
+    assert (
+        "".join(t for t in texts if t != ack["content"]["text"])
+        == "Working on the first step. Then the rest.Noted."
+    )

@@ -89,7 +89,7 @@ def replay_message(
         if message.reasoning:
             thought = {"type": "text", "text": message.reasoning}
             updates.append(cards.wrap(chunk("agent_thought_chunk", thought, uuid.uuid4().hex)))
-        for block in _blocks(_as_shown(message)):
+        for block in _blocks(message.content):
             updates.append(cards.wrap(chunk("agent_message_chunk", block, message_id)))
         own = display.get("tool_calls") or {}
         for call in message.tool_calls:
@@ -127,16 +127,6 @@ def _closed(translator: EventTranslator, display: dict[str, Any]) -> list[Update
         if isinstance(output, str) and output:
             updates += cards.progress(ToolCallProgress(call_id, output=output))
     return updates + cards.close_open(message, only=closing)
-
-
-def _as_shown(message: Message) -> str | list[ContentPart]:
-    """An answer a cancel cut short, as the user saw it: without the mark the model reads."""
-    if message.finish_reason != "interrupted" or not isinstance(message.content, str):
-        return message.content
-    from hermes_core.turn import INTERRUPTED_MARK
-
-    text = message.content
-    return text.removesuffix(f"\n\n{INTERRUPTED_MARK}") if text != INTERRUPTED_MARK else ""
 
 
 def _user_updates(message: Message, message_id: str) -> list[Update]:

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_core.events import (
     FileDiff,
@@ -27,6 +27,9 @@ from hermes_core.events import (
     ToolCallStarted,
 )
 from hermes_core.tool_record import SHOWN_OUTPUT_CHARS
+
+if TYPE_CHECKING:
+    from hermes_core.jobs import JobEnded
 
 COALESCE_SECONDS = 0.05  # at most ~20 card refreshes a second for locally streamed output
 COALESCE_CHARS = 4096  # ...unless this much arrived since the last one
@@ -228,6 +231,22 @@ class ToolCards:
         if content:
             update["content"] = content
         return [self.wrap(update)]
+
+    def job_ended(self, ended: JobEnded) -> Update:
+        """A background command's end, on the card of the call that started it (closed
+        long since: the update reopens nothing, it adds the end)."""
+        text = f"{ended.handle} ended: {ended.status}."
+        if ended.tail.strip():
+            text += f" Last output:\n{ended.tail.strip()}"
+        return self.wrap(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": ended.call_id,
+                "status": "completed" if ended.exit_code == 0 and not ended.signal else "failed",
+                "content": [text_content(text)],
+                "rawOutput": {"handle": ended.handle, "exit_code": ended.exit_code, "signal": ended.signal},
+            }
+        )
 
     def _in_progress(self, call_id: str, content: list[Update]) -> Update:
         return self.wrap(

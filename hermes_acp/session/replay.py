@@ -148,7 +148,7 @@ def _user_updates(message: Message, message_id: str) -> list[Update]:
         return updates
     blocks = display.get("prompt_blocks")
     if isinstance(blocks, list):
-        shown = [block for block in blocks if isinstance(block, dict)]
+        shown = [b for b in blocks if isinstance(b, dict) and b.get("type") in ("text", "resource_link")]
         # Images the user attached are the message's own (not kept twice).
         shown += [block for block in _blocks(message.content) if block["type"] == "image"]
     else:

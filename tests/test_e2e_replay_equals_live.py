@@ -192,7 +192,7 @@ async def record_a_conversation(client: AcpClient, fake: FakeProvider, project: 
             ),
         ]
     )
-    mention = [
+    mention: list[dict[str, Any]] = [
         {"type": "text", "text": "Fix the typo in "},
         {"type": "resource_link", "uri": notes.as_uri(), "name": "notes.txt"},
         {"type": "text", "text": " following "},

@@ -232,7 +232,8 @@ class Agent:
         texts, self.steers = self.steers, []
         steered = [STEER_PREFIX, *texts] if texts else []
         # A new user message at the end: the cached prefix of the conversation stays as it was.
-        return Message(role="user", content="\n\n".join([*ended, *steered]))
+        # `display`: what the user wrote, for a replay (the jobs' ends are on their cards).
+        return Message(role="user", content="\n\n".join([*ended, *steered]), display={"steers": texts})
 
     def take_child_usage(self) -> Usage | None:
         usage, self.child_usage = self.child_usage, Usage()

@@ -28,10 +28,12 @@ from hermes_core.events import (
     Event,
     MessageCommitted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallRunning,
     ToolCallStarted,
 )
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
+from hermes_core.tool_record import OutputTail, finished_record, started_record
 from hermes_core.tool_waves import file_identity, waves
 from hermes_core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from hermes_core.tools.registry import ToolRegistry
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
     from hermes_core.hooks import Hooks
 
 log = logging.getLogger(__name__)
-
-MAX_STORED_DIFF_CHARS = 1_000_000  # larger diffs are not kept for session/load replays
 
 
 @dataclass(slots=True)
@@ -63,6 +63,7 @@ class PreparedCall:
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
     hook_notes: list[str] = field(default_factory=list)  # what hooks added for the model
+    output: OutputTail = field(default_factory=OutputTail)  # what it streamed, kept for replays
 
     @property
     def writes(self) -> bool:
@@ -275,11 +276,17 @@ class ToolRunner:
 
         async def run(item: PreparedCall) -> None:
             assert item.tool is not None and item.args is not None
+
+            def emit(event: Event) -> None:
+                if isinstance(event, ToolCallProgress) and event.output and event.call_id == item.call.id:
+                    item.output.append(event.output)
+                queue.put_nowait(event)
+
             ctx = ToolContext(
                 call_id=item.call.id,
                 workspace=self.workspace,
                 state=self.state,
-                emit=queue.put_nowait,
+                emit=emit,
                 limits=self.limits,
                 allow_outside=item.allow_outside,
             )
@@ -332,7 +339,7 @@ class ToolRunner:
             tool_call_id=item.call.id,
             name=item.tool.name if item.tool else item.call.name,
             is_error=not result.ok,
-            display=tool_display(item.started, finished),
+            display=tool_display(item.started, finished, item.output.text()),
         )
         yield MessageCommitted(message)
 
@@ -354,44 +361,19 @@ def _images_message(calls: list[PreparedCall]) -> Message | None:
 
 
 def call_cards(calls: list[PreparedCall]) -> dict[str, Any]:
-    """The cards of a response's tool calls, stored on the assistant message, so a replay
+    """The starts of a response's tool calls, stored on the assistant message, so a replay
     shows the real command or path even for a call a crash cut off before its result."""
     cards = {}
     for item in calls:
-        started = item.started
-        assert started is not None
-        cards[started.call_id] = {
-            "title": started.title,
-            "kind": started.kind,
-            "tool": started.tool,
-            "locations": [[loc.path, loc.line] for loc in started.locations],
-        }
+        assert item.started is not None
+        cards[item.started.call_id] = started_record(item.started)
     return {"tool_calls": cards}
 
 
-def tool_display(started: ToolCallStarted, finished: ToolCallFinished) -> dict[str, Any]:
-    """What an editor needs to show a finished tool call again (stored on the tool message)."""
-    display: dict[str, Any] = {
-        "title": started.title,
-        "kind": started.kind,
-        "tool": started.tool,
-        "raw_input": started.arguments,
-        "locations": [[loc.path, loc.line] for loc in started.locations],
-        "status": finished.status,
-        "raw_output": finished.raw_output,
-    }
-    diff = finished.diff
-    if diff is not None:
-        if len(diff.old_text or "") + len(diff.new_text) <= MAX_STORED_DIFF_CHARS:
-            display["diff"] = {"path": diff.path, "old_text": diff.old_text, "new_text": diff.new_text}
-        else:
-            display["diff_omitted"] = diff.path  # a replay shows the path, not megabytes of text
-    if finished.shown is not None:
-        display["shown"] = finished.shown
-    if finished.exit_code is not None or finished.signal is not None:
-        display["exit_code"] = finished.exit_code
-        display["signal"] = finished.signal
-    return display
+def tool_display(started: ToolCallStarted, finished: ToolCallFinished, output: str = "") -> dict[str, Any]:
+    """The events a finished call's card was drawn from (stored on the tool message):
+    its start, the output it streamed and its end (see `tool_record`)."""
+    return {**started_record(started), **finished_record(finished, output)}
 
 
 @contextlib.contextmanager

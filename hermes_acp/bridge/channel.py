@@ -6,6 +6,7 @@ and the `session/update` notifications sent on it.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -30,10 +31,17 @@ async def send_update(channel: ClientChannel, session_id: str, update: dict[str,
 
 async def say(channel: ClientChannel, session_id: str, text: str, meta: dict[str, Any] | None = None) -> None:
     """A message from the agent that no model wrote (command answers, notices)."""
+    await send_update(channel, session_id, said(text, meta))
+
+
+def said(text: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`say`'s update: a message of its own (a messageId no other chunk has), so a client
+    does not run it into the answer streaming beside it (a `/steer` answered mid-turn)."""
     chunk: dict[str, Any] = {
         "sessionUpdate": "agent_message_chunk",
         "content": {"type": "text", "text": text},
+        "messageId": uuid.uuid4().hex,
     }
     if meta:
         chunk["_meta"] = meta
-    await send_update(channel, session_id, chunk)
+    return chunk

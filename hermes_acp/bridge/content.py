@@ -3,6 +3,9 @@
 A block that cannot be used (an unreadable file, an image the model cannot see) becomes
 a short note in the text, so the model and the user know; it never fails the prompt.
 Only a block type the protocol does not define here is an error (ValueError).
+
+The user message keeps the prompt as the user sent it (`with_prompt_shown`), so that a
+replay shows the bubble the user saw, a mention and not the file it attached.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import base64
 import binascii
 import html
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
@@ -197,3 +201,47 @@ def _required(block: dict[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"the {block.get('type', 'resource')!s} block needs a string {key!r}")
     return value
+
+
+# -- the prompt as the user sent it, kept for a replay ---------------------------------------
+
+
+def shown_prompt(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A prompt's blocks as the user's bubble shows them again: text and mentions. An
+    embedded resource is kept as a link to it (its text is in the message already); an
+    image comes back from the message's content, audio is not kept."""
+    shown: list[dict[str, Any]] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            shown.append({"type": "text", "text": block["text"]})
+        elif kind == "resource_link" and isinstance(block.get("uri"), str):
+            link = {key: block[key] for key in _LINK_KEYS if key in block}
+            link.setdefault("name", block["uri"])
+            shown.append(link)
+        elif kind == "resource" and isinstance(block.get("resource"), dict):
+            uri = block["resource"].get("uri")
+            if isinstance(uri, str):
+                name = uri.rstrip("/").rsplit("/", 1)[-1] or uri
+                link = {"type": "resource_link", "uri": uri, "name": name}
+                if isinstance(block["resource"].get("mimeType"), str):
+                    link["mimeType"] = block["resource"]["mimeType"]
+                shown.append(link)
+    return shown
+
+
+_LINK_KEYS = ("type", "uri", "name", "title", "description", "mimeType", "size")
+
+
+async def with_prompt_shown(events: AsyncIterator[Any], blocks: list[dict[str, Any]]) -> AsyncIterator[Any]:
+    """The turn's events, its user message marked with the prompt as the user sent it
+    (`display["prompt_blocks"]`): a replay shows that, not the files a mention attached."""
+    from hermes_core.events import MessageCommitted
+
+    marked = False
+    async for event in events:
+        if not marked and isinstance(event, MessageCommitted) and event.message.role == "user":
+            message = event.message
+            message.display = {**(message.display or {}), "prompt_blocks": shown_prompt(blocks)}
+            marked = True
+        yield event

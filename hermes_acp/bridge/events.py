@@ -95,6 +95,15 @@ class EventTranslator:
         self._thinking = False
         self._compaction = None  # one that failed was closed with its turn
 
+    def interrupted(self, answer: str) -> list[Update]:
+        """The mark a cancel put at the end of the answer it cut short (`answer`, as kept
+        for the model), sent as the rest of that answer: the live thread shows what a
+        replay of it will."""
+        from hermes_core.turn import INTERRUPTED_MARK
+
+        rest = INTERRUPTED_MARK if answer == INTERRUPTED_MARK else f"\n\n{INTERRUPTED_MARK}"
+        return self._streamed(ANSWER, rest) if answer.endswith(INTERRUPTED_MARK) else []
+
     def plan_update(self, entries: Iterable[PlanEntry]) -> Update:
         """The `session/update` params for a whole plan (e.g. the stored plan on load)."""
         return self._wrap(plan_update(entries))

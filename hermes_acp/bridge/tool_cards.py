@@ -1,18 +1,22 @@
 """Tool calls as the editor's cards: one `tool_call` when a call starts, `tool_call_update`s
 as it runs (status, streamed output, an embedded terminal) and a final one with its result.
 
+The one place a card is drawn: the live thread feeds `ToolCards` the engine's events as
+they come; `session/load` feeds it the same events read back from the store
+(`hermes_core.tool_record`, `session/replay.py`), so a replayed card is the live one.
+
 `ToolCards` remembers which calls of a session are still open, so that a cancel or an
 error can close every one of them (`close_open`), and drops what arrives for a call it
-already closed. The content builders below are shared with the replay of a stored session.
+already closed.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_core.events import (
     FileDiff,
@@ -22,10 +26,14 @@ from hermes_core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
+from hermes_core.tool_record import SHOWN_OUTPUT_CHARS
+
+if TYPE_CHECKING:
+    from hermes_core.jobs import JobEnded
 
 COALESCE_SECONDS = 0.05  # at most ~20 card refreshes a second for locally streamed output
 COALESCE_CHARS = 4096  # ...unless this much arrived since the last one
-MAX_SHOWN_CHARS = 64_000  # a tool card shows at most this much text (the tail of command output)
+MAX_SHOWN_CHARS = SHOWN_OUTPUT_CHARS  # a tool card shows at most this much text (the tail of command output)
 
 _FENCED_KINDS = frozenset({"read", "search", "execute"})
 _KINDS = frozenset({"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"})
@@ -86,11 +94,19 @@ class ToolCards:
         self.closed.discard(call_id)
         self.open[call_id] = OpenCall(kind=kind)
 
-    def close_open(self, message: str) -> list[Update]:
+    def open_outputs(self) -> dict[str, str]:
+        """The open calls and what each streamed so far (its card's tail): what a replay
+        needs to close them as `close_open` is about to."""
+        return {
+            call_id: "".join(call.chunks)[-(MAX_SHOWN_CHARS + 1) :] for call_id, call in self.open.items()
+        }
+
+    def close_open(self, message: str, only: Collection[str] | None = None) -> list[Update]:
         """A `failed` update for every tool call that started but never finished (cancel,
-        error), so each one reaches a final status in the editor."""
+        error), so each one reaches a final status in the editor; `only`: of these calls."""
         updates = []
-        for call_id, call in self.open.items():
+        closing = {k: v for k, v in self.open.items() if only is None or k in only}
+        for call_id, call in closing.items():
             content: list[Update] = []
             update: Update = {
                 "sessionUpdate": "tool_call_update",
@@ -110,8 +126,9 @@ class ToolCards:
             content.append(text_content(message))
             update["content"] = content
             updates.append(self.wrap(update))
-        self.closed.update(self.open)
-        self.open.clear()
+        self.closed.update(closing)
+        for call_id in closing:
+            del self.open[call_id]
         return updates
 
     def started(self, event: ToolCallStarted) -> list[Update]:
@@ -154,9 +171,9 @@ class ToolCards:
             return [self._in_progress(event.call_id, [terminal_content(event.terminal_id)])]
         if not event.output or call.terminal_id:
             return []
+        call.append(event.output)  # with a `_meta` terminal too: a cancel records it (`open_outputs`)
         if self.terminal_meta:
             return self._meta_output(event.call_id, call, event.output)
-        call.append(event.output)
         due = self.clock() - call.sent_at >= self.coalesce_seconds
         # A burst shows at once while the card fills; once it holds MAX_SHOWN_CHARS, more
         # output only slides the window, and the clock alone paces the refreshes.
@@ -215,6 +232,22 @@ class ToolCards:
             update["content"] = content
         return [self.wrap(update)]
 
+    def job_ended(self, ended: JobEnded) -> Update:
+        """A background command's end, on the card of the call that started it (closed
+        long since: the update reopens nothing, it adds the end)."""
+        text = f"{ended.handle} ended: {ended.status}."
+        if ended.tail.strip():
+            text += f" Last output:\n{ended.tail.strip()}"
+        return self.wrap(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": ended.call_id,
+                "status": "completed" if ended.exit_code == 0 and not ended.signal else "failed",
+                "content": [text_content(text)],
+                "rawOutput": {"handle": ended.handle, "exit_code": ended.exit_code, "signal": ended.signal},
+            }
+        )
+
     def _in_progress(self, call_id: str, content: list[Update]) -> Update:
         return self.wrap(
             {
@@ -264,7 +297,7 @@ class ToolCards:
         return call
 
 
-# -- card content, shared with the replay of a stored session ------------------------------
+# -- card content ---------------------------------------------------------------------------
 
 
 def result_content(

@@ -19,24 +19,8 @@ def report_job_ends(
 
     def on_end(ended: JobEnded) -> None:
         async def send() -> None:
-            await turns.channel.send_notification("session/update", job_card(session.id, ended))
+            await turns.channel.send_notification("session/update", session.translator.cards.job_ended(ended))
 
         spawn(turns.send_beside(session, send, unsolicited=True))
 
     session.agent.tool_state.jobs.on_end = on_end
-
-
-def job_card(session_id: str, ended: JobEnded) -> dict[str, Any]:
-    text = f"{ended.handle} ended: {ended.status}."
-    if ended.tail.strip():
-        text += f" Last output:\n{ended.tail.strip()}"
-    return {
-        "sessionId": session_id,
-        "update": {
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": ended.call_id,
-            "status": "completed" if ended.exit_code == 0 and not ended.signal else "failed",
-            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
-            "rawOutput": {"handle": ended.handle, "exit_code": ended.exit_code, "signal": ended.signal},
-        },
-    }

@@ -1,6 +1,7 @@
 """The session store as the protocol side holds it: one per connection, opened on first
-use; stored sessions as session/list shows them. The store itself, and what a live
-session writes to it, is `hermes_core.store`."""
+use; stored sessions as session/list shows them; and the cards a cancel or an error
+closed, kept in the history for a replay. The
+store itself, and what a live session writes to it, is `hermes_core.store`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from hermes_acp.bridge.channel import ClientChannel
+    from hermes_acp.session.state import Session
     from hermes_core.store.sessions import SessionStore
     from hermes_core.store.writer import SessionRecord
 
@@ -56,3 +59,30 @@ def session_info(record: SessionRecord) -> dict[str, Any]:
         stamp = datetime.fromtimestamp(record.updated_at, UTC).isoformat(timespec="milliseconds")
         info["updatedAt"] = stamp.replace("+00:00", "Z")
     return info
+
+
+# -- what a live session keeps so that session/load shows its thread again -----------------
+
+CLOSED_CALLS = "tool_calls_closed"  # the notice that records a cancel's or an error's closed cards
+
+
+async def close_cards(channel: ClientChannel, session: Session, message: str) -> None:
+    """Close the turn's open tool cards with `message` (a cancel, an error), and keep what
+    they showed: a notice in the history (never sent to a model) with each call's output
+    so far, from which a replay closes them the same way."""
+    from hermes_acp.bridge.channel import send_updates
+
+    cards = session.translator.cards
+    outputs = cards.open_outputs()
+    updates = cards.close_open(message)
+    if outputs:
+        from hermes_core.messages import Message
+        from hermes_core.store.writer import persist_message
+
+        notice = Message(
+            role="assistant",
+            display={"notice": CLOSED_CALLS, "message": message, "outputs": outputs},
+        )
+        session.agent.messages.append(notice)
+        persist_message(session, notice)
+    await send_updates(channel, updates)

@@ -3,22 +3,27 @@
 Everything goes out before the load's response, in the order an editor rebuilds its
 view: the conversation (user and agent chunks, thoughts, tool calls with their final
 status, diffs and output), then the latest plan, the context usage, and the commands.
-Each tool call's card is built from the `display` stored with its result; a call that
-never got a result (a crash, a cancel) ends `failed`.
+
+A replay draws what the live thread drew with the same code: a tool call's card is fed
+to the session's `ToolCards` from the events stored with it (`hermes_core.tool_record`),
+a cancel's closed cards from the notice that recorded them (`records.close_cards`), a
+prompt is the blocks the user sent (`bridge/content.with_prompt_shown`), a `/steer` is
+the command and its answer. A call that never got a result (a crash) ends `failed`.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.bridge.channel import said
 from hermes_acp.bridge.events import chunk
-from hermes_acp.bridge.tool_cards import known_kind, location, result_content, text_content
+from hermes_acp.session.records import CLOSED_CALLS
 from hermes_acp.session.slash.menu import commands_update
-from hermes_core.events import FileDiff
+from hermes_core.events import ToolCallProgress
 from hermes_core.messages import ImagePart
+from hermes_core.tool_record import finished_event, started_event
 
 if TYPE_CHECKING:
     from hermes_acp.bridge.events import EventTranslator
@@ -26,10 +31,9 @@ if TYPE_CHECKING:
     from hermes_core.messages import ContentPart, Message
 
 INTERRUPTED = "Interrupted: this tool call did not complete."
-_TOOL_STATUSES = frozenset({"completed", "failed"})
 
 Update = dict[str, Any]
-Displays = dict[str, dict[str, Any]]  # tool call id -> the display stored with its result
+Results = dict[str, "Message"]  # tool call id -> its stored result
 
 
 def replay_updates(
@@ -61,27 +65,25 @@ def replay_updates(
 def replay_conversation(translator: EventTranslator, messages: Iterable[Message]) -> list[Update]:
     """The whole history as updates; calls that never got a result end `failed`."""
     messages = list(messages)
-    displays = {
-        m.tool_call_id: m.display for m in messages if m.role == "tool" and m.tool_call_id and m.display
-    }
-    updates = [update for message in messages for update in replay_message(translator, message, displays)]
+    results = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    updates = [update for message in messages for update in replay_message(translator, message, results)]
     return updates + translator.cards.close_open(INTERRUPTED)
 
 
 def replay_message(
-    translator: EventTranslator, message: Message, displays: Displays | None = None
+    translator: EventTranslator, message: Message, results: Results | None = None
 ) -> list[Update]:
     """One stored message as updates (user chunks; thought, text and tool calls; a tool
-    result's final card). `displays`: the results' displays, for the calls' cards."""
+    result's final card). `results`: the calls' stored results, whose records hold the
+    calls' starts as the live cards showed them."""
     cards = translator.cards
+    display = message.display or {}
     # Each stored message is one ACP message: its chunks share a messageId.
     message_id = uuid.uuid4().hex
     if message.role == "user":
-        if message.display and message.display.get("tool_images"):
-            return []  # images the tools returned, for the model: their calls' cards stand for them
-        return [
-            cards.wrap(chunk("user_message_chunk", block, message_id)) for block in _typed_blocks(message)
-        ]
+        return [cards.wrap(update) for update in _user_updates(message, message_id)]
+    if message.role == "assistant" and display.get("notice") == CLOSED_CALLS:
+        return _closed(translator, display)
     if message.role == "assistant":
         updates = []
         if message.reasoning:
@@ -89,64 +91,69 @@ def replay_message(
             updates.append(cards.wrap(chunk("agent_thought_chunk", thought, uuid.uuid4().hex)))
         for block in _blocks(message.content):
             updates.append(cards.wrap(chunk("agent_message_chunk", block, message_id)))
-        own_cards = (message.display or {}).get("tool_calls") or {}
+        own = display.get("tool_calls") or {}
         for call in message.tool_calls:
-            # The result's display is complete; the assistant's own card stands in
-            # for a call that a crash or cancel cut off before its result.
-            display = (displays or {}).get(call.id) or own_cards.get(call.id) or {}
-            kind = known_kind(display.get("kind"))
-            cards.opened(call.id, kind)
-            update = {
-                "sessionUpdate": "tool_call",
-                "toolCallId": call.id,
-                "title": display.get("title") or call.name,
-                "kind": kind,
-                "status": "pending",
-                "rawInput": display.get("raw_input", _arguments(call.arguments)),
-            }
-            locations = _display_locations(display)
-            if locations:
-                update["locations"] = locations
-            updates.append(cards.wrap(update))
+            # The result's record is complete; the assistant's own stands in for a call
+            # that a crash or cancel cut off before its result.
+            result = (results or {}).get(call.id)
+            record = (result.display if result is not None else None) or own.get(call.id) or {}
+            updates += cards.started(started_event(record, call.id, call.name, call.arguments))
         return updates
     if message.role == "tool" and message.tool_call_id:
-        cards.open.pop(message.tool_call_id, None)
-        return [cards.wrap(_replayed_result(message))]
+        call_id = message.tool_call_id
+        if call_id not in cards.open:  # no stored start: the card is drawn from the result alone
+            updates = cards.started(started_event(display, call_id, message.name or "tool", ""))
+        else:
+            updates = []
+        output = display.get("output")
+        if isinstance(output, str) and output:
+            updates += cards.progress(ToolCallProgress(call_id, output=output))
+        return updates + cards.finished(finished_event(display, call_id, message.text, message.is_error))
     return []
 
 
-def _replayed_result(message: Message) -> Update:
+def _closed(translator: EventTranslator, display: dict[str, Any]) -> list[Update]:
+    """The cards a cancel or an error closed, closed again as they were: their output so
+    far, then the same message."""
+    cards = translator.cards
+    outputs = display.get("outputs")
+    message = display.get("message")
+    if not isinstance(outputs, dict) or not isinstance(message, str):
+        return []
+    closing = [call_id for call_id in outputs if call_id in cards.open]
+    updates = []
+    for call_id in closing:
+        output = outputs[call_id]
+        if isinstance(output, str) and output:
+            updates += cards.progress(ToolCallProgress(call_id, output=output))
+    return updates + cards.close_open(message, only=closing)
+
+
+def _user_updates(message: Message, message_id: str) -> list[Update]:
     display = message.display or {}
-    status = display.get("status")
-    if status not in _TOOL_STATUSES:
-        status = "failed" if message.is_error else "completed"
-    result = message.text
-    raw_output = display.get("raw_output")
-    update: Update = {
-        "sessionUpdate": "tool_call_update",
-        "toolCallId": message.tool_call_id,
-        "status": status,
-        "rawOutput": raw_output if raw_output is not None else {"output": result},
-    }
-    if display.get("title"):
-        update["title"] = display["title"]
-        update["kind"] = known_kind(display.get("kind"))
-    if "raw_input" in display:
-        update["rawInput"] = display["raw_input"]
-    locations = _display_locations(display)
-    if locations:
-        update["locations"] = locations
-    stored = display.get("diff")
-    diff = FileDiff(stored["path"], stored.get("old_text"), stored["new_text"]) if stored else None
-    shown = display.get("shown")
-    if isinstance(shown, str):
-        content = [text_content(shown)] if shown else []
+    if display.get("tool_images"):
+        return []  # images the tools returned, for the model: their calls' cards stand for them
+    steers = display.get("steers")
+    if isinstance(steers, list):
+        # What the user sent while a turn ran, and what they were answered, each a message
+        # of its own; the jobs' ends in the same message are shown on their cards.
+        from hermes_acp.session.slash.run import steer_text
+
+        updates: list[Update] = []
+        for text in steers:
+            if isinstance(text, str):
+                typed = {"type": "text", "text": f"/steer {text}"}
+                updates.append(chunk("user_message_chunk", typed, uuid.uuid4().hex))
+                updates.append(said(steer_text(True)))
+        return updates
+    blocks = display.get("prompt_blocks")
+    if isinstance(blocks, list):
+        shown = [b for b in blocks if isinstance(b, dict) and b.get("type") in ("text", "resource_link")]
+        # Images the user attached are the message's own (not kept twice).
+        shown += [block for block in _blocks(message.content) if block["type"] == "image"]
     else:
-        kind = known_kind(display.get("kind"))
-        content = result_content(kind, status, result, diff, display.get("exit_code"), display.get("signal"))
-    if content:
-        update["content"] = content
-    return update
+        shown = _typed_blocks(message)
+    return [chunk("user_message_chunk", block, message_id) for block in shown]
 
 
 def _typed_blocks(message: Message) -> list[Update]:
@@ -174,20 +181,3 @@ def _blocks(content: str | list[ContentPart]) -> list[Update]:
         elif part.text:
             blocks.append({"type": "text", "text": part.text})
     return blocks
-
-
-def _display_locations(display: dict[str, Any]) -> list[Update]:
-    out = []
-    for item in display.get("locations") or ():
-        if isinstance(item, dict) and isinstance(item.get("path"), str):
-            out.append(location(item["path"], item.get("line")))
-        elif isinstance(item, list | tuple) and item and isinstance(item[0], str):
-            out.append(location(item[0], item[1] if len(item) > 1 else None))
-    return out
-
-
-def _arguments(raw: str) -> Any:
-    try:
-        return json.loads(raw) if raw else {}
-    except ValueError:
-        return {"arguments": raw}

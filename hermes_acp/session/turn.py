@@ -28,6 +28,7 @@ from hermes_acp.session.errors import (
     not_found,
     protocol_error,
 )
+from hermes_acp.session.records import close_cards
 from hermes_acp.session.state import ClientProfile, QueuedPrompt, Session, Turn
 
 if TYPE_CHECKING:
@@ -142,7 +143,7 @@ class TurnRunner:
         command = _command(blocks)
         if command is not None:
             return await self.commands.run(session, *command, self.stream)
-        from hermes_acp.bridge.content import prompt_to_content
+        from hermes_acp.bridge.content import prompt_to_content, with_prompt_shown
         from hermes_core.models import model_info
 
         try:
@@ -151,7 +152,8 @@ class TurnRunner:
             )
         except ValueError as exc:
             raise protocol_error(INVALID_PARAMS, f"prompt: {exc}", {"field": "prompt"}) from exc
-        return await self.stream(session, _with_sandbox_notice(session, session.agent.run_turn(content)))
+        events = with_prompt_shown(session.agent.run_turn(content), blocks)
+        return await self.stream(session, _with_sandbox_notice(session, events))
 
     async def stream(self, session: Session, events: AsyncIterator[Any]) -> str:
         """Send a stream of agent events to the client and the store; the stop reason."""
@@ -187,7 +189,7 @@ class TurnRunner:
             # The editor shows the error where the answer would be, and the turn ends
             # normally: a JSON-RPC error would be shown as a crash of the agent.
             log.warning("session %s: the model provider failed: %s", session.id, exc)
-            await send_updates(self.channel, session.translator.cards.close_open(f"Stopped: {exc}"))
+            await close_cards(self.channel, session, f"Stopped: {exc}")
             text = f"\n\n**The model provider failed:** {exc}\n"
             # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
             failure = {"hermes": {"turnError": {"kind": str(exc.kind), "message": str(exc)}}}
@@ -207,14 +209,15 @@ class TurnRunner:
             interrupted, session.agent.interrupted = session.agent.interrupted, None
             if interrupted is not None:
                 persist_message(session, interrupted)
-            await send_updates(self.channel, session.translator.cards.close_open(CANCELLED_NOTE))
+                await send_updates(self.channel, session.translator.interrupted(interrupted.text))
+            await close_cards(self.channel, session, CANCELLED_NOTE)
             await _end_of_turn(session)
             return "cancelled"
         error = task.exception()
         if error is None:
             await _end_of_turn(session)
             return task.result()
-        await send_updates(self.channel, session.translator.cards.close_open(f"Stopped by an error: {error}"))
+        await close_cards(self.channel, session, f"Stopped by an error: {error}")
         # Any acp import loads the SDK schema; this module loads before `initialize` is answered.
         from acp.exceptions import RequestError
 

@@ -18,6 +18,8 @@ interface StreamedBlock {
   body: HTMLElement;
   text: string;
   pending: boolean;
+  /** The ACP messageId of its chunks: a new id starts a new message. */
+  messageId?: string | null;
 }
 
 /** Renders the thread: messages, thoughts, tool-call cards, permission cards, terminals. */
@@ -121,7 +123,7 @@ export class Thread {
           box.append(" ", h("button", { className: "action retry", "data-action": "retry", onclick: () => this.post({ type: "retry" }) }, "Retry"));
           return;
         }
-        return this.stream("agent", update.content);
+        return this.stream("agent", update.content, update.messageId);
       }
       case "agent_thought_chunk":
         // A status line (retrying, a notice) is for the user to see, not a hidden thought: the
@@ -135,9 +137,9 @@ export class Thread {
             return;
           }
         }
-        return this.stream("thought", update.content);
+        return this.stream("thought", update.content, update.messageId);
       case "user_message_chunk":
-        return this.stream("user", update.content);
+        return this.stream("user", update.content, update.messageId);
       case "tool_call":
         this.current = undefined;
         return this.toolCard(update.toolCallId, update);
@@ -152,15 +154,17 @@ export class Thread {
     }
   }
 
-  private stream(kind: StreamedBlock["kind"], content: ContentBlock): void {
+  private stream(kind: StreamedBlock["kind"], content: ContentBlock, messageId?: string | null): void {
     const text = content.type === "text" ? content.text : content.type === "resource_link" ? `[${content.name}](${content.uri})` : "";
-    if (!this.current || this.current.kind !== kind) {
+    // A message the agent says beside the streamed answer (a /steer's reply) has an id of its own.
+    const another = !!messageId && !!this.current?.messageId && messageId !== this.current.messageId;
+    if (!this.current || this.current.kind !== kind || another) {
       const body = h("div", { className: "body" });
       const element =
         kind === "thought"
           ? h("details", { className: "thought" }, h("summary", {}, "Thinking"), body)
           : h("div", { className: `message ${kind}`, role: "article", "aria-label": kind === "user" ? "You" : "Hermes" }, body);
-      this.current = { kind, element, body, text: "", pending: false };
+      this.current = { kind, element, body, text: "", pending: false, messageId };
       this.append(element);
     }
     const block = this.current;

@@ -30,6 +30,7 @@ from hermes_core.events import (
     ToolCallFinished,
     ToolCallRunning,
     ToolCallStarted,
+    ToolKind,
 )
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
 from hermes_core.tool_waves import file_identity, waves
@@ -220,7 +221,7 @@ class ToolRunner:
     def _started_event(self, item: PreparedCall) -> ToolCallStarted:
         tool = item.tool
         title = item.call.name
-        kind = "other"
+        kind: ToolKind = "other"
         locations: tuple = ()
         if tool is not None:
             kind = tool.kind

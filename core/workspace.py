@@ -87,7 +87,11 @@ class CommandOptions(TypedDict, total=False):
 
 class Workspace(Protocol):
     scope: WorkspaceScope
-    max_read_bytes: int
+
+    @property
+    def max_read_bytes(self) -> int:
+        """The largest file a read hands over; the port's users only read it."""
+        ...
 
     async def read_text(self, path: str | os.PathLike[str], *, allow_outside: bool = False) -> str:
         """The file's text (the editor's unsaved buffer where there is one), opened beneath

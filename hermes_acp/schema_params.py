@@ -38,6 +38,8 @@ def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:
     if not isinstance(params, dict):
         raise RequestError(INVALID_PARAMS, "Invalid params: params must be an object", {"field": "params"})
     cls = model if isinstance(model, type) else model(params)
+    if not issubclass(cls, BaseModel):  # a class or a chooser of one, as `ParamsModel` says
+        raise TypeError(f"{cls!r} is not a params model")
     try:
         return cls.model_validate(params), params
     except ValidationError as exc:

@@ -163,8 +163,8 @@ def _check_words(
         for redirect in redirects:  # `bash <<EOF … EOF`, `sh <<< "…"`
             if redirect.op == "<<<" and not redirect.target.literal:
                 return SHELL_COMPUTED
-            code = redirect.target.text if redirect.op == "<<<" else redirect.body
-            if code and (hit := _check_source(code, depth + 1)):
+            fed = redirect.target.text if redirect.op == "<<<" else redirect.body
+            if fed and (hit := _check_source(fed, depth + 1)):
                 return hit
     if invocations and (hit := interpreter_stdin_unseen(invocations[-1], redirects)):
         return hit

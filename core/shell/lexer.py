@@ -132,8 +132,8 @@ class _Lexer:
                 is_fd = word.text.isdigit() and not word.quoted and s[self.i : self.i + 1] in ("<", ">")
                 if not is_fd:  # `2>` redirects stderr; the 2 is no argument
                     self.tokens.append(word)
-        for op, _, _ in self.heredocs:  # a here-document the command never finished
-            op.body = ""
+        for unfinished, _, _ in self.heredocs:  # a here-document the command never finished
+            unfinished.body = ""
         return self.tokens
 
     def _operator(self, op: str) -> None:
@@ -212,7 +212,7 @@ class _Lexer:
 
     def expanded_substitutions(self) -> list[str]:
         """The substitutions in text where quotes mean nothing (a here-document body)."""
-        s, subs = self.s, []
+        s, subs = self.s, list[str]()
         i = 0
         while i < len(s):
             if s[i] == "\\":

@@ -97,10 +97,9 @@ class TerminalTool(Tool[TerminalArgs]):
         limits = ctx.limits
         # Outside the sandbox only with the user's approval (the policy sets allow_outside
         # for an approved unconfined call): the model's flag alone never lifts it.
-        leave = {"unconfined": True} if ctx.allow_outside else {}
         try:
             run = await ctx.workspace.start_command(
-                args.command, output_limit=limits.max_output_chars, **leave
+                args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside
             )
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(f"Could not start the command: {exc}")

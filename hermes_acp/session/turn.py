@@ -312,8 +312,7 @@ def _plain_text(blocks: list[dict[str, Any]]) -> str:
 async def _with_sandbox_notice(session: Session, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """The turn's events, after a notice (once per session) when the command sandbox cannot start."""
     sandbox = getattr(session.agent.workspace, "sandbox", None)
-    notice = sandbox.notice if sandbox is not None else None
-    if notice:
+    if sandbox is not None and (notice := sandbox.notice):
         sandbox.notice = None  # said once per session
         from hermes_core.events import Status
 

@@ -22,12 +22,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import say, send_updates
-from hermes_acp.session.errors import (
-    INVALID_PARAMS,
-    error_response,
-    not_found,
-    protocol_error,
-)
+from hermes_acp.session.error_codes import error_response
+from hermes_acp.session.errors import INVALID_PARAMS, not_found, protocol_error
 from hermes_acp.session.state import ClientProfile, QueuedPrompt, Session, Turn
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from hermes_acp.session.options import InvalidOption
 from hermes_core.config import ConfigError
 from hermes_core.errors import HermesError, InvalidInput
 from hermes_core.providers.base import ErrorKind, ProviderError
-from hermes_core.shell.lexer import ShellSyntaxError
+from hermes_core.shell.tokens import ShellSyntaxError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from hermes_core.shell.lexer import Redirect, Word
 from hermes_core.shell.programs import Invocation
+from hermes_core.shell.tokens import Redirect, Word
 
 
 def names(text: str) -> frozenset[str]:

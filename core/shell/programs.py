@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from hermes_core.shell.lexer import Word
 from hermes_core.shell.parse import Script, SimpleCommand, parse_or_empty, simple_commands
+from hermes_core.shell.tokens import Word
 
 
 def _names(text: str) -> frozenset[str]:

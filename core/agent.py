@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
@@ -30,6 +30,7 @@ from hermes_core.workspace import Workspace
 if TYPE_CHECKING:
     from hermes_core.checkpoints import Checkpoints
     from hermes_core.hooks import Hooks
+    from hermes_core.providers.resilient import ResilientItem
     from hermes_core.tools.clarify import Asker
     from hermes_core.tools.delegate import ChildSink
     from hermes_core.turn_context import HistoryEstimate
@@ -168,7 +169,7 @@ class Agent:
             self._providers = build_chain(self.settings, self._model)
         return self._providers
 
-    def model_stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+    def model_stream(self, request: ModelRequest) -> AsyncGenerator[ResilientItem, None]:
         if self._resilient is None:
             from hermes_core.providers.resilient import ResilientModel
 

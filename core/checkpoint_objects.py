@@ -136,7 +136,7 @@ class ObjectStore:
             raw = json.loads(zlib.decompress((self.base / "stat-cache.z").read_bytes()))
         except (OSError, ValueError, zlib.error):
             return {}
-        return {rel: tuple(values) for rel, values in raw.items()}  # type: ignore[misc]
+        return {rel: tuple(values) for rel, values in raw.items()}
 
     def save_seen(self, seen: Seen) -> None:
         data = json.dumps(seen, separators=(",", ":")).encode()

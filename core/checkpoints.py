@@ -130,9 +130,10 @@ class CheckpointStore:
             if old is not None and old[:4] == key and (not old[4] or has(old[4])):
                 digest = old[4]
             else:
-                digest = self._store_file(rel, info.st_size)
-                if digest is None:
+                stored = self._store_file(rel, info.st_size)
+                if stored is None:
                     continue
+                digest = stored
             mode = info.st_mode & 0o7777
             seen[rel] = (*key, digest, mode)
             manifest[rel] = (digest, mode)

@@ -9,7 +9,7 @@ codes in one table (hermes_acp/session/errors.py).
     ├── ConfigError          core/config.py: the settings cannot be read
     ├── ProviderError        core/providers/base.py: a model call failed
     ├── WorkspaceError       core/workspace.py: a file or process operation was refused
-    ├── StoreError           core/store.py: the session database
+    ├── StoreError           core/store/schema.py: the session database
     ├── ToolFailed           a tool call could not do its work (CannotRun, McpCallFailed)
     └── InvalidInput         malformed input: a command line, a skill file, an option
 """

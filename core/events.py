@@ -114,7 +114,18 @@ class UsageUpdated:
 
 @dataclass(frozen=True, slots=True)
 class Status:
-    kind: Literal["retrying", "falling_back", "compressing", "compressed", "continuing", "notice"]
+    kind: Literal[
+        "retrying",
+        "falling_back",
+        "compressing",
+        "compressed",
+        "continuing",
+        "notice",
+        "lowering_output",
+        "stripping_reasoning",
+        "rotating_key",
+        "context_limit",
+    ]
     message: str
     detail: dict[str, Any] = field(default_factory=dict)
 

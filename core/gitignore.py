@@ -85,8 +85,8 @@ class Repository:
         suffix = "/" if is_dir else ""
         verdict: bool | None = None
         whole = "/".join(parts) + suffix
-        for spec in self._base:
-            verdict = _overrule(verdict, spec.check(whole))
+        for base in self._base:
+            verdict = _overrule(verdict, base.check(whole))
         for depth in range(len(parts)):
             directory = os.path.join(self.top, *parts[:depth])
             spec = self._specs.get(directory)

@@ -165,6 +165,7 @@ class Hooks:
         )
         usage = Usage()
         texts: list[str] = []
+        stop_reason = StopReason.END_TURN
         for round_number in range(MAX_STOP_BLOCKS + 1):
             ended: TurnEnded | None = None
             turn = Turn(agent, IterationBudget(agent.settings.max_iterations))
@@ -176,7 +177,8 @@ class Hooks:
             assert ended is not None
             usage += ended.usage
             texts.append(ended.text)
-            if ended.stop_reason is not StopReason.END_TURN or round_number == MAX_STOP_BLOCKS:
+            stop_reason = ended.stop_reason
+            if stop_reason is not StopReason.END_TURN or round_number == MAX_STOP_BLOCKS:
                 break
             stopping = await self.run("stop", {"answer": ended.text})
             for card in stopping.cards:
@@ -185,7 +187,7 @@ class Hooks:
                 break
             content, preamble = f"{STOP_PREFIX}\n{stopping.reason}", ""
             yield Status("notice", f"A stop hook asked the model to go on: {stopping.reason}")
-        yield TurnEnded(ended.stop_reason, usage, "".join(texts))
+        yield TurnEnded(stop_reason, usage, "".join(texts))
 
 
 def _applies(

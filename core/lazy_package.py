@@ -130,10 +130,12 @@ def _all_of_names(statement: ast.stmt) -> list[str] | None:
         and isinstance(statement.value, (ast.List, ast.Tuple))
     ):
         return None
-    items = [item.value for item in statement.value.elts if isinstance(item, ast.Constant)]
-    if len(items) != len(statement.value.elts) or not all(isinstance(item, str) for item in items):
-        return None
-    return items
+    names = [
+        item.value
+        for item in statement.value.elts
+        if isinstance(item, ast.Constant) and isinstance(item.value, str)
+    ]
+    return names if len(names) == len(statement.value.elts) else None
 
 
 def _resolve_each_name(

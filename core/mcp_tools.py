@@ -121,19 +121,21 @@ class McpTool(Tool[McpToolArgs]):
 
 def render_result(result: CallToolResult) -> str:
     """A tool result as text for the model: text verbatim, everything else as a note."""
+    # Loaded by now (a result came through it); kept off the module level for start-up.
+    from mcp.types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent
+
     parts: list[str] = []
     for block in result.content:
-        kind = getattr(block, "type", None)
-        if kind == "text":
+        if isinstance(block, TextContent):
             parts.append(block.text)
-        elif kind in ("image", "audio"):
+        elif isinstance(block, ImageContent | AudioContent):
             size = _decoded_size(block.data)
-            parts.append(f"[{kind} ({block.mime_type}, {size}) returned by the tool; not shown]")
-        elif kind == "resource_link":
+            parts.append(f"[{block.type} ({block.mime_type}, {size}) returned by the tool; not shown]")
+        elif isinstance(block, ResourceLink):
             mime = f", {block.mime_type}" if block.mime_type else ""
             about = f": {block.description}" if block.description else ""
             parts.append(f"[resource link {block.name} <{block.uri}>{mime}{about}]")
-        elif kind == "resource":
+        elif isinstance(block, EmbeddedResource):
             resource = block.resource
             text = getattr(resource, "text", None)
             if text is not None:
@@ -143,7 +145,7 @@ def render_result(result: CallToolResult) -> str:
                 size = _decoded_size(getattr(resource, "blob", ""))
                 parts.append(f"[resource <{resource.uri}> ({mime}, {size}); not shown]")
         else:
-            parts.append(f"[{kind or 'unknown'} content; not shown]")
+            parts.append(f"[{getattr(block, 'type', None) or 'unknown'} content; not shown]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
     return "\n".join(parts)

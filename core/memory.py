@@ -14,10 +14,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from collections.abc import Iterator
 
 from hermes_core.errors import InvalidInput
+from hermes_core.scope import replace_in
 from hermes_core.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
 
 try:
@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 
 MAX_FACT_CHARS = 500
 MAX_FILE_BYTES = 8 * 1024
+_PRIVATE = 0o600  # what the agent learnt about the user is the user's alone
+_DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class MemoryFull(InvalidInput):
@@ -80,17 +82,11 @@ class MemoryStore(MemoryFiles):
 
     def _write(self, scope: Scope, text: str) -> None:
         path = self.path(scope)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        directory = os.open(path.parent, _DIRECTORY_FLAGS)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
-            raise
+            replace_in(directory, path.name, text.encode("utf-8"), _PRIVATE)
+        finally:
+            os.close(directory)
 
     @contextlib.contextmanager
     def _locked(self, scope: Scope) -> Iterator[None]:

@@ -333,9 +333,9 @@ def _text_matches(specifier: str, text: str) -> bool:
 
 
 def _command_matches(specifier: str, command: CommandLine, action: Action) -> bool:
-    from hermes_core.shell.lexer import ShellSyntaxError
     from hermes_core.shell.parse import simple_commands
     from hermes_core.shell.programs import all_invocations
+    from hermes_core.shell.tokens import ShellSyntaxError
 
     specifier = " ".join(specifier.split())
     plain = " ".join(command.text.split())

@@ -74,8 +74,8 @@ def protected_reason(*paths: PurePath, own: tuple[PurePath, ...] = ()) -> str | 
             if folder in parts[:-1] or parts[-1:] == (folder,):
                 return why
         for length in (1, 2, 3):
-            if why := _FILES.get(parts[-length:]):
-                return why
+            if reason := _FILES.get(parts[-length:]):
+                return reason
     return None
 
 

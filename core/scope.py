@@ -372,7 +372,9 @@ def _check_regular(path: str, mode: int) -> None:
 
 
 def replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
-    """Write `data` to a new file in `directory`, then rename it over `name` there."""
+    """Write `data` to a new file in `directory`, then rename it over `name` there: the one
+    atomic write (the workspace's files, memory). Both the file and the rename are synced, so
+    after a crash the name holds the old content or the new, never an empty or torn file."""
     temp = f".{name}.{secrets.token_hex(4)}.tmp"
     # 0o666 lets the umask decide a new file's mode, as for any editor save.
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -382,7 +384,10 @@ def replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None
             handle.write(data)
             if mode is not None:
                 os.fchmod(handle.fileno(), mode)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.rename(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        os.fsync(directory)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=directory)

@@ -10,7 +10,7 @@ cancel cut off), and the start, the output it streamed and the end on its result
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any, Literal, cast, get_args
 
 from hermes_core.events import FileDiff, Location, ToolCallFinished, ToolCallStarted, ToolKind
 
@@ -87,15 +87,18 @@ def started_event(record: dict[str, Any], call_id: str, name: str, arguments: st
         call_id,
         str(record.get("tool") or name),
         title if isinstance(title, str) and title else name,
-        kind if kind in _KINDS else "other",
+        cast(ToolKind, kind) if kind in _KINDS else "other",  # checked against the kinds
         raw_input,
         locations,
     )
 
 
 def finished_event(record: dict[str, Any], call_id: str, result: str, is_error: bool) -> ToolCallFinished:
-    status = record.get("status")
-    if status not in ("completed", "failed"):
+    stored_status = record.get("status")
+    status: Literal["completed", "failed"]
+    if stored_status in ("completed", "failed"):
+        status = stored_status
+    else:
         status = "failed" if is_error else "completed"
     stored = record.get("diff")
     diff = FileDiff(stored["path"], stored.get("old_text"), stored["new_text"]) if stored else None

@@ -31,6 +31,7 @@ from hermes_core.events import (
     ToolCallProgress,
     ToolCallRunning,
     ToolCallStarted,
+    ToolKind,
 )
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
 from hermes_core.tool_record import OutputTail, finished_record, started_record
@@ -221,7 +222,7 @@ class ToolRunner:
     def _started_event(self, item: PreparedCall) -> ToolCallStarted:
         tool = item.tool
         title = item.call.name
-        kind = "other"
+        kind: ToolKind = "other"
         locations: tuple = ()
         if tool is not None:
             kind = tool.kind

@@ -11,6 +11,7 @@ this module and no other of context, memory and the watcher):
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -78,7 +79,7 @@ def estimate_message_tokens(message: Message) -> int:
     every model call estimates the whole history."""
     memo = message.memo
     if memo is not None and "tokens" in memo:  # the common case, kept to a lookup
-        return memo["tokens"]  # type: ignore[no-any-return]
+        return memo["tokens"]
     return message.memoised("tokens", _count_message_tokens)
 
 
@@ -178,7 +179,7 @@ class MemoryFiles:
     def list(self, scope: Scope) -> list[str]:
         return facts_in(self._read_lines(scope))
 
-    def all_facts(self) -> list[str]:
+    def all_facts(self) -> builtins.list[str]:  # `list` here is the method above
         """Every saved fact, user scope first."""
         return [fact for scope in SCOPES for fact in self.list(scope)]
 
@@ -196,7 +197,7 @@ class MemoryFiles:
                 sections.append(f"### {titles[scope]}\n{bullets}")
         return "\n\n".join(sections)
 
-    def _read_lines(self, scope: Scope) -> list[str]:
+    def _read_lines(self, scope: Scope) -> builtins.list[str]:
         try:
             text = self.path(scope).read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
@@ -207,7 +208,7 @@ class MemoryFiles:
 def check_scope(scope: str) -> Scope:
     if scope not in SCOPES:
         raise ValueError(f"Unknown memory scope {scope!r}; use 'user' or 'workspace'.")
-    return scope  # type: ignore[return-value]
+    return scope
 
 
 def is_fact(line: str) -> bool:

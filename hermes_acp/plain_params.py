@@ -19,7 +19,7 @@ reader to the schema's answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,7 @@ class NoParams:
 Check = Callable[[Any], bool]
 
 
-def _object(value: Any, required: dict[str, Check], optional: dict[str, Check] | None = None) -> bool:
+def _object(value: Any, required: Mapping[str, Check], optional: Mapping[str, Check] | None = None) -> bool:
     """An object with every required key, each passing its check, no key the schema does
     not name, optional keys null or passing theirs, and `_meta` an object or null."""
     optional = optional or {}

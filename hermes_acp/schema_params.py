@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
@@ -18,7 +18,17 @@ from pydantic import BaseModel, ValidationError
 from hermes_acp.session.errors import INVALID_PARAMS
 
 Params = dict[str, Any]
-ParamsModel = type[BaseModel] | Callable[[Params], type[BaseModel]]
+
+
+class ParamsValidator(Protocol):
+    """A pydantic model class, or a class shaped like one (`hello.InitializeParams`)."""
+
+    def model_validate(self, obj: Any, /) -> Any: ...
+
+
+# The method table's entry: picks the validator from the params (some methods have several
+# shapes) and, for the SDK's models, imports the schema only when a request needs it.
+ParamsModel = Callable[[Params], ParamsValidator]
 
 
 def schema_model(name: str) -> Callable[[Params], type[BaseModel]]:
@@ -37,7 +47,7 @@ def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:
         params = {}
     if not isinstance(params, dict):
         raise RequestError(INVALID_PARAMS, "Invalid params: params must be an object", {"field": "params"})
-    cls = model if isinstance(model, type) else model(params)
+    cls = model(params)
     try:
         return cls.model_validate(params), params
     except ValidationError as exc:

@@ -310,6 +310,10 @@ class AcpServer:
         )
 
     async def fork_session(self, request: schema.ForkSessionRequest | PlacementParams, raw: Params) -> Params:
+        if request.session_id is None:  # its reader requires one; the type is shared with session/new
+            raise RequestError(
+                INVALID_PARAMS, "Invalid params: sessionId: required", {"fields": ["sessionId"]}
+            )
         return self._then_warm_http(await self.sessions.fork_session(request.session_id, _placement(request)))
 
     async def list_sessions(self, request: schema.ListSessionsRequest | ListQuery, raw: Params) -> Params:

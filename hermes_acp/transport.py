@@ -196,8 +196,9 @@ class LineTransport:
         if self._reading is None:
             self._reading = asyncio.ensure_future(self._read_line())
         stopped = asyncio.ensure_future(self._stop.wait())
+        either: set[asyncio.Future[Any]] = {self._reading, stopped}
         try:
-            await asyncio.wait({self._reading, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
         if not self._reading.done():

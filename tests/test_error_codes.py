@@ -3,22 +3,45 @@
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 
 import pytest
 
-from hermes_acp.session.errors import CODES, INTERNAL_ERROR, INVALID_PARAMS, error_response
+import hermes_core.errors
+from hermes_acp.session.error_codes import CODES, error_response
+from hermes_acp.session.errors import INTERNAL_ERROR, INVALID_PARAMS
 from hermes_acp.session.options import InvalidOption
 from hermes_core.config import ConfigError
 from hermes_core.errors import HermesError, InvalidInput
 from hermes_core.providers.base import ErrorKind, ProviderError
-from hermes_core.shell.lexer import ShellSyntaxError
+from hermes_core.shell.tokens import ShellSyntaxError
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("name", list(CODES))
-def test_every_row_of_the_table_names_a_family_of_the_hierarchy(name: str) -> None:
-    module, _, qualname = name.rpartition(".")
-    family = getattr(importlib.import_module(module), qualname)
-    assert issubclass(family, HermesError)
+def _families_drawn_in_the_hierarchy() -> dict[str, str]:
+    """core/errors.py's drawing of the hierarchy: family name -> the file it names (or "")."""
+    drawn = {}
+    for line in (hermes_core.errors.__doc__ or "").splitlines():
+        if match := re.match(r"\s*[├└]── (\w+)\s+(core/\S+\.py)?", line):
+            drawn[match[1]] = match[2] or ""
+    return drawn
+
+
+def test_the_table_has_a_row_for_every_family_the_hierarchy_draws() -> None:
+    drawn = _families_drawn_in_the_hierarchy()
+    assert len(drawn) >= 6
+    assert {family.__name__ for family in CODES} == {*drawn, "HermesError"}
+
+
+@pytest.mark.parametrize(
+    ("family", "path"), [(f, p) for f, p in _families_drawn_in_the_hierarchy().items() if p]
+)
+def test_each_family_lives_in_the_file_the_hierarchy_names(family: str, path: str) -> None:
+    module = "hermes_core" + path.removeprefix("core").removesuffix(".py").replace("/", ".")
+    assert (ROOT / path).is_file(), f"core/errors.py names {path}, which does not exist"
+    assert issubclass(getattr(importlib.import_module(module), family), HermesError)
 
 
 def test_a_bad_option_names_its_field_as_invalid_params() -> None:

@@ -230,3 +230,30 @@ async def test_saved_facts_render_in_the_next_sessions_prompt(
     assert after.index("Answer in French") < after.index("Build with `just build`")
     assert str((tmp_path / "project").resolve()) in after
     assert after == prompt()
+
+
+def test_a_saved_fact_and_a_workspace_write_are_both_synced_file_and_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One atomic write for memory and the workspace: after a crash the file holds the old
+    text or the new, and the rename that put the new one there is on disk too."""
+    import os
+    import stat
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append("directory" if stat.S_ISDIR(os.fstat(fd).st_mode) else "file")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    (tmp_path / "project").mkdir()
+    MemoryStore(tmp_path / "memory", tmp_path / "project").add("user", "Prefers short answers")
+    assert synced == ["file", "directory"]
+    assert stat.S_IMODE((tmp_path / "memory" / "user.md").stat().st_mode) == 0o600, "the user's alone"
+
+    synced.clear()
+    WorkspaceScope(tmp_path / "project").write_bytes("notes.txt", b"kept\n")
+    assert synced == ["file", "directory"]
+    assert (tmp_path / "project" / "notes.txt").read_bytes() == b"kept\n"

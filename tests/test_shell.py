@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_core.shell.lexer import ShellSyntaxError
 from hermes_core.shell.parse import SimpleCommand, Subshell, parse_command, parse_or_empty, simple_commands
 from hermes_core.shell.programs import all_invocations, reads_code_from_stdin, unwrap, unwrapped
+from hermes_core.shell.tokens import ShellSyntaxError
 
 
 def commands(source: str) -> list[list[str]]:
@@ -203,7 +203,7 @@ def test_array_assignments_keep_their_values_out_of_the_command() -> None:
 
 
 def test_nesting_past_the_limit_is_too_deep_not_a_crash() -> None:
-    from hermes_core.shell.lexer import ShellTooDeep
+    from hermes_core.shell.tokens import ShellTooDeep
 
     for source in (
         "(" * 5000 + "ls" + ")" * 5000,

@@ -34,7 +34,6 @@ from hermes_core.command_rules.words import (
     split_options,
     writes_file,
 )
-from hermes_core.shell.lexer import Redirect, ShellTooDeep, Word
 from hermes_core.shell.parse import (
     CommandLine,
     Pipeline,
@@ -54,6 +53,7 @@ from hermes_core.shell.programs import (
     unwrap,
     unwrapped,
 )
+from hermes_core.shell.tokens import Redirect, ShellTooDeep, Word
 
 UNPARSEABLE = "could not parse the command"
 TOO_DEEP = "command nested too deeply to check"

@@ -21,9 +21,9 @@ from hermes_core.command_rules.words import (
     split_options,
     subcommand_at,
 )
-from hermes_core.shell.lexer import Word
 from hermes_core.shell.parse import parse_or_empty
 from hermes_core.shell.programs import EXEC_ACTIONS, Invocation, all_invocations, interpreter_family
+from hermes_core.shell.tokens import Word
 
 _SYSTEM_DIRS = names(
     "/bin /boot /dev /etc /home /lib /lib32 /lib64 /libx32 /media /mnt /opt /proc /root /run /sbin "

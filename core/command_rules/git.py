@@ -11,8 +11,8 @@ import os
 import re
 
 from hermes_core.command_rules.words import GIT_VALUE_OPTIONS, Roots, has_option, names
-from hermes_core.shell.lexer import Word
 from hermes_core.shell.programs import Invocation
+from hermes_core.shell.tokens import Word
 
 # `git -c key=value`: keys that cannot make git run anything.
 _GIT_SAFE_CONFIG = re.compile(

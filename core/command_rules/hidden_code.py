@@ -13,7 +13,6 @@ import re
 
 from hermes_core.command_rules.inline_code import awk_is_harmless, script_is_harmless, sed_is_harmless
 from hermes_core.command_rules.words import Roots, computed_or_outside, has_option, outside, split_words
-from hermes_core.shell.lexer import Redirect, Word
 from hermes_core.shell.programs import (
     ASSIGNMENT,
     CODE_OPTIONS,
@@ -21,6 +20,7 @@ from hermes_core.shell.programs import (
     Invocation,
     interpreter_family,
 )
+from hermes_core.shell.tokens import Redirect, Word
 
 # Variables through which a program loads other code than the one named: they ask.
 _LOADER_VARIABLES = re.compile(

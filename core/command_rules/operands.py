@@ -22,8 +22,8 @@ from hermes_core.command_rules.words import (
     short_letters,
     split_words,
 )
-from hermes_core.shell.lexer import Word
 from hermes_core.shell.programs import Invocation, interpreter_family
+from hermes_core.shell.tokens import Word
 
 _DELETERS = frozenset(
     {"rm", "rmdir", "unlink", "srm", "rimraf", "del", "del-cli", "trash", "trash-put", "wipe"}

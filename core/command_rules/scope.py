@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from hermes_core.command_rules.disasters import ELEVATORS
 from hermes_core.command_rules.operands import RISKY_PROGRAMS, rm_flags
 from hermes_core.command_rules.words import names, short_flags, subcommand_at, writes_file
-from hermes_core.shell.lexer import ShellSyntaxError, Word
 from hermes_core.shell.parse import CommandLine, Subshell
 from hermes_core.shell.programs import (
     ASSIGNMENT,
@@ -23,6 +22,7 @@ from hermes_core.shell.programs import (
     interpreter_family,
     unwrap,
 )
+from hermes_core.shell.tokens import ShellSyntaxError, Word
 
 # Programs whose first operand is a subcommand: `git status` -> "git status".
 _SUBCOMMAND_PROGRAMS = names(

@@ -10,8 +10,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from hermes_core.shell.lexer import Redirect, Word
 from hermes_core.shell.programs import Invocation
+from hermes_core.shell.tokens import Redirect, Word
 
 
 def names(text: str) -> frozenset[str]:

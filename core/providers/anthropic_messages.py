@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,7 +78,7 @@ class AnthropicMessagesProvider(SdkProvider):
             params["thinking"] = {"type": "enabled", "budget_tokens": budget}
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[base.StreamItem, None]:
         response = await self.open_stream("/v1/messages", self.params(request), ORDER)
         events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         blocks: dict[int, _Block] = {}

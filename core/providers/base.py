@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal, Protocol
@@ -193,7 +193,7 @@ class Provider(Protocol):
     model: str
     api_mode: str  # "chat_completions" | "anthropic_messages" | "responses"
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]: ...
+    def stream(self, request: ModelRequest) -> AsyncGenerator[StreamItem, None]: ...
 
     async def list_models(self) -> list[str]: ...
 

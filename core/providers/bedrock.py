@@ -16,7 +16,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,11 +84,11 @@ class BedrockConverseProvider(SdkProvider):
 
     async def client(self, service: str = "bedrock-runtime") -> Any:
         if service not in self._clients:
-            made = await asyncio.to_thread(self._make_client, service)
+            made = await asyncio.to_thread(self._make_service_client, service)
             self._clients.setdefault(service, made)
         return self._clients[service]
 
-    def _make_client(self, service: str) -> Any:
+    def _make_service_client(self, service: str) -> Any:
         try:
             import boto3
             from botocore.config import Config
@@ -147,7 +147,7 @@ class BedrockConverseProvider(SdkProvider):
         messages = to_converse_messages(request.messages)
         return {"modelId": cleaned["modelId"], "messages": messages, **cleaned}  # the order boto3 sends
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[base.StreamItem, None]:
         client = await self.client()
         reader = _StreamReader(client, self.params(request), provider=self.name)
         blocks: dict[int, _Block] = {}

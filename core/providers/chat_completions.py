@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,7 +151,7 @@ class ChatCompletionsProvider(SdkProvider):
     def _is_openai(self) -> bool:
         return self.base_url is None or "api.openai.com" in self.base_url
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[base.StreamItem, None]:
         response = await self.open_stream("/chat/completions", self.params(request), ORDER)
         events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []

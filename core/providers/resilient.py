@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 
@@ -129,7 +129,7 @@ class ResilientModel:
             delay = max(delay, retry_after)
         return min(delay, self.cap_delay)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ResilientItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ResilientItem, None]:
         text, thought = _Echo(), _Echo()
         last_error: ProviderError | None = None
         spent = _Recoveries()
@@ -174,8 +174,8 @@ class ResilientModel:
                         yield status
                         continue
                     if error.kind is ErrorKind.CONTEXT_OVERFLOW:
-                        if (status := self._learn_context_limit(provider, error)) is not None:
-                            yield status
+                        if (learned := self._learn_context_limit(provider, error)) is not None:
+                            yield learned
                         raise
                     logger.info("%s failed (%s): %s", _label(provider), error.kind, error)
                     if not error.retryable or attempt >= self.max_retries:

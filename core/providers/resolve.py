@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import urlparse
 
 from hermes_core.config import ApiMode, Settings
 from hermes_core.providers.base import Provider
 from hermes_core.providers.limits import ContextLimits
 
+API_MODES: tuple[ApiMode, ...] = get_args(ApiMode)
 OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
 OPENROUTER_HEADERS = {"HTTP-Referer": "https://github.com/hermes-acp/hermes-acp", "X-Title": "hermes-acp"}
 
 
 def resolve_api_mode(provider: str, base_url: str | None, explicit: str | None) -> ApiMode:
     """explicit > the provider's name > the base URL's shape > chat_completions."""
-    if explicit in ("chat_completions", "anthropic_messages", "responses", "bedrock_converse"):
+    if explicit in API_MODES:
         return explicit
     if provider == "bedrock":
         return "bedrock_converse"

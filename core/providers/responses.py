@@ -3,7 +3,7 @@ reasoning items included, so the model keeps its train of thought across tool ca
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from hermes_core.events import TextDelta, ThoughtDelta
@@ -78,7 +78,7 @@ class ResponsesProvider(SdkProvider):
             params["include"] = ["reasoning.encrypted_content"]
         return params
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[base.StreamItem]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[base.StreamItem, None]:
         response = await self.open_stream("/responses", self.params(request), ORDER)
         events = json_batches(response, stale_seconds=self.stale_seconds, provider=self.name)
         text: list[str] = []

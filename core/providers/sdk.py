@@ -152,7 +152,7 @@ def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
     Callers must not mutate what it returns."""
     memo = message.memo
     if memo is not None and key in memo:  # the common case, kept to a lookup
-        return memo[key]  # type: ignore[no-any-return]
+        return memo[key]
     return message.memoised(key, lambda m: clean(convert(m)))
 
 
@@ -186,7 +186,7 @@ def encoded_form(message: Message, key: Any, items: list[Any]) -> list[bytes]:
     kept on the message beside its wire form (`Message.memoised`, same invalidation)."""
     memo = message.memo
     if memo is not None and key in memo:
-        return memo[key]  # type: ignore[no-any-return]
+        return memo[key]
     return message.memoised(key, lambda _: [dumps(item) for item in items])
 
 

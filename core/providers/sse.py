@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
@@ -415,7 +415,7 @@ async def drain(events: AsyncIterator[Any]) -> None:
                 pass
 
 
-async def _drain(chunks: AsyncIterator[bytes]) -> None:
+async def _drain(chunks: AsyncIterable[object]) -> None:
     with suppress(Exception):  # the answer is complete; a failing tail changes nothing
         async with asyncio.timeout(DRAIN_SECONDS):
             async for _ in chunks:

@@ -4,87 +4,23 @@
 The lexer keeps what a word will run (its substitutions) apart from what it says, so
 `echo "rm -rf /"` is an argument while `echo "$(rm -rf /)"` is a command, and it notes
 what the shell will do to each word before a program sees it (its expansions).
-`hermes_core.shell.parse` builds commands from these tokens.
+The tokens are `hermes_core.shell.tokens`; `hermes_core.shell.parse` builds commands from them.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-from hermes_core.errors import InvalidInput
-
-
-class ShellSyntaxError(InvalidInput):
-    """The command could not be read (an unclosed quote, parenthesis or substitution)."""
-
-
-class ShellTooDeep(ShellSyntaxError):
-    """Substitutions or parentheses nested deeper than the reader follows."""
-
-
-MAX_PARSE_DEPTH = 48  # parentheses and `${…}`/`$((…))` nested deeper than this are not read
-
-
-@dataclass(slots=True)
-class Word:
-    text: str  # quotes removed; substitutions kept as written
-    subs: list[str] = field(default_factory=list)  # command text of each $(…), `…`, <(…), >(…)
-    quoted: bool = False
-    # What the shell will do to the word before a program sees it: "parameter", "command",
-    # "arithmetic", "ansi-c", "glob", "brace", "tilde", "process". Empty: the text is exact.
-    expansions: set[str] = field(default_factory=set)
-
-    @property
-    def literal(self) -> bool:
-        """Whether the program receives exactly `text` (nothing expanded, split or globbed)."""
-        return not self.expansions
-
-
-@dataclass(slots=True)
-class Operator:
-    text: str
-    body: str | None = None  # the here-document of `<<` / `<<-`
-
-
-@dataclass(slots=True)
-class Redirect:
-    op: str
-    target: Word
-    body: str | None = None  # the here-document of `<<` / `<<-`
-
-    @property
-    def writes(self) -> bool:
-        """Whether it sends output to its target (`>`, `>>`, `&>`, `<>`, …)."""
-        return self.op in _OUTPUT_REDIRECTS
-
-
-_OPERATORS = (
-    "&&",
-    "||",
-    ";;",
-    "|&",
-    "&>>",
-    "&>",
-    ">>",
-    ">|",
-    ">&",
-    "<<<",
-    "<<-",
-    "<<",
-    "<&",
-    "<>",
-    ";",
-    "|",
-    "&",
-    "(",
-    ")",
-    "<",
-    ">",
+from hermes_core.shell.tokens import (
+    MAX_PARSE_DEPTH,
+    OPERATORS,
+    Operator,
+    ShellSyntaxError,
+    ShellTooDeep,
+    Word,
 )
-_OPERATOR_START = frozenset(o[0] for o in _OPERATORS)
-REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", "<", ">"})
-_OUTPUT_REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<>", ">"})
+
+_OPERATOR_START = frozenset(o[0] for o in OPERATORS)
 _WORD_END = frozenset(" \t\n;&|()<>")
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "a": "\a"}
 
@@ -125,15 +61,15 @@ class _Lexer:
                 end = self._skip_paren(self.i + 2)
                 self.tokens.append(Word(s[self.i : end], [s[self.i + 2 : end - 1]], expansions={"process"}))
                 self.i = end
-            elif c in _OPERATOR_START and (op := next(o for o in _OPERATORS if s.startswith(o, self.i))):
+            elif c in _OPERATOR_START and (op := next(o for o in OPERATORS if s.startswith(o, self.i))):
                 self._operator(op)
             else:
                 word = self._word()
                 is_fd = word.text.isdigit() and not word.quoted and s[self.i : self.i + 1] in ("<", ">")
                 if not is_fd:  # `2>` redirects stderr; the 2 is no argument
                     self.tokens.append(word)
-        for op, _, _ in self.heredocs:  # a here-document the command never finished
-            op.body = ""
+        for unfinished, _, _ in self.heredocs:  # a here-document the command never finished
+            unfinished.body = ""
         return self.tokens
 
     def _operator(self, op: str) -> None:
@@ -212,7 +148,7 @@ class _Lexer:
 
     def expanded_substitutions(self) -> list[str]:
         """The substitutions in text where quotes mean nothing (a here-document body)."""
-        s, subs = self.s, []
+        s, subs = self.s, list[str]()
         i = 0
         while i < len(s):
             if s[i] == "\\":

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hermes_core.shell.lexer import (
+from hermes_core.shell.lexer import tokenize
+from hermes_core.shell.tokens import (
     MAX_PARSE_DEPTH,
     REDIRECTS,
     Operator,
@@ -20,7 +21,6 @@ from hermes_core.shell.lexer import (
     ShellSyntaxError,
     ShellTooDeep,
     Word,
-    tokenize,
 )
 
 if TYPE_CHECKING:

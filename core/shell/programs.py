@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from hermes_core.shell.lexer import Word
 from hermes_core.shell.parse import Script, SimpleCommand, parse_or_empty, simple_commands
+from hermes_core.shell.tokens import Word
 
 
 def _names(text: str) -> frozenset[str]:
@@ -267,9 +267,9 @@ def _wrapped(invocation: Invocation, nested: list[Nested]) -> list[Word]:
         i = 0
         while i < len(args) and texts[i].startswith(("-", "+")) and texts[i] not in ("-", "--"):
             if not texts[i].startswith("--") and "c" in texts[i][1:]:
-                code = after_options(args[i + 1 :], _VALUE_OPTIONS)
-                if code:
-                    nested.append(code[0].text)
+                after = after_options(args[i + 1 :], _VALUE_OPTIONS)
+                if after:
+                    nested.append(after[0].text)
                 return []
             i += 2 if texts[i] in _VALUE_OPTIONS else 1
     return []
@@ -338,5 +338,5 @@ def all_invocations(script: Script, depth: int = 0) -> Iterator[Invocation]:
         invocations, nested = unwrap(command.words)
         yield from invocations
         for item in nested:
-            inner = parse_or_empty(item) if isinstance(item, str) else [[SimpleCommand(list(item))]]
+            inner: Script = parse_or_empty(item) if isinstance(item, str) else [[SimpleCommand(list(item))]]
             yield from all_invocations(inner, depth + 1)

@@ -349,7 +349,9 @@ class WriteQueue:
             counts = Counter(persister for persister, _ in batch)
             try:
                 stores = {persister: await self._store_of(persister) for persister in counts}
-                runnable = [(stores[p], p.session_id, write) for p, write in batch if stores[p] is not None]
+                runnable = [
+                    (store, p.session_id, write) for p, write in batch if (store := stores[p]) is not None
+                ]
                 await asyncio.to_thread(_apply, runnable)
             finally:
                 for persister, count in counts.items():

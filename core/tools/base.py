@@ -113,12 +113,13 @@ class Tool(ABC, Generic[Args]):
     (its lines joined by spaces), and the model of its arguments is the `Args` it names:
     `class ReadFileTool(Tool[ReadFileArgs])`."""
 
-    name: ClassVar[str]
-    description: ClassVar[str]
+    # Set by each class, or per instance where one class serves many tools (an MCP server's).
+    name: str
+    description: str
+    kind: ToolKind
+    needs_approval: bool = False  # edits and commands
+    read_only: bool = True  # offered in plan mode; runs concurrently with other reads
     args_model: ClassVar[type[BaseModel]]
-    kind: ClassVar[ToolKind]
-    needs_approval: ClassVar[bool] = False  # edits and commands
-    read_only: ClassVar[bool] = True  # offered in plan mode; runs concurrently with other reads
     interactive: ClassVar[bool] = False  # always runs alone, in order
     # One "always" answer covers every tool of the group ("edits": writes and patches alike).
     approval_group: ClassVar[str | None] = None

@@ -43,12 +43,14 @@ class AcpApprover:
             log.warning("permission request for %s failed (%s); rejecting", request.call_id, exc)
             return Decision.REJECT_ONCE
         outcome = response.get("outcome") if isinstance(response, dict) else None
-        kind = outcome.get("outcome") if isinstance(outcome, dict) else None
+        if not isinstance(outcome, dict):
+            outcome = {}
+        kind = outcome.get("outcome")
         if kind == "cancelled":
             return Decision.CANCELLED
         if kind == "selected":
             option_id = outcome.get("optionId")
-            if option_id in offered:
+            if isinstance(option_id, str) and option_id in offered:
                 return _DECISIONS[option_id]
             log.warning(
                 "client chose option %r for %s, which was not offered (%s); rejecting",

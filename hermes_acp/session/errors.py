@@ -1,7 +1,8 @@
 """The JSON-RPC errors the session layer answers with, and their messages.
 
-An exception becomes an error response through `error_response`, which reads its code
-from `CODES`: one row per family of core/errors.py's hierarchy.
+An exception becomes an error response through `error_codes.error_response`; this module
+loads none of the engine's error families, so start-up and the terminal client can have the
+codes alone.
 """
 
 from __future__ import annotations
@@ -23,20 +24,6 @@ INTERNAL_ERROR = -32603
 SESSION_NOT_FOUND = -32002
 ALREADY_RUNNING = "a prompt is already running in this session; cancel it first"
 
-# Family -> (JSON-RPC code, whether the user must read it). The first family in the
-# exception's MRO wins. Keyed by name so this module loads none of the families' modules
-# (the store, the providers): the terminal client imports it for the codes alone.
-CODES: dict[str, tuple[int, bool]] = {
-    "hermes_core.config.ConfigError": (INTERNAL_ERROR, True),  # the user must fix the config
-    "hermes_core.errors.InvalidInput": (INVALID_PARAMS, False),  # the request carried it
-    "hermes_core.providers.base.ProviderError": (INTERNAL_ERROR, False),
-    "hermes_core.workspace.WorkspaceError": (INTERNAL_ERROR, False),
-    "hermes_core.store.schema.StoreError": (INTERNAL_ERROR, False),
-    "hermes_core.errors.ToolFailed": (INTERNAL_ERROR, False),
-    "hermes_core.errors.HermesError": (INTERNAL_ERROR, False),
-}
-UNEXPECTED = (INTERNAL_ERROR, False)  # anything else: a bug
-
 
 def protocol_error(code: int, message: str, data: Any = None) -> RequestError:
     return RequestError(code, message, data)
@@ -47,24 +34,6 @@ def user_error(code: int, message: str, data: dict[str, Any] | None = None) -> R
     show only `error.data.details`, so the message is there too; and it goes to the log."""
     log.error("%s", message)
     return RequestError(code, message, {**(data or {}), "details": message})
-
-
-def error_response(exc: BaseException, prefix: str = "", data: dict[str, Any] | None = None) -> RequestError:
-    """The error response for an exception, its code from `CODES`; `prefix` says what failed.
-    An exception naming the request field at fault (`field`) names it in `data`."""
-    code, for_user = next(
-        (CODES[name] for name in map(_qualified_name, type(exc).__mro__) if name in CODES), UNEXPECTED
-    )
-    field = getattr(exc, "field", None)
-    data = {**(data or {}), **({"field": field} if isinstance(field, str) else {})}
-    message = f"{prefix}{exc}"
-    if for_user:
-        return user_error(code, message, data)
-    return protocol_error(code, message, data or None)
-
-
-def _qualified_name(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 def not_found(session_id: str) -> RequestError:

@@ -18,13 +18,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import say, send_updates
+from hermes_acp.session.error_codes import error_response
 from hermes_acp.session.errors import (
     ALREADY_RUNNING,
     AUTH_REQUIRED,
     INVALID_PARAMS,
     INVALID_REQUEST,
     auth_help,
-    error_response,
     not_found,
     protocol_error,
     user_error,

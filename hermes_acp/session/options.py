@@ -248,7 +248,7 @@ class SessionControls:
         try:
             config_id, new_value = parse_change(self.options(session), config_id, value)
         except InvalidOption as exc:
-            from hermes_acp.session.errors import error_response
+            from hermes_acp.session.error_codes import error_response
 
             raise error_response(exc, data={"valid": exc.valid} if exc.valid else None) from exc
         if config_id == MODE_OPTION:

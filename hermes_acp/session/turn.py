@@ -22,12 +22,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import say, send_updates
-from hermes_acp.session.errors import (
-    INVALID_PARAMS,
-    error_response,
-    not_found,
-    protocol_error,
-)
+from hermes_acp.session.error_codes import error_response
+from hermes_acp.session.errors import INVALID_PARAMS, not_found, protocol_error
 from hermes_acp.session.records import close_cards
 from hermes_acp.session.state import ClientProfile, QueuedPrompt, Session, Turn
 
@@ -315,8 +311,7 @@ def _plain_text(blocks: list[dict[str, Any]]) -> str:
 async def _with_sandbox_notice(session: Session, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
     """The turn's events, after a notice (once per session) when the command sandbox cannot start."""
     sandbox = getattr(session.agent.workspace, "sandbox", None)
-    notice = sandbox.notice if sandbox is not None else None
-    if notice:
+    if sandbox is not None and (notice := sandbox.notice):
         sandbox.notice = None  # said once per session
         from hermes_core.events import Status
 

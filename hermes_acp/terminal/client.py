@@ -50,7 +50,8 @@ class TerminalClient:
             return None
         if method == "session/request_permission" and isinstance(params, dict):
             call_id = (params.get("toolCall") or {}).get("toolCallId")
-            return await self.approver.decide(params, self.calls.get(call_id, {}))
+            call = self.calls.get(call_id, {}) if isinstance(call_id, str) else {}
+            return await self.approver.decide(params, call)
         if is_notification:
             return None
         raise RequestError.method_not_found(method)

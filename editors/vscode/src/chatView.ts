@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import type { FromView, ToView } from "./protocol";
+import { mergeChunks, ViewHistory } from "./viewHistory";
 
 /** The chat webview in the activity bar. Messages posted before it is ready wait in order. */
 export class ChatView implements vscode.WebviewViewProvider {
@@ -8,7 +9,7 @@ export class ChatView implements vscode.WebviewViewProvider {
   private view: vscode.WebviewView | undefined;
   private ready = false;
   private backlog: ToView[] = [];
-  private readonly history: ToView[] = [];
+  private readonly history = new ViewHistory();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -20,7 +21,7 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.view = view;
     this.ready = false;
     // A re-created view starts empty: it gets the thread so far again.
-    this.backlog = [...this.history];
+    this.backlog = this.history.replay();
     view.webview.options = { enableScripts: true, localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, "dist"), vscode.Uri.joinPath(this.extensionUri, "media")] };
     view.webview.html = this.html(view.webview);
     view.webview.onDidReceiveMessage((message: FromView) => {
@@ -82,10 +83,7 @@ export class ChatView implements vscode.WebviewViewProvider {
 
   private flush(): void {
     for (const message of this.outgoing.splice(0)) {
-      if (message.type === "clear") {
-        this.history.length = 0;
-      }
-      this.history.push(message);
+      this.history.add(message);
       if (this.view && this.ready) {
         void this.view.webview.postMessage(message);
       } else {
@@ -139,28 +137,4 @@ export class ChatView implements vscode.WebviewViewProvider {
 </body>
 </html>`;
   }
-}
-
-const TEXT_CHUNKS = new Set(["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]);
-
-/**
- * Appends `next` to `last` when both are text chunks of the same message (same kind, same
- * messageId, no `_meta`), so the view renders them as it would have one after the other.
- */
-export function mergeChunks(last: ToView, next: ToView): boolean {
-  if (last.type !== "update" || next.type !== "update") return false;
-  const a = last.update;
-  const b = next.update;
-  if (!TEXT_CHUNKS.has(a.sessionUpdate) || a.sessionUpdate !== b.sessionUpdate) return false;
-  if (!("content" in a) || !("content" in b) || a._meta || b._meta) return false;
-  const aContent = a.content as { type: string; text?: string };
-  const bContent = b.content as { type: string; text?: string };
-  if (aContent.type !== "text" || bContent.type !== "text") return false;
-  const aId = (a as { messageId?: string | null }).messageId ?? null;
-  const bId = (b as { messageId?: string | null }).messageId ?? null;
-  if (aId !== bId) return false;
-  // A status line (retrying …) arrives as its own thought chunk and is shown apart.
-  if (a.sessionUpdate === "agent_thought_chunk" && (/^\s*_[^\n]+_\s*$/.test(aContent.text ?? "") || /^\s*_[^\n]+_\s*$/.test(bContent.text ?? ""))) return false;
-  last.update = { ...a, content: { ...aContent, text: (aContent.text ?? "") + (bContent.text ?? "") } } as typeof a;
-  return true;
 }

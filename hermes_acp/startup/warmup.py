@@ -16,7 +16,7 @@ SCHEMA = "acp.schema"
 
 # What the first session/new imports; loaded by the warm-up thread after initialize.
 # Not the SDK's schema (330-630 ms, +8-24 MB): plainly valid requests are read without
-# it (hermes_acp/plain_params.py); `schema_ready` imports it when one is not.
+# it (plain_params.py); `schema_ready` imports it when one is not.
 WARM_MODULES = (
     "hermes_core.agent",
     "hermes_core.store.sessions",
@@ -26,7 +26,7 @@ WARM_MODULES = (
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",
     "hermes_acp.bridge.workspace",
-    "hermes_acp.plain_params",
+    "hermes_acp.startup.plain_params",
     "hermes_acp.session.manager",
     "hermes_acp.session.slash.menu",
 )

@@ -11,13 +11,12 @@ server, registers the `acp` package in `sys.modules` with its
 `__path__` but without running its `__init__`. Submodules (`acp.connection`,
 `acp.schema`) import as usual. The first lookup of a name the package's `__init__`
 defines (`acp.PROTOCOL_VERSION`, `from acp import Agent`) runs the real `__init__`
-then, so every reader still sees the whole package (core/lazy_package.py, which the
-openai SDK's client goes through too).
+then, so every reader still sees the whole package (lazy_package.py).
 """
 
 from __future__ import annotations
 
-from hermes_core.lazy_package import defer_package_init as defer
+from hermes_acp.startup.lazy_package import defer_package_init as defer
 
 SDK_PACKAGE = "acp"
 

@@ -36,8 +36,8 @@ class Warmup:
     """Imports what the first session and the first prompt need, in a thread: the session
     modules once the initialize response is out and the input goes on (a client that only
     wanted the hello ends first: early_hello.input_ends_next), then, once a session opens,
-    what a model call needs (httpx2 and its TLS context, ~0.15 s; no provider SDK is on
-    that path any more: core/providers/http.py). Start-up does not pay for them, and a
+    what a model call needs (httpx2, and its TLS context for an https endpoint, ~0.15 s;
+    no provider SDK is on that path any more: core/providers/http.py). Start-up does not pay for them, and a
     prompt sent with its session/new waits only for what is left of them.
 
     Session creation waits for the module imports and a turn for the HTTP ones, so the
@@ -95,18 +95,22 @@ class Warmup:
 
 
 def _import_provider_sdk() -> None:
-    """Import what a model call needs (httpx2, its TLS context: ~0.1 s), and the module
-    of the configured API shape."""
-    from hermes_core.providers.http import ssl_context
+    """Import what a model call needs (httpx2, ~0.05 s) and the module of the configured
+    API shape; make the TLS context (the system's certificates, ~0.05-0.15 s of CPU) only
+    for an endpoint that speaks TLS: a plain-http one (a local model) never needs it."""
+    import httpx2  # noqa: F401
 
-    ssl_context()
     from hermes_core.config import load_settings
-    from hermes_core.providers.resolve import provider_module
+    from hermes_core.providers.resolve import provider_module, speaks_tls
 
     try:
         settings = load_settings()
     except Exception:
         return
+    if speaks_tls(settings):
+        from hermes_core.providers.http import ssl_context
+
+        ssl_context()
     provider_module(settings)
 
 

@@ -61,6 +61,7 @@ class Warmup:
         threading.Thread(target=self._run, args=(loop,), name="hermes-acp-warmup", daemon=True).start()
 
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        threading.Thread(target=_probe_sandbox, name="hermes-acp-probe", daemon=True).start()
         try:
             for module in WARM_MODULES:
                 importlib.import_module(module)
@@ -92,6 +93,21 @@ class Warmup:
         if self._schema is None:
             self._schema = asyncio.ensure_future(asyncio.to_thread(importlib.import_module, SCHEMA))
         await asyncio.shield(self._schema)  # one waiter cancelled does not cancel the import
+
+
+def _probe_sandbox() -> None:
+    """bwrap's once-a-process probes (a confined `true`, the cache overlays: 20-90 ms of
+    waiting on children, little CPU), run beside the imports rather than inside the first
+    session/new, which finds the answers cached (a session that names another bwrap
+    probes that one itself)."""
+    try:
+        from hermes_core.sandbox.probe import bundled_bwrap, overlays_work, probe
+
+        bwrap = bundled_bwrap()
+        if bwrap is not None and probe(bwrap).ok:
+            overlays_work(bwrap)
+    except Exception:
+        log.debug("sandbox probe in the warm-up failed", exc_info=True)
 
 
 def _import_provider_sdk() -> None:

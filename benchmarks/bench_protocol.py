@@ -214,7 +214,7 @@ async def face_alone() -> Result:
     from acp.connection import Connection
 
     from hermes_acp.bridge.events import EventTranslator
-    from hermes_acp.fd_transport import open_fd_transport
+    from hermes_acp.startup.fd_transport import open_fd_transport
     from hermes_core.events import TextDelta
 
     read_fd, write_fd = os.pipe()

@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from watchfiles import Change
+from watchfiles.main import Change  # not the package: its __init__ imports multiprocessing
 
 from hermes_core.turn_context import MAX_CHANGED_FILES, ChangeLedger, is_within, parents
 from hermes_core.watch_tree import (

@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import os
 
-from watchfiles import BaseFilter, Change, DefaultFilter
+from watchfiles.filters import BaseFilter, DefaultFilter  # not the package: see watch.py
+from watchfiles.main import Change
 
 from hermes_core.gitignore import Repository
 from hermes_core.turn_context import is_within

@@ -13,7 +13,7 @@ from hermes_acp import __version__
 if TYPE_CHECKING:
     import argparse
 
-    from hermes_acp.early_hello import Handover
+    from hermes_acp.startup import Handover
 
 TERMINAL_HINT = (
     "hermes-acp --stdio speaks ACP JSON-RPC on stdin/stdout; for a terminal chat run `hermes-acp chat`"
@@ -116,7 +116,7 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
         from hermes_acp.logs import TraceWriter
 
         tracer = TraceWriter(trace)
-    from hermes_acp.early_hello import answer_first_initialize, input_ends_next
+    from hermes_acp.startup import answer_first_initialize, input_ends_next
 
     # The first `initialize` is answered before asyncio, the SDK and even logging are imported.
     handover = answer_first_initialize(protocol_in, protocol_out, tracer, meanwhile=_import_server)
@@ -163,9 +163,8 @@ def _import_server() -> None:
     with contextlib.suppress(Exception):
         import asyncio  # noqa: F401
 
-        import hermes_acp.fd_transport
         import hermes_acp.logs
-        from hermes_acp.sdk_import import defer_package_init
+        from hermes_acp.startup import defer_package_init, open_fd_transport  # noqa: F401
 
         defer_package_init()
         import hermes_acp.server  # noqa: F401
@@ -176,9 +175,7 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Hand
     taking over from the early start: its unread input, hello and signals."""
     import asyncio
 
-    from hermes_acp.early_hello import SHUTDOWN_SIGNALS
-    from hermes_acp.fd_transport import open_fd_transport
-    from hermes_acp.sdk_import import defer_package_init
+    from hermes_acp.startup import SHUTDOWN_SIGNALS, defer_package_init, open_fd_transport
 
     defer_package_init()  # a later initialize is answered before the SDK's schema is imported
     from hermes_acp.server import AcpServer
@@ -189,7 +186,7 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Hand
     server = AcpServer(transport)
     if handover.hello is not None:  # answered already: what the server does after its own answer
         server.greeted(handover.hello)
-        server.warmup.start()
+        server.startup.greeted()
     transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
     loop = asyncio.get_running_loop()
     signals = 0

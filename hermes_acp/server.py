@@ -1,12 +1,13 @@
 """The ACP method table: what a client may call, and where each call goes.
 
 `AcpServer.requests` and `AcpServer.notifications` are the table of contents:
-method name -> (params model, handler). Plainly valid params are read without the SDK's
-schema (hermes_acp/plain_params.py; hello.py for `initialize`), so a fresh thread never
-imports it; the rest are validated with the schema's models (hermes_acp/schema_params.py,
-the schema imported in a thread when first needed), and a bad field is a -32602 that
-names it. Sessions live in the SessionManager; `session/prompt` and `session/cancel` go to
-its turn runner. The requests in flight are kept by id here, for `$/cancel_request`.
+method name -> (params model, handler); a model is named as the SDK's schema names it.
+Each request goes through the start-up layer's one door (`Startup.read`,
+hermes_acp/startup/): it waits for what the warm-up imports, and its params are read
+without the schema when they are plainly valid, else by the schema's model (a bad field
+is a -32602 naming it). Sessions live in the SessionManager; `session/prompt` and
+`session/cancel` go to its turn runner. The requests in flight are kept by id here, for
+`$/cancel_request`.
 """
 
 from __future__ import annotations
@@ -20,39 +21,32 @@ from typing import TYPE_CHECKING, Any
 
 from acp.connection import Connection
 from acp.exceptions import RequestError
-from pydantic import BaseModel
 
 from hermes_acp import __version__
-from hermes_acp.hello import (
-    PROTOCOL_VERSION,
-    ClientHello,
-    InitializeParams,
-    agent_hello,
-    auth_methods,
-    is_plain,
-)
-from hermes_acp.schema_params import ParamsModel, parse_params, schema_model
 from hermes_acp.session.errors import AUTH_REQUIRED, INTERNAL_ERROR, INVALID_PARAMS, auth_help, user_error
 from hermes_acp.session.state import ClientProfile
+from hermes_acp.startup import HELLO_MODEL, Startup, agent_hello, auth_methods
 from hermes_acp.transport import LineTransport, current_request_id
-from hermes_acp.warmup import Warmup
 
 if TYPE_CHECKING:
     from acp import schema
+    from pydantic import BaseModel
 
-    from hermes_acp.plain_params import (
+    from hermes_acp.session.manager import SessionManager
+    from hermes_acp.session.options import SetModelParams
+    from hermes_acp.session.turn import TurnRunner
+    from hermes_acp.startup import (
         AuthChoice,
+        ClientHello,
         ListQuery,
         ModeChange,
         NoParams,
+        ParamsModel,
         PlacementParams,
         PromptParams,
         RequestRef,
         SessionRef,
     )
-    from hermes_acp.session.manager import SessionManager
-    from hermes_acp.session.options import SetModelParams
-    from hermes_acp.session.turn import TurnRunner
 
 log = logging.getLogger(__name__)
 
@@ -62,19 +56,6 @@ DRAIN_SECONDS = 10.0  # how long requests in flight at end of input may take to 
 
 Params = dict[str, Any]
 Handler = Callable[[Any, Params], Awaitable[Any]]
-
-
-def _initialize_model(params: Params) -> Any:
-    """The SDK's model turns any protocolVersion into an int; the spec says it is one."""
-    version = params.get("protocolVersion")
-    if isinstance(version, bool) or not isinstance(version, int):
-        message = f"must be an integer (this agent speaks {PROTOCOL_VERSION})"
-        raise RequestError(
-            INVALID_PARAMS,
-            f"Invalid params: protocolVersion: {message}",
-            {"errors": [{"field": "protocolVersion", "message": message}], "fields": ["protocolVersion"]},
-        )
-    return InitializeParams
 
 
 def _set_model_params(params: Params) -> type[BaseModel]:
@@ -95,10 +76,28 @@ def _rewind_params(params: Params) -> type[BaseModel]:
     return RewindParams
 
 
-def _config_option_model(params: Params) -> type[BaseModel]:
+def _config_option_model(params: Params) -> str:
     if params.get("type") == "boolean":
-        return schema_model("SetSessionConfigOptionBooleanRequest")(params)
-    return schema_model("SetSessionConfigOptionSelectRequest")(params)
+        return "SetSessionConfigOptionBooleanRequest"
+    return "SetSessionConfigOptionSelectRequest"
+
+
+OPENING = frozenset({"session/load", "session/resume"})
+
+
+def session_opened(message: Params) -> str | None:
+    """The session a request opens: later requests naming it wait for its answer."""
+    params = message.get("params")
+    if message.get("method") in OPENING and isinstance(params, dict):
+        session_id = params.get("sessionId")
+        return session_id if isinstance(session_id, str) else None
+    return None
+
+
+def session_named(message: Params) -> str | None:
+    params = message.get("params")
+    session_id = params.get("sessionId") if isinstance(params, dict) else None
+    return session_id if isinstance(session_id, str) else None
 
 
 class AcpServer:
@@ -108,29 +107,31 @@ class AcpServer:
         self.connection = Connection(self.dispatch, transport, listening=False)
         self.client = ClientProfile()
         self._in_flight: set[asyncio.Task[Any]] = set()
-        self.warmup = Warmup()
+        self.startup = Startup()  # the start-up layer's one door
         self._environ = environ
+        # Which requests wait for which: the transport knows nothing of sessions.
+        transport.opens, transport.needs = session_opened, session_named
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
-            "initialize": (_initialize_model, self.initialize),
-            "authenticate": (schema_model("AuthenticateRequest"), self.authenticate),
-            "session/new": (schema_model("NewSessionRequest"), self.new_session),
-            "session/set_mode": (schema_model("SetSessionModeRequest"), self.set_mode),
+            "initialize": (HELLO_MODEL, self.initialize),
+            "authenticate": ("AuthenticateRequest", self.authenticate),
+            "session/new": ("NewSessionRequest", self.new_session),
+            "session/set_mode": ("SetSessionModeRequest", self.set_mode),
             "session/set_config_option": (_config_option_model, self.set_config_option),
-            "session/prompt": (schema_model("PromptRequest"), self.prompt),
-            "session/load": (schema_model("LoadSessionRequest"), self.load_session),
-            "session/resume": (schema_model("ResumeSessionRequest"), self.resume_session),
-            "session/fork": (schema_model("ForkSessionRequest"), self.fork_session),
-            "session/list": (schema_model("ListSessionsRequest"), self.list_sessions),
-            "session/close": (schema_model("CloseSessionRequest"), self.close_session),
-            "session/delete": (schema_model("DeleteSessionRequest"), self.delete_session),
-            "logout": (schema_model("LogoutRequest"), self.logout),
+            "session/prompt": ("PromptRequest", self.prompt),
+            "session/load": ("LoadSessionRequest", self.load_session),
+            "session/resume": ("ResumeSessionRequest", self.resume_session),
+            "session/fork": ("ForkSessionRequest", self.fork_session),
+            "session/list": ("ListSessionsRequest", self.list_sessions),
+            "session/close": ("CloseSessionRequest", self.close_session),
+            "session/delete": ("DeleteSessionRequest", self.delete_session),
+            "logout": ("LogoutRequest", self.logout),
             "_hermes/rewind": (_rewind_params, self.rewind),
             # Gone from the spec; clients from before config options still send it.
             "session/set_model": (_set_model_params, self.set_model),
         }
         self.notifications: dict[str, tuple[ParamsModel, Handler]] = {
-            "session/cancel": (schema_model("CancelNotification"), self.cancel),
-            "$/cancel_request": (schema_model("CancelRequestNotification"), self.cancel_request),
+            "session/cancel": ("CancelNotification", self.cancel),
+            "$/cancel_request": ("CancelRequestNotification", self.cancel_request),
         }
 
     @cached_property
@@ -144,7 +145,7 @@ class AcpServer:
             after_response=self.transport.after_response,
             client=self.client,
             environ=self._environ,
-            sdks_imported=self.warmup.sdks_imported,
+            sdks_imported=self.startup.sdks_imported,
         )
 
     @property
@@ -221,25 +222,8 @@ class AcpServer:
             assert task is not None
             self._in_flight.add(task)
             task.add_done_callback(self._in_flight.discard)
-        warmup = self.warmup
-        if not warmup.modules_imported.is_set() and (model is not _initialize_model or warmup.started):
-            # The warm-up thread imports the session modules: the loop never imports one
-            # half-way. Requests start in the order they came (an initialize
-            # too, once any waits). Every handler below runs after this.
-            await warmup.modules_ready()
-        if model is not _initialize_model:
-            from hermes_acp.plain_params import READERS  # imported by the warm-up: 5 ms initialize skips
-
-            reader = READERS.get(method)
-            request = reader(params if params is not None else {}) if reader else None
-            if request is not None:
-                return await handler(request, params if params is not None else {})
-            if reader is not None and isinstance(params, dict):
-                await warmup.schema_ready()  # declined: the schema decides, imported off the loop
-        elif isinstance(params, dict) and not is_plain(params) and warmup.started:
-            await warmup.schema_ready()  # an odd hello while turns may run: likewise
         try:
-            request, raw = parse_params(model, params)
+            request, raw = await self.startup.read(method, model, params)
         except RequestError:
             if is_notification:
                 log.warning("ignoring %s with invalid params: %r", method, params)
@@ -251,7 +235,7 @@ class AcpServer:
 
     async def initialize(self, request: ClientHello, raw: Params) -> Params:
         self.greeted(request)
-        self.transport.after_response(self.warmup.start)
+        self.transport.after_response(self.startup.greeted)
         return agent_hello(__version__, terminal_auth=self.client.terminal_auth)
 
     def greeted(self, hello: ClientHello) -> None:
@@ -283,7 +267,7 @@ class AcpServer:
     def _then_warm_http(self, result: Params) -> Params:
         """A session is open: what its model calls need is imported once its answer is out
         (a thread importing beside the session's own work would only slow both)."""
-        self.transport.after_response(self.warmup.want_sdk)
+        self.transport.after_response(self.startup.session_opening)
         return result
 
     async def set_mode(self, request: schema.SetSessionModeRequest | ModeChange, raw: Params) -> Params:
@@ -293,7 +277,7 @@ class AcpServer:
         return await self.sessions.set_config_option(request.session_id, request.config_id, request.value)
 
     async def prompt(self, request: schema.PromptRequest | PromptParams, raw: Params) -> Params:
-        self.warmup.want_sdk()  # its turn waits for it: never for an answer that was not written
+        self.startup.session_opening()  # its turn waits for it: never for an answer that was not written
         return await self.turns.prompt(request.session_id, list(raw["prompt"]))
 
     async def load_session(self, request: schema.LoadSessionRequest | PlacementParams, raw: Params) -> Params:

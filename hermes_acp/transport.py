@@ -1,8 +1,6 @@
-"""Newline-delimited JSON-RPC over a pair of file descriptors, surviving bad input.
-
-(Over 400 lines, for a reason: this is what every message runs, framing, checks,
-ordering and writing, around one state; split, each message would run two modules.
-Start-up wiring lives in fd_transport.py.)
+"""Newline-delimited JSON-RPC over a pair of file descriptors, surviving bad input: what
+each message runs (framing, checks, ordering) around one state. The output pipe's writer
+is pipe_writer.py; start-up wiring hermes_acp/startup/fd_transport.py.
 
 `LineTransport` is a message-level transport for `acp.connection.Connection`
 (`send(dict)`, `receive() -> dict | None`, `close()`). It answers what the
@@ -26,16 +24,17 @@ finishes. Meanwhile no client is left to answer what the server asks (a permissi
 so each such request is answered here with an error, which the server treats as a
 rejection. `stop()` (SIGTERM, SIGHUP) ends the input at once, unread lines and all.
 
-A request naming a session whose `session/load` or `session/resume` is still in
-flight is held until that answer is out, so a script may write both at once. A
-regular file is a script (`one_at_a_time`): each request waits for the answer to the
-one before, and what the server asks is refused at once, since a file cannot answer.
+A request may wait for an earlier one's answer: `opens(message)` names what a request
+holds until it is answered, `needs(message)` what a request waits for (the server sets
+both: a request naming a session whose `session/load` is in flight waits for that
+answer, so a script may write both at once). A regular file is a script
+(`one_at_a_time`): each request waits for the answer to the one before, and what the
+server asks is refused at once, since a file cannot answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import inspect
 import json
@@ -51,11 +50,12 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 NO_CLIENT = -32099  # our own answer to a request nobody is left to answer (never on the wire)
 MAX_DEPTH = 200  # no ACP message comes near; deeper input is rejected before anything recurses
-_OPENING_METHODS = frozenset({"session/load", "session/resume"})
 MAX_LINE_BYTES = 64 * 1024 * 1024  # a prompt with a few large images fits; a runaway line does not
 
 JsonRpcId = str | int | None
 AfterResponse = Callable[[], Awaitable[None] | None]
+# What a request makes later ones wait for, or waits for itself (None: nothing).
+Ordering = Callable[[dict[str, Any]], str | None]
 
 # The id of the request whose handler is running. The connection creates each
 # handler's task right after `receive()` returns its message, and a task copies the
@@ -95,7 +95,9 @@ class LineTransport:
         self.settle: Callable[[], Awaitable[None]] | None = None
         # A regular file is a script: each request is answered before the next is read.
         self.one_at_a_time = False
-        self._unanswered: dict[tuple[type, Any], str | None] = {}  # incoming request -> session opened
+        self.opens: Ordering = lambda message: None  # see the module docstring
+        self.needs: Ordering = lambda message: None
+        self._unanswered: dict[tuple[type, Any], str | None] = {}  # incoming request -> what it opens
         self._held: dict[str, Any] | None = None  # read, waiting for requests it depends on
         self._wake = asyncio.Event()  # an answer went out, or one of ours was refused
         self._asked: set[Any] = set()  # ids of our requests the client has not answered
@@ -132,7 +134,7 @@ class LineTransport:
             message, self._held = self._held, None
             request_id = message.get("id")
             if "id" in message:
-                self._unanswered[_key(request_id)] = _opened_session(message)
+                self._unanswered[_key(request_id)] = self.opens(message)
             current_request_id.set(request_id if "id" in message else None)
             return message
 
@@ -212,9 +214,8 @@ class LineTransport:
             return False
         if self.one_at_a_time:
             return True
-        params = message.get("params")
-        session_id = params.get("sessionId") if isinstance(params, dict) else None
-        return session_id is not None and session_id in self._unanswered.values()
+        needed = self.needs(message)
+        return needed is not None and needed in self._unanswered.values()
 
     async def _end_of_input(self) -> dict[str, Any] | None:
         """None once the work in flight has settled; until then, our own answers to the
@@ -380,14 +381,6 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-def _opened_session(message: dict[str, Any]) -> str | None:
-    params = message.get("params")
-    if message.get("method") in _OPENING_METHODS and isinstance(params, dict):
-        session_id = params.get("sessionId")
-        return session_id if isinstance(session_id, str) else None
-    return None
-
-
 def _no_client_error(request_id: Any) -> dict[str, Any]:
     error = {"code": NO_CLIENT, "message": "No client: the input has ended, so nobody can answer"}
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
@@ -405,55 +398,3 @@ def _valid_id(value: Any) -> bool:
 def _key(request_id: Any) -> tuple[type, Any]:
     # 1 and "1" are different ids
     return (type(request_id), request_id)
-
-
-class PipeWriter(asyncio.Protocol):
-    """The output pipe's protocol and the transport's `write`: `write()` waits while the
-    client is not reading (flow control); `close()` lets the pipe flush, briefly."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._pipe: asyncio.WriteTransport | None = None
-        self._paused = False
-        self._waiters: list[asyncio.Future[None]] = []
-        self._lost = asyncio.Event()
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._pipe = transport  # type: ignore[assignment]
-
-    def pause_writing(self) -> None:
-        self._paused = True
-
-    def resume_writing(self) -> None:
-        self._paused = False
-        self._wake()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._lost.set()
-        self._wake()
-
-    def _wake(self) -> None:
-        for waiter in self._waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._waiters.clear()
-
-    async def write(self, data: bytes) -> None:
-        assert self._pipe is not None
-        if self._pipe.is_closing():
-            raise ConnectionError("output closed")
-        self._pipe.write(data)
-        if self._paused and not self._lost.is_set():
-            waiter = self._loop.create_future()
-            self._waiters.append(waiter)
-            await waiter
-        if self._lost.is_set():
-            raise ConnectionError("output closed")
-
-    async def close(self) -> None:
-        # close() writes out what the pipe has not taken yet (the last responses) before
-        # it lets go of the fd; wait for that, a little.
-        if self._pipe is not None:
-            self._pipe.close()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._lost.wait(), 2.0)

@@ -1,4 +1,4 @@
-"""The first `initialize`, answered before the server exists (hermes_acp/early_hello.py),
+"""The first `initialize`, answered before the server exists (hermes_acp/startup/early_hello.py),
 end to end: the same bytes the server writes, whatever arrives with it or around it.
 
 The early path logs `EARLY` (debug); the server's own answer does not, so each test
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from hermes_acp import __version__
-from hermes_acp.hello import agent_hello
+from hermes_acp.startup.hello import agent_hello
 from hermes_acp.transport import MAX_LINE_BYTES
 from tests.support.acp_harness import (
     FIXTURES,
@@ -289,7 +289,7 @@ async def test_the_trace_records_the_early_answer_in_order(tmp_path: Path) -> No
 PROBE = """
 import json, os, sys
 import hermes_acp.cli, hermes_acp.logs, hermes_core.config_plain
-from hermes_acp.early_hello import answer_first_initialize
+from hermes_acp.startup.early_hello import answer_first_initialize
 
 line = open(sys.argv[1], "rb").read().strip()
 read_end, client_end = os.pipe()

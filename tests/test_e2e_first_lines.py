@@ -52,7 +52,7 @@ def _nested(depth: int) -> dict[str, Any]:
 
 
 def _odd_first(first: dict[str, Any] | bytes) -> list[dict[str, Any] | bytes]:
-    """A first line that the early answer (hermes_acp/early_hello.py) leaves to the server."""
+    """A first line that the early answer (hermes_acp/startup/early_hello.py) leaves to the server."""
     return [first, ZED_INITIALIZE]
 
 

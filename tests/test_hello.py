@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from acp.schema import InitializeRequest
 
-from hermes_acp.hello import ClientHello, InitializeParams, is_plain, read_plain
+from hermes_acp.startup.hello import ClientHello, InitializeParams, is_plain, read_plain
 from tests.support.acp_harness import FIXTURES
 
 ZED = json.loads((FIXTURES / "zed-initialize.json").read_text())["params"]

@@ -17,7 +17,7 @@ from hermes_core.providers.resolve import build_chain
 from hermes_core.config import Settings
 chain = build_chain(Settings(provider="anthropic", model="claude-sonnet-4", anthropic_api_key="k"))
 loaded_after_build = sorted(m for m in ("openai", "anthropic", "httpx2") if m in sys.modules)
-from hermes_acp.warmup import _import_provider_sdk
+from hermes_acp.startup.warmup import _import_provider_sdk
 _import_provider_sdk()
 chain[0]._make_client()
 print(json.dumps({

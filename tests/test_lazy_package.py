@@ -1,4 +1,4 @@
-"""core/lazy_package.py on packages made for the test: a package of plain re-exports
+"""hermes_acp/startup/lazy_package.py on packages made for the test: a package of plain re-exports
 resolves each name by importing only its submodule; any other package runs its
 `__init__` on the first lookup; either way a reader sees the whole package."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.lazy_package import defer_package_init, defer_package_tree
+from hermes_acp.startup.lazy_package import defer_package_init, defer_package_tree
 
 
 @pytest.fixture

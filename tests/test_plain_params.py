@@ -1,6 +1,6 @@
 """Requests read without the schema decide as the schema does, or decline.
 
-Each reader in hermes_acp/plain_params.py and the SDK's model for its method are fed
+Each reader in hermes_acp/startup/plain_params.py and the SDK's model for its method are fed
 the same generated params: valid ones of every shape, and ones that break each field
 in turn (wrong types, missing keys, unknown enum values, extra keys, aliases the SDK
 would accept). Whenever a reader accepts, the schema accepts too and the handler reads
@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from hermes_acp.plain_params import READERS
 from hermes_acp.server import AcpServer
 from hermes_acp.session.factory import Placement
 from hermes_acp.session.mcp_servers import server_configs
+from hermes_acp.startup.plain_params import READERS
+from hermes_acp.startup.schema_params import schema_model
 from hermes_acp.transport import LineTransport
 
 CWD = "/home/user/project"
@@ -109,7 +110,8 @@ TABLE = _server_table()
 def _model(method: str, params: dict[str, Any]) -> type[BaseModel]:
     """The schema model the server validates `method` with."""
     model = TABLE[method]
-    resolved: type[BaseModel] = model if isinstance(model, type) else model(params)
+    chosen = model if isinstance(model, str | type) else model(params)
+    resolved: type[BaseModel] = schema_model(chosen) if isinstance(chosen, str) else chosen
     assert resolved.__module__ == "acp.schema"
     return resolved
 
@@ -273,11 +275,12 @@ def test_what_the_schema_would_coerce_salvage_or_refuse_is_declined(
 
 def test_every_method_read_by_the_schema_has_a_reader() -> None:
     """A method validated by an `acp.schema` model without a reader would import the schema
-    for every fresh thread that calls it (initialize has its own, hermes_acp/hello.py)."""
+    for every fresh thread that calls it (initialize has its own, hermes_acp/startup/hello.py)."""
     by_schema = {method for method in TABLE if method != "initialize" and _uses_schema(TABLE[method])}
     assert by_schema == set(READERS)
 
 
 def _uses_schema(model: Any) -> bool:
-    resolved = model if isinstance(model, type) else model({})
+    chosen = model if isinstance(model, str | type) else model({})
+    resolved = schema_model(chosen) if isinstance(chosen, str) else chosen
     return bool(resolved.__module__ == "acp.schema")

@@ -9,7 +9,7 @@ import sys
 
 PROBE = """
 import json, sys
-from hermes_acp.sdk_import import defer_package_init
+from hermes_acp.startup.sdk_import import defer_package_init
 defer_package_init()  # as `hermes-acp --stdio` does before it imports the server
 import hermes_acp.server
 after_import = "acp.schema" in sys.modules

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_acp.fd_transport import open_fd_transport
+from hermes_acp.startup.fd_transport import open_fd_transport
 from hermes_acp.transport import LineTransport, current_request_id, encode
 
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 from typing import Any
 
+from hermes_acp.server import session_named, session_opened
 from hermes_acp.transport import NO_CLIENT, LineTransport
 
 
@@ -18,6 +19,8 @@ class Loopback:
             self.written.append(json.loads(data))
 
         self.transport = LineTransport(self.reader, write)
+        # the server's rule: a request naming a session being loaded waits for that answer
+        self.transport.opens, self.transport.needs = session_opened, session_named
         for line in lines:
             self.feed(line)
 

@@ -36,6 +36,35 @@ def ssl_context() -> Any:
     return httpx2.create_ssl_context()
 
 
+def tls_for(base_url: str) -> Any:
+    """The TLS context of a client for `base_url`. A plain-http endpoint (a local model)
+    gets one that loads the system's certificates only if a connection ever needs TLS
+    (a redirect to https): verified all the same, but a process that never speaks TLS
+    never pays for the trust store."""
+    if base_url.lower().startswith("http://"):
+        return _tls_on_demand()
+    return ssl_context()
+
+
+@functools.cache
+def _tls_on_demand() -> Any:
+    import ssl
+
+    class TlsOnDemand(ssl.SSLContext):
+        """Hands each TLS connection to `ssl_context()`, made on the first one."""
+
+        def set_alpn_protocols(self, protocols: Any) -> None:
+            ssl_context().set_alpn_protocols(protocols)
+
+        def wrap_socket(self, *args: Any, **kwargs: Any) -> Any:
+            return ssl_context().wrap_socket(*args, **kwargs)
+
+        def wrap_bio(self, *args: Any, **kwargs: Any) -> Any:
+            return ssl_context().wrap_bio(*args, **kwargs)
+
+    return TlsOnDemand(ssl.PROTOCOL_TLS_CLIENT)
+
+
 def make_client(base_url: str, timeout: float, headers: dict[str, str]) -> Any:
     """An httpx2 client as the SDKs made theirs (blocking: call off the event loop)."""
     import httpx2
@@ -47,7 +76,7 @@ def make_client(base_url: str, timeout: float, headers: dict[str, str]) -> Any:
         timeout=httpx2.Timeout(timeout),
         limits=httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE),
         follow_redirects=True,
-        verify=ssl_context(),
+        verify=tls_for(base_url),
     )
 
 

@@ -16,7 +16,7 @@ SCHEMA = "acp.schema"
 
 # What the first session/new imports; loaded by the warm-up thread after initialize.
 # Not the SDK's schema (330-630 ms, +8-24 MB): plainly valid requests are read without
-# it (hermes_acp/plain_params.py); `schema_ready` imports it when one is not.
+# it (plain_params.py); `schema_ready` imports it when one is not.
 WARM_MODULES = (
     "hermes_core.agent",
     "hermes_core.store.sessions",
@@ -26,7 +26,7 @@ WARM_MODULES = (
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",
     "hermes_acp.bridge.workspace",
-    "hermes_acp.plain_params",
+    "hermes_acp.startup.plain_params",
     "hermes_acp.session.manager",
     "hermes_acp.session.slash.menu",
 )
@@ -36,8 +36,8 @@ class Warmup:
     """Imports what the first session and the first prompt need, in a thread: the session
     modules once the initialize response is out and the input goes on (a client that only
     wanted the hello ends first: early_hello.input_ends_next), then, once a session opens,
-    what a model call needs (httpx2 and its TLS context, ~0.15 s; no provider SDK is on
-    that path any more: core/providers/http.py). Start-up does not pay for them, and a
+    what a model call needs (httpx2, and its TLS context for an https endpoint, ~0.15 s;
+    no provider SDK is on that path any more: core/providers/http.py). Start-up does not pay for them, and a
     prompt sent with its session/new waits only for what is left of them.
 
     Session creation waits for the module imports and a turn for the HTTP ones, so the
@@ -61,6 +61,7 @@ class Warmup:
         threading.Thread(target=self._run, args=(loop,), name="hermes-acp-warmup", daemon=True).start()
 
     def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+        threading.Thread(target=_probe_sandbox, name="hermes-acp-probe", daemon=True).start()
         try:
             for module in WARM_MODULES:
                 importlib.import_module(module)
@@ -94,19 +95,38 @@ class Warmup:
         await asyncio.shield(self._schema)  # one waiter cancelled does not cancel the import
 
 
-def _import_provider_sdk() -> None:
-    """Import what a model call needs (httpx2, its TLS context: ~0.1 s), and the module
-    of the configured API shape."""
-    from hermes_core.providers.http import ssl_context
+def _probe_sandbox() -> None:
+    """bwrap's once-a-process probes (a confined `true`, the cache overlays: 20-90 ms of
+    waiting on children, little CPU), run beside the imports rather than inside the first
+    session/new, which finds the answers cached (a session that names another bwrap
+    probes that one itself)."""
+    try:
+        from hermes_core.sandbox.probe import bundled_bwrap, overlays_work, probe
 
-    ssl_context()
+        bwrap = bundled_bwrap()
+        if bwrap is not None and probe(bwrap).ok:
+            overlays_work(bwrap)
+    except Exception:
+        log.debug("sandbox probe in the warm-up failed", exc_info=True)
+
+
+def _import_provider_sdk() -> None:
+    """Import what a model call needs (httpx2, ~0.05 s) and the module of the configured
+    API shape; make the TLS context (the system's certificates, ~0.05-0.15 s of CPU) only
+    for an endpoint that speaks TLS: a plain-http one (a local model) never needs it."""
+    import httpx2  # noqa: F401
+
     from hermes_core.config import load_settings
-    from hermes_core.providers.resolve import provider_module
+    from hermes_core.providers.resolve import provider_module, speaks_tls
 
     try:
         settings = load_settings()
     except Exception:
         return
+    if speaks_tls(settings):
+        from hermes_core.providers.http import ssl_context
+
+        ssl_context()
     provider_module(settings)
 
 

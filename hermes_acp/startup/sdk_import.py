@@ -11,17 +11,22 @@ server, registers the `acp` package in `sys.modules` with its
 `__path__` but without running its `__init__`. Submodules (`acp.connection`,
 `acp.schema`) import as usual. The first lookup of a name the package's `__init__`
 defines (`acp.PROTOCOL_VERSION`, `from acp import Agent`) runs the real `__init__`
-then, so every reader still sees the whole package (core/lazy_package.py, which the
-openai SDK's client goes through too).
+then, so every reader still sees the whole package (lazy_package.py).
 """
 
 from __future__ import annotations
 
-from hermes_core.lazy_package import defer_package_init as defer
+from hermes_acp.startup.lazy_package import defer_package_init as defer
 
 SDK_PACKAGE = "acp"
+# Also deferred: watchfiles, whose `__init__` imports its process runner and with it
+# `multiprocessing` (~15-40 ms of CPU on every session/new); the watcher imports the two
+# submodules it uses (core/watch.py).
+DEFERRED = (SDK_PACKAGE, "watchfiles")
 
 
-def defer_package_init(name: str = SDK_PACKAGE) -> None:
-    """Put the ACP SDK's package in `sys.modules` with its `__init__` not yet run."""
-    defer(name)
+def defer_package_init(*names: str) -> None:
+    """Put the ACP SDK's package (and the other DEFERRED ones, or `names`) in `sys.modules`
+    with its `__init__` not yet run."""
+    for name in names or DEFERRED:
+        defer(name)

@@ -12,8 +12,8 @@ as BetaMessage`, line after line: the SDKs' generated `types` packages) never ru
 name's lookup imports the one submodule that defines it. The anthropic SDK's client imports
 ~900 of its 2,667 type modules that way instead of all of them.
 
-Used for the ACP SDK (hermes_acp/sdk_import.py) and the provider SDKs
-(core/providers/openai_client.py, anthropic_client.py).
+Used for the ACP SDK (sdk_import.py). (It was the engine's while the provider SDKs' clients
+were imported through it; none is on a path of the server now.)
 """
 
 from __future__ import annotations

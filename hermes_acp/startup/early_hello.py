@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_acp import __version__
-from hermes_acp.hello import ClientHello, agent_hello, is_plain, read_plain
+from hermes_acp.startup.hello import ClientHello, agent_hello, is_plain, read_plain
 from hermes_acp.wire import encode
 
 FIRST_LINE_LIMIT = 64 * 1024  # an initialize is well under 1 KB; past this the server reads it

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from acp.exceptions import RequestError
 from pydantic import BaseModel, ValidationError
@@ -18,27 +18,16 @@ from pydantic import BaseModel, ValidationError
 from hermes_acp.session.errors import INVALID_PARAMS
 
 Params = dict[str, Any]
+# A schema model's name, a model (anything with `model_validate`), or a function of the
+# params that chooses one of those.
+Model = str | type[Any]
+ParamsModel = Model | Callable[[Params], Model]
 
 
-class ParamsValidator(Protocol):
-    """A pydantic model class, or a class shaped like one (`hello.InitializeParams`)."""
-
-    def model_validate(self, obj: Any, /) -> Any: ...
-
-
-# The method table's entry: picks the validator from the params (some methods have several
-# shapes) and, for the SDK's models, imports the schema only when a request needs it.
-ParamsModel = Callable[[Params], ParamsValidator]
-
-
-def schema_model(name: str) -> Callable[[Params], type[BaseModel]]:
-    """The SDK's `acp.schema.<name>` as a params model, looked up when a request needs it."""
-
-    def resolve(params: Params) -> type[BaseModel]:
-        model: type[BaseModel] = getattr(importlib.import_module("acp.schema"), name)
-        return model
-
-    return resolve
+def schema_model(name: str) -> type[BaseModel]:
+    """The SDK's `acp.schema.<name>`, looked up when a request needs it."""
+    model: type[BaseModel] = getattr(importlib.import_module("acp.schema"), name)
+    return model
 
 
 def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:
@@ -47,7 +36,8 @@ def parse_params(model: ParamsModel, params: Any) -> tuple[Any, Params]:
         params = {}
     if not isinstance(params, dict):
         raise RequestError(INVALID_PARAMS, "Invalid params: params must be an object", {"field": "params"})
-    cls = model(params)
+    chosen = model if isinstance(model, str | type) else model(params)
+    cls: type[Any] = schema_model(chosen) if isinstance(chosen, str) else chosen
     try:
         return cls.model_validate(params), params
     except ValidationError as exc:

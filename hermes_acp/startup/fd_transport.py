@@ -1,6 +1,6 @@
 """A LineTransport on real file descriptors: how editors and people start us (stdio).
 
-Only start-up runs here; what each message runs (`PipeWriter.write`) is in transport.py.
+Only start-up runs here; what each message runs is in transport.py and pipe_writer.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import os
 import stat
 from collections.abc import Awaitable, Callable
 
-from hermes_acp.transport import LineTransport, PipeWriter, WireTracer
+from hermes_acp.pipe_writer import PipeWriter
+from hermes_acp.transport import LineTransport, WireTracer
 
 READ_LIMIT = 1024 * 1024  # the reader's buffer; longer lines are read in pieces
 

@@ -1,7 +1,7 @@
 """`initialize`: the client's hello, read without the SDK's schema when it is plainly
 valid, and the agent's answer (its capabilities and ways to authenticate).
 
-`initialize` is answered before the SDK's schema is imported (hermes_acp/sdk_import.py):
+`initialize` is answered before the SDK's schema is imported (sdk_import.py):
 it keeps only a few capability flags and the client's name. `read_initialize` reads
 them straight from params that the schema's `InitializeRequest` would accept with the
 very same values: known camelCase keys only, JSON booleans where booleans go, objects
@@ -76,6 +76,26 @@ class ClientHello(NamedTuple):
             elicitation_form=bool(caps.elicitation and caps.elicitation.form is not None),
             prompt_usage=_asks_prompt_usage(meta),
         )
+
+
+HELLO_MODEL = "InitializeRequest"  # the method table's params model for `initialize`
+
+
+def initialize_model(params: dict[str, Any]) -> type[InitializeParams]:
+    """The SDK's model turns any protocolVersion into an int; the spec says it is one."""
+    version = params.get("protocolVersion")
+    if isinstance(version, bool) or not isinstance(version, int):
+        from acp.exceptions import RequestError
+
+        from hermes_acp.session.errors import INVALID_PARAMS
+
+        message = f"must be an integer (this agent speaks {PROTOCOL_VERSION})"
+        raise RequestError(
+            INVALID_PARAMS,
+            f"Invalid params: protocolVersion: {message}",
+            {"errors": [{"field": "protocolVersion", "message": message}], "fields": ["protocolVersion"]},
+        )
+    return InitializeParams
 
 
 class InitializeParams:

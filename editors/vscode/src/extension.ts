@@ -13,6 +13,7 @@ import { PendingApprovals } from "./pendingApprovals";
 import { PseudoterminalSink } from "./pseudoterminals";
 import { REVIEW_SCHEME, ReviewDocuments, Reviews, registerReviewCommands } from "./review";
 import { StatusItem } from "./statusItem";
+import { rankFiles } from "./textEdits";
 
 interface SelectionAttachment extends Attachment {
   text: string;
@@ -174,8 +175,9 @@ export function activate(context: vscode.ExtensionContext): void {
         await controller.loadSession(message.sessionId);
         return;
       case "findFiles": {
-        const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 20);
-        const files = found.map((uri) => vscode.workspace.asRelativePath(uri, false));
+        // More than are shown, so the best (a name starting with the query) is among them.
+        const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 500);
+        const files = rankFiles(message.query, found.map((uri) => vscode.workspace.asRelativePath(uri, false))).slice(0, 20);
         view.post({ type: "files", query: message.query, files });
         return;
       }

@@ -65,3 +65,16 @@ export function promptPreview(text: string): string {
   const line = text.split(/\s+/).filter(Boolean).join(" ");
   return line.length <= 70 ? line : `${line.slice(0, 69)}…`;
 }
+
+/**
+ * Files for an `@query` completion, best first: a name that starts with the query, then a
+ * name that contains it, then a path that does; shorter paths first within each.
+ */
+export function rankFiles(query: string, files: string[]): string[] {
+  const q = query.toLowerCase();
+  const rank = (file: string): number => {
+    const name = file.slice(file.lastIndexOf("/") + 1).toLowerCase();
+    return name.startsWith(q) ? 0 : name.includes(q) ? 1 : 2;
+  };
+  return [...files].sort((a, b) => rank(a) - rank(b) || a.length - b.length || a.localeCompare(b));
+}

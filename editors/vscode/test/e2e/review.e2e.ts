@@ -28,7 +28,15 @@ function test(name: string, body: () => Promise<void>): void {
 before(async () => {
   f = await startFixture({
     name: "review",
-    files: { "app.py": "print('old')\n", "notes.txt": "first draft\n", "lib/util.py": "def f():\n    return 1\n" },
+    files: {
+      "app.py": "print('old')\n",
+      "notes.txt": "first draft\n",
+      "lib/util.py": "def f():\n    return 1\n",
+      // Names an `@ca` completion also matches, ahead of calc.py in the folder's order.
+      "aardvark/local_cache_settings.py": "",
+      "docs/vocabulary_catalogue.md": "",
+      "calc.py": "print(1 + 1)\n",
+    },
   });
 });
 
@@ -184,4 +192,34 @@ test("Edit of a past message: the thread from there is replaced by the edited me
   assert.match(said, /question one, said better/);
   assert.doesNotMatch(said, /question two|Answer one/, "the model saw the turns cut off");
   await f.shot("edited-and-resent");
+});
+
+test("a command typed in full runs on Enter (one that needs its argument is completed)", async () => {
+  const input = f.chat.locator("#input");
+  await input.fill("");
+  await input.pressSequentially("/cost");
+  await f.chat.locator("#completions li", { hasText: "/cost" }).first().waitFor();
+  await input.press("Enter");
+  await f.chat.locator(".message.user", { hasText: "/cost" }).waitFor();
+  await f.chat.getByText("Tokens this session").waitFor();
+  assert.equal(await input.inputValue(), "");
+  await waitReady();
+  // A command that needs its argument is completed, not sent.
+  await input.pressSequentially("/steer");
+  await f.chat.locator("#completions li", { hasText: "/steer" }).first().waitFor();
+  await input.press("Enter");
+  assert.equal(await input.inputValue(), "/steer ");
+  await input.fill("");
+});
+
+test("@ca offers calc.py first, ahead of other names that contain ca", async () => {
+  const input = f.chat.locator("#input");
+  await input.fill("");
+  await input.pressSequentially("Explain @ca");
+  const first = f.chat.locator("#completions li").first();
+  await first.waitFor();
+  await f.chat.locator("#completions li", { hasText: "@calc.py" }).waitFor();
+  await f.shot("at-ca");
+  assert.equal(await first.locator(".label").innerText(), "@calc.py");
+  await input.fill("");
 });

@@ -10,9 +10,11 @@ import type {
 import { AgentConnection, type ClientSide } from "./agentConnection";
 import { INSTALL_HELP, type AgentCommand } from "./agentLocator";
 import { PermissionBroker } from "./permissions";
-import type { AgentState, ErrorAction, ToView } from "./protocol";
+import type { AgentState, ErrorAction, Resend, ToView } from "./protocol";
+import { rewindCapability, rewindBefore } from "./rewind";
 import { Terminals, type TerminalSink } from "./terminals";
 import type { TrafficListener } from "./traffic";
+import { TurnChanges, type FileAccess } from "./turnChanges";
 
 /** ACP's "authentication required" error code. */
 export const AUTH_REQUIRED = -32000;
@@ -25,6 +27,10 @@ export interface ControllerHost {
   cwd(): string;
   post(message: ToView): void;
   files: Pick<ClientSide, "readTextFile" | "writeTextFile">;
+  /** Reads and restores files for Undo of the agent's changes. */
+  fileAccess: FileAccess;
+  /** Asks the user to agree to something that loses their work; no answer is no. */
+  confirm?(question: string, action: string): Promise<boolean>;
   terminalSink?: TerminalSink;
   log?(text: string): void;
   traffic?: TrafficListener;
@@ -50,6 +56,8 @@ export class ChatController {
   configOptions: SessionConfigOption[] = [];
   readonly permissions: PermissionBroker;
   readonly terminals: Terminals;
+  /** The agent's file changes the user has not kept or undone yet. */
+  readonly changes: TurnChanges;
   /** performance.now() marks for the benchmarks. */
   readonly marks: { spawned?: number; initialized?: number } = {};
   private starting: Promise<AgentConnection> | undefined;
@@ -70,6 +78,7 @@ export class ChatController {
         host.permissionsChanged?.();
       },
     );
+    this.changes = new TurnChanges(host.fileAccess, (files) => host.post({ type: "changes", files }));
     const sink = host.terminalSink;
     this.terminals = new Terminals({
       opened: (id, line) => sink?.opened(id, line),
@@ -126,7 +135,8 @@ export class ChatController {
     const connection = AgentConnection.start(
       command,
       {
-        ...this.host.files,
+        readTextFile: (request) => this.host.files.readTextFile(request),
+        writeTextFile: (request) => this.changes.write(request.path, request.content, () => this.host.files.writeTextFile(request)),
         requestPermission: (request, signal) => this.permissions.ask(request, signal),
         sessionUpdate: (notification) => this.onUpdate(notification),
         terminals: this.terminals,
@@ -290,6 +300,7 @@ export class ChatController {
       this.configOptions = response.configOptions ?? [];
       await this.host.sessionChosen?.(response.sessionId);
       this.host.post({ type: "clear", cwd: this.host.cwd() });
+      this.changes.publish();
       this.postSession();
       return this.sessionId;
     } catch (error) {
@@ -310,6 +321,7 @@ export class ChatController {
     try {
       const connection = await this.ensureStarted();
       this.host.post({ type: "clear", cwd: this.host.cwd() });
+      this.changes.publish();
       this.sessionId = sessionId; // the replayed updates arrive before the response
       const response = await connection.agent.request(acp.methods.agent.session.load, {
         sessionId,
@@ -366,6 +378,56 @@ export class ChatController {
       if (this.state === "busy" && this.turns === 0) {
         this.setState("ready");
       }
+    }
+  }
+
+  /** Undo of one file (or all) the agent changed; the user's own later edits are asked about. */
+  async undoChange(path?: string): Promise<void> {
+    const confirm = (file: string): Promise<boolean> =>
+      this.host.confirm?.(`${file} changed after Hermes edited it. Undo Hermes's change anyway? Your later edits to it are lost.`, "Undo anyway") ??
+      Promise.resolve(false);
+    try {
+      if (path === undefined) await this.changes.undoAll(confirm);
+      else await this.changes.undo(path, confirm);
+    } catch (error) {
+      this.host.post({ type: "error", message: `Undo failed: ${describe(error)}` });
+    }
+  }
+
+  /**
+   * Before `resend.text` is sent in place of a past message: with the agent's rewind, the
+   * conversation (and, if asked, the files) go back to just before that message and the view
+   * drops the turns cut off. Without it the text is simply sent as a new prompt. False: do
+   * not send (the user was told why).
+   */
+  async rewindFor(resend: Resend): Promise<boolean> {
+    const connection = this.connection;
+    if (!connection?.alive || !this.sessionId) {
+      return true; // the prompt starts the agent and a session
+    }
+    if (!rewindCapability(this.initializeResponse)) {
+      this.host.post({ type: "notice", message: "This agent cannot go back in a conversation: the message is sent as a new one, after the turns so far." });
+      return true;
+    }
+    if (this.turns > 0) {
+      this.host.post({ type: "error", message: "A turn is running: stop it (Esc) before editing or retrying a message." });
+      return false;
+    }
+    try {
+      const outcome = await rewindBefore(connection.agent, this.sessionId, resend, this.initializeResponse!);
+      if (!outcome) {
+        this.host.post({ type: "error", message: "That message is not in the agent's history (a command, or a turn cut off before), so it cannot be edited; send it as a new message." });
+        return false;
+      }
+      this.host.post({ type: "rewound", ordinal: resend.ordinal });
+      if (resend.restoreFiles) {
+        await this.changes.forgetRestored();
+        if (outcome.summary) this.host.post({ type: "notice", message: outcome.summary });
+      }
+      return true;
+    } catch (error) {
+      this.report(error, "Going back to that message");
+      return false;
     }
   }
 

@@ -51,3 +51,44 @@ export async function writeTextFile(request: WriteTextFileRequest): Promise<void
     throw new Error(`the edit of ${request.path} is in the editor but could not be saved`);
   }
 }
+
+/** The text the user sees, or undefined when there is no such file (for Undo's "before"). */
+export async function textIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await currentText(path);
+  } catch (error) {
+    if (error instanceof vscode.FileSystemError && error.code === "FileNotFound") return undefined;
+    throw error; // unreadable is not absent: Undo must never delete a file that was there
+  }
+}
+
+/**
+ * Undo of the agent's change: the text goes back into the buffer and onto disk (so it stays
+ * in the editor's own undo history), or a file the agent created is deleted and its tabs closed.
+ */
+export async function restoreFile(path: string, text: string | undefined): Promise<void> {
+  const uri = vscode.Uri.file(path);
+  if (text !== undefined) {
+    await writeTextFile({ sessionId: "", path, content: text });
+    return;
+  }
+  const edit = new vscode.WorkspaceEdit();
+  edit.deleteFile(uri, { ignoreIfNotExists: true });
+  if (!(await vscode.workspace.applyEdit(edit))) {
+    throw new Error(`could not delete ${path}`);
+  }
+  const tabs = vscode.window.tabGroups.all
+    .flatMap((group) => group.tabs)
+    .filter((tab) => tab.input instanceof vscode.TabInputText && tab.input.uri.fsPath === path);
+  if (tabs.length) await vscode.window.tabGroups.close(tabs, true);
+}
+
+/** The file's text on disk, or undefined when there is none. */
+export async function diskTextIfExists(path: string): Promise<string | undefined> {
+  try {
+    return new TextDecoder("utf-8").decode(await vscode.workspace.fs.readFile(vscode.Uri.file(path)));
+  } catch (error) {
+    if (error instanceof vscode.FileSystemError && error.code === "FileNotFound") return undefined;
+    throw error;
+  }
+}

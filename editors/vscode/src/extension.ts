@@ -7,12 +7,13 @@ import { ApiKeys } from "./apiKeys";
 import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
 import { LastSessions } from "./lastSessions";
-import { readTextFile, writeTextFile } from "./editorFiles";
+import { diskTextIfExists, readTextFile, restoreFile, textIfExists, writeTextFile } from "./editorFiles";
 import type { Attachment, ErrorAction, FromView } from "./protocol";
 import { PendingApprovals } from "./pendingApprovals";
 import { PseudoterminalSink } from "./pseudoterminals";
-import { REVIEW_SCHEME, ReviewDocuments, reviewEdit } from "./review";
+import { REVIEW_SCHEME, ReviewDocuments, Reviews, registerReviewCommands } from "./review";
 import { StatusItem } from "./statusItem";
+import { rankFiles } from "./textEdits";
 
 interface SelectionAttachment extends Attachment {
   text: string;
@@ -46,7 +47,7 @@ export function activate(context: vscode.ExtensionContext): void {
     show: () => trafficChannel.show(),
   };
   const status = new StatusItem();
-  const reviews = new ReviewDocuments();
+  const reviews = new Reviews(new ReviewDocuments());
   let attachments: SelectionAttachment[] = [];
 
   const folder = (): string => {
@@ -82,11 +83,16 @@ export function activate(context: vscode.ExtensionContext): void {
     cwd: () => sessionFolder,
     post: (message) => view.post(message),
     files: { readTextFile, writeTextFile },
+    fileAccess: { read: textIfExists, readDisk: diskTextIfExists, restore: restoreFile },
+    confirm: async (question, action) => (await vscode.window.showWarningMessage(question, { modal: true }, action)) === action,
     terminalSink,
     log: (text) => log.append(text),
     traffic: (direction, message) => traffic.appendLine(`${direction === "in" ? "<-" : "->"} ${JSON.stringify(message)}`),
     stateChanged: (state, mode) => status.show(state, mode),
-    permissionsChanged: () => approvals.update(),
+    permissionsChanged: () => {
+      approvals.update();
+      void reviews.closeSettled(controller.permissions.pendingIds);
+    },
     sessionChosen: (sessionId) =>
       lastSessions.remember(sessionFolder, sessionId).catch((error: unknown) => log.appendLine(`could not remember the session: ${describe(error)}`)),
   });
@@ -139,7 +145,7 @@ export function activate(context: vscode.ExtensionContext): void {
       case "review": {
         const pending = controller.permissions.get(message.id);
         if (pending) {
-          const problem = await reviewEdit(pending.request, sessionFolder, reviews);
+          const problem = await reviews.show(message.id, pending.request, sessionFolder);
           if (problem) {
             void vscode.window.showWarningMessage(problem);
           }
@@ -169,8 +175,9 @@ export function activate(context: vscode.ExtensionContext): void {
         await controller.loadSession(message.sessionId);
         return;
       case "findFiles": {
-        const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 20);
-        const files = found.map((uri) => vscode.workspace.asRelativePath(uri, false));
+        // More than are shown, so the best (a name starting with the query) is among them.
+        const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 500);
+        const files = rankFiles(message.query, found.map((uri) => vscode.workspace.asRelativePath(uri, false))).slice(0, 20);
         view.post({ type: "files", query: message.query, files });
         return;
       }
@@ -187,6 +194,18 @@ export function activate(context: vscode.ExtensionContext): void {
         return act(message.action);
       case "retry":
         if (lastPrompt) await prompt(lastPrompt.text, lastPrompt.mentions);
+        return;
+      case "keepFile":
+        return controller.changes.keep(message.path);
+      case "keepAll":
+        return controller.changes.keepAll();
+      case "undoFile":
+        return controller.undoChange(message.path);
+      case "undoAll":
+        return controller.undoChange();
+      case "resend":
+        // With the agent's rewind the thread first goes back to before that message.
+        if (await controller.rewindFor(message)) await prompt(message.text, mentionsIn(message.text));
         return;
       case "ready":
         return;
@@ -226,7 +245,8 @@ export function activate(context: vscode.ExtensionContext): void {
     trafficChannel,
     status,
     vscode.window.registerWebviewViewProvider(ChatView.id, view, { webviewOptions: { retainContextWhenHidden: true } }),
-    vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, reviews),
+    vscode.workspace.registerTextDocumentContentProvider(REVIEW_SCHEME, reviews.documents),
+    ...registerReviewCommands(reviews, controller.permissions),
     vscode.commands.registerCommand("hermes.open", () => vscode.commands.executeCommand(`${ChatView.id}.focus`)),
     vscode.commands.registerCommand("hermes.newSession", () => handle({ type: "newSession" })),
     vscode.commands.registerCommand("hermes.cancel", () => controller.cancel()),
@@ -280,6 +300,11 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     { dispose: () => void controller.dispose() },
   );
+}
+
+/** The files a prompt names with `@path`, as the composer finds them. */
+function mentionsIn(text: string): string[] {
+  return [...text.matchAll(/(?:^|\s)@([^\s@]+)/g)].map((match) => match[1]!);
 }
 
 export function deactivate(): void {

@@ -18,6 +18,28 @@ export interface Attachment {
   uri: string;
 }
 
+/** A file the agent changed that the user has not kept or undone yet. */
+export interface ChangedFile {
+  path: string;
+  added: number;
+  removed: number;
+  /** The agent created it: Undo deletes it. */
+  created: boolean;
+}
+
+/** Send `text` again in place of a past user message: the `ordinal`-th (0-based) in the view. */
+export interface Resend {
+  type: "resend";
+  ordinal: number;
+  /** What that message said, and how many later messages in the view said the same: to find
+   * it in the agent's history, counted from the newest. */
+  original: string;
+  later: number;
+  text: string;
+  /** Also put back the files the agent changed since that message. */
+  restoreFiles: boolean;
+}
+
 export type ToView =
   | { type: "state"; state: AgentState; detail?: string }
   | { type: "session"; sessionId: string; cwd: string; title?: string; configOptions: SessionConfigOption[] }
@@ -35,7 +57,9 @@ export type ToView =
   | { type: "attachments"; attachments: Attachment[] }
   | { type: "error"; message: string; action?: ErrorAction }
   | { type: "notice"; message: string }
-  | { type: "promptRejected"; text: string }; // it was not sent: back into the input
+  | { type: "promptRejected"; text: string } // it was not sent: back into the input
+  | { type: "changes"; files: ChangedFile[] }
+  | { type: "rewound"; ordinal: number }; // the thread from that user message on is gone
 
 export type FromView =
   | { type: "ready" }
@@ -53,4 +77,9 @@ export type FromView =
   | { type: "copy"; text: string }
   | { type: "setup" }
   | { type: "action"; action: ErrorAction }
-  | { type: "retry" };
+  | { type: "retry" }
+  | { type: "keepFile"; path: string }
+  | { type: "undoFile"; path: string }
+  | { type: "keepAll" }
+  | { type: "undoAll" }
+  | Resend;

@@ -8,6 +8,8 @@ interface Completion {
   label: string;
   detail: string;
   insert: string;
+  /** A command that runs as it is (no argument, or an optional one): typed in full, Enter sends it. */
+  runsAsIs?: boolean;
 }
 
 /** The prompt box: Enter sends, `/` completes the agent's commands, `@` completes files. */
@@ -67,7 +69,7 @@ export class Composer {
       this.show(
         this.commands
           .filter((command) => command.name.startsWith(typed))
-          .map((command) => ({ label: `/${command.name}`, detail: command.description, insert: `/${command.name} ` })),
+          .map((command) => ({ label: `/${command.name}`, detail: command.description, insert: `/${command.name} `, runsAsIs: runsAsIs(command) })),
       );
     } else if (word.startsWith("@") && word.length > 1) {
       this.fileQuery = word.slice(1);
@@ -124,6 +126,13 @@ export class Composer {
         this.render();
         return;
       }
+      const item = this.items[this.selected];
+      if (event.key === "Enter" && !event.shiftKey && item?.runsAsIs && this.input.value.trim() === item.label) {
+        event.preventDefault();
+        this.hide();
+        this.send();
+        return;
+      }
       if (event.key === "Tab" || (event.key === "Enter" && !event.shiftKey)) {
         event.preventDefault();
         this.pick(this.selected);
@@ -159,4 +168,10 @@ export class Composer {
       this.send();
     }
   }
+}
+
+/** A command with no argument, or only an optional one (its hint in brackets). */
+function runsAsIs(command: AvailableCommand): boolean {
+  const input = command.input as { hint?: string } | null | undefined;
+  return !input || (typeof input.hint === "string" && input.hint.trim().startsWith("["));
 }

@@ -1,7 +1,9 @@
 import type { SessionConfigOption, SessionInfo } from "@agentclientprotocol/sdk";
 import type { Attachment, ErrorAction, FromView, ToView } from "../protocol";
+import { ChangesPanel } from "./changes";
 import { Composer } from "./composer";
 import { byId, h } from "./dom";
+import { MessageActions } from "./messageActions";
 import { Thread } from "./thread";
 
 declare function acquireVsCodeApi(): { postMessage(message: FromView): void };
@@ -24,6 +26,11 @@ thread.examples = (text) => {
 };
 thread.clear(); // the empty state until a session's thread arrives
 const composer = new Composer(byId("input"), byId("completions"), post, send);
+
+// The review flow: the files changed (pinned above the composer), Edit and Retry on messages.
+const changes = new ChangesPanel(post);
+byId("composer").before(changes.element);
+const messageActions = new MessageActions(byId("thread"), post);
 
 /** Sending during a turn is allowed: the agent queues the prompt (or `/steer`s the turn). */
 function send(): void {
@@ -110,11 +117,13 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
       status.dataset.state = message.state;
       status.textContent = message.detail ? `${message.state}: ${message.detail}` : message.state;
       stopButton.disabled = message.state !== "busy";
+      messageActions.setBusy(message.state === "busy");
       return;
     case "session":
       showPickers(message.configOptions);
       document.body.dataset.sessionId = message.sessionId;
       thread.cwd = message.cwd;
+      changes.cwd = message.cwd;
       return;
     case "clear":
       thread.cwd = message.cwd; // a replay comes before its session's `session` message
@@ -149,6 +158,10 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
       thread.notice(message.message, "notice visible");
       announce.textContent = message.message;
       return;
+    case "changes":
+      return changes.show(message.files);
+    case "rewound":
+      return messageActions.rewound(message.ordinal);
     case "promptRejected":
       if (!input.value.trim()) input.value = message.text;
       return;

@@ -8,6 +8,7 @@ import type {
 } from "@agentclientprotocol/sdk";
 import type { FromView } from "../protocol";
 import { h } from "./dom";
+import { lineChanges } from "../textEdits";
 import { addCopyButtons, linkFileReferences, renderMarkdown } from "./markdown";
 
 type Post = (message: FromView) => void;
@@ -366,32 +367,4 @@ export class Thread {
       h("span", {}, `${used.toLocaleString()} / ${size.toLocaleString()} tokens${cost}`),
     );
   }
-}
-
-/** Lines added and removed from `before` to `after` (a longest-common-subsequence count). */
-export function lineChanges(before: string, after: string): { added: number; removed: number } {
-  const a = before === "" ? [] : before.replace(/\n$/, "").split("\n");
-  const b = after === "" ? [] : after.replace(/\n$/, "").split("\n");
-  // Common head and tail first: an edit usually touches a few lines of a long file.
-  let start = 0;
-  while (start < a.length && start < b.length && a[start] === b[start]) start++;
-  let endA = a.length;
-  let endB = b.length;
-  while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
-    endA--;
-    endB--;
-  }
-  const x = a.slice(start, endA);
-  const y = b.slice(start, endB);
-  if (x.length * y.length > 4_000_000) return { added: y.length, removed: x.length }; // too big to align
-  let previous = new Array<number>(y.length + 1).fill(0);
-  for (let i = 1; i <= x.length; i++) {
-    const row = new Array<number>(y.length + 1).fill(0);
-    for (let j = 1; j <= y.length; j++) {
-      row[j] = x[i - 1] === y[j - 1] ? previous[j - 1]! + 1 : Math.max(previous[j]!, row[j - 1]!);
-    }
-    previous = row;
-  }
-  const common = previous[y.length]!;
-  return { added: y.length - common, removed: x.length - common };
 }

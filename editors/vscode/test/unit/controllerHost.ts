@@ -1,5 +1,5 @@
 /** A ControllerHost for tests: files on disk overlaid by "open buffers", every post recorded. */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { ReadTextFileRequest, WriteTextFileRequest } from "@agentclientprotocol/sdk";
 import type { AgentCommand } from "../../src/agentLocator";
 import { ChatController } from "../../src/chatController";
@@ -18,6 +18,8 @@ export class TestHost {
   /** Set it to hold `sessionChosen` (as slow storage would) until the promise settles. */
   remembering: Promise<void> = Promise.resolve();
   private waiters: Array<() => void> = [];
+  /** What the user answers when Undo would lose their later edits. */
+  confirmAnswer = false;
 
   constructor(readonly cwd: string, command: AgentCommand | undefined) {
     this.controller = new ChatController({
@@ -40,6 +42,16 @@ export class TestHost {
           writeFileSync(request.path, request.content);
         },
       },
+      fileAccess: {
+        read: async (file) => this.buffers.get(file) ?? (existsSync(file) ? readFileSync(file, "utf8") : undefined),
+        readDisk: async (file) => (existsSync(file) ? readFileSync(file, "utf8") : undefined),
+        restore: async (file, text) => {
+          this.buffers.delete(file);
+          if (text === undefined) rmSync(file, { force: true });
+          else writeFileSync(file, text);
+        },
+      },
+      confirm: async () => this.confirmAnswer,
     });
   }
 

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { lineChanges } from "../../src/webview/thread";
+import { lineChanges } from "../../src/textEdits";
 
 test("an edit card counts the lines added and removed, not the lengths before and after", () => {
   assert.deepEqual(lineChanges("print('old')\n", "print('new')\n"), { added: 1, removed: 1 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { proposedText, sliceLines } from "../../src/textEdits";
+import { proposedText, rankFiles, sliceLines } from "../../src/textEdits";
 
 test("sliceLines reads the lines ACP asks for, 1-based, keeping line ends", () => {
   const text = "one\ntwo\nthree\nfour";
@@ -23,4 +23,10 @@ test("a patch that does not apply has no proposed text (the review says so)", ()
   assert.equal(proposedText("abc", { path: "a", old_text: "zzz", new_text: "y" }), undefined);
   assert.equal(proposedText("abc", { path: "a", old_text: "", new_text: "y" }), undefined);
   assert.equal(proposedText("abc", { path: "a" }), undefined);
+});
+
+test("an @ completion ranks a name that starts with the query first, then names, then paths", () => {
+  const found = ["aardvark/local_cache_settings.py", "docs/vocabulary_catalogue.md", "src/ca/main.py", "lib/calc_helpers.py", "calc.py"];
+  assert.deepEqual(rankFiles("ca", found), ["calc.py", "lib/calc_helpers.py", "docs/vocabulary_catalogue.md", "aardvark/local_cache_settings.py", "src/ca/main.py"]);
+  assert.deepEqual(rankFiles("CA", ["x/Calc.py", "abc.py"]), ["x/Calc.py", "abc.py"]);
 });

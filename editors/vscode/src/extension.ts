@@ -8,16 +8,14 @@ import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
 import { LastSessions } from "./lastSessions";
 import { readTextFile, writeTextFile } from "./editorFiles";
-import type { Attachment, ErrorAction, FromView } from "./protocol";
+import type { ErrorAction, FromView } from "./protocol";
+import { applyToFile, insertAtCursor, newFile } from "./codeBlocks";
+import { ContextChips } from "./contextChips";
+import { currentEditorChip, droppedChips, pastedImageChip } from "./editorContext";
 import { PendingApprovals } from "./pendingApprovals";
 import { PseudoterminalSink } from "./pseudoterminals";
 import { REVIEW_SCHEME, ReviewDocuments, reviewEdit } from "./review";
 import { StatusItem } from "./statusItem";
-
-interface SelectionAttachment extends Attachment {
-  text: string;
-  mimeType: string;
-}
 
 /** Where earlier versions kept each folder's last session; read when the file has none. */
 const SESSION_KEY = "hermes.sessions";
@@ -47,7 +45,6 @@ export function activate(context: vscode.ExtensionContext): void {
   };
   const status = new StatusItem();
   const reviews = new ReviewDocuments();
-  let attachments: SelectionAttachment[] = [];
 
   const folder = (): string => {
     const active = vscode.window.activeTextEditor?.document.uri;
@@ -62,6 +59,9 @@ export function activate(context: vscode.ExtensionContext): void {
   let lastPrompt: { text: string; mentions: string[] } | undefined;
 
   const view = new ChatView(context.extensionUri, (message) => void handle(message), () => void resume());
+  const chips = new ContextChips((attachments) => view.post({ type: "attachments", attachments }));
+  const followEditor = (): void => chips.setCurrent(currentEditorChip(vscode.window.activeTextEditor));
+  followEditor();
   const controller = new ChatController({
     locateAgent: async () => {
       const settings = userAgentSettings();
@@ -114,16 +114,15 @@ export function activate(context: vscode.ExtensionContext): void {
   async function prompt(text: string, mentions: string[]): Promise<void> {
     lastPrompt = { text, mentions };
     const blocks: ContentBlock[] = [{ type: "text", text }];
+    const linked = new Set<string>();
     for (const mention of mentions) {
-      const file = path.resolve(sessionFolder, mention);
-      blocks.push({ type: "resource_link", uri: vscode.Uri.file(file).toString(), name: mention });
+      const uri = vscode.Uri.file(path.resolve(sessionFolder, mention)).toString();
+      linked.add(uri);
+      blocks.push({ type: "resource_link", uri, name: mention });
     }
-    for (const attachment of attachments) {
-      blocks.push({ type: "resource", resource: { uri: attachment.uri, text: attachment.text, mimeType: attachment.mimeType } });
-    }
-    const shown = attachments.length ? `${text}\n\nAttached: ${attachments.map((a) => a.label).join(", ")}` : text;
-    attachments = [];
-    view.post({ type: "attachments", attachments: [] });
+    const attached = chips.take(linked);
+    blocks.push(...attached.blocks);
+    const shown = attached.labels.length ? `${text}\n\nAttached: ${attached.labels.join(", ")}` : text;
     await controller.prompt(blocks, shown, text);
   }
 
@@ -175,9 +174,22 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       }
       case "removeAttachment":
-        attachments.splice(message.index, 1);
-        view.post({ type: "attachments", attachments: attachments.map(({ label, uri }) => ({ label, uri })) });
+        chips.remove(message.id);
         return;
+      case "dropFiles": {
+        const dropped = await droppedChips(message.uris);
+        dropped.chips.forEach((chip) => chips.add(chip));
+        if (dropped.refused.length) view.post({ type: "notice", message: `Not attached (only files of this workspace can be): ${dropped.refused.join(", ")}` });
+        return;
+      }
+      case "pasteImage": {
+        const chip = pastedImageChip(message.mimeType, message.data, message.name);
+        if (typeof chip === "string") view.post({ type: "notice", message: chip });
+        else chips.add(chip);
+        return;
+      }
+      case "codeAction":
+        return codeAction(message.action, message.code, message.language, message.path);
       case "copy":
         await vscode.env.clipboard.writeText(message.text);
         return;
@@ -191,6 +203,19 @@ export function activate(context: vscode.ExtensionContext): void {
       case "ready":
         return;
     }
+  }
+
+  /** The buttons beside a code block's Copy; a problem is said in a warning. */
+  async function codeAction(action: "insert" | "apply" | "newFile", code: string, language: string, named: string | null): Promise<void> {
+    let problem: string | undefined;
+    try {
+      if (action === "insert") problem = await insertAtCursor(code);
+      else if (action === "newFile") await newFile(code, language);
+      else if (named) problem = await applyToFile(code, named, sessionFolder, reviews);
+    } catch (error) {
+      problem = describe(error);
+    }
+    if (problem) void vscode.window.showWarningMessage(`Hermes: ${problem}`);
   }
 
   /** The key set-up inside VS Code: a provider, its key into SecretStorage, the agent restarted. */
@@ -250,6 +275,10 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     approvals,
     terminalSink,
+    vscode.window.onDidChangeActiveTextEditor(followEditor),
+    vscode.window.onDidChangeTextEditorSelection((event) => {
+      if (event.textEditor === vscode.window.activeTextEditor) followEditor();
+    }),
     vscode.commands.registerCommand("hermes.sessions", async () => {
       const sessions = await controller.listSessions();
       const picked = await vscode.window.showQuickPick(
@@ -267,15 +296,8 @@ export function activate(context: vscode.ExtensionContext): void {
         void vscode.window.showInformationMessage("Select some text first.");
         return;
       }
-      const { start, end } = editor.selection;
-      const name = vscode.workspace.asRelativePath(editor.document.uri, false);
-      attachments.push({
-        label: `${name}:${start.line + 1}-${end.line + 1}`,
-        uri: `${editor.document.uri.toString()}#L${start.line + 1}-L${end.line + 1}`,
-        text: editor.document.getText(editor.selection),
-        mimeType: "text/plain",
-      });
-      view.post({ type: "attachments", attachments: attachments.map(({ label, uri }) => ({ label, uri })) });
+      const chip = currentEditorChip(editor);
+      if (chip) chips.add(chip);
       await vscode.commands.executeCommand(`${ChatView.id}.focus`);
     }),
     { dispose: () => void controller.dispose() },

@@ -1,5 +1,6 @@
 import type { SessionConfigOption, SessionInfo } from "@agentclientprotocol/sdk";
-import type { Attachment, ErrorAction, FromView, ToView } from "../protocol";
+import type { ErrorAction, FromView, ToView } from "../protocol";
+import { acceptAttachments, showAttachments } from "./attachments";
 import { Composer } from "./composer";
 import { byId, h } from "./dom";
 import { Thread } from "./thread";
@@ -24,6 +25,7 @@ thread.examples = (text) => {
 };
 thread.clear(); // the empty state until a session's thread arrives
 const composer = new Composer(byId("input"), byId("completions"), post, send);
+acceptAttachments(input, post);
 
 /** Sending during a turn is allowed: the agent queues the prompt (or `/steer`s the turn). */
 function send(): void {
@@ -73,14 +75,6 @@ function showSessions(list: SessionInfo[]): void {
             h("span", { className: "date" }, info.updatedAt ? new Date(info.updatedAt).toLocaleString() : ""),
           ),
         )),
-  );
-}
-
-function showAttachments(list: Attachment[]): void {
-  attachmentsBox.replaceChildren(
-    ...list.map((attachment, index) =>
-      h("span", { className: "chip", title: attachment.uri }, `${attachment.label} `, h("button", { "aria-label": `Remove ${attachment.label}`, onclick: () => post({ type: "removeAttachment", index }) }, "×")),
-    ),
   );
 }
 
@@ -142,7 +136,7 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
     case "files":
       return composer.files(message.query, message.files);
     case "attachments":
-      return showAttachments(message.attachments);
+      return showAttachments(attachmentsBox, message.attachments, post);
     case "error":
       return showError(message.message, message.action);
     case "notice":

@@ -1,12 +1,15 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { ContentBlock } from "@agentclientprotocol/sdk";
+import * as acp from "@agentclientprotocol/sdk";
+import type { ContentBlock, SessionInfo } from "@agentclientprotocol/sdk";
 import { locateAgent } from "./agentLocator";
 import { touchesAgent, userAgentSettings } from "./agentSettings";
 import { ApiKeys } from "./apiKeys";
 import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
 import { LastSessions } from "./lastSessions";
+import { inWords } from "./relativeTime";
+import { SessionNames } from "./sessionNames";
 import { readTextFile, writeTextFile } from "./editorFiles";
 import type { ErrorAction, FromView } from "./protocol";
 import { applyToFile, insertAtCursor, newFile } from "./codeBlocks";
@@ -53,6 +56,9 @@ export function activate(context: vscode.ExtensionContext): void {
   };
   let sessionFolder = folder();
   const lastSessions = new LastSessions((context.storageUri ?? context.globalStorageUri).fsPath);
+  const sessionNames = new SessionNames((context.storageUri ?? context.globalStorageUri).fsPath);
+  /** The list the view shows now, with the user's names. */
+  let listed: SessionInfo[] = [];
 
   const terminalSink = new PseudoterminalSink();
   const apiKeys = new ApiKeys(context.secrets, context.globalState);
@@ -80,7 +86,14 @@ export function activate(context: vscode.ExtensionContext): void {
             action: "trust",
           },
     cwd: () => sessionFolder,
-    post: (message) => view.post(message),
+    post: (message) => {
+      if (message.type !== "sessions") return view.post(message);
+      // The user's names and hidden sessions, which the agent does not keep.
+      void sessionNames.apply(message.sessions).then((sessions) => {
+        listed = sessions;
+        view.post({ type: "sessions", sessions });
+      });
+    },
     files: { readTextFile, writeTextFile },
     terminalSink,
     log: (text) => log.append(text),
@@ -120,7 +133,9 @@ export function activate(context: vscode.ExtensionContext): void {
       linked.add(uri);
       blocks.push({ type: "resource_link", uri, name: mention });
     }
-    const attached = chips.take(linked);
+    // A slash command (`/steer`, `/queue`, `/compact`) is for the agent, not the model: the
+    // chips wait for the next prompt.
+    const attached = text.startsWith("/") ? { blocks: [], labels: [] } : chips.take(linked);
     blocks.push(...attached.blocks);
     const shown = attached.labels.length ? `${text}\n\nAttached: ${attached.labels.join(", ")}` : text;
     await controller.prompt(blocks, shown, text);
@@ -167,6 +182,12 @@ export function activate(context: vscode.ExtensionContext): void {
       case "loadSession":
         await controller.loadSession(message.sessionId);
         return;
+      case "renameSession":
+        if (await renameSession(message.sessionId)) await relist();
+        return;
+      case "deleteSession":
+        if (await deleteSession(message.sessionId)) await relist();
+        return;
       case "findFiles": {
         const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 20);
         const files = found.map((uri) => vscode.workspace.asRelativePath(uri, false));
@@ -203,6 +224,89 @@ export function activate(context: vscode.ExtensionContext): void {
       case "ready":
         return;
     }
+  }
+
+  async function relist(): Promise<SessionInfo[]> {
+    try {
+      return await sessionNames.apply(await controller.listSessions());
+    } catch (error) {
+      view.post({ type: "error", message: describe(error) });
+      return [];
+    }
+  }
+
+  const titleOf = (sessionId: string): string => listed.find((info) => info.sessionId === sessionId)?.title ?? "this session";
+
+  /** A name of the user's choosing, kept by the extension: ACP has no rename. */
+  async function renameSession(sessionId: string): Promise<boolean> {
+    const name = await vscode.window.showInputBox({
+      title: "Hermes: rename the session",
+      value: titleOf(sessionId),
+      prompt: "The name is kept by VS Code on this machine (the agent has no way to rename a session). Empty: the agent's title.",
+    });
+    if (name === undefined) return false;
+    await sessionNames.rename(sessionId, name);
+    return true;
+  }
+
+  /** Deletes the agent's stored session where it supports `session/delete`, else hides it from the list. */
+  async function deleteSession(sessionId: string): Promise<boolean> {
+    const canDelete = Boolean(controller.initializeResponse?.agentCapabilities?.sessionCapabilities?.delete);
+    const detail = canDelete
+      ? "The agent deletes its stored conversation; it cannot be opened again."
+      : "The agent cannot delete sessions: it is removed from this list only, and its history stays on disk.";
+    const answer = await vscode.window.showWarningMessage(`Delete “${titleOf(sessionId)}”?`, { modal: true, detail }, "Delete");
+    if (answer !== "Delete") return false;
+    try {
+      if (canDelete && controller.connection) {
+        await controller.connection.agent.request(acp.methods.agent.session.delete, { sessionId });
+        await sessionNames.forget(sessionId);
+      } else {
+        await sessionNames.hide(sessionId);
+        view.post({ type: "notice", message: "The agent cannot delete sessions; it was removed from the list only." });
+      }
+    } catch (error) {
+      view.post({ type: "error", message: `Deleting the session failed: ${describe(error)}` });
+      return false;
+    }
+    if (controller.sessionId === sessionId) await handle({ type: "newSession" });
+    return true;
+  }
+
+  /** The palette's list of past sessions: type to search, with Rename and Delete buttons. */
+  async function pickSession(): Promise<void> {
+    const pick = vscode.window.createQuickPick<vscode.QuickPickItem & { sessionId: string }>();
+    pick.title = "Hermes: open a past session";
+    pick.placeholder = "Type to search the sessions' titles";
+    const rename = { iconPath: new vscode.ThemeIcon("edit"), tooltip: "Rename" };
+    const remove = { iconPath: new vscode.ThemeIcon("trash"), tooltip: "Delete" };
+    const fill = (sessions: SessionInfo[]): void => {
+      const now = new Date();
+      pick.items = sessions.map((info) => ({
+        label: info.title ?? info.sessionId,
+        description: info.updatedAt ? inWords(new Date(info.updatedAt), now) : "",
+        sessionId: info.sessionId,
+        buttons: [rename, remove],
+      }));
+    };
+    pick.busy = true;
+    pick.show();
+    fill(await relist());
+    pick.busy = false;
+    pick.onDidTriggerItemButton(async ({ item, button }) => {
+      const changed = button === rename ? await renameSession(item.sessionId) : await deleteSession(item.sessionId);
+      pick.show();
+      if (changed) fill(await relist());
+    });
+    pick.onDidAccept(async () => {
+      const picked = pick.selectedItems[0];
+      pick.hide();
+      if (picked) {
+        await vscode.commands.executeCommand(`${ChatView.id}.focus`);
+        await handle({ type: "loadSession", sessionId: picked.sessionId });
+      }
+    });
+    pick.onDidHide(() => pick.dispose());
   }
 
   /** The buttons beside a code block's Copy; a problem is said in a warning. */
@@ -279,17 +383,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.window.onDidChangeTextEditorSelection((event) => {
       if (event.textEditor === vscode.window.activeTextEditor) followEditor();
     }),
-    vscode.commands.registerCommand("hermes.sessions", async () => {
-      const sessions = await controller.listSessions();
-      const picked = await vscode.window.showQuickPick(
-        sessions.map((s) => ({ label: s.title ?? s.sessionId, description: s.updatedAt ?? "", sessionId: s.sessionId })),
-        { title: "Hermes: open a past session" },
-      );
-      if (picked) {
-        await vscode.commands.executeCommand(`${ChatView.id}.focus`);
-        await handle({ type: "loadSession", sessionId: picked.sessionId });
-      }
-    }),
+    vscode.commands.registerCommand("hermes.sessions", () => pickSession()),
     vscode.commands.registerCommand("hermes.sendSelection", async () => {
       const editor = vscode.window.activeTextEditor;
       if (!editor || editor.selection.isEmpty) {

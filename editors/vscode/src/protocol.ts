@@ -58,6 +58,8 @@ export type FromView =
   | { type: "newSession" }
   | { type: "listSessions" }
   | { type: "loadSession"; sessionId: string }
+  | { type: "renameSession"; sessionId: string }
+  | { type: "deleteSession"; sessionId: string }
   | { type: "findFiles"; query: string }
   | { type: "removeAttachment"; id: string }
   | { type: "dropFiles"; uris: string[] }

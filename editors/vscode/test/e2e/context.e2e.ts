@@ -4,6 +4,7 @@
  * image, and the code block's highlighting and Insert / Apply / New file buttons.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { after, before, test as nodeTest } from "node:test";
@@ -44,6 +45,15 @@ async function send(text: string): Promise<void> {
 
 async function waitReady(): Promise<void> {
   await f.chat.locator('#status[data-state="ready"]').waitFor();
+}
+
+/** Sessions in the agent's store (its SQLite file): with this id, or all when null. */
+function storedSessions(id: string | null): number {
+  const database = path.join(f.home, ".hermes-acp", "sessions.db");
+  const query = `import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("SELECT count(*) FROM sessions WHERE (? IS NULL OR id = ?) AND id IN (SELECT session_id FROM messages)", (sys.argv[2] or None,)*2).fetchone()[0])`;
+  const out = spawnSync("python3", ["-c", query, database, id ?? ""], { encoding: "utf8" });
+  if (out.status !== 0) throw new Error(out.stderr);
+  return Number(out.stdout.trim());
 }
 
 /** The last user message the model received, as JSON text. */
@@ -214,4 +224,56 @@ test("a code block is highlighted and its Insert, Apply (after a diff) and New f
   await f.page.locator(".editor-group-container.active .view-line", { hasText: "def greet(name):" }).waitFor();
   assert.match(await editorText(f.page), /^import sys\n\ndef greet\(name\):/);
   await f.shot("new-file");
+});
+
+test("history: dates in words, search, rename, delete (the agent's stored session goes), and the palette list", async () => {
+  // A second session, so there is something to search among.
+  await f.chat.locator("#new").click();
+  await f.chat.locator(".message").first().waitFor({ state: "detached" });
+  await f.fake.script([{ text: "Second answer." }]);
+  await send("Second session about sorting");
+  await f.chat.getByText("Second answer.").waitFor();
+  await waitReady();
+  const current = (await f.chat.locator("body").getAttribute("data-session-id"))!;
+
+  await f.chat.locator("#history").click();
+  const rows = f.chat.locator("#sessions .session-row");
+  await rows.nth(1).waitFor();
+  assert.deepEqual(await rows.locator(".title").allInnerTexts(), ["Second session about sorting", "What does this file do?"]);
+  for (const date of await rows.locator(".date").allInnerTexts()) assert.match(date, /^(just now|a minute ago|\d+ minutes ago)$/);
+  await f.chat.locator("#session-search").fill("file");
+  await rows.filter({ hasText: "Second session" }).waitFor({ state: "detached" });
+  assert.deepEqual(await rows.locator(".title").allInnerTexts(), ["What does this file do?"]);
+  await f.shot("history-search");
+
+  // Rename: a name the user gives, kept by VS Code (the agent has none to set).
+  await rows.first().locator("button.rename").click();
+  const box = f.page.locator(".quick-input-widget", { hasText: "rename the session" });
+  await box.waitFor();
+  await box.locator("input").fill("Chips and code blocks");
+  await f.page.keyboard.press("Enter");
+  await f.chat.locator("#session-search").fill("");
+  await rows.locator(".title", { hasText: "Chips and code blocks" }).waitFor();
+  await f.shot("history-renamed");
+
+  // Delete the session open in the view: asked first; the agent deletes it; a new one starts.
+  await rows.filter({ hasText: "Second session" }).locator("button.delete").click();
+  const dialog = f.page.locator(".monaco-dialog-box", { hasText: "Delete “Second session about sorting”?" });
+  await dialog.waitFor();
+  assert.match(await dialog.innerText(), /The agent deletes its stored conversation/);
+  await f.shot("history-delete-confirm");
+  await dialog.getByRole("button", { name: "Delete" }).click();
+  await rows.filter({ hasText: "Second session" }).waitFor({ state: "detached" });
+  await f.chat.locator(`body:not([data-session-id="${current}"])`).waitFor({ state: "attached" });
+  assert.equal(storedSessions(current), 0, "the agent's stored session is gone");
+  assert.equal(storedSessions(null), 1, "the other session is still stored");
+
+  // The palette's list: the same names, dates in words, type to search.
+  await runCommand(f.page, "Hermes: Open a past session");
+  const row = f.page.locator(".quick-input-list .monaco-list-row", { hasText: "Chips and code blocks" });
+  await row.waitFor();
+  assert.match(await row.innerText(), /just now|minutes? ago/);
+  assert.equal(await f.page.locator(".quick-input-list .monaco-list-row", { hasText: "Second session" }).count(), 0);
+  await f.shot("history-palette");
+  await f.page.keyboard.press("Escape");
 });

@@ -8,6 +8,7 @@ import { ApiKeys } from "./apiKeys";
 import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
 import { LastSessions } from "./lastSessions";
+import { pickModel } from "./modelPicker";
 import { inWords } from "./relativeTime";
 import { SessionNames } from "./sessionNames";
 import { readTextFile, writeTextFile } from "./editorFiles";
@@ -322,11 +323,19 @@ export function activate(context: vscode.ExtensionContext): void {
     if (problem) void vscode.window.showWarningMessage(`Hermes: ${problem}`);
   }
 
-  /** The key set-up inside VS Code: a provider, its key into SecretStorage, the agent restarted. */
+  /** The set-up inside VS Code: a provider, its key into SecretStorage, the agent restarted, then the model. */
   async function setUp(): Promise<void> {
     if (await apiKeys.ask()) {
       await controller.restart(); // the agent reads its keys at start
+      if (controller.sessionId) await chooseModel();
     }
+  }
+
+  /** The model, from the agent's list for the session (its `model` config option). */
+  async function chooseModel(): Promise<void> {
+    if (!controller.sessionId) await controller.newSession();
+    const picked = await pickModel(controller.configOptions);
+    if (picked) await controller.setConfig(picked.configId, picked.value);
   }
 
   async function act(action: ErrorAction): Promise<void> {
@@ -363,6 +372,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("hermes.showTraffic", () => traffic.show()),
     vscode.commands.registerCommand("hermes.setup", () => setUp()),
     vscode.commands.registerCommand("hermes.setApiKey", () => setUp()),
+    vscode.commands.registerCommand("hermes.chooseModel", () => chooseModel()),
     vscode.commands.registerCommand("hermes.restart", () => controller.restart()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void controller.restart()),
     vscode.workspace.onDidChangeConfiguration((event) => {

@@ -57,7 +57,7 @@ export class History {
             h("span", { className: "date", title: updated ? updated.toLocaleString() : "" }, updated ? inWords(updated, now) : ""),
           ),
           h("button", { className: "rename", title: "Rename", "aria-label": `Rename “${title}”`, onclick: () => this.post({ type: "renameSession", sessionId: info.sessionId }) }, "✎"),
-          h("button", { className: "delete", title: "Delete", "aria-label": `Delete “${title}”`, onclick: () => this.post({ type: "deleteSession", sessionId: info.sessionId }) }, "🗑"),
+          h("button", { className: "delete", title: "Delete", "aria-label": `Delete “${title}”`, onclick: () => this.post({ type: "deleteSession", sessionId: info.sessionId }) }, "✕"),
         );
       }),
     );

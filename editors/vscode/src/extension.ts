@@ -1,24 +1,26 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
-import type { ContentBlock } from "@agentclientprotocol/sdk";
+import * as acp from "@agentclientprotocol/sdk";
+import type { ContentBlock, SessionInfo } from "@agentclientprotocol/sdk";
 import { locateAgent } from "./agentLocator";
 import { touchesAgent, userAgentSettings } from "./agentSettings";
 import { ApiKeys } from "./apiKeys";
 import { ChatController, describe } from "./chatController";
 import { ChatView } from "./chatView";
 import { LastSessions } from "./lastSessions";
+import { pickModel } from "./modelPicker";
+import { inWords } from "./relativeTime";
+import { SessionNames } from "./sessionNames";
 import { diskTextIfExists, readTextFile, restoreFile, textIfExists, writeTextFile } from "./editorFiles";
-import type { Attachment, ErrorAction, FromView } from "./protocol";
+import type { ErrorAction, FromView } from "./protocol";
+import { applyToFile, insertAtCursor, newFile } from "./codeBlocks";
+import { ContextChips } from "./contextChips";
+import { currentEditorChip, droppedChips, pastedImageChip } from "./editorContext";
 import { PendingApprovals } from "./pendingApprovals";
 import { PseudoterminalSink } from "./pseudoterminals";
 import { REVIEW_SCHEME, ReviewDocuments, Reviews, registerReviewCommands } from "./review";
 import { StatusItem } from "./statusItem";
 import { rankFiles } from "./textEdits";
-
-interface SelectionAttachment extends Attachment {
-  text: string;
-  mimeType: string;
-}
 
 /** Where earlier versions kept each folder's last session; read when the file has none. */
 const SESSION_KEY = "hermes.sessions";
@@ -48,7 +50,6 @@ export function activate(context: vscode.ExtensionContext): void {
   };
   const status = new StatusItem();
   const reviews = new Reviews(new ReviewDocuments());
-  let attachments: SelectionAttachment[] = [];
 
   const folder = (): string => {
     const active = vscode.window.activeTextEditor?.document.uri;
@@ -57,12 +58,18 @@ export function activate(context: vscode.ExtensionContext): void {
   };
   let sessionFolder = folder();
   const lastSessions = new LastSessions((context.storageUri ?? context.globalStorageUri).fsPath);
+  const sessionNames = new SessionNames((context.storageUri ?? context.globalStorageUri).fsPath);
+  /** The list the view shows now, with the user's names. */
+  let listed: SessionInfo[] = [];
 
   const terminalSink = new PseudoterminalSink();
   const apiKeys = new ApiKeys(context.secrets, context.globalState);
   let lastPrompt: { text: string; mentions: string[] } | undefined;
 
   const view = new ChatView(context.extensionUri, (message) => void handle(message), () => void resume());
+  const chips = new ContextChips((attachments) => view.post({ type: "attachments", attachments }));
+  const followEditor = (): void => chips.setCurrent(currentEditorChip(vscode.window.activeTextEditor));
+  followEditor();
   const controller = new ChatController({
     locateAgent: async () => {
       const settings = userAgentSettings();
@@ -81,7 +88,14 @@ export function activate(context: vscode.ExtensionContext): void {
             action: "trust",
           },
     cwd: () => sessionFolder,
-    post: (message) => view.post(message),
+    post: (message) => {
+      if (message.type !== "sessions") return view.post(message);
+      // The user's names and hidden sessions, which the agent does not keep.
+      void sessionNames.apply(message.sessions).then((sessions) => {
+        listed = sessions;
+        view.post({ type: "sessions", sessions });
+      });
+    },
     files: { readTextFile, writeTextFile },
     fileAccess: { read: textIfExists, readDisk: diskTextIfExists, restore: restoreFile },
     confirm: async (question, action) => (await vscode.window.showWarningMessage(question, { modal: true }, action)) === action,
@@ -120,16 +134,17 @@ export function activate(context: vscode.ExtensionContext): void {
   async function prompt(text: string, mentions: string[]): Promise<void> {
     lastPrompt = { text, mentions };
     const blocks: ContentBlock[] = [{ type: "text", text }];
+    const linked = new Set<string>();
     for (const mention of mentions) {
-      const file = path.resolve(sessionFolder, mention);
-      blocks.push({ type: "resource_link", uri: vscode.Uri.file(file).toString(), name: mention });
+      const uri = vscode.Uri.file(path.resolve(sessionFolder, mention)).toString();
+      linked.add(uri);
+      blocks.push({ type: "resource_link", uri, name: mention });
     }
-    for (const attachment of attachments) {
-      blocks.push({ type: "resource", resource: { uri: attachment.uri, text: attachment.text, mimeType: attachment.mimeType } });
-    }
-    const shown = attachments.length ? `${text}\n\nAttached: ${attachments.map((a) => a.label).join(", ")}` : text;
-    attachments = [];
-    view.post({ type: "attachments", attachments: [] });
+    // A slash command (`/steer`, `/queue`, `/compact`) is for the agent, not the model: the
+    // chips wait for the next prompt.
+    const attached = text.startsWith("/") ? { blocks: [], labels: [] } : chips.take(linked);
+    blocks.push(...attached.blocks);
+    const shown = attached.labels.length ? `${text}\n\nAttached: ${attached.labels.join(", ")}` : text;
     await controller.prompt(blocks, shown, text);
   }
 
@@ -174,6 +189,12 @@ export function activate(context: vscode.ExtensionContext): void {
       case "loadSession":
         await controller.loadSession(message.sessionId);
         return;
+      case "renameSession":
+        if (await renameSession(message.sessionId)) await relist();
+        return;
+      case "deleteSession":
+        if (await deleteSession(message.sessionId)) await relist();
+        return;
       case "findFiles": {
         // More than are shown, so the best (a name starting with the query) is among them.
         const found = await vscode.workspace.findFiles(`**/*${message.query.replace(/[{}[\]*?]/g, "")}*`, "**/{node_modules,.git,.venv}/**", 500);
@@ -182,9 +203,22 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       }
       case "removeAttachment":
-        attachments.splice(message.index, 1);
-        view.post({ type: "attachments", attachments: attachments.map(({ label, uri }) => ({ label, uri })) });
+        chips.remove(message.id);
         return;
+      case "dropFiles": {
+        const dropped = await droppedChips(message.uris);
+        dropped.chips.forEach((chip) => chips.add(chip));
+        if (dropped.refused.length) view.post({ type: "notice", message: `Not attached (only files of this workspace can be): ${dropped.refused.join(", ")}` });
+        return;
+      }
+      case "pasteImage": {
+        const chip = pastedImageChip(message.mimeType, message.data, message.name);
+        if (typeof chip === "string") view.post({ type: "notice", message: chip });
+        else chips.add(chip);
+        return;
+      }
+      case "codeAction":
+        return codeAction(message.action, message.code, message.language, message.path);
       case "copy":
         await vscode.env.clipboard.writeText(message.text);
         return;
@@ -212,11 +246,115 @@ export function activate(context: vscode.ExtensionContext): void {
     }
   }
 
-  /** The key set-up inside VS Code: a provider, its key into SecretStorage, the agent restarted. */
+  async function relist(): Promise<SessionInfo[]> {
+    try {
+      return await sessionNames.apply(await controller.listSessions());
+    } catch (error) {
+      view.post({ type: "error", message: describe(error) });
+      return [];
+    }
+  }
+
+  const titleOf = (sessionId: string): string => listed.find((info) => info.sessionId === sessionId)?.title ?? "this session";
+
+  /** A name of the user's choosing, kept by the extension: ACP has no rename. */
+  async function renameSession(sessionId: string): Promise<boolean> {
+    const name = await vscode.window.showInputBox({
+      title: "Hermes: rename the session",
+      value: titleOf(sessionId),
+      prompt: "The name is kept by VS Code on this machine (the agent has no way to rename a session). Empty: the agent's title.",
+    });
+    if (name === undefined) return false;
+    await sessionNames.rename(sessionId, name);
+    return true;
+  }
+
+  /** Deletes the agent's stored session where it supports `session/delete`, else hides it from the list. */
+  async function deleteSession(sessionId: string): Promise<boolean> {
+    const canDelete = Boolean(controller.initializeResponse?.agentCapabilities?.sessionCapabilities?.delete);
+    const detail = canDelete
+      ? "The agent deletes its stored conversation; it cannot be opened again."
+      : "The agent cannot delete sessions: it is removed from this list only, and its history stays on disk.";
+    const answer = await vscode.window.showWarningMessage(`Delete “${titleOf(sessionId)}”?`, { modal: true, detail }, "Delete");
+    if (answer !== "Delete") return false;
+    try {
+      if (canDelete && controller.connection) {
+        await controller.connection.agent.request(acp.methods.agent.session.delete, { sessionId });
+        await sessionNames.forget(sessionId);
+      } else {
+        await sessionNames.hide(sessionId);
+        view.post({ type: "notice", message: "The agent cannot delete sessions; it was removed from the list only." });
+      }
+    } catch (error) {
+      view.post({ type: "error", message: `Deleting the session failed: ${describe(error)}` });
+      return false;
+    }
+    if (controller.sessionId === sessionId) await handle({ type: "newSession" });
+    return true;
+  }
+
+  /** The palette's list of past sessions: type to search, with Rename and Delete buttons. */
+  async function pickSession(): Promise<void> {
+    const pick = vscode.window.createQuickPick<vscode.QuickPickItem & { sessionId: string }>();
+    pick.title = "Hermes: open a past session";
+    pick.placeholder = "Type to search the sessions' titles";
+    const rename = { iconPath: new vscode.ThemeIcon("edit"), tooltip: "Rename" };
+    const remove = { iconPath: new vscode.ThemeIcon("trash"), tooltip: "Delete" };
+    const fill = (sessions: SessionInfo[]): void => {
+      const now = new Date();
+      pick.items = sessions.map((info) => ({
+        label: info.title ?? info.sessionId,
+        description: info.updatedAt ? inWords(new Date(info.updatedAt), now) : "",
+        sessionId: info.sessionId,
+        buttons: [rename, remove],
+      }));
+    };
+    pick.busy = true;
+    pick.show();
+    fill(await relist());
+    pick.busy = false;
+    pick.onDidTriggerItemButton(async ({ item, button }) => {
+      const changed = button === rename ? await renameSession(item.sessionId) : await deleteSession(item.sessionId);
+      pick.show();
+      if (changed) fill(await relist());
+    });
+    pick.onDidAccept(async () => {
+      const picked = pick.selectedItems[0];
+      pick.hide();
+      if (picked) {
+        await vscode.commands.executeCommand(`${ChatView.id}.focus`);
+        await handle({ type: "loadSession", sessionId: picked.sessionId });
+      }
+    });
+    pick.onDidHide(() => pick.dispose());
+  }
+
+  /** The buttons beside a code block's Copy; a problem is said in a warning. */
+  async function codeAction(action: "insert" | "apply" | "newFile", code: string, language: string, named: string | null): Promise<void> {
+    let problem: string | undefined;
+    try {
+      if (action === "insert") problem = await insertAtCursor(code);
+      else if (action === "newFile") await newFile(code, language);
+      else if (named) problem = await applyToFile(code, named, sessionFolder, reviews.documents);
+    } catch (error) {
+      problem = describe(error);
+    }
+    if (problem) void vscode.window.showWarningMessage(`Hermes: ${problem}`);
+  }
+
+  /** The set-up inside VS Code: a provider, its key into SecretStorage, the agent restarted, then the model. */
   async function setUp(): Promise<void> {
     if (await apiKeys.ask()) {
       await controller.restart(); // the agent reads its keys at start
+      if (controller.sessionId) await chooseModel();
     }
+  }
+
+  /** The model, from the agent's list for the session (its `model` config option). */
+  async function chooseModel(): Promise<void> {
+    if (!controller.sessionId) await controller.newSession();
+    const picked = await pickModel(controller.configOptions);
+    if (picked) await controller.setConfig(picked.configId, picked.value);
   }
 
   async function act(action: ErrorAction): Promise<void> {
@@ -254,6 +392,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand("hermes.showTraffic", () => traffic.show()),
     vscode.commands.registerCommand("hermes.setup", () => setUp()),
     vscode.commands.registerCommand("hermes.setApiKey", () => setUp()),
+    vscode.commands.registerCommand("hermes.chooseModel", () => chooseModel()),
     vscode.commands.registerCommand("hermes.restart", () => controller.restart()),
     vscode.workspace.onDidGrantWorkspaceTrust(() => void controller.restart()),
     vscode.workspace.onDidChangeConfiguration((event) => {
@@ -270,32 +409,19 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     approvals,
     terminalSink,
-    vscode.commands.registerCommand("hermes.sessions", async () => {
-      const sessions = await controller.listSessions();
-      const picked = await vscode.window.showQuickPick(
-        sessions.map((s) => ({ label: s.title ?? s.sessionId, description: s.updatedAt ?? "", sessionId: s.sessionId })),
-        { title: "Hermes: open a past session" },
-      );
-      if (picked) {
-        await vscode.commands.executeCommand(`${ChatView.id}.focus`);
-        await handle({ type: "loadSession", sessionId: picked.sessionId });
-      }
+    vscode.window.onDidChangeActiveTextEditor(followEditor),
+    vscode.window.onDidChangeTextEditorSelection((event) => {
+      if (event.textEditor === vscode.window.activeTextEditor) followEditor();
     }),
+    vscode.commands.registerCommand("hermes.sessions", () => pickSession()),
     vscode.commands.registerCommand("hermes.sendSelection", async () => {
       const editor = vscode.window.activeTextEditor;
       if (!editor || editor.selection.isEmpty) {
         void vscode.window.showInformationMessage("Select some text first.");
         return;
       }
-      const { start, end } = editor.selection;
-      const name = vscode.workspace.asRelativePath(editor.document.uri, false);
-      attachments.push({
-        label: `${name}:${start.line + 1}-${end.line + 1}`,
-        uri: `${editor.document.uri.toString()}#L${start.line + 1}-L${end.line + 1}`,
-        text: editor.document.getText(editor.selection),
-        mimeType: "text/plain",
-      });
-      view.post({ type: "attachments", attachments: attachments.map(({ label, uri }) => ({ label, uri })) });
+      const chip = currentEditorChip(editor);
+      if (chip) chips.add(chip);
       await vscode.commands.executeCommand(`${ChatView.id}.focus`);
     }),
     { dispose: () => void controller.dispose() },

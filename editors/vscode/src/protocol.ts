@@ -13,9 +13,16 @@ export type ErrorAction = "setup" | "install" | "trust" | "log" | "restart" | "r
 
 export type AgentState = "stopped" | "starting" | "ready" | "busy" | "error";
 
+/** A context chip above the input (see contextChips.ts). */
 export interface Attachment {
+  id: string;
+  kind: "file" | "selection" | "image";
   label: string;
   uri: string;
+  /** The active editor's file or selection, offered with each prompt until removed. */
+  current: boolean;
+  /** An image's thumbnail, a data: URL. */
+  thumbnail?: string;
 }
 
 /** A file the agent changed that the user has not kept or undone yet. */
@@ -39,6 +46,9 @@ export interface Resend {
   /** Also put back the files the agent changed since that message. */
   restoreFiles: boolean;
 }
+
+/** The buttons beside a code block's Copy. */
+export type CodeAction = "insert" | "apply" | "newFile";
 
 export type ToView =
   | { type: "state"; state: AgentState; detail?: string }
@@ -72,8 +82,13 @@ export type FromView =
   | { type: "newSession" }
   | { type: "listSessions" }
   | { type: "loadSession"; sessionId: string }
+  | { type: "renameSession"; sessionId: string }
+  | { type: "deleteSession"; sessionId: string }
   | { type: "findFiles"; query: string }
-  | { type: "removeAttachment"; index: number }
+  | { type: "removeAttachment"; id: string }
+  | { type: "dropFiles"; uris: string[] }
+  | { type: "pasteImage"; mimeType: string; data: string; name: string }
+  | { type: "codeAction"; action: CodeAction; code: string; language: string; path: string | null }
   | { type: "copy"; text: string }
   | { type: "setup" }
   | { type: "action"; action: ErrorAction }

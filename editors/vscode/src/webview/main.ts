@@ -1,6 +1,8 @@
-import type { SessionConfigOption, SessionInfo } from "@agentclientprotocol/sdk";
-import type { Attachment, ErrorAction, FromView, ToView } from "../protocol";
+import type { SessionConfigOption } from "@agentclientprotocol/sdk";
+import type { ErrorAction, FromView, ToView } from "../protocol";
+import { acceptAttachments, showAttachments } from "./attachments";
 import { ChangesPanel } from "./changes";
+import { History } from "./history";
 import { Composer } from "./composer";
 import { byId, h } from "./dom";
 import { MessageActions } from "./messageActions";
@@ -14,6 +16,7 @@ const post = (message: FromView): void => vscode.postMessage(message);
 const status = byId<HTMLElement>("status");
 const pickers = byId<HTMLElement>("pickers");
 const sessions = byId<HTMLElement>("sessions");
+const history = new History(sessions, post);
 const sendButton = byId<HTMLButtonElement>("send");
 const stopButton = byId<HTMLButtonElement>("stop");
 const attachmentsBox = byId<HTMLElement>("attachments");
@@ -26,6 +29,7 @@ thread.examples = (text) => {
 };
 thread.clear(); // the empty state until a session's thread arrives
 const composer = new Composer(byId("input"), byId("completions"), post, send);
+acceptAttachments(input, post);
 
 // The review flow: the files changed (pinned above the composer), Edit and Retry on messages.
 const changes = new ChangesPanel(post);
@@ -45,7 +49,10 @@ sendButton.addEventListener("click", send);
 stopButton.addEventListener("click", () => post({ type: "cancel" }));
 byId("new").addEventListener("click", () => post({ type: "newSession" }));
 byId("history").addEventListener("click", () => {
-  if (sessions.hidden) post({ type: "listSessions" });
+  if (sessions.hidden) {
+    history.requested = true;
+    post({ type: "listSessions" });
+  }
   else sessions.hidden = true;
 });
 
@@ -64,30 +71,6 @@ function showPickers(options: SessionConfigOption[]): void {
         select.addEventListener("change", () => post({ type: "setConfig", configId: option.id, value: select.value }));
         return h("label", { className: "picker" }, select);
       }),
-  );
-}
-
-function showSessions(list: SessionInfo[]): void {
-  sessions.hidden = false;
-  sessions.replaceChildren(
-    ...(list.length === 0
-      ? [h("div", { className: "empty" }, "No past sessions in this folder.")]
-      : list.map((info) =>
-          h(
-            "button",
-            { className: "session", "data-session-id": info.sessionId, onclick: () => ((sessions.hidden = true), post({ type: "loadSession", sessionId: info.sessionId })) },
-            h("span", { className: "title" }, info.title ?? "(untitled)"),
-            h("span", { className: "date" }, info.updatedAt ? new Date(info.updatedAt).toLocaleString() : ""),
-          ),
-        )),
-  );
-}
-
-function showAttachments(list: Attachment[]): void {
-  attachmentsBox.replaceChildren(
-    ...list.map((attachment, index) =>
-      h("span", { className: "chip", title: attachment.uri }, `${attachment.label} `, h("button", { "aria-label": `Remove ${attachment.label}`, onclick: () => post({ type: "removeAttachment", index }) }, "×")),
-    ),
   );
 }
 
@@ -147,11 +130,11 @@ window.addEventListener("message", (event: MessageEvent<ToView>) => {
     case "commands":
       return composer.setCommands(message.commands);
     case "sessions":
-      return showSessions(message.sessions);
+      return history.show(message.sessions);
     case "files":
       return composer.files(message.query, message.files);
     case "attachments":
-      return showAttachments(message.attachments);
+      return showAttachments(attachmentsBox, message.attachments, post);
     case "error":
       return showError(message.message, message.action);
     case "notice":

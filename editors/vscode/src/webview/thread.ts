@@ -9,7 +9,7 @@ import type {
 import type { FromView } from "../protocol";
 import { h } from "./dom";
 import { lineChanges } from "../textEdits";
-import { addCopyButtons, linkFileReferences, renderMarkdown } from "./markdown";
+import { addCopyButtons, linkFileReferences, renderMarkdown, type CodeButtons } from "./markdown";
 
 type Post = (message: FromView) => void;
 
@@ -180,11 +180,19 @@ export class Thread {
         } else {
           block.body.innerHTML = renderMarkdown(block.text);
         }
-        addCopyButtons(block.body, (copied) => this.post({ type: "copy", text: copied }));
+        addCopyButtons(block.body, this.codeButtons());
         if (kind === "agent") linkFileReferences(block.body, (path, line) => this.post({ type: "open", path, line }));
         this.follow();
       });
     }
+  }
+
+  /** Copy, Insert, Apply and New file on an answer's code blocks. */
+  private codeButtons(): CodeButtons {
+    return {
+      copy: (text) => this.post({ type: "copy", text }),
+      action: (action, code, language, path) => this.post({ type: "codeAction", action, code, language, path }),
+    };
   }
 
   private toolCard(

@@ -31,7 +31,7 @@ before(async () => {
     files: { "app.py": "print('hi')\n" },
     env: (env) => {
       const { OPENAI_API_KEY: _dropped, ...rest } = env;
-      return rest;
+      return { ...rest, HERMES_ACP_MODELS: "gpt-4.1,gpt-4.1-mini" }; // the picker's choices
     },
   });
 });
@@ -75,7 +75,7 @@ test("trusting the folder starts the agent; with no key it says so once and is n
   await f.shot("no-api-key");
 });
 
-test("the key set up in VS Code goes to secret storage and to the agent, never to settings", async () => {
+test("the set-up in VS Code: the key goes to secret storage and to the agent (never to settings), then the model is picked from the agent's list", async () => {
   await f.chat.locator('.error button[data-action="setup"]').click();
   const input = f.page.locator(".quick-input-widget input");
   await f.page.locator(".quick-input-list .monaco-list-row", { hasText: "OpenAI" }).first().click();
@@ -83,13 +83,20 @@ test("the key set up in VS Code goes to secret storage and to the agent, never t
   assert.equal(await input.getAttribute("type"), "password");
   await input.fill(KEY);
   await f.page.keyboard.press("Enter");
+  // Then the model, from the session's model option.
+  const models = f.page.locator(".quick-input-widget", { hasText: "which model?" });
+  await models.waitFor();
+  await f.shot("model-pick");
+  await models.locator(".quick-input-list .monaco-list-row", { hasText: "gpt-4.1-mini" }).click();
+  await f.chat.locator('select[data-config-id="model"] option[value="gpt-4.1-mini"]:checked').waitFor({ state: "attached" });
   await f.chat.locator('#status[data-state="ready"]').waitFor();
   await f.fake.script([{ text: "Hello with a key." }]);
   await f.chat.locator("#input").fill("Hello?");
   await f.chat.locator("#input").press("Enter");
   await f.chat.getByText("Hello with a key.").waitFor();
-  const { headers } = await f.fake.requests();
+  const { headers, last } = await f.fake.requests();
   assert.equal(headers?.authorization, `Bearer ${KEY}`);
+  assert.equal((last as { model: string }).model, "gpt-4.1-mini", "the model picked is the one asked");
   assert.deepEqual(filesContaining(path.dirname(f.userSettings), KEY).filter((file) => file.endsWith(".json")), []);
   assert.deepEqual(filesContaining(f.project, KEY), []);
   await f.shot("key-set-up");

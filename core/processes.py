@@ -87,6 +87,10 @@ async def start_local_command(
         if sandbox is not None:
             sandbox.after_command()  # it never ran
         raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
+    except asyncio.CancelledError:
+        if sandbox is not None:
+            sandbox.after_command()  # it never ran, or is being killed (`_spawn_on`)
+        raise
     run._attach(await _Child.watch(process, run))
     if sandbox is None:
         # bwrap dies with the agent (--die-with-parent); an unconfined command needs a guard.

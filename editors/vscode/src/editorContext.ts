@@ -1,9 +1,13 @@
 import * as vscode from "vscode";
 import { IMAGE_TYPES, MAX_IMAGE_BYTES, type Chip, type CurrentEditor } from "./contextChips";
 
-/** The active text editor's file (or its selection) as a chip; only files on disk. */
+/**
+ * The active text editor's file (or its selection) as a chip: only a file of the workspace's
+ * folders, never one outside them (the user's settings.json, a file under ~) that is
+ * merely open.
+ */
 export function currentEditorChip(editor: vscode.TextEditor | undefined): CurrentEditor | undefined {
-  if (!editor || editor.document.uri.scheme !== "file") return undefined;
+  if (!editor || editor.document.uri.scheme !== "file" || !vscode.workspace.getWorkspaceFolder(editor.document.uri)) return undefined;
   const uri = editor.document.uri.toString();
   const name = vscode.workspace.asRelativePath(editor.document.uri, false);
   const selection = editor.selection;

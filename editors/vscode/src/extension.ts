@@ -421,7 +421,11 @@ export function activate(context: vscode.ExtensionContext): void {
         return;
       }
       const chip = currentEditorChip(editor);
-      if (chip) chips.add(chip);
+      if (!chip) {
+        void vscode.window.showInformationMessage("Hermes attaches selections from files of this workspace only.");
+        return;
+      }
+      chips.add(chip);
       await vscode.commands.executeCommand(`${ChatView.id}.focus`);
     }),
     { dispose: () => void controller.dispose() },

@@ -105,6 +105,16 @@ test("a removed chip is not sent", async () => {
   await waitReady();
 });
 
+test("a file open in the editor but outside the workspace (the user's settings.json) is not offered", async () => {
+  await openFile(f.page, "helpers.py");
+  const chip = f.chat.locator("#attachments .chip.current");
+  await chip.filter({ hasText: "lib/helpers.py" }).waitFor();
+  await runCommand(f.page, "Preferences: Open User Settings (JSON)");
+  await f.page.locator(".tab.active", { hasText: "settings.json" }).waitFor();
+  await chip.filter({ hasText: "lib/helpers.py" }).waitFor({ state: "detached" });
+  assert.equal(await chip.count(), 0);
+});
+
 test("a file dropped on the view becomes a chip and goes with the prompt", async () => {
   const frame = await chatFrameHandle(f.page);
   const uri = `file://${path.join(f.project, "lib", "helpers.py")}`;
@@ -191,7 +201,8 @@ test("a code block is highlighted and its Insert, Apply (after a diff) and New f
   await f.shot("code-block");
 
   // Insert: at the cursor of the editor the user was in.
-  await openFile(f.page, "app.py");
+  await f.page.locator(".tab", { hasText: "app.py" }).first().click();
+  await f.page.locator(".tab.active", { hasText: "app.py" }).waitFor();
   const editor = f.page.locator(".editor-group-container.active .monaco-editor .view-lines");
   await editor.click();
   await f.page.keyboard.press("Control+End");

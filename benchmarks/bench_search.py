@@ -15,10 +15,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from hermes_core.tools import find_rg
 from hermes_core.tools.base import SessionToolState, ToolContext
 from hermes_core.tools.files import ListFilesTool
-from hermes_core.tools.search import SearchTool
+from hermes_core.tools.search import SearchTool, find_rg
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 MAX_RATIO = 2.0

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.tools import find_rg
 from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
-from hermes_core.tools.search import SearchTool
+from hermes_core.tools.search import SearchTool, find_rg
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
 

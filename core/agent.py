@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 
 from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
 from hermes_core.budget import IterationBudget
@@ -22,14 +21,17 @@ from hermes_core.config import Settings
 from hermes_core.conversation import Conversation
 from hermes_core.events import Event, HistoryReplaced, PlanEntry, Status, UsageUpdated
 from hermes_core.inbox import TurnInbox
-from hermes_core.memory import MemoryStore
 from hermes_core.messages import ContentPart, Message
+from hermes_core.model_link import ModelLink
 from hermes_core.models import Usage
-from hermes_core.providers.base import ModelRequest, Provider, ToolSpec
+from hermes_core.providers.base import Provider, ToolSpec
+from hermes_core.recall import MemoryRecall, repository_memory
 from hermes_core.tool_runner import ToolRunner
 from hermes_core.tools.base import SessionToolState, Tool, ToolLimits
+from hermes_core.tools.builtin import default_tools
 from hermes_core.tools.clarify import ClarifyTool
 from hermes_core.tools.delegate import DelegateTool
+from hermes_core.tools.memory import MemoryTool
 from hermes_core.tools.registry import ToolRegistry
 from hermes_core.turn import ModelTurn, RequestShape, TurnServices
 from hermes_core.workspace import Workspace
@@ -74,12 +76,12 @@ class Agent:
         self.session_id = session_id
         self.workspace = workspace
         self.approver = approver
-        self.memory = _memory_store(settings, workspace)
+        self.memory = repository_memory(settings.memory_dir, workspace.scope.cwd)
         self.conversation = Conversation(list(messages or []), title=title)
         self.inbox = TurnInbox()
         # The built-in tools and memory unless a registry is given; then the embedder's own
         # (past-session search, MCP servers). Fixed for the session: prompt caches key on it.
-        self.tools = tools if tools is not None else _default_registry(self.memory)
+        self.tools = tools if tools is not None else ToolRegistry([*default_tools(), MemoryTool(self.memory)])
         for tool in extra_tools:
             self.tools.register(tool)
         if tools is None:
@@ -90,6 +92,7 @@ class Agent:
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
         self._estimate: HistoryEstimate | None = None  # the context's size, counted as it grows
         self.tool_state = tool_state if tool_state is not None else SessionToolState()
+        self.link = ModelLink(settings, model or settings.model, providers)
         self.runner = ToolRunner(
             tools=self.tools,
             policy=self.policy,
@@ -97,17 +100,13 @@ class Agent:
             workspace=workspace,
             state=self.tool_state,
             limits=ToolLimits(command_timeout=settings.command_timeout_seconds),
-            accepts_images=self._accepts_images,
+            accepts_images=self.link.accepts_images,
         )
         self.watcher = watcher  # files the user changed between turns, for the next message
         self._effort: str | None = settings.reasoning_effort
         self._auto_compact = settings.auto_compact
-        self._model = model or settings.model
-        self._providers = providers
-        self._retired: list[Provider] = []  # replaced by a model switch; closed by close_retired()
-        self._resilient: Any = None
         self.system_prompt = system_prompt if system_prompt is not None else self._build_system_prompt()
-        self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
+        self._recall = MemoryRecall(self.memory, self.system_prompt)
         self._tool_specs: dict[bool, list[ToolSpec]] = {}  # fixed for the session: caches key on it
         self._budget: IterationBudget | None = None  # the running turn's, shared with its subagents
         self._child_sink: ChildSink | None = None  # stores a finished subagent's transcript
@@ -120,7 +119,7 @@ class Agent:
             jobs=self.tool_state.jobs,
             watcher=watcher,
             opening=self.start_turn,
-            stream=self.model_stream,
+            stream=self.link.stream,
             record_usage=self.record_usage,
             compress=lambda force: self.maybe_compress(force=force),
             usage_event=self.usage_event,
@@ -177,15 +176,18 @@ class Agent:
 
     @property
     def model(self) -> str:
-        return self._model
+        return self.link.name
 
     def switch_model(self, model: str) -> None:
         """The next model call goes to `model`; the old providers close at the next turn."""
-        if model != self._model:
-            self._model = model
-            self._retired.extend(self._providers or [])
-            self._providers = None
-            self._resilient = None
+        self.link.switch(model)
+
+    async def close_retired(self) -> None:
+        await self.link.close_retired()
+
+    @property
+    def context_window(self) -> int:
+        return self.link.context_window
 
     @property
     def reasoning_effort(self) -> str | None:
@@ -201,41 +203,6 @@ class Agent:
     def set_auto_compact(self, on: bool) -> None:
         self._auto_compact = on
 
-    async def close_retired(self) -> None:
-        """Close the provider clients (their connection pools) a model switch replaced."""
-        retired, self._retired = self._retired, []
-        for provider in retired:
-            try:
-                await provider.aclose()
-            except Exception:  # closing is best effort; the others still get closed
-                log.debug("closing a retired provider failed", exc_info=True)
-
-    @property
-    def context_window(self) -> int:
-        from hermes_core.models import context_window
-
-        return context_window(self._model, self.settings.context_windows)
-
-    @property
-    def providers(self) -> list[Provider]:
-        if self._providers is None:
-            from hermes_core.providers.resolve import build_chain
-
-            self._providers = build_chain(self.settings, self._model)
-        return self._providers
-
-    def model_stream(self, request: ModelRequest) -> AsyncGenerator[Any, None]:
-        if self._resilient is None:
-            from hermes_core.providers.resilient import ResilientModel
-
-            self._resilient = ResilientModel(
-                self.providers,
-                max_retries=self.settings.max_retries,
-                base_delay=self.settings.retry_base_seconds,
-                cap_delay=self.settings.retry_cap_seconds,
-            )
-        return self._resilient.stream(request)
-
     # -- what a turn reads ---------------------------------------------------------
 
     async def start_turn(self) -> str | None:
@@ -244,32 +211,15 @@ class Agent:
         session, or by hand) that the model has not seen yet."""
         from hermes_core.turn_context import turn_preamble
 
-        await self.close_retired()  # a switch made outside the ACP server (library use)
-        if self._resilient is not None:
-            self._resilient.reset()  # a fallback carries a turn to its end, not the next one
+        await self.link.close_retired()  # a switch made outside the ACP server (library use)
+        self.link.new_turn()
 
         changed: list[str] = []
         if self.watcher is not None:
             await self.watcher.start()  # idempotent; the first turn pays the directory walk
             changed = self.watcher.drain()
-        recalled = await asyncio.to_thread(self._recall_memory)
+        recalled = await asyncio.to_thread(self._recall.fresh, self.messages)
         return turn_preamble(changed, recalled)
-
-    def _recall_memory(self) -> str | None:
-        try:
-            facts = self.memory.all_facts()
-        except OSError as exc:
-            log.warning("cannot read memory: %s", exc)
-            return None
-        if self._known_facts is None:
-            # In the system prompt, or already in the conversation (recalled by an earlier
-            # turn, or saved by the model itself): nothing to repeat.
-            seen = [self.system_prompt, *(_message_words(m) for m in self.messages)]
-            self._known_facts = {fact for fact in facts if any(fact in text for text in seen)}
-        known = self._known_facts | self.memory.added_here
-        fresh = [fact for fact in facts if fact not in known]
-        self._known_facts.update(fresh)
-        return "\n".join(f"- {fact}" for fact in fresh) or None
 
     def steer(self, text: str) -> None:
         """Add the user's text to the running turn: the model reads it at its next call (one
@@ -326,8 +276,8 @@ class Agent:
             settings=self.settings,
             workspace=self.workspace,
             approver=approver,
-            model=self.model,
-            providers=self.providers,  # shared; the parent closes them
+            model=self.link.name,
+            providers=self.link.providers,  # shared; the parent closes them
             tools=ToolRegistry([tool for tool in self.tools if tool.name in names]),
             mode=self.mode,
             approvals=self.approvals,
@@ -362,11 +312,6 @@ class Agent:
             memory=self.memory,
             skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
-
-    def _accepts_images(self) -> bool:
-        from hermes_core.models import model_info
-
-        return model_info(self._model).images
 
     def estimate_context(self) -> int:
         if self._estimate is None:
@@ -409,7 +354,7 @@ class Agent:
     async def _summarise(self, system: str, messages: list[Message]) -> str:
         from hermes_core.compression import summarise
 
-        own = None if self.settings.auxiliary_model else self.providers
+        own = None if self.settings.auxiliary_model else self.link.providers
         response = await summarise(self.settings, own or [], system, messages)
         self.record_usage(response.usage)
         return response.text.strip()
@@ -429,11 +374,7 @@ class Agent:
         )
 
     def record_usage(self, usage: Usage) -> None:
-        from hermes_core.models import cost_usd, normalise
-
-        prices = self.settings.prices
-        price = prices.get(self._model) or prices.get(normalise(self._model))
-        self.conversation.spend(usage, cost_usd(usage, price) if price is not None else None)
+        self.conversation.spend(usage, self.link.cost(usage))
 
     async def release_processes(self) -> None:
         """Kill the background processes this agent's tools started."""
@@ -448,34 +389,4 @@ class Agent:
             await self.watcher.aclose()
         await self.tool_state.jobs.aclose()
         await self.release_processes()
-        await self.close_retired()
-        for provider in self._providers or []:
-            with contextlib.suppress(Exception):
-                await provider.aclose()
-
-
-def _message_words(message: Message) -> str:
-    """The message's text and its tool calls' arguments (JSON, unescaped where it parses)."""
-    parts = [message.text]
-    for call in message.tool_calls:
-        try:
-            parts.append(str(json.loads(call.arguments)))
-        except ValueError:
-            parts.append(call.arguments)
-    return "\n".join(parts)
-
-
-def _memory_store(settings: Settings, workspace: Workspace) -> MemoryStore:
-    from hermes_core.memory import MemoryStore
-    from hermes_core.repository import repository_root
-
-    # One memory per repository, whichever of its directories a session was opened in.
-    cwd = workspace.scope.cwd
-    return MemoryStore(settings.memory_dir, repository_root(cwd) or cwd)
-
-
-def _default_registry(memory: MemoryStore) -> ToolRegistry:
-    from hermes_core.tools.builtin import default_tools
-    from hermes_core.tools.memory import MemoryTool
-
-    return ToolRegistry([*default_tools(), MemoryTool(memory)])
+        await self.link.aclose()

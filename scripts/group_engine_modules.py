@@ -49,7 +49,7 @@ SKIP_PREFIXES = ("tests/schema/", "tests/registry_schema/", "editors/")
 PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
     "loop": (
         "One turn and what it runs on: the turn's loop, its budget and inbox, the conversation,\n"
-        "the tool calls of a response, compression.",
+        "the model it talks to, the tool calls of a response, compression.",
         {
             "turn": "turn",
             "turn_context": "turn_context",
@@ -59,6 +59,7 @@ PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
             "tool_runner": "tool_runner",
             "tool_waves": "tool_waves",
             "compression": "compression",
+            "model_link": "model_link",
         },
     ),
     "fence": (
@@ -97,6 +98,7 @@ PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
             "context": "context",
             "skills": "skills",
             "memory": "memory",
+            "recall": "recall",
             "repository": "repository",
             "images": "images",
         },

@@ -56,6 +56,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.checkpoint_objects",
             "hermes_core.turn_context",
             "hermes_core.memory",
+            "hermes_core.recall",
+            "hermes_core.model_link",
             "hermes_core.watch",
             "hermes_core.watch_tree",
         ),

@@ -1,48 +1,56 @@
 """The Agent: one conversation and what it is built of.
 
-History, workspace, tools, approvals, model, memory and what the session spent. A turn
-(core/turn.py) runs on it, one at a time; compression (core/compression.py) rewrites its
-history; subagents (core/tools/delegate.py) are agents of their own.
+Its conversation (core/conversation.py: history, title, what it spent), the services a
+turn uses (`TurnServices`: the tool runner, the model, compression), the inbox through
+which a running turn hears from outside (core/inbox.py), and the workspace, tools,
+approvals, model and memory they are built of. A turn (core/turn.py) runs on them, one at
+a time; subagents (core/tools/delegate.py) are agents of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 
 from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
+from hermes_core.budget import IterationBudget
 from hermes_core.config import Settings
-from hermes_core.events import Event, UsageUpdated
-from hermes_core.memory import MemoryStore
-from hermes_core.messages import ContentPart, Message, RepairedHistory
+from hermes_core.conversation import Conversation
+from hermes_core.events import Event, HistoryReplaced, PlanEntry, Status, UsageUpdated
+from hermes_core.inbox import TurnInbox
+from hermes_core.messages import ContentPart, Message
+from hermes_core.model_link import ModelLink
 from hermes_core.models import Usage
-from hermes_core.providers.base import ModelRequest, Provider, ToolSpec
+from hermes_core.providers.base import Provider, ToolSpec
+from hermes_core.recall import MemoryRecall, repository_memory
 from hermes_core.tool_runner import ToolRunner
 from hermes_core.tools.base import SessionToolState, Tool, ToolLimits
+from hermes_core.tools.builtin import default_tools
+from hermes_core.tools.clarify import ClarifyTool
+from hermes_core.tools.delegate import DelegateTool
+from hermes_core.tools.memory import MemoryTool
 from hermes_core.tools.registry import ToolRegistry
-from hermes_core.turn import IterationBudget, Turn
+from hermes_core.turn import ModelTurn, RequestShape, TurnServices
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
     from hermes_core.checkpoints import Checkpoints
     from hermes_core.hooks import Hooks
-    from hermes_core.providers.resilient import ResilientItem
+    from hermes_core.permission_rules import PermissionRules
     from hermes_core.tools.clarify import Asker
-    from hermes_core.tools.delegate import ChildSink
+    from hermes_core.tools.delegate import ChildReport, ChildSink
     from hermes_core.turn_context import HistoryEstimate
     from hermes_core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
 
-STEER_PREFIX = "(The user added this while you were working; take it into account:)"
-
 
 class Agent:
-    """One conversation: history, workspace, tools, approvals, model. One turn at a time."""
+    """One conversation with what it is built of: workspace, tools, approvals, model,
+    memory. One turn at a time; what reaches a running turn comes through `inbox`."""
 
     def __init__(
         self,
@@ -68,118 +76,132 @@ class Agent:
         self.session_id = session_id
         self.workspace = workspace
         self.approver = approver
-        self.memory = _memory_store(settings, workspace)
+        self.memory = repository_memory(settings.memory_dir, workspace.scope.cwd)
+        self.conversation = Conversation(list(messages or []), title=title)
+        self.inbox = TurnInbox()
         # The built-in tools and memory unless a registry is given; then the embedder's own
         # (past-session search, MCP servers). Fixed for the session: prompt caches key on it.
-        self.tools = tools if tools is not None else _default_registry(self.memory)
+        self.tools = tools if tools is not None else ToolRegistry([*default_tools(), MemoryTool(self.memory)])
         for tool in extra_tools:
             self.tools.register(tool)
         if tools is None:
-            from hermes_core.tools.clarify import ClarifyTool
-
-            self.tools.register(ClarifyTool(self))
+            self.tools.register(ClarifyTool(self.inbox, lambda: self._asker))
             if delegation and settings.max_subagents > 0:
-                from hermes_core.tools.delegate import DelegateTool
-
                 self.tools.register(DelegateTool(self))
         self.approvals = approvals if approvals is not None else ApprovalMemory()
         self.policy = ApprovalPolicy(mode or Mode(settings.default_mode), self.approvals)
-        self.messages: list[Message] = list(messages or [])
-        # The history as requests send it, repaired incrementally (a turn adds to it).
-        self.repaired = RepairedHistory()
         self._estimate: HistoryEstimate | None = None  # the context's size, counted as it grows
         self.tool_state = tool_state if tool_state is not None else SessionToolState()
-        self.limits = ToolLimits(command_timeout=settings.command_timeout_seconds)
+        self.link = ModelLink(settings, model or settings.model, providers)
         self.runner = ToolRunner(
             tools=self.tools,
             policy=self.policy,
             approver=approver,
             workspace=workspace,
             state=self.tool_state,
-            limits=self.limits,
-            accepts_images=self._accepts_images,
+            limits=ToolLimits(command_timeout=settings.command_timeout_seconds),
+            accepts_images=self.link.accepts_images,
         )
-        self.title = title
         self.watcher = watcher  # files the user changed between turns, for the next message
-        self.reasoning_effort: str | None = settings.reasoning_effort
-        self._model = model or settings.model
-        self._providers = providers
-        self._retired: list[Provider] = []  # replaced by a model switch; closed by close_retired()
-        self._resilient: Any = None
+        self._effort: str | None = settings.reasoning_effort
+        self._auto_compact = settings.auto_compact
         self.system_prompt = system_prompt if system_prompt is not None else self._build_system_prompt()
-        self.usage_total = Usage()
-        self.cost_usd: float | None = None
-        self.context_tokens = 0
-        self.used_call_ids: set[str] = {c.id for m in self.messages for c in m.tool_calls}
-        self._known_facts: set[str] | None = None  # memory the model has seen; filled lazily
-        self.steers: list[str] = []  # the user's additions to the running turn (/steer)
+        self._recall = MemoryRecall(self.memory, self.system_prompt)
         self._tool_specs: dict[bool, list[ToolSpec]] = {}  # fixed for the session: caches key on it
-        self.budget: IterationBudget | None = None  # the running turn's, shared with its subagents
-        self.child_sink: ChildSink | None = None  # stores a finished subagent's transcript
-        self.asker: Asker | None = None  # puts the clarify tool's questions to the user
-        self._final_message: str | None = None  # a tool ended the turn with this text
-        self.child_usage = Usage()  # subagents' usage not yet counted in the turn's
-        # What a cancelled turn had shown when it stopped; the embedder stores it.
-        self.interrupted: Message | None = None
+        self._budget: IterationBudget | None = None  # the running turn's, shared with its subagents
+        self._child_sink: ChildSink | None = None  # stores a finished subagent's transcript
+        self._asker: Asker | None = None  # puts the clarify tool's questions to the user
         self.checkpoints: Checkpoints | None = None  # snapshots for /rewind, when the embedder keeps them
         self.hooks: Hooks | None = None  # command hooks around turns and tool calls (core/hooks.py)
+        self.services = TurnServices(
+            system_prompt=self.system_prompt,
+            runner=self.runner,
+            jobs=self.tool_state.jobs,
+            watcher=watcher,
+            opening=self.start_turn,
+            stream=self.link.stream,
+            record_usage=self.record_usage,
+            compress=lambda force: self.maybe_compress(force=force),
+            usage_event=self.usage_event,
+            shape=self._request_shape,
+        )
+
+    def connect(
+        self,
+        *,
+        rules: PermissionRules | None = None,
+        checkpoints: Checkpoints | None = None,
+        hooks: Hooks | None = None,
+        child_sink: ChildSink | None = None,
+        asker: Asker | None = None,
+    ) -> None:
+        """What the embedder plugs in once the session exists: permission rules, /rewind's
+        snapshots, command hooks, where subagents' transcripts go, who asks the user."""
+        if rules is not None:
+            self.policy.use_rules(rules)
+        if checkpoints is not None:
+            self.checkpoints = checkpoints
+            self.runner.before_write = checkpoints.before_write
+        if hooks is not None:
+            self.hooks = hooks
+            self.runner.hooks = hooks
+        if child_sink is not None:
+            self._child_sink = child_sink
+        if asker is not None:
+            self._asker = asker
+
+    def restore(self, usage: Usage, cost_usd: float | None, plan: tuple[PlanEntry, ...]) -> None:
+        """What a stored session had spent and planned, on loading it."""
+        self.conversation.restore(usage, cost_usd)
+        self.tool_state.plan = plan
+        self.conversation.measured(self.estimate_context())
+
+    def replace_history(self, messages: list[Message]) -> None:
+        """A history cut or cleared by the user (/rewind, /clear)."""
+        self.conversation.replace(messages, 0)
+        self.conversation.measured(self.estimate_context() if messages else 0)
 
     # -- settable state -------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.conversation.messages
 
     @property
     def mode(self) -> Mode:
         return self.policy.mode
 
-    @mode.setter
-    def mode(self, value: Mode) -> None:
-        self.policy.mode = Mode(value)
+    def switch_mode(self, mode: Mode) -> None:
+        self.policy.switch(Mode(mode))
 
     @property
     def model(self) -> str:
-        return self._model
+        return self.link.name
 
-    @model.setter
-    def model(self, value: str) -> None:
-        if value != self._model:
-            self._model = value
-            self._retired.extend(self._providers or [])
-            self._providers = None
-            self._resilient = None
+    def switch_model(self, model: str) -> None:
+        """The next model call goes to `model`; the old providers close at the next turn."""
+        self.link.switch(model)
 
     async def close_retired(self) -> None:
-        """Close the provider clients (their connection pools) a model switch replaced."""
-        retired, self._retired = self._retired, []
-        for provider in retired:
-            try:
-                await provider.aclose()
-            except Exception:  # closing is best effort; the others still get closed
-                log.debug("closing a retired provider failed", exc_info=True)
+        await self.link.close_retired()
 
     @property
     def context_window(self) -> int:
-        from hermes_core.models import context_window
-
-        return context_window(self._model, self.settings.context_windows)
+        return self.link.context_window
 
     @property
-    def providers(self) -> list[Provider]:
-        if self._providers is None:
-            from hermes_core.providers.resolve import build_chain
+    def reasoning_effort(self) -> str | None:
+        return self._effort
 
-            self._providers = build_chain(self.settings, self._model)
-        return self._providers
+    def set_effort(self, effort: str | None) -> None:
+        self._effort = effort
 
-    def model_stream(self, request: ModelRequest) -> AsyncGenerator[ResilientItem, None]:
-        if self._resilient is None:
-            from hermes_core.providers.resilient import ResilientModel
+    @property
+    def auto_compact(self) -> bool:
+        return self._auto_compact
 
-            self._resilient = ResilientModel(
-                self.providers,
-                max_retries=self.settings.max_retries,
-                base_delay=self.settings.retry_base_seconds,
-                cap_delay=self.settings.retry_cap_seconds,
-            )
-        return self._resilient.stream(request)
+    def set_auto_compact(self, on: bool) -> None:
+        self._auto_compact = on
 
     # -- what a turn reads ---------------------------------------------------------
 
@@ -189,64 +211,21 @@ class Agent:
         session, or by hand) that the model has not seen yet."""
         from hermes_core.turn_context import turn_preamble
 
-        await self.close_retired()  # a switch made outside the ACP server (library use)
-        if self._resilient is not None:
-            self._resilient.reset()  # a fallback carries a turn to its end, not the next one
-        self.interrupted = None
-        self._final_message = None
+        await self.link.close_retired()  # a switch made outside the ACP server (library use)
+        self.link.new_turn()
 
         changed: list[str] = []
         if self.watcher is not None:
             await self.watcher.start()  # idempotent; the first turn pays the directory walk
             changed = self.watcher.drain()
-        recalled = await asyncio.to_thread(self._recall_memory)
+        recalled = await asyncio.to_thread(self._recall.fresh, self.messages)
         return turn_preamble(changed, recalled)
-
-    def _recall_memory(self) -> str | None:
-        try:
-            facts = self.memory.all_facts()
-        except OSError as exc:
-            log.warning("cannot read memory: %s", exc)
-            return None
-        if self._known_facts is None:
-            # In the system prompt, or already in the conversation (recalled by an earlier
-            # turn, or saved by the model itself): nothing to repeat.
-            seen = [self.system_prompt, *(_message_words(m) for m in self.messages)]
-            self._known_facts = {fact for fact in facts if any(fact in text for text in seen)}
-        known = self._known_facts | self.memory.added_here
-        fresh = [fact for fact in facts if fact not in known]
-        self._known_facts.update(fresh)
-        return "\n".join(f"- {fact}" for fact in fresh) or None
 
     def steer(self, text: str) -> None:
         """Add the user's text to the running turn: the model reads it at its next call (one
         more call if it was about to finish; a steer that lands after the turn's last call
         opens the next turn)."""
-        self.steers.append(text)
-
-    def take_steer(self) -> Message | None:
-        """What came in since the last model call: the user's steers, and one line per
-        background job that ended."""
-        ended = self.tool_state.jobs.take_lines() if self.tool_state.jobs.unreported else []
-        if not self.steers and not ended:
-            return None
-        texts, self.steers = self.steers, []
-        steered = [STEER_PREFIX, *texts] if texts else []
-        # A new user message at the end: the cached prefix of the conversation stays as it was.
-        # `display`: what the user wrote, for a replay (the jobs' ends are on their cards).
-        return Message(role="user", content="\n\n".join([*ended, *steered]), display={"steers": texts})
-
-    def take_child_usage(self) -> Usage | None:
-        usage, self.child_usage = self.child_usage, Usage()
-        return usage if usage != Usage() else None
-
-    def end_turn_with(self, text: str) -> None:
-        """A tool asks that the turn end once its calls are done, with this as the answer."""
-        self._final_message = text
-
-    def take_closing(self) -> Message | None:
-        text, self._final_message = self._final_message, None
-        return Message(role="assistant", content=text) if text else None
+        self.inbox.steer(text)
 
     def run_turn(
         self,
@@ -255,23 +234,71 @@ class Agent:
         preamble: str | None = None,
         budget: IterationBudget | None = None,
     ) -> AsyncIterator[Event]:
-        """Yield the turn's events (see `Turn.run`). `budget`: a subagent's share of its
+        """Yield the turn's events (see `ModelTurn.run`). `budget`: a subagent's share of its
         parent's turn (a turn of its own has `max_iterations` calls)."""
         if self.hooks is not None and self.hooks.specs and budget is None:
-            events = self.hooks.around_turn(self, content, preamble)
+            events = self.hooks.around_turn(self._one_turn, content, preamble)
         else:
-            events = Turn(self, budget or IterationBudget(self.settings.max_iterations)).run(
-                content, preamble
-            )
+            events = self._one_turn(content, preamble, budget)
         if self.checkpoints is not None and budget is None:
             return self.checkpoints.wrap(events, content)
         return events
+
+    def _one_turn(
+        self, content: str | list[ContentPart], preamble: str | None, budget: IterationBudget | None = None
+    ) -> AsyncIterator[Event]:
+        self._budget = budget or IterationBudget(self.settings.max_iterations)  # subagents share it
+        return ModelTurn(self.conversation, self.services, self.inbox, self._budget).run(content, preamble)
 
     def tool_specs(self, *, read_only: bool = False) -> list[ToolSpec]:
         """The tool list sent to the model (read-only tools in plan mode); built once."""
         if read_only not in self._tool_specs:
             self._tool_specs[read_only] = self.tools.specs(read_only=read_only)
         return self._tool_specs[read_only]
+
+    def _request_shape(self) -> RequestShape:
+        return RequestShape(
+            tools=self.tool_specs(read_only=self.mode is Mode.PLAN),
+            max_output_tokens=self.settings.max_output_tokens,
+            reasoning_effort=self.reasoning_effort,
+        )
+
+    # -- subagents (core/tools/delegate.py) -------------------------------------------
+
+    def running_budget(self) -> IterationBudget | None:
+        return self._budget
+
+    def spawn_child(self, tool_names: Sequence[str], approver: Approver) -> Agent:
+        """A child for delegate_task: this agent's workspace, mode, model, "always" answers
+        and provider clients; its own conversation, tool state and the named tools only."""
+        names = set(tool_names)
+        child = Agent(
+            settings=self.settings,
+            workspace=self.workspace,
+            approver=approver,
+            model=self.link.name,
+            providers=self.link.providers,  # shared; the parent closes them
+            tools=ToolRegistry([tool for tool in self.tools if tool.name in names]),
+            mode=self.mode,
+            approvals=self.approvals,
+            title="subagent",
+            delegation=False,
+        )
+        child.set_effort(self._effort)
+        return child
+
+    def absorb(self, usage: Usage, cost_usd: float | None) -> None:
+        """A subagent's usage and cost count as this session's, and show in the running turn."""
+        self.conversation.absorb(usage, cost_usd)
+        self.inbox.add_child_usage(usage)
+
+    async def report_child(self, report: ChildReport) -> None:
+        if self._child_sink is None:
+            return
+        try:
+            await self._child_sink(report)
+        except Exception:  # a transcript that cannot be stored must not fail the parent's turn
+            log.warning("a subagent's transcript could not be stored", exc_info=True)
 
     # -- context ---------------------------------------------------------------------
 
@@ -286,11 +313,6 @@ class Agent:
             skills=list(getattr(self.tools.get("skill"), "skills", {}).values()),
         )
 
-    def _accepts_images(self) -> bool:
-        from hermes_core.models import model_info
-
-        return model_info(self._model).images
-
     def estimate_context(self) -> int:
         if self._estimate is None:
             from hermes_core.turn_context import HistoryEstimate
@@ -299,40 +321,60 @@ class Agent:
         return self._estimate.of(self.system_prompt, self.messages, self.tool_specs())
 
     async def maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
-        """Compress the conversation when it nears the context window (or now, if forced)."""
+        """Compress the conversation when it nears the context window (or now, if forced):
+        its middle is replaced by a summary (core/compression.py)."""
         from hermes_core.turn_context import should_compress
 
-        self.context_tokens = self.estimate_context()
+        conversation = self.conversation
+        conversation.measured(self.estimate_context())
         settings = self.settings
         window, threshold = self.context_window, settings.compression_threshold
-        if force or (settings.auto_compact and should_compress(self.context_tokens, window, threshold)):
-            from hermes_core.compression import compress
+        before = conversation.context_tokens
+        if not (force or (self._auto_compact and should_compress(before, window, threshold))):
+            return
+        from hermes_core.compression import compress, plan_compression
 
-            async for event in compress(self):
-                yield event
+        keep_last = settings.compression_keep_last
+        plan = plan_compression(conversation.messages, keep_last=keep_last)
+        if plan is None:
+            return
+        yield Status("compressing", f"Compressing the conversation ({before:,} of {window:,} tokens).")
+        messages = await compress(conversation.messages, self._summarise, keep_last=keep_last)
+        conversation.replace(messages, before)
+        conversation.measured(self.estimate_context())
+        after = conversation.context_tokens
+        yield HistoryReplaced(tuple(messages))
+        yield Status(
+            "compressed",
+            f"Compressed the conversation from {before:,} to {after:,} tokens.",
+            {"before": before, "after": after, "messages": len(plan.middle)},
+        )
+        yield self.usage_event(Usage())
+
+    async def _summarise(self, system: str, messages: list[Message]) -> str:
+        from hermes_core.compression import summarise
+
+        own = None if self.settings.auxiliary_model else self.link.providers
+        response = await summarise(self.settings, own or [], system, messages)
+        self.record_usage(response.usage)
+        return response.text.strip()
 
     def compact(self) -> AsyncIterator[Event]:
         """Force a compression now (/compact)."""
         return self.maybe_compress(force=True)
 
     def usage_event(self, turn_usage: Usage) -> UsageUpdated:
+        conversation = self.conversation
         return UsageUpdated(
             turn=turn_usage,
-            total=self.usage_total,
-            context_tokens=self.context_tokens,
+            total=conversation.usage,
+            context_tokens=conversation.context_tokens,
             context_window=self.context_window,
-            cost_usd=self.cost_usd,
+            cost_usd=conversation.cost_usd,
         )
 
     def record_usage(self, usage: Usage) -> None:
-        from hermes_core.models import cost_usd, normalise
-
-        self.usage_total += usage
-        prices = self.settings.prices
-        price = prices.get(self._model) or prices.get(normalise(self._model))
-        if price is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + cost_usd(usage, price)
-        self.context_tokens = usage.input_tokens + usage.output_tokens
+        self.conversation.spend(usage, self.link.cost(usage))
 
     async def release_processes(self) -> None:
         """Kill the background processes this agent's tools started."""
@@ -347,34 +389,4 @@ class Agent:
             await self.watcher.aclose()
         await self.tool_state.jobs.aclose()
         await self.release_processes()
-        await self.close_retired()
-        for provider in self._providers or []:
-            with contextlib.suppress(Exception):
-                await provider.aclose()
-
-
-def _message_words(message: Message) -> str:
-    """The message's text and its tool calls' arguments (JSON, unescaped where it parses)."""
-    parts = [message.text]
-    for call in message.tool_calls:
-        try:
-            parts.append(str(json.loads(call.arguments)))
-        except ValueError:
-            parts.append(call.arguments)
-    return "\n".join(parts)
-
-
-def _memory_store(settings: Settings, workspace: Workspace) -> MemoryStore:
-    from hermes_core.context import repository_root
-    from hermes_core.memory import MemoryStore
-
-    # One memory per repository, whichever of its directories a session was opened in.
-    cwd = workspace.scope.cwd
-    return MemoryStore(settings.memory_dir, repository_root(cwd) or cwd)
-
-
-def _default_registry(memory: MemoryStore) -> ToolRegistry:
-    from hermes_core.tools import default_tools
-    from hermes_core.tools.memory import MemoryTool
-
-    return ToolRegistry([*default_tools(), MemoryTool(memory)])
+        await self.link.aclose()

@@ -209,6 +209,12 @@ class ApprovalPolicy:
         self.memory = memory
         self.rules = rules  # the user's and the project's permission rules (core/permission_rules.py)
 
+    def switch(self, mode: Mode) -> None:
+        self.mode = mode
+
+    def use_rules(self, rules: PermissionRules) -> None:
+        self.rules = rules
+
     def check(self, tool: Tool[Any], args: BaseModel, workspace: Workspace, *, call_id: str) -> PolicyVerdict:
         # What the tool declares about this call, its command line read once for every rule.
         facts = tool.approval_facts(args)

@@ -18,6 +18,7 @@ import ctypes
 import errno
 import os
 import platform
+import secrets
 from collections import deque
 from typing import Any
 
@@ -164,3 +165,26 @@ def _inside(root_path: str, target: str) -> str | None:
         return "."
     prefix = root_path.rstrip("/") + "/"
     return target[len(prefix) :] if target.startswith(prefix) else None
+
+
+def replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
+    """Write `data` to a new file in `directory`, then rename it over `name` there: the one
+    atomic write (the workspace's files, memory). Both the file and the rename are synced, so
+    after a crash the name holds the old content or the new, never an empty or torn file."""
+    temp = f".{name}.{secrets.token_hex(4)}.tmp"
+    # 0o666 lets the umask decide a new file's mode, as for any editor save.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, 0o666, dir_fd=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if mode is not None:
+                os.fchmod(handle.fileno(), mode)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
+        os.fsync(directory)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=directory)
+        raise

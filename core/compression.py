@@ -2,25 +2,23 @@
 a model (the auxiliary one when set) and replaced by that summary.
 
 `plan_compression` picks the middle to summarise, `summary_request` builds the summariser's
-request, `apply_compression` splices the summary in, and `compress` runs the whole of it for
-an agent, telling the editor what happened. When to compress is
-`hermes_core.turn_context.should_compress`.
+request, `apply_compression` splices the summary in, and `compress` is the whole of it, a
+function from (messages, model) to messages. When to compress is
+`hermes_core.turn_context.should_compress`; the agent tells the editor what happened.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hermes_core.events import Event, HistoryReplaced, Status
 from hermes_core.messages import ImagePart, Message, repair_alternation
-from hermes_core.models import Usage
-from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, Provider, ProviderError
 
 if TYPE_CHECKING:
-    from hermes_core.agent import Agent
+    from hermes_core.config import Settings
 
 SUMMARY_PREFIX = "[Summary of the earlier conversation]"
 SUMMARY_ACK = "Understood. I have the summary of our earlier conversation and will continue from it."
@@ -170,40 +168,31 @@ def apply_compression(plan: CompressionPlan, summary: str) -> list[Message]:
     return repair_alternation(result)
 
 
-async def compress(agent: Agent) -> AsyncIterator[Event]:
-    """Replace the middle of the agent's history by a summary, if there is a middle to
-    replace; `agent.context_tokens` is its estimate before."""
-    plan = plan_compression(agent.messages, keep_last=agent.settings.compression_keep_last)
+Summarise = Callable[[str, list[Message]], Awaitable[str]]  # (system, messages) -> the summary
+
+
+async def compress(messages: list[Message], summarise: Summarise, *, keep_last: int) -> list[Message]:
+    """The history with its middle replaced by the model's summary; `messages` itself when
+    there is no middle worth summarising."""
+    plan = plan_compression(messages, keep_last=keep_last)
     if plan is None:
-        return
-    before = agent.context_tokens
-    window = agent.context_window
-    yield Status("compressing", f"Compressing the conversation ({before:,} of {window:,} tokens).")
+        return messages
     system, summary_messages = summary_request(plan.middle)
-    summary = await summarise(agent, system, summary_messages)
-    agent.messages = apply_compression(plan, summary)
-    agent.context_tokens = agent.estimate_context()
-    yield HistoryReplaced(tuple(agent.messages))
-    yield Status(
-        "compressed",
-        f"Compressed the conversation from {before:,} to {agent.context_tokens:,} tokens.",
-        {"before": before, "after": agent.context_tokens, "messages": len(plan.middle)},
-    )
-    yield agent.usage_event(Usage())
+    return apply_compression(plan, await summarise(system, summary_messages))
 
 
-async def summarise(agent: Agent, system: str, messages: list[Message]) -> str:
-    """The summary's text, from the auxiliary model when one is set, else the agent's."""
+async def summarise(
+    settings: Settings, providers: list[Provider], system: str, messages: list[Message]
+) -> ModelResponse:
+    """The summariser's answer, from the auxiliary model when one is set, else from
+    `providers` (the conversation's own)."""
     from hermes_core.providers.resilient import ResilientModel
 
-    settings = agent.settings
     own_chain = bool(settings.auxiliary_model)
     if own_chain:
         from hermes_core.providers.resolve import build_chain
 
         providers = build_chain(settings, settings.auxiliary_model)
-    else:
-        providers = agent.providers
     model = ResilientModel(
         providers,
         max_retries=settings.max_retries,
@@ -222,5 +211,4 @@ async def summarise(agent: Agent, system: str, messages: list[Message]) -> str:
             await model.aclose()
     if response is None or not response.text.strip():
         raise ProviderError(ErrorKind.FATAL, "the summariser returned no text")
-    agent.record_usage(response.usage)
-    return response.text.strip()
+    return response

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hermes_core.memory import MemoryStore
+from hermes_core.repository import repository_root
 from hermes_core.skills import Skill
 from hermes_core.workspace import WorkspaceError, WorkspaceScope
 
@@ -28,16 +29,6 @@ log = logging.getLogger(__name__)
 
 CONTEXT_FILE_NAMES = ("AGENTS.md", ".hermes.md", "CLAUDE.md", ".cursorrules")
 CONTEXT_FILE_MAX_BYTES = 20_000
-
-
-def repository_root(cwd: Path) -> Path | None:
-    """The nearest directory at or above cwd holding `.git` (a directory, or a file in
-    worktrees and submodules)."""
-    cwd = Path(cwd).resolve()
-    for directory in (cwd, *cwd.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
 
 
 def find_context_files(cwd: Path) -> list[Path]:

@@ -33,37 +33,29 @@ import logging
 import os
 import signal
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.events import Event, Status, TextDelta, ToolCallFinished, ToolCallStarted, TurnEnded
+from hermes_core.hook_specs import HookSpec
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from hermes_core.agent import Agent
     from hermes_core.messages import ContentPart
     from hermes_core.tools.base import Tool
     from hermes_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("session_start", "prompt_submit", "pre_tool", "post_tool", "stop")
+RunOnce = Callable[["str | list[ContentPart]", "str | None"], AsyncIterator[Event]]
+
 BLOCK_EXIT = 2
 MAX_OUTPUT = 64 * 1024
 MAX_STOP_BLOCKS = 3
 STOP_PREFIX = "(A stop hook asks you to go on before finishing:)"
-
-
-@dataclass(frozen=True, slots=True)
-class HookSpec:
-    event: str
-    command: str
-    source: str  # "your config.toml" or the project file
-    matcher: str | None = None
-    timeout: float = 60.0
 
 
 @dataclass(slots=True)
@@ -137,12 +129,12 @@ class Hooks:
     # -- around a turn ------------------------------------------------------------------
 
     async def around_turn(
-        self, agent: Agent, content: str | list[ContentPart], preamble: str | None
+        self, run_once: RunOnce, content: str | list[ContentPart], preamble: str | None
     ) -> AsyncIterator[Event]:
-        """A turn with its hooks: session_start and prompt_submit before it, stop after."""
+        """A turn with its hooks: session_start and prompt_submit before it, stop after.
+        `run_once` runs the model's turn (again, each time a stop hook asks it to go on)."""
         from hermes_core.events import StopReason
         from hermes_core.models import Usage
-        from hermes_core.turn import IterationBudget, Turn
 
         contexts: list[str] = []
         if not self._started:
@@ -168,8 +160,7 @@ class Hooks:
         stop_reason = StopReason.END_TURN
         for round_number in range(MAX_STOP_BLOCKS + 1):
             ended: TurnEnded | None = None
-            turn = Turn(agent, IterationBudget(agent.settings.max_iterations))
-            async for event in turn.run(content, preamble or None):
+            async for event in run_once(content, preamble or None):
                 if isinstance(event, TurnEnded):
                     ended = event
                     continue
@@ -267,30 +258,3 @@ def _plain(content: str | list[ContentPart]) -> str:
     if isinstance(content, str):
         return content
     return "".join(getattr(part, "text", "") for part in content)
-
-
-def specs_from_table(table: Any, source: str) -> list[HookSpec]:
-    """`[[hooks.<event>]]` entries ({command, matcher?, timeout?}) as HookSpecs."""
-    specs: list[HookSpec] = []
-    if not isinstance(table, dict):
-        return specs
-    for event, entries in table.items():
-        if event not in EVENTS or not isinstance(entries, list):
-            log.warning("%s: hooks.%s is not a known event with a list of hooks; ignored", source, event)
-            continue
-        for entry in entries:
-            if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-                log.warning("%s: a hooks.%s entry without a command; ignored", source, event)
-                continue
-            timeout = entry.get("timeout", 60.0)
-            matcher = entry.get("matcher")
-            specs.append(
-                HookSpec(
-                    event,
-                    entry["command"],
-                    source,
-                    matcher if isinstance(matcher, str) else None,
-                    float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 60.0,
-                )
-            )
-    return specs

@@ -2,7 +2,7 @@
 
 Each adopted command gets a watcher task that waits for its exit, then (unless the model
 killed it itself) records a `JobEnded`: the model's next call carries one line about it
-(`Agent.take_steer`), and the embedder's `on_end` updates the card of the call that
+(`ModelTurn._take_steer`), and the embedder's `on_end` updates the card of the call that
 started it. `/jobs` lists what is running (`running_jobs`).
 """
 

@@ -10,7 +10,7 @@ import hashlib
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import RootModel, ValidationError
 
@@ -24,13 +24,32 @@ if TYPE_CHECKING:
     from mcp.types import CallToolResult
     from mcp.types import Tool as McpToolInfo
 
-    from hermes_core.mcp_connections import McpConnections, ServerLink
 
 log = logging.getLogger(__name__)
 
 _NAME_LIMIT = 64  # the longest tool name the model APIs accept
 _DESCRIPTION_LIMIT = 2_000
 _TITLE_ARGS_LIMIT = 80
+
+
+class ServerConfig(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class ServerLink(Protocol):
+    """What a tool needs of its server's connection (`mcp_connections.ServerLink`)."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    async def call(self, name: str, arguments: dict[str, Any], seconds: float) -> CallToolResult: ...
+
+
+class CallTimeout(Protocol):
+    """Whoever owns the connections: its timeout per call can change while tools live."""
+
+    call_timeout: float
 
 
 class McpToolArgs(RootModel[dict[str, Any]]):
@@ -47,7 +66,7 @@ class McpTool(Tool[McpToolArgs]):
 
     args_model = McpToolArgs
 
-    def __init__(self, name: str, info: McpToolInfo, link: ServerLink, owner: McpConnections) -> None:
+    def __init__(self, name: str, info: McpToolInfo, link: ServerLink, owner: CallTimeout) -> None:
         annotations = info.annotations
         read_only = bool(annotations and annotations.read_only_hint)
         open_world = annotations is None or annotations.open_world_hint is not False

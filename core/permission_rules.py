@@ -42,10 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from hermes_core.hook_specs import HookSpec, specs_from_table
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from hermes_core.hooks import HookSpec
     from hermes_core.shell.parse import CommandLine
     from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
@@ -182,8 +183,6 @@ class PermissionRules:
             rules = _rules_of(parsed.get("permissions"), relative, self.cwd)
             rule_file = RuleFile(relative, path, rules, digest, trust.get(str(path)) == digest)
             if path.suffix == ".toml":
-                from hermes_core.hooks import specs_from_table
-
                 rule_file.hooks = specs_from_table(parsed.get("hooks"), relative)
             files.append(rule_file)
         self.files = files

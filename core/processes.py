@@ -21,15 +21,15 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Unpack
+from typing import TYPE_CHECKING, Protocol, Unpack
 
-from hermes_core.workspace import CommandExit, CommandOptions, WorkspaceError
+from hermes_core.commands import CommandExit, CommandOptions
+from hermes_core.scope import WorkspaceError, WorkspaceScope
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
     from hermes_core.sandbox.limits import LaunchThread
     from hermes_core.sandbox.unconfined import UnconfinedGuard
-    from hermes_core.workspace import LocalWorkspace
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +38,19 @@ OUTPUT_LIMIT = 64_000  # characters of a command's output kept, unless the calle
 # behind (`server &`) keep the pipe open; the command counts as finished anyway.
 DRAIN_AFTER_EXIT = 0.25
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+
+
+class CommandHost(Protocol):
+    """Where a local command runs (`workspace.LocalWorkspace`)."""
+
+    @property
+    def scope(self) -> WorkspaceScope: ...
+
+    @property
+    def sandbox(self) -> Sandbox | None: ...
+
+    @property
+    def kill_grace(self) -> float: ...
 
 
 def confining(sandbox: Sandbox | None, options: CommandOptions) -> Sandbox | None:
@@ -53,7 +66,7 @@ def confining(sandbox: Sandbox | None, options: CommandOptions) -> Sandbox | Non
 
 
 async def start_local_command(
-    workspace: LocalWorkspace, command: str, **options: Unpack[CommandOptions]
+    workspace: CommandHost, command: str, **options: Unpack[CommandOptions]
 ) -> LocalCommand:
     cwd = options.get("cwd")
     directory = Path(cwd) if cwd is not None else workspace.scope.cwd

@@ -10,16 +10,14 @@ here too; `hermes_core.workspace` re-exports them with the Workspace port.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_core.beneath import LeavesRoot, open_beneath
+from hermes_core.beneath import LeavesRoot, open_beneath, replace_in
 from hermes_core.errors import HermesError
 from hermes_core.sandbox.secrets import is_env_file, is_secret_path
 
@@ -369,29 +367,6 @@ def _check_regular(path: str, mode: int) -> None:
         raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
     if not stat.S_ISREG(mode):
         raise NotRegularFile(path, mode)
-
-
-def replace_in(directory: int, name: str, data: bytes, mode: int | None) -> None:
-    """Write `data` to a new file in `directory`, then rename it over `name` there: the one
-    atomic write (the workspace's files, memory). Both the file and the rename are synced, so
-    after a crash the name holds the old content or the new, never an empty or torn file."""
-    temp = f".{name}.{secrets.token_hex(4)}.tmp"
-    # 0o666 lets the umask decide a new file's mode, as for any editor save.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(temp, flags, 0o666, dir_fd=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if mode is not None:
-                os.fchmod(handle.fileno(), mode)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
-        os.fsync(directory)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp, dir_fd=directory)
-        raise
 
 
 def human_size(size: int) -> str:

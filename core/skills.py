@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.errors import InvalidInput
+from hermes_core.repository import repository_root
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +101,6 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 
 def skill_folders(home: Path, cwd: Path) -> list[Path]:
     """Where skills live, the project's first (it wins a name clash over the user's)."""
-    from hermes_core.context import repository_root
-
     root = repository_root(cwd) or Path(cwd)
     return [root / ".hermes" / "skills", root / ".claude" / "skills", Path(home) / "skills"]
 
@@ -147,8 +146,6 @@ def load_skill(path: Path, root: Path | None = None) -> Skill:
 
 def discover_commands(cwd: Path) -> list[PromptCommand]:
     """The prompt commands in the repository's `.hermes/commands/`, sorted by name."""
-    from hermes_core.context import repository_root
-
     folder = (repository_root(cwd) or Path(cwd)) / ".hermes" / "commands"
     commands: list[PromptCommand] = []
     try:

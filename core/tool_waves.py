@@ -9,20 +9,38 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from hermes_core.tool_runner import PreparedCall
+from typing import Protocol, TypeVar
 
 
-def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
+class Interactive(Protocol):
+    @property
+    def interactive(self) -> bool: ...
+
+
+class Scheduled(Protocol):
+    """What scheduling needs of a call (`tool_runner.PreparedCall`)."""
+
+    @property
+    def tool(self) -> Interactive | None: ...
+
+    @property
+    def writes(self) -> bool: ...
+
+    @property
+    def targets(self) -> frozenset[object] | None: ...
+
+
+Call = TypeVar("Call", bound=Scheduled)
+
+
+def waves(calls: list[Call]) -> list[list[Call]]:
     """Split one response's calls into groups that may run at the same time.
 
     Reads and searches run together; edits join when their paths differ; calls to
     the same path and interactive tools (commands) keep the model's order.
     """
-    waves: list[list[PreparedCall]] = []
-    current: list[PreparedCall] = []
+    waves: list[list[Call]] = []
+    current: list[Call] = []
     for item in calls:
         if current and _conflicts(item, current):
             waves.append(current)
@@ -33,7 +51,7 @@ def waves(calls: list[PreparedCall]) -> list[list[PreparedCall]]:
     return waves
 
 
-def _conflicts(item: PreparedCall, wave: list[PreparedCall]) -> bool:
+def _conflicts(item: Scheduled, wave: list[Call]) -> bool:
     if item.tool is not None and item.tool.interactive:
         return True
     for other in wave:

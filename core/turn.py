@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from hermes_core.approval import Mode
+from hermes_core.budget import IterationBudget
+from hermes_core.conversation import Conversation
 from hermes_core.events import (
     Event,
     MessageCommitted,
@@ -26,15 +26,17 @@ from hermes_core.events import (
     TextDelta,
     TitleChanged,
     TurnEnded,
+    UsageUpdated,
 )
+from hermes_core.inbox import TurnInbox
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
 from hermes_core.models import Usage
-from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError
-from hermes_core.tool_runner import call_cards
+from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
+from hermes_core.tool_runner import PreparedCall, ToolRunner, call_cards
 
 if TYPE_CHECKING:
-    from hermes_core.agent import Agent
-    from hermes_core.tool_runner import PreparedCall
+    from hermes_core.jobs import Jobs
+    from hermes_core.watch import WorkspaceWatcher
 
 MAX_CONTINUATIONS = 3  # "length" with visible text: ask the model to go on, this many times
 MAX_ARGUMENT_REPAIRS = 3  # invalid tool arguments answered with an error, per turn
@@ -43,6 +45,7 @@ GRACE_PROMPT = (
     "You have used this turn's budget of model calls. Do not call tools. Say briefly what you "
     "did, where things stand, and what remains to be done."
 )
+STEER_PREFIX = "(The user added this while you were working; take it into account:)"
 TITLE_LENGTH = 60
 INTERRUPTED_MARK = "[Interrupted by the user.]"
 THOUGHT_ONLY_NOTICE = (
@@ -51,46 +54,40 @@ THOUGHT_ONLY_NOTICE = (
 )
 
 
-@dataclass(slots=True)
-class IterationBudget:
-    """The model-call budget of one turn, shared by the whole tree of agents it starts.
+@dataclass(frozen=True, slots=True)
+class RequestShape:
+    """What a model request takes besides the history, read before each call (the mode and
+    the effort can change while a turn runs)."""
 
-    A subagent's calls count against its own cap and against every budget above it, so a
-    turn that delegates cannot spend more than `max_iterations` calls however it splits them.
-    """
+    tools: list[ToolSpec]
+    max_output_tokens: int | None
+    reasoning_effort: str | None
 
-    cap: int
-    parent: IterationBudget | None = None
-    used: int = 0
 
-    def take(self) -> bool:
-        """Count one model call; False (and nothing counted) when this budget or one above
-        it is spent."""
-        if not self.available():
-            return False
-        budget: IterationBudget | None = self
-        while budget is not None:
-            budget.used += 1
-            budget = budget.parent
-        return True
+@dataclass(frozen=True, slots=True)
+class TurnServices:
+    """What a turn uses besides its conversation and inbox; the agent builds it once."""
 
-    def available(self) -> bool:
-        budget: IterationBudget | None = self
-        while budget is not None:
-            if budget.used >= budget.cap:
-                return False
-            budget = budget.parent
-        return True
-
-    def child(self, cap: int) -> IterationBudget:
-        return IterationBudget(cap=cap, parent=self)
+    system_prompt: str
+    runner: ToolRunner
+    jobs: Jobs  # background commands whose ends the model reads at its next call
+    watcher: WorkspaceWatcher | None  # which changes were the agent's own
+    opening: Callable[[], Awaitable[str | None]]  # what changed since the last turn
+    stream: Callable[[ModelRequest], AsyncGenerator[Any, None]]  # one model call's stream
+    record_usage: Callable[[Usage], None]
+    compress: Callable[[bool], AsyncIterator[Event]]  # when near the window (or now, if True)
+    usage_event: Callable[[Usage], UsageUpdated]
+    shape: Callable[[], RequestShape]
 
 
 @dataclass(slots=True)
-class Turn:
-    """One turn of an agent, and what it has gathered; `stop` is set when it is over."""
+class ModelTurn:
+    """One turn of an agent's conversation, and what it has gathered; `stop` is set when
+    it is over. (The protocol side's turn is `hermes_acp.session.turn.TurnRunner`.)"""
 
-    agent: Agent
+    conversation: Conversation
+    services: TurnServices
+    inbox: TurnInbox
     budget: IterationBudget
     usage: Usage = field(default_factory=Usage)
     text: list[str] = field(default_factory=list)  # the answer, model call by model call
@@ -103,13 +100,12 @@ class Turn:
         """The turn's events; the last is TurnEnded unless the consuming task is cancelled,
         in which case CancelledError propagates once streams are closed, commands killed
         and pending approvals withdrawn."""
-        agent = self.agent
-        agent.budget = self.budget  # its subagents take their share of it
+        watcher = self.services.watcher
         async for event in self._open(content, preamble):
             yield event
         try:
-            if agent.watcher is not None:
-                agent.watcher.turn_started()  # from here on, changes are the agent's own work
+            if watcher is not None:
+                watcher.turn_started()  # from here on, changes are the agent's own work
             while self.stop is None:
                 async for event in self.step():
                     yield event
@@ -117,21 +113,23 @@ class Turn:
             self._keep_interrupted()
             raise
         finally:
-            if agent.watcher is not None:
-                agent.watcher.turn_finished()
+            if watcher is not None:
+                watcher.turn_finished()
         yield TurnEnded(self.stop, self.usage, "".join(self.text))
 
     async def _open(self, content: str | list[ContentPart], preamble: str | None) -> AsyncIterator[Event]:
         """The user's message, with what changed since the last turn, and the session's title."""
-        context = await self.agent.start_turn()
+        context = await self.services.opening()
+        self.conversation.stopped(None)
+        self.inbox.take_closing()  # a closing left by an earlier, cancelled turn
         preamble = "\n\n".join(p for p in (context, preamble) if p) or None
         user_message = Message(role="user", content=_with_preamble(content, preamble))
-        self.agent.messages.append(user_message)
+        self.conversation.append(user_message)
         yield MessageCommitted(user_message)
-        if self.agent.title is None:
-            self.agent.title = _title_from(user_message.text if preamble is None else _plain(content))
-            if self.agent.title:
-                yield TitleChanged(self.agent.title)
+        if self.conversation.title is None:
+            self.conversation.name(_title_from(user_message.text if preamble is None else _plain(content)))
+            if self.conversation.title:
+                yield TitleChanged(self.conversation.title)
 
     async def step(self) -> AsyncIterator[Event]:
         """One model call and its tool calls; sets `self.stop` when the turn is over."""
@@ -141,11 +139,11 @@ class Turn:
             self.stop = StopReason.MAX_TURN_REQUESTS
             return
         self.iteration += 1
-        steered = self.agent.take_steer()
+        steered = self._take_steer()
         if steered is not None:
-            self.agent.messages.append(steered)
+            self.conversation.append(steered)
             yield MessageCommitted(steered)
-        async for event in self.agent.maybe_compress():
+        async for event in self.services.compress(False):
             yield event
         response: ModelResponse | None = None
         async for item in self._call_model():
@@ -154,12 +152,12 @@ class Turn:
             else:
                 yield item
         assert response is not None
-        yield self.agent.usage_event(self.usage)
+        yield self.services.usage_event(self.usage)
         assistant = self._assistant_message(response)
-        calls = self.agent.runner.prepare(assistant.tool_calls) if assistant.tool_calls else []
+        calls = self.services.runner.prepare(assistant.tool_calls) if assistant.tool_calls else []
         if calls:
             assistant.display = call_cards(calls)
-        self.agent.messages.append(assistant)
+        self.conversation.append(assistant)
         yield MessageCommitted(assistant)
         yield StepFinished(self.iteration, response.finish_reason)
         if response.text:
@@ -167,7 +165,7 @@ class Turn:
         if calls:
             async for event in self._run_tools(calls):
                 yield event
-        elif not self.agent.steers:  # else: the user added something the model has not read yet
+        elif not self.inbox.has_steers:  # else: the user added something the model has not read yet
             self.stop = _stop_reason(response)
             if self.stop is StopReason.MAX_TOKENS and not response.text and response.reasoning:
                 yield Status("notice", THOUGHT_ONLY_NOTICE)
@@ -179,21 +177,22 @@ class Turn:
         if self.repairs > MAX_ARGUMENT_REPAIRS:
             for c in bad:
                 c.error = f"{c.error} The argument-repair budget for this turn is spent; the turn ends."
-        async for event in self.agent.runner.run(calls):
+        async for event in self.services.runner.run(calls):
             if isinstance(event, MessageCommitted):
-                self.agent.messages.append(event.message)
+                self.conversation.append(event.message)
             yield event
         if any(c.cancels_turn for c in calls):
             self.stop = StopReason.CANCELLED
             return
-        children = self.agent.take_child_usage()
+        children = self.inbox.take_child_usage()
         if children is not None:  # subagents ran: their spending shows now
             self.usage += children
-            yield self.agent.usage_event(self.usage)
-        closing = self.agent.take_closing()
-        if closing is not None:  # a question the editor cannot show: it ends the turn
+            yield self.services.usage_event(self.usage)
+        closing_text = self.inbox.take_closing()
+        if closing_text:  # a question the editor cannot show: it ends the turn
+            closing = Message(role="assistant", content=closing_text)
             yield TextDelta(closing.text)
-            self.agent.messages.append(closing)
+            self.conversation.append(closing)
             yield MessageCommitted(closing)
             self.text.append(closing.text)
             self.stop = StopReason.END_TURN
@@ -215,7 +214,7 @@ class Turn:
             response: ModelResponse | None = None
             streamed_text = False
             try:
-                async with contextlib.aclosing(self.agent.model_stream(self._request(extra))) as stream:
+                async with contextlib.aclosing(self.services.stream(self._request(extra))) as stream:
                     async for item in stream:
                         if isinstance(item, ModelResponse):
                             response = item
@@ -227,12 +226,12 @@ class Turn:
             except ProviderError as exc:
                 if exc.kind is ErrorKind.CONTEXT_OVERFLOW and not overflow_retried and not streamed_text:
                     overflow_retried = True
-                    async for event in self.agent.maybe_compress(force=True):
+                    async for event in self.services.compress(True):
                         yield event
                     continue
                 raise
             assert response is not None, "a provider stream ended without a response"
-            self.agent.record_usage(response.usage)
+            self.services.record_usage(response.usage)
             self.usage += response.usage
             joined = response if joined is None else _join(joined, response)
             if not (
@@ -255,7 +254,7 @@ class Turn:
         """The budget is spent: one last call without tools, so the user gets a summary."""
         request = self._request([Message(role="user", content=GRACE_PROMPT)], grace=True)
         response: ModelResponse | None = None
-        async with contextlib.aclosing(self.agent.model_stream(request)) as stream:
+        async with contextlib.aclosing(self.services.stream(request)) as stream:
             async for item in stream:
                 if isinstance(item, ModelResponse):
                     response = item
@@ -263,7 +262,7 @@ class Turn:
                     yield item
         if response is None:
             return
-        self.agent.record_usage(response.usage)
+        self.services.record_usage(response.usage)
         self.usage += response.usage
         assistant = Message(
             role="assistant",
@@ -272,31 +271,38 @@ class Turn:
             finish_reason=response.finish_reason,
             provider_data=response.provider_data,
         )
-        self.agent.messages.append(assistant)
+        self.conversation.append(assistant)
         yield MessageCommitted(assistant)
         if response.text:
             self.text.append(response.text)
 
+    def _take_steer(self) -> Message | None:
+        """What came in since the last model call: the user's steers, and one line per
+        background job that ended."""
+        jobs = self.services.jobs
+        ended = jobs.take_lines() if jobs.unreported else []
+        if not self.inbox.has_steers and not ended:
+            return None
+        texts = self.inbox.take_steers()
+        steered = [STEER_PREFIX, *texts] if texts else []
+        # A new user message at the end: the cached prefix of the conversation stays as it was.
+        return Message(role="user", content="\n\n".join([*ended, *steered]))
+
     def _request(self, extra: list[Message], *, grace: bool = False) -> ModelRequest:
-        agent = self.agent
+        shape = self.services.shape()
         return ModelRequest(
-            system=agent.system_prompt,
-            messages=agent.repaired.of(agent.messages) + extra,
-            tools=agent.tool_specs(read_only=agent.mode is Mode.PLAN),
-            max_output_tokens=agent.settings.max_output_tokens,
-            reasoning_effort=agent.reasoning_effort,
+            system=self.services.system_prompt,
+            messages=self.conversation.request_history() + extra,
+            tools=shape.tools,
+            max_output_tokens=shape.max_output_tokens,
+            reasoning_effort=shape.reasoning_effort,
             tool_choice_none=grace,
         )
 
     def _assistant_message(self, response: ModelResponse) -> Message:
         calls = []
         for call in response.tool_calls:
-            call_id = call.id
-            if not call_id or call_id in self.agent.used_call_ids:
-                # Some local models reuse ids like "call_0"; editors need unique ones.
-                call_id = f"call_{uuid.uuid4().hex[:16]}"
-            self.agent.used_call_ids.add(call_id)
-            calls.append(ToolCall(call_id, call.name, call.arguments))
+            calls.append(ToolCall(self.conversation.unique_call_id(call.id), call.name, call.arguments))
         return Message(
             role="assistant",
             content=response.text,
@@ -311,9 +317,7 @@ class Turn:
         reloaded session."""
         partial = "".join(self.partial)
         text = f"{partial}\n\n{INTERRUPTED_MARK}" if partial.strip() else INTERRUPTED_MARK
-        message = Message(role="assistant", content=text, finish_reason="interrupted")
-        self.agent.messages.append(message)
-        self.agent.interrupted = message
+        self.conversation.stopped(Message(role="assistant", content=text, finish_reason="interrupted"))
 
 
 def _stop_reason(response: ModelResponse) -> StopReason:

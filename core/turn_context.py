@@ -6,7 +6,8 @@ this module and no other of context, memory and the watcher):
 - the token estimate of a request, checked before every model call to decide on
   compression;
 - the turn-facing halves of the memory files and of the workspace watcher (their
-  readers and bookkeeping; writing memory is `hermes_core.memory`, watching is `hermes_core.watch`).
+  readers and bookkeeping; writing memory is `hermes_core.memory`, watching is
+  `hermes_core.watch`).
 """
 
 from __future__ import annotations

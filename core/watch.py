@@ -2,7 +2,8 @@
 
 The loop drains the changes at the start of a turn into `turn_preamble`, so the model
 re-reads those files instead of trusting what it saw before. (The turn side, drain and
-bookkeeping, is `hermes_core.turn_context.ChangeLedger`; what to watch is `hermes_core.watch_tree`.)
+bookkeeping, is `hermes_core.turn_context.ChangeLedger`; what to watch is
+`hermes_core.watch_tree`.)
 
 Whose change is it? What happens while a turn runs is the agent's (its edits, its
 commands); what happens between turns is the user's. Events arrive late (grouped for

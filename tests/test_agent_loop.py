@@ -28,8 +28,8 @@ from hermes_core.events import (
 )
 from hermes_core.library import StaticApprover, chat
 from hermes_core.messages import Message, ToolCall
-from hermes_core.tools import default_tools
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.builtin import default_tools
 from hermes_core.tools.registry import ToolRegistry
 from tests.support.agents import (
     API_SHAPES,

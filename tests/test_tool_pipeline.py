@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from hermes_core.approval import ApprovalRequest, Decision
 from hermes_core.events import StopReason, ToolCallFinished
-from hermes_core.tools import default_tools
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.builtin import default_tools
 from hermes_core.tools.registry import ToolRegistry
 from tests.support.agents import collect, ended, make_agent, of_type
 from tests.support.fake_provider import Reply, ToolCallSpec

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from hermes_core.shell.invocation import Invocation, Nested
 from hermes_core.shell.lexer import tokenize
 from hermes_core.shell.tokens import (
     MAX_PARSE_DEPTH,
@@ -22,9 +22,6 @@ from hermes_core.shell.tokens import (
     ShellTooDeep,
     Word,
 )
-
-if TYPE_CHECKING:
-    from hermes_core.shell.programs import Invocation, Nested
 
 
 @dataclass(slots=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
+from hermes_core.shell.invocation import Invocation, Nested
 from hermes_core.shell.parse import Script, SimpleCommand, parse_or_empty, simple_commands
 from hermes_core.shell.tokens import Word
 
@@ -142,26 +142,6 @@ def interpreter_family(program: str) -> str | None:
     if program in _OTHER_INTERPRETERS:
         return "other"
     return None
-
-
-@dataclass(frozen=True, slots=True)
-class Invocation:
-    """One program with its arguments, after assignments and wrappers were taken off."""
-
-    words: tuple[Word, ...]
-    fed: bool = False  # run by xargs/entr: its arguments also come from input not in the command
-    program: str = field(init=False)  # the name it runs by: `/bin/rm` -> rm
-
-    def __post_init__(self) -> None:
-        first = self.words[0]
-        object.__setattr__(self, "program", first.text if first.subs else first.text.rsplit("/", 1)[-1])
-
-    @property
-    def args(self) -> tuple[str, ...]:
-        return tuple(w.text for w in self.words[1:])
-
-
-Nested = str | list[Word]  # command text to parse, or words that form a command
 
 
 def _strip_prefix(words: list[Word]) -> list[Word]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from hermes_core.errors import HermesError
 from hermes_core.messages import Message
-from hermes_core.store.writer import (
+from hermes_core.store.records import (
     JSON_FIELDS,
     MESSAGE_COLUMNS,
     RECORD_FIELDS,

@@ -16,52 +16,28 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
+from hermes_core.events import PlanEntry
 from hermes_core.messages import Message
-from hermes_core.store.schema import check_version, migrate, row_to_message, row_to_record
-from hermes_core.store.search import SearchHit, search_messages
-from hermes_core.store.writer import (
-    DEFAULT_RETRIES,
+from hermes_core.models import Usage
+from hermes_core.store.connection import DEFAULT_RETRIES, Retries, SessionWriter
+from hermes_core.store.records import (
     MESSAGE_COLUMNS,
     RECORD_FIELDS,
-    Persister,
-    Retries,
     SessionRecord,
-    SessionWriter,
     insert_messages,
     insert_session,
     message_values,
     next_timestamp,
-    persist,
-    persist_message,
     record_values,
-    usage_fields,
 )
-
-if TYPE_CHECKING:
-    from hermes_core.agent import Agent
-    from hermes_core.tools.delegate import ChildReport
+from hermes_core.store.schema import check_version, migrate, row_to_message, row_to_record
+from hermes_core.store.search import SearchHit, search_messages
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-
-class LiveSession(Protocol):
-    """What the store needs of a live session (the protocol side's `Session`)."""
-
-    id: str
-    cwd: str
-    extra_dirs: list[str]
-    agent: Agent
-    persister: Persister
-    stored: bool  # the store has a record for it
-    closed: bool  # nothing more is written
-    created: float
-
-    @property
-    def model(self) -> str: ...
 
 
 class SessionStore(SessionWriter):
@@ -314,54 +290,8 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
     return float(decoded[0]), decoded[1]
 
 
-# --- a live session's rarer writes, and its restore -----------------------------------------
-
-
-def store_child(session: LiveSession, report: ChildReport) -> None:
-    """A subagent's transcript as a child session of this one: searchable, never listed."""
-    record = SessionRecord(
-        id=report.child_id,
-        cwd=session.cwd,
-        extra_dirs=list(session.extra_dirs),
-        parent_id=session.id,
-        title=f"Subagent: {report.goal}"[:200],
-        mode=session.agent.mode.value,
-        model=session.model,
-        **usage_fields(report.usage, report.cost_usd),
-        config={"subagent": {"parent": session.id, "toolCallId": report.parent_call_id}},
-    )
-
-    def write(store: SessionStore) -> None:
-        store.create_session(record)
-        for message in report.messages:
-            store.append_message(report.child_id, message)
-
-    persist(session, write)
-
-
-def record_turn_error(session: LiveSession, text: str) -> None:
-    """Keep why the turn failed in its history, so a reloaded session shows it. A notice:
-    the model never reads it (the next turn starts as if the failed one had no answer)."""
-    notice = Message(role="assistant", content=text, display={"notice": "turn_error"})
-    session.agent.messages.append(notice)
-    persist_message(session, notice)
-
-
-def replace_history(session: LiveSession, messages: list[Message]) -> None:
-    persist(session, lambda store: store.replace_messages(session.id, messages))
-
-
-def restore_agent(agent: Agent, record: SessionRecord) -> None:
-    """What the record remembers beyond the history: usage, cost, the plan."""
-    from hermes_core.events import PlanEntry
-    from hermes_core.models import Usage
-
-    agent.usage_total = Usage(
-        input_tokens=record.input_tokens,
-        output_tokens=record.output_tokens,
-        cached_tokens=record.cached_tokens,
-    )
-    agent.cost_usd = record.cost_usd
+def restored_plan(record: SessionRecord) -> tuple[PlanEntry, ...]:
+    """The plan a stored record remembers (malformed entries left out)."""
     entries = []
     for item in record.plan or []:
         try:
@@ -370,5 +300,13 @@ def restore_agent(agent: Agent, record: SessionRecord) -> None:
             )
         except (KeyError, TypeError):
             log.warning("session %s: skipping a malformed plan entry %r", record.id, item)
-    agent.tool_state.plan = tuple(entries)
-    agent.context_tokens = agent.estimate_context()
+    return tuple(entries)
+
+
+def restored_usage(record: SessionRecord) -> Usage:
+    """What the session spent so far, as its record remembers it."""
+    return Usage(
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cached_tokens=record.cached_tokens,
+    )

@@ -1,283 +1,70 @@
-"""What a turn writes to the session store, and how: the session record, SQLite write
-transactions, and each live session's queue that runs them off the event loop, in order.
-Everything a plain prompt does to the store is here, so a turn runs this one module of
-it; opening the file and the rarer jobs are in `sessions`.
-
-Writes are short `BEGIN IMMEDIATE` transactions on one file (WAL mode) shared by every
-hermes-acp process on the machine, retried with jitter when another process holds the
-lock past the busy timeout; each is committed when its method returns, so a killed
-process loses nothing it reported as stored (`synchronous=NORMAL`: only an OS crash or
-power loss can drop the last few).
+"""What a turn writes to the session store, and when: each live session's queue that runs
+its writes off the event loop, in order. Everything a plain prompt does to the store goes
+through here; the connection and its transactions are `connection`'s, opening the file
+and the rarer jobs `sessions`'.
 
 A turn must not wait for SQLite between two streamed chunks: a session's `Persister`
 queues its writes on the event loop's `WriteQueue`, whose one worker runs them in a
 thread, every session's that piled up in one hop; `flush()` waits until all the session
 queued so far are on disk (the manager calls it before it answers a prompt). A session's
 record is created with its first message, so sessions never prompted leave nothing
-behind; nothing is written once it is closed.
+behind; nothing is written once it is closed. What the record keeps besides the history
+comes from the session's `snapshot()`: the store reads nothing else of it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import random
-import sqlite3
-import threading
-import time
 import weakref
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, fields
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from hermes_core.messages import Message
+from hermes_core.store.records import SessionRecord, SessionSnapshot, usage_fields
 
 if TYPE_CHECKING:
-    from hermes_core.messages import Message
     from hermes_core.models import Usage
-    from hermes_core.store.sessions import LiveSession, SessionStore
+    from hermes_core.store.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
+class LiveSession(Protocol):
+    """What the store needs of a live session (the protocol side's `Session`)."""
 
-@dataclass(slots=True)
-class SessionRecord:
     id: str
     cwd: str
-    extra_dirs: list[str] = field(default_factory=list)
-    parent_id: str | None = None  # the session this one was forked or compressed from
-    title: str | None = None
-    created_at: float = 0
-    updated_at: float = 0
-    mode: str = "ask"
-    model: str = ""
-    reasoning_effort: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    cost_usd: float | None = None
-    approvals: dict[str, Any] = field(default_factory=dict)
-    plan: list[Any] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)
-    message_count: int = 0
-    # Fixed when the session starts and given back on every restore, so the providers'
-    # prompt caches keep hitting across load and resume (None: written before v3).
-    system_prompt: str | None = None
-    # Compression lineage. A compression moves the history it replaced into an archive
-    # session (compacted_into = the live session, hidden from listings) and makes it the
-    # live session's parent; the live history's first `replay_from` messages are the
-    # compression's output, replayed from the archive as the user saw them.
-    compacted_into: str | None = None
-    replay_from: int = 0
+    extra_dirs: list[str]
+    persister: Persister
+    stored: bool  # the store has a record for it
+    closed: bool  # nothing more is written
+    created: float
+
+    def snapshot(self) -> SessionSnapshot: ...
 
 
-RECORD_FIELDS = tuple(f.name for f in fields(SessionRecord))
-JSON_FIELDS = frozenset({"extra_dirs", "approvals", "plan", "config"})
-# message_count follows the messages themselves; id is the key; lineage is the store's.
-_UPDATABLE_FIELDS = frozenset(RECORD_FIELDS) - {"id", "message_count", "compacted_into", "replay_from"}
-MESSAGE_COLUMNS = (
-    "role, content, tool_calls, tool_call_id, name, reasoning, finish_reason, "
-    "provider_data, display, is_error"
-)
+class ChildTranscript(Protocol):
+    """A finished subagent, to keep as a child session (`tools.delegate.ChildReport`)."""
 
+    @property
+    def child_id(self) -> str: ...
 
-@dataclass(frozen=True, slots=True)
-class Retries:
-    """How long a statement waits for another process's lock, then how often it retries."""
+    @property
+    def parent_call_id(self) -> str: ...
 
-    busy_timeout: float = 5.0
-    max_retries: int = 8
-    base_seconds: float = 0.02
+    @property
+    def goal(self) -> str: ...
 
+    @property
+    def messages(self) -> tuple[Message, ...]: ...
 
-DEFAULT_RETRIES = Retries()
+    @property
+    def usage(self) -> Usage: ...
 
-
-class SessionWriter:
-    """The connection, its transactions, and the writes a turn makes. Thread-safe (one
-    connection behind a lock); async callers go through a `Persister` or `to_thread`."""
-
-    def __init__(self, path: Path, retries: Retries) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._retries = retries
-        # isolation_level=None: no implicit transactions; every write says BEGIN IMMEDIATE.
-        self._conn = sqlite3.connect(
-            self.path, timeout=retries.busy_timeout, isolation_level=None, check_same_thread=False
-        )
-
-    def create_session(self, record: SessionRecord) -> SessionRecord:
-        def write(conn: sqlite3.Connection) -> SessionRecord:
-            now = next_timestamp(conn)
-            created = SessionRecord(
-                **{
-                    **record_values(record),
-                    "created_at": record.created_at or now,
-                    "updated_at": record.updated_at or record.created_at or now,
-                }
-            )
-            insert_session(conn, created)
-            return created
-
-        return self._write(write)
-
-    def update_session(self, session_id: str, **changes: Any) -> None:
-        unknown = sorted(set(changes) - _UPDATABLE_FIELDS)
-        if unknown:
-            raise ValueError(f"cannot update session field(s): {', '.join(unknown)}")
-        if not changes:
-            return
-        assignments = ", ".join(f"{name} = ?" for name in changes)
-        values = [_encode_field(name, value) for name, value in changes.items()]
-
-        def write(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
-            if cursor.rowcount == 0:
-                raise KeyError(session_id)
-
-        self._write(write)
-
-    def append_message(self, session_id: str, message: Message) -> int:
-        """Store the message at the end of the session's history; returns its seq (0-based)."""
-        values = message_values(message)
-
-        def write(conn: sqlite3.Connection) -> int:
-            now = next_timestamp(conn)
-            bumped = conn.execute(
-                "UPDATE sessions SET updated_at = ?, message_count = message_count + 1 WHERE id = ?",
-                (now, session_id),
-            )
-            if bumped.rowcount == 0:
-                raise KeyError(session_id)
-            seq: int = conn.execute(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
-            insert_messages(conn, session_id, [(seq, values)], now)
-            return seq
-
-        return self._write(write)
-
-    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        def transaction() -> T:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = work(self._conn)
-                self._conn.execute("COMMIT")
-            except BaseException:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
-                raise
-            return result
-
-        return self._retrying(transaction)
-
-    def _retrying(self, attempt: Callable[[], T]) -> T:
-        """Run `attempt`, again after a jittered pause while the database stays locked.
-
-        The busy timeout already waits for other writers; this covers the cases it
-        does not (a lock held past the timeout, a WAL being recovered).
-        """
-        retries = self._retries
-        with self._lock:
-            for tries in range(retries.max_retries + 1):
-                try:
-                    return attempt()
-                except sqlite3.OperationalError as exc:
-                    if not _is_busy(exc) or tries == retries.max_retries:
-                        raise
-                    pause = random.uniform(0.5, 1.5) * retries.base_seconds * 2**tries
-                    log.debug("database busy (%s); retrying in %.3fs", exc, pause)
-                    time.sleep(pause)
-            raise AssertionError("unreachable")
-
-
-# --- rows ---------------------------------------------------------------------------------
-
-
-def next_timestamp(conn: sqlite3.Connection) -> float:
-    """Now, but later than every timestamp already stored.
-
-    Called inside the write lock, so timestamps are strictly increasing across all
-    processes sharing the file even when their clocks disagree; a session bumped while
-    someone pages through the list can then never reappear below the cursor.
-    """
-    latest = conn.execute("SELECT MAX(updated_at) FROM sessions").fetchone()[0]
-    now = time.time()
-    if latest is not None and now <= latest:
-        now = latest + 1e-6
-    return now
-
-
-def record_values(record: SessionRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in RECORD_FIELDS}
-
-
-def insert_session(conn: sqlite3.Connection, record: SessionRecord) -> None:
-    values = [_encode_field(name, getattr(record, name)) for name in RECORD_FIELDS]
-    placeholders = ", ".join("?" for _ in RECORD_FIELDS)
-    try:
-        conn.execute(f"INSERT INTO sessions ({', '.join(RECORD_FIELDS)}) VALUES ({placeholders})", values)
-    except sqlite3.IntegrityError as exc:
-        raise ValueError(f"session {record.id!r} already exists") from exc
-
-
-def message_values(message: Message) -> tuple[Any, ...]:
-    """The message as (message columns..., search_text), from its `to_dict()` pieces."""
-    data = message.to_dict()
-    return (
-        data["role"],
-        json.dumps(data["content"]),
-        _json_or_none(data.get("tool_calls")),
-        data.get("tool_call_id"),
-        data.get("name"),
-        data.get("reasoning"),
-        data.get("finish_reason"),
-        _json_or_none(data.get("provider_data")),
-        _json_or_none(data.get("display")),
-        int(message.is_error),
-        search_text(message),
-    )
-
-
-def insert_messages(
-    conn: sqlite3.Connection, session_id: str, rows: Iterable[tuple[int, tuple[Any, ...]]], now: float
-) -> None:
-    conn.executemany(
-        f"""
-        INSERT INTO messages (session_id, seq, {MESSAGE_COLUMNS}, search_text, created_at)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        """,
-        [(session_id, seq, *values, now) for seq, values in rows],
-    )
-
-
-def search_text(message: Message) -> str:
-    """What full-text search sees of a message: its text and the tool calls it made."""
-    pieces = [message.text]
-    for call in message.tool_calls:
-        pieces += [call.name, call.arguments]
-    # A lone surrogate (possible in decoded model output) cannot be stored as UTF-8 text.
-    return "\n".join(pieces).encode("utf-8", "replace").decode("utf-8")
-
-
-def _encode_field(name: str, value: Any) -> Any:
-    return json.dumps(value) if name in JSON_FIELDS else value
-
-
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    message = str(exc).lower()
-    return "locked" in message or "busy" in message
+    @property
+    def cost_usd(self) -> float | None: ...
 
 
 # --- a live session's writes ----------------------------------------------------------------
@@ -412,38 +199,62 @@ def save_turn_state(session: LiveSession) -> None:
     """What a turn changes besides the history: usage, cost, "always" answers, the plan."""
     if not session.stored:
         return
-    agent = session.agent
+    snapshot = session.snapshot()
     save_record(
         session,
-        **usage_fields(agent.usage_total, agent.cost_usd),
-        approvals=agent.approvals.stored,
-        plan=[
-            {"content": e.content, "status": e.status, "priority": e.priority} for e in agent.tool_state.plan
-        ],
+        **usage_fields(snapshot.usage, snapshot.cost_usd),
+        approvals=snapshot.approvals,
+        plan=snapshot.plan,
     )
 
 
-def usage_fields(usage: Usage, cost_usd: float | None) -> dict[str, Any]:
-    """The record's usage columns from an agent's (or a subagent's) usage."""
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cached_tokens": usage.cached_tokens,
-        "cost_usd": cost_usd,
-    }
-
-
 def new_record(session: LiveSession) -> SessionRecord:
-    agent = session.agent
+    snapshot = session.snapshot()
     return SessionRecord(
         id=session.id,
         cwd=session.cwd,
         extra_dirs=list(session.extra_dirs),
-        title=getattr(agent, "title", None),
+        title=snapshot.title,
         created_at=session.created,
-        mode=agent.mode.value,
-        model=session.model,
-        reasoning_effort=agent.reasoning_effort,
-        approvals=agent.approvals.stored,
-        system_prompt=agent.system_prompt,
+        mode=snapshot.mode,
+        model=snapshot.model,
+        reasoning_effort=snapshot.reasoning_effort,
+        approvals=snapshot.approvals,
+        system_prompt=snapshot.system_prompt,
     )
+
+
+# --- a live session's rarer writes ------------------------------------------------------------
+
+
+def store_child(session: LiveSession, report: ChildTranscript) -> None:
+    """A subagent's transcript as a child session of this one: searchable, never listed."""
+    snapshot = session.snapshot()
+    record = SessionRecord(
+        id=report.child_id,
+        cwd=session.cwd,
+        extra_dirs=list(session.extra_dirs),
+        parent_id=session.id,
+        title=f"Subagent: {report.goal}"[:200],
+        mode=snapshot.mode,
+        model=snapshot.model,
+        **usage_fields(report.usage, report.cost_usd),
+        config={"subagent": {"parent": session.id, "toolCallId": report.parent_call_id}},
+    )
+
+    def write(store: SessionStore) -> None:
+        store.create_session(record)
+        for message in report.messages:
+            store.append_message(report.child_id, message)
+
+    persist(session, write)
+
+
+def turn_error_notice(text: str) -> Message:
+    """Why a turn failed, as a message of its history, so a reloaded session shows it. A
+    notice: the model never reads it (the next turn starts as if the failed one had no answer)."""
+    return Message(role="assistant", content=text, display={"notice": "turn_error"})
+
+
+def replace_history(session: LiveSession, messages: list[Message]) -> None:
+    persist(session, lambda store: store.replace_messages(session.id, messages))

@@ -7,17 +7,15 @@ and the turn ends: the user's next prompt is the answer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
 
 from hermes_core.events import ToolKind
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
-
-if TYPE_CHECKING:
-    from hermes_core.agent import Agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +29,12 @@ class Asker(Protocol):
         """The user's answer; None when this editor cannot ask (the turn then ends with
         the question). Cancelling the awaiting task withdraws the question."""
         ...
+
+
+class TurnEnder(Protocol):
+    """Where the question goes when the editor cannot ask it (`inbox.TurnInbox`)."""
+
+    def end_turn_with(self, text: str) -> None: ...
 
 
 class ClarifyArgs(BaseModel):
@@ -50,8 +54,9 @@ class ClarifyTool(Tool[ClarifyArgs]):
     read_only = True
     interactive = True  # one question at a time
 
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
+    def __init__(self, ender: TurnEnder, asker: Callable[[], Asker | None]) -> None:
+        self._ender = ender
+        self._asker = asker  # read at each call: the embedder plugs it in after the tool exists
 
     def title(self, args: ClarifyArgs, workspace: Workspace) -> str:
         return f"Question: {args.question}"
@@ -60,10 +65,10 @@ class ClarifyTool(Tool[ClarifyArgs]):
         question = args.question.strip()
         if not question:
             return ToolResult.error("The question is empty.")
-        asker = self._agent.asker
+        asker = self._asker()
         answer = await asker.ask(question, args.choices, ctx.call_id) if asker is not None else None
         if answer is None:
-            self._agent.end_turn_with(_as_message(question, args.choices))
+            self._ender.end_turn_with(_as_message(question, args.choices))
             return ToolResult(
                 text="This editor cannot show questions: it was shown as your answer, and the turn "
                 "ends here. The user's next message is the answer.",

@@ -11,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
 from hermes_core.approval import ApprovalRequest, Approver, Decision
 from hermes_core.events import (
+    Event,
     StopReason,
     ToolCallFinished,
     ToolCallNote,
@@ -31,8 +32,11 @@ from hermes_core.tools.base import Tool, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from hermes_core.agent import Agent
+    from hermes_core.budget import IterationBudget
+    from hermes_core.config import Settings
+    from hermes_core.conversation import Conversation
     from hermes_core.messages import Message
+    from hermes_core.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,41 @@ class ChildReport:
 ChildSink = Callable[[ChildReport], Awaitable[None]]
 
 
+class Child(Protocol):
+    """A subagent, as its parent runs it (`agent.Agent`)."""
+
+    @property
+    def conversation(self) -> Conversation: ...
+
+    def run_turn(self, content: str, *, budget: IterationBudget) -> AsyncIterator[Event]: ...
+
+    async def release_processes(self) -> None: ...
+
+
+class Parent(Protocol):
+    """What delegation needs of the agent whose turn delegates (`agent.Agent`)."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def session_id(self) -> str | None: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    @property
+    def approver(self) -> Approver: ...
+
+    def running_budget(self) -> IterationBudget | None: ...
+
+    def spawn_child(self, tool_names: Sequence[str], approver: Approver) -> Child: ...
+
+    def absorb(self, usage: Usage, cost_usd: float | None) -> None: ...
+
+    async def report_child(self, report: ChildReport) -> None: ...
+
+
 class DelegateTool(Tool[DelegateArgs]):
     """Hand one or more self-contained tasks to subagents that work in parallel, each with its own
     fresh context (they do not see this conversation), and get their final answers back. Use it
@@ -82,7 +121,7 @@ class DelegateTool(Tool[DelegateArgs]):
     read_only = False  # children may edit; plan mode leaves delegation out
     interactive = True  # children of two calls would race for the same files
 
-    def __init__(self, parent: Agent) -> None:
+    def __init__(self, parent: Parent) -> None:
         self._parent = parent
 
     def title(self, args: DelegateArgs, workspace: Workspace) -> str:
@@ -127,11 +166,12 @@ class DelegateTool(Tool[DelegateArgs]):
         )
         # In a thread: building a child reads the context files for its system prompt.
         tools = task.tools or sorted(self._child_tools())
-        child = await asyncio.to_thread(spawn_child, parent, tools, NamedApprover(parent.approver, label))
+        child = await asyncio.to_thread(parent.spawn_child, tools, NamedApprover(parent.approver, label))
         progress = _Progress(card, ctx)
         ended: TurnEnded | None = None
-        assert parent.budget is not None, "subagents run inside a turn"
-        budget = parent.budget.child(parent.settings.subagent_max_iterations)
+        running = parent.running_budget()
+        assert running is not None, "subagents run inside a turn"
+        budget = running.child(parent.settings.subagent_max_iterations)
         try:
             async for event in child.run_turn(_first_message(task), budget=budget):
                 if isinstance(event, ToolCallStarted):
@@ -141,22 +181,22 @@ class DelegateTool(Tool[DelegateArgs]):
                 elif isinstance(event, TurnEnded):
                     ended = event
         finally:
-            _absorb(parent, child)
+            spent = child.conversation
+            parent.absorb(spent.usage, spent.cost_usd)
             await child.release_processes()
-            await _report(
-                parent,
+            await parent.report_child(
                 ChildReport(
                     child_id=f"{parent.session_id or 'agent'}-sub-{secrets.token_hex(4)}",
                     parent_call_id=ctx.call_id,
                     goal=task.goal,
-                    messages=tuple(child.messages),
-                    usage=child.usage_total,
-                    cost_usd=child.cost_usd,
+                    messages=tuple(spent.messages),
+                    usage=spent.usage,
+                    cost_usd=spent.cost_usd,
                     stop_reason=ended.stop_reason if ended else StopReason.CANCELLED,
-                ),
+                )
             )
         assert ended is not None
-        answer = _answer(child.messages) or "(The subagent gave no answer.)"
+        answer = _answer(child.conversation.messages) or "(The subagent gave no answer.)"
         ok = ended.stop_reason is not StopReason.CANCELLED
         if not ok:
             answer = f"The user cancelled this subagent. What it had said:\n{answer}"
@@ -165,46 +205,6 @@ class DelegateTool(Tool[DelegateArgs]):
         progress.answer(answer)
         ctx.emit(ToolCallFinished(card, "completed" if ok else "failed", answer))
         return ok, answer
-
-
-def spawn_child(parent: Agent, tool_names: Sequence[str], approver: Approver) -> Agent:
-    """A child for delegate_task: the parent's workspace, mode, model, "always" answers and
-    provider clients; its own conversation, tool state and the named tools only."""
-    from hermes_core.agent import Agent
-    from hermes_core.tools.registry import ToolRegistry
-
-    tools = ToolRegistry([tool for tool in parent.tools if tool.name in set(tool_names)])
-    child = Agent(
-        settings=parent.settings,
-        workspace=parent.workspace,
-        approver=approver,
-        model=parent.model,
-        providers=parent.providers,  # shared; the parent closes them
-        tools=tools,
-        mode=parent.mode,
-        approvals=parent.approvals,
-        title="subagent",
-        delegation=False,
-    )
-    child.reasoning_effort = parent.reasoning_effort
-    return child
-
-
-def _absorb(parent: Agent, child: Agent) -> None:
-    """A subagent's usage and cost count as its parent's session's."""
-    parent.usage_total += child.usage_total
-    parent.child_usage += child.usage_total
-    if child.cost_usd is not None:
-        parent.cost_usd = (parent.cost_usd or 0.0) + child.cost_usd
-
-
-async def _report(parent: Agent, report: ChildReport) -> None:
-    if parent.child_sink is None:
-        return
-    try:
-        await parent.child_sink(report)
-    except Exception:  # a transcript that cannot be stored must not fail the parent's turn
-        log.warning("a subagent's transcript could not be stored", exc_info=True)
 
 
 class _Progress:

@@ -22,6 +22,7 @@ from hermes_acp.session.state import ClientProfile, Session, release
 if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_core.agent import Agent
+    from hermes_core.checkpoints import Checkpoints
     from hermes_core.config import Settings
     from hermes_core.messages import Message
     from hermes_core.permission_rules import PermissionRules
@@ -67,8 +68,8 @@ class SessionFactory:
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
         from hermes_core.approval import ApprovalMemory, Mode
-        from hermes_core.store.sessions import restore_agent, store_child
-        from hermes_core.store.writer import Persister
+        from hermes_core.store.sessions import restored_plan, restored_usage
+        from hermes_core.store.writer import Persister, store_child
 
         store = await self.store.get()
         hidden_env = frozenset(e.api_key_env for e in settings.fallback if e.api_key_env)
@@ -81,6 +82,7 @@ class SessionFactory:
 
         def build() -> Agent:
             from hermes_core.agent import Agent
+            from hermes_core.hooks import Hooks
             from hermes_core.tools.session_search import SessionSearchTool
             from hermes_core.watch import WorkspaceWatcher
 
@@ -95,21 +97,25 @@ class SessionFactory:
                 approvals=ApprovalMemory.from_dict(record.approvals) if record else None,
                 title=record.title if record else None,
                 watcher=WorkspaceWatcher([cwd, *extra_dirs]),
+                session_id=session_id,
             )
             if record is not None:
                 if record.model:
-                    agent.model = record.model
-                agent.reasoning_effort = record.reasoning_effort
-            _keep_checkpoints(agent, settings, cwd, session_id)
-            agent.policy.rules = _permission_rules(settings, cwd)
-            _run_hooks(agent, agent.policy.rules, cwd, session_id)
+                    agent.switch_model(record.model)
+                agent.set_effort(record.reasoning_effort)
+            rules = _permission_rules(settings, cwd)
+            agent.connect(
+                rules=rules,
+                checkpoints=_checkpoints(settings, cwd, session_id),
+                hooks=Hooks(rules.hook_specs(), cwd, session_id),
+            )
             return agent
 
         agent: Agent | None = None
         try:
-            agent = await asyncio.to_thread(build)
+            agent = built = await asyncio.to_thread(build)
             if record is not None:
-                restore_agent(agent, record)
+                built.restore(restored_usage(record), record.cost_usd, restored_plan(record))
         except BaseException:
             await release(agent, mcp)
             raise
@@ -118,7 +124,7 @@ class SessionFactory:
             id=session_id,
             cwd=cwd,
             extra_dirs=extra_dirs,
-            agent=agent,
+            agent=built,
             translator=translator,
             persister=Persister(session_id, self.store.get),
             mcp=mcp,
@@ -126,16 +132,15 @@ class SessionFactory:
             stored=record is not None,
             created=record.created_at if record is not None else time.time(),
         )
-        agent.session_id = session_id
 
         async def store_subagent(report: ChildReport) -> None:
             store_child(session, report)
 
-        agent.child_sink = store_subagent
+        built.connect(child_sink=store_subagent)
         if self.client.elicitation_form:
             from hermes_acp.bridge.elicitation import ElicitationAsker
 
-            agent.asker = ElicitationAsker(self.channel, session_id)
+            built.connect(asker=ElicitationAsker(self.channel, session_id))
         return session
 
     def _workspace(self, settings: Settings, session_id: str, cwd: str, extra_dirs: list[str]) -> Workspace:
@@ -162,30 +167,21 @@ class SessionFactory:
         )
 
 
-def _keep_checkpoints(agent: Agent, settings: Settings, cwd: str, session_id: str) -> None:
+def _checkpoints(settings: Settings, cwd: str, session_id: str) -> Checkpoints | None:
     """Snapshots of the workspace before the agent changes it, for /rewind."""
     from hermes_core.checkpoints import Checkpoints, CheckpointStore
 
     if not settings.checkpoints:
-        return
-    agent.checkpoints = Checkpoints(CheckpointStore(settings.home, cwd, session_id))
-    agent.runner.before_write = agent.checkpoints.before_write
+        return None
+    return Checkpoints(CheckpointStore(settings.home, cwd, session_id))
 
 
 def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
-    from hermes_core.hooks import specs_from_table
+    from hermes_core.hook_specs import specs_from_table
     from hermes_core.permission_rules import PermissionRules
 
     user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml")
     return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
-
-
-def _run_hooks(agent: Agent, rules: PermissionRules, cwd: str, session_id: str) -> None:
-    """The user's hooks and the trusted project's, around turns and tool calls."""
-    from hermes_core.hooks import Hooks
-
-    agent.hooks = Hooks(rules.hook_specs(), cwd, session_id)
-    agent.runner.hooks = agent.hooks
 
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:

@@ -208,7 +208,7 @@ class SessionManager:
                 plan=agent.tool_state.plan,
                 used_tokens=agent.estimate_context(),
                 context_window=agent.context_window,
-                cost_usd=agent.cost_usd,
+                cost_usd=agent.conversation.cost_usd,
             )
             await send_updates(self.channel, updates)  # all of it before the response
             await self._announce_custom_commands(session)

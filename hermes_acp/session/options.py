@@ -220,7 +220,7 @@ class SessionControls:
             reasoning_effort=session.agent.reasoning_effort,
             models=[settings.model, *settings.models, *session.extra_models, *self.catalog.known(settings)],
             reasoning=model_takes_effort(model),
-            auto_compact=settings.auto_compact if self.client and self.client.boolean_options else None,
+            auto_compact=session.agent.auto_compact if self.client and self.client.boolean_options else None,
         )
 
     def session_state(self, session: Session) -> dict[str, Any]:
@@ -258,9 +258,9 @@ class SessionControls:
             assert new_value is not None
             self.apply_model(session, new_value)
         elif config_id == AUTO_COMPACT_OPTION:
-            session.agent.settings.auto_compact = bool(new_value)
+            session.agent.set_auto_compact(bool(new_value))
         elif config_id == EFFORT_OPTION:
-            session.agent.reasoning_effort = new_value
+            session.agent.set_effort(new_value)
             save_record(session, reasoning_effort=new_value)
         return config_id
 
@@ -268,7 +268,7 @@ class SessionControls:
         from hermes_core.approval import Mode
         from hermes_core.store.writer import save_record
 
-        session.agent.mode = Mode(mode_id)
+        session.agent.switch_mode(Mode(mode_id))
         save_record(session, mode=mode_id)
 
     def apply_model(self, session: Session, model: str) -> None:
@@ -278,10 +278,10 @@ class SessionControls:
             # The running turn keeps its provider chain; the next one gets the new model.
             session.pending_model = model
         else:
-            session.agent.model = model
+            session.agent.switch_model(model)
             session.pending_model = None
         if not model_takes_effort(model):
-            session.agent.reasoning_effort = None
+            session.agent.set_effort(None)
         save_record(session, model=model, reasoning_effort=session.agent.reasoning_effort)
 
     async def model_problem(self, session: Session, model_id: str) -> str | None:

@@ -142,8 +142,7 @@ async def _cut_conversation(session: Session, prompt: Prompt) -> str:
     await asyncio.to_thread(store.fork_session, session.id, fork_id)
     if agent.checkpoints is not None:
         await asyncio.to_thread(agent.checkpoints.store.copy_to, fork_id)
-    agent.messages = agent.messages[: prompt.index]
-    agent.context_tokens = agent.estimate_context()
+    agent.replace_history(agent.messages[: prompt.index])
     persist(session, lambda store: store.cut_history(session.id, prompt.prompt_id))
     await session.persister.flush()
     log.info("session %s rewound to prompt %d; the rest is in %s", session.id, prompt.number, fork_id)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from hermes_acp.bridge.events import EventTranslator
     from hermes_core.agent import Agent
     from hermes_core.mcp_connections import McpConnections
+    from hermes_core.store.records import SessionSnapshot
     from hermes_core.store.writer import Persister
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,26 @@ class Session:
     @property
     def model(self) -> str:
         return self.pending_model or self.agent.model
+
+    def snapshot(self) -> SessionSnapshot:
+        """What the store keeps of the session besides its history."""
+        from hermes_core.store.records import SessionSnapshot
+
+        agent, conversation = self.agent, self.agent.conversation
+        return SessionSnapshot(
+            title=conversation.title,
+            mode=agent.mode.value,
+            model=self.model,
+            reasoning_effort=agent.reasoning_effort,
+            approvals=agent.approvals.stored,
+            system_prompt=agent.system_prompt,
+            usage=conversation.usage,
+            cost_usd=conversation.cost_usd,
+            plan=[
+                {"content": e.content, "status": e.status, "priority": e.priority}
+                for e in agent.tool_state.plan
+            ],
+        )
 
     async def release(self) -> None:
         """Stop what the session runs besides its turn: the agent's background processes,

@@ -63,7 +63,7 @@ class TurnRunner:
             raise not_found(session_id)
         before: list[Usage] = []  # the usage when this prompt's own turn starts
         result: dict[str, Any] = {"stopReason": await self._run(session, blocks, before)}
-        turn_usage = prompt_usage(before[0], session.agent.usage_total) if before else None
+        turn_usage = prompt_usage(before[0], session.agent.conversation.usage) if before else None
         if turn_usage is not None:
             # `usage` is a draft field the stable schema does not allow: it goes in
             # `_meta` unless the client asked for the field (`_meta.hermes.promptUsage`).
@@ -102,7 +102,7 @@ class TurnRunner:
             return await self.commands.beside_turn(session, *command)
         if not await _wait_for_place(session, blocks):
             return "cancelled"
-        before.append(session.agent.usage_total)
+        before.append(session.agent.conversation.usage)
         turn = Turn()
         session.turn = turn
         session.prompted = True
@@ -118,7 +118,7 @@ class TurnRunner:
         finally:
             session.turn = None
             if session.pending_model is not None:
-                session.agent.model = session.pending_model
+                session.agent.switch_model(session.pending_model)
                 session.pending_model = None
                 await session.agent.close_retired()
             _wake_next(session)
@@ -155,8 +155,7 @@ class TurnRunner:
         """Send a stream of agent events to the client and the store; the stop reason."""
         from hermes_core.events import HistoryReplaced, MessageCommitted, TitleChanged, TurnEnded
         from hermes_core.providers.base import ProviderError
-        from hermes_core.store.sessions import record_turn_error, replace_history
-        from hermes_core.store.writer import persist_message, save_record, save_turn_state
+        from hermes_core.store.writer import persist_message, replace_history, save_record, save_turn_state
 
         session.translator.start_turn()
         translate = session.translator.translate
@@ -190,11 +189,10 @@ class TurnRunner:
             # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
             failure = {"hermes": {"turnError": {"kind": str(exc.kind), "message": str(exc)}}}
             await say(self.channel, session.id, text, failure)
-            record_turn_error(session, text)
+            _record_turn_error(session, text)
         return stop
 
     async def _finish(self, session: Session, turn: Turn) -> str:
-        from hermes_core.store.sessions import record_turn_error
         from hermes_core.store.writer import persist_message
 
         assert turn.task is not None
@@ -202,7 +200,7 @@ class TurnRunner:
         if task.cancelled() or turn.cancel_requested:
             if not task.cancelled() and task.exception() is not None:
                 log.info("turn of %s ended with %r after a cancel", session.id, task.exception())
-            interrupted, session.agent.interrupted = session.agent.interrupted, None
+            interrupted = session.agent.conversation.take_interrupted()
             if interrupted is not None:
                 persist_message(session, interrupted)
                 await send_updates(self.channel, session.translator.interrupted(interrupted.text))
@@ -218,12 +216,21 @@ class TurnRunner:
         from acp.exceptions import RequestError
 
         if not isinstance(error, RequestError):  # a bad request changed nothing worth keeping
-            record_turn_error(session, f"\n\n**The turn failed:** {type(error).__name__}: {error}\n")
+            _record_turn_error(session, f"\n\n**The turn failed:** {type(error).__name__}: {error}\n")
         await _end_of_turn(session)
         if isinstance(error, RequestError):
             raise error
         log.error("turn of session %s failed", session.id, exc_info=error)
         raise error_response(error, "the turn failed: ", {"details": str(error)})
+
+
+def _record_turn_error(session: Session, text: str) -> None:
+    """Keep why the turn failed in its history, so a reloaded session shows it."""
+    from hermes_core.store.writer import persist_message, turn_error_notice
+
+    notice = turn_error_notice(text)
+    session.agent.conversation.append(notice)
+    persist_message(session, notice)
 
 
 def _cancel(session: Session) -> None:

@@ -43,7 +43,7 @@ class SlashCommands:
 
     async def run(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
         """Run one command; the turn's stop reason."""
-        from hermes_core.store.sessions import replace_history
+        from hermes_core.store.writer import replace_history
 
         agent = session.agent
         controls = self.controls
@@ -71,13 +71,13 @@ class SlashCommands:
             await self._say(session, tools_text(agent.tools, read_only=agent.mode.value == "plan"))
         elif name == "context":
             await self._say(
-                session, context_text(agent.context_tokens, agent.context_window, len(agent.messages))
+                session,
+                context_text(agent.conversation.context_tokens, agent.context_window, len(agent.messages)),
             )
         elif name == "cost":
-            await self._say(session, cost_text(agent.usage_total, agent.cost_usd))
+            await self._say(session, cost_text(agent.conversation.usage, agent.conversation.cost_usd))
         elif name == "clear":
-            agent.messages = []
-            agent.context_tokens = 0
+            agent.replace_history([])
             replace_history(session, [])
             await self._say(session, CLEARED)
         elif name == "steer":

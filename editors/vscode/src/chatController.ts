@@ -1,3 +1,4 @@
+import { relative } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import type {
   ContentBlock,
@@ -292,7 +293,24 @@ export class ChatController {
     }
   }
 
-  async newSession(): Promise<string | undefined> {
+  /** The session being opened (the view's first, a new or a past one), until it is. */
+  private settingUp: Promise<unknown> | undefined;
+
+  /** A prompt sent while a session is being opened goes to that session, not a second one. */
+  private async sessionSettled(): Promise<void> {
+    while (!this.sessionId && this.settingUp) await this.settingUp.catch(() => undefined);
+  }
+
+  newSession(): Promise<string | undefined> {
+    const creating = this.createSession();
+    this.settingUp = creating;
+    void creating.finally(() => {
+      if (this.settingUp === creating) this.settingUp = undefined;
+    });
+    return creating;
+  }
+
+  private async createSession(): Promise<string | undefined> {
     try {
       const connection = await this.ensureStarted();
       const response = await connection.agent.request(acp.methods.agent.session.new, { cwd: this.host.cwd(), mcpServers: [] });
@@ -317,7 +335,16 @@ export class ChatController {
   }
 
   /** Opens a past session: the view is cleared and the agent replays it into the view. */
-  async loadSession(sessionId: string): Promise<boolean> {
+  loadSession(sessionId: string): Promise<boolean> {
+    const loading = this.openSession(sessionId);
+    this.settingUp = loading;
+    void loading.finally(() => {
+      if (this.settingUp === loading) this.settingUp = undefined;
+    });
+    return loading;
+  }
+
+  private async openSession(sessionId: string): Promise<boolean> {
     try {
       const connection = await this.ensureStarted();
       this.host.post({ type: "clear", cwd: this.host.cwd() });
@@ -347,6 +374,7 @@ export class ChatController {
   async prompt(blocks: ContentBlock[], shownText: string, typed = shownText): Promise<StopReason | undefined> {
     let connection: AgentConnection;
     try {
+      await this.sessionSettled();
       if (!this.sessionId && !(await this.newSession())) {
         this.host.post({ type: "promptRejected", text: typed });
         return undefined;
@@ -384,7 +412,7 @@ export class ChatController {
   /** Undo of one file (or all) the agent changed; the user's own later edits are asked about. */
   async undoChange(path?: string): Promise<void> {
     const confirm = (file: string): Promise<boolean> =>
-      this.host.confirm?.(`${file} changed after Hermes edited it. Undo Hermes's change anyway? Your later edits to it are lost.`, "Undo anyway") ??
+      this.host.confirm?.(`${relative(this.host.cwd(), file)} changed after Hermes edited it. Undo Hermes's change anyway? Your later edits to it are lost.`, "Undo anyway") ??
       Promise.resolve(false);
     try {
       if (path === undefined) await this.changes.undoAll(confirm);

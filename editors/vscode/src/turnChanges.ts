@@ -30,8 +30,23 @@ export class TurnChanges {
     private readonly changed: (list: ChangedFile[]) => void,
   ) {}
 
+  /** Writes of one path, one after the other: the first's "before" must be read before the
+   * second writes. */
+  private readonly writing = new Map<string, Promise<void>>();
+
   /** Runs the agent's write of `path`, remembering what the file held before the first one. */
-  async write(path: string, content: string, write: () => Promise<void>): Promise<void> {
+  write(path: string, content: string, write: () => Promise<void>): Promise<void> {
+    const previous = this.writing.get(path) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.record(path, content, write));
+    const settled = next.catch(() => undefined);
+    this.writing.set(path, settled);
+    void settled.then(() => {
+      if (this.writing.get(path) === settled) this.writing.delete(path);
+    });
+    return next;
+  }
+
+  private async record(path: string, content: string, write: () => Promise<void>): Promise<void> {
     const known = this.changes.get(path);
     const before = known ? known.before : await this.files.read(path);
     await write();

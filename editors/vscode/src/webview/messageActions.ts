@@ -46,6 +46,7 @@ export class MessageActions {
   }
 
   private decorate(message: HTMLElement): void {
+    if (typedText(message).startsWith("/")) return; // a command, not a prompt the agent can go back to
     const label = (verb: string): string => `${verb} this message`;
     const retry = h("button", { className: "retry-message", title: "Send this message again", "aria-label": label("Retry"), onclick: () => this.resend(message, typedText(message), true) }, "Retry");
     const edit = h("button", { className: "edit-message", title: "Edit and send again", "aria-label": label("Edit"), onclick: () => this.edit(message) }, "Edit");

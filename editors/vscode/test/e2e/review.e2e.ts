@@ -59,6 +59,7 @@ const reviewTabs = () => f.page.locator(".tab", { hasText: "proposed by Hermes" 
 test("a reviewed edit's diff closes once it is allowed with the diff's own button, or in the view", async () => {
   await runCommand(f.page, "Hermes: Open chat");
   await waitReady();
+  await f.chat.locator("body[data-session-id]").waitFor({ state: "attached" }); // the session exists
   await widenSidebar(f.page, 520);
   await openFile(f.page, "app.py");
   await f.fake.script([
@@ -147,6 +148,37 @@ test("Keep clears a file and leaves it changed; Undo all restores the rest", asy
   assert.equal(onDisk("notes.txt"), "second draft\n");
 });
 
+test("Undo of a file the user changed since asks first: Cancel keeps their edit, Undo anyway restores", async () => {
+  await f.fake.script([{ tool_calls: [{ name: "patch", arguments: { path: "app.py", old_text: "old", new_text: "agent" } }] }, { text: "Patched once more." }]);
+  await send("Patch app.py once more");
+  await f.chat.getByText("Patched once more.").waitFor();
+  await waitReady();
+  await openFile(f.page, "app.py");
+  const line = (text: string) => f.page.locator(".editor-group-container.active .view-line", { hasText: text });
+  await line("print('agent')").waitFor();
+  await f.page.locator(".editor-group-container.active .monaco-editor .view-lines").click();
+  await f.page.keyboard.press("Control+End");
+  await f.page.keyboard.type("# mine");
+  await line("# mine").waitFor();
+  const row = f.chat.locator('#changes li[data-path$="/app.py"]');
+  await row.locator("button.undo").click();
+  const dialog = f.page.locator(".monaco-dialog-box");
+  await dialog.getByText("app.py changed after Hermes edited it").waitFor();
+  assert.doesNotMatch(await dialog.innerText(), new RegExp(f.project), "the project's path is noise");
+  await f.shot("undo-asks");
+  await dialog.getByRole("button", { name: "Cancel" }).click();
+  await dialog.waitFor({ state: "hidden" });
+  assert.match(await editorText(f.page), /# mine/, "declined, yet the user's edit is gone");
+  await row.waitFor();
+  await row.locator("button.undo").click();
+  await dialog.getByRole("button", { name: "Undo anyway" }).click();
+  await row.waitFor({ state: "detached" });
+  await line("print('old')").waitFor();
+  assert.equal(await editorText(f.page), "print('old')\n");
+  await f.page.locator(".tab.active:not(.dirty)", { hasText: "app.py" }).waitFor();
+  assert.equal(onDisk("app.py"), "print('old')\n");
+});
+
 test("Retry of the last message: the agent rewinds, the view drops the old answer, and the answer comes again", async () => {
   await f.fake.script([{ text: "Answer one." }]);
   await send("question one");
@@ -200,7 +232,9 @@ test("a command typed in full runs on Enter (one that needs its argument is comp
   await input.pressSequentially("/cost");
   await f.chat.locator("#completions li", { hasText: "/cost" }).first().waitFor();
   await input.press("Enter");
-  await f.chat.locator(".message.user", { hasText: "/cost" }).waitFor();
+  const command = f.chat.locator(".message.user", { hasText: "/cost" });
+  await command.waitFor();
+  assert.equal(await command.locator(".message-actions").count(), 0, "a command offers no Edit / Retry");
   await f.chat.getByText("Tokens this session").waitFor();
   assert.equal(await input.inputValue(), "");
   await waitReady();

@@ -127,6 +127,22 @@ test("a message the agent has no prompt for is not rewound (and nothing is cut)"
   assert.match(host.of("error").at(-1)!.message, /not in the agent's history/);
 });
 
+test("an agent without rewind: the edited message goes as a new prompt, after the turns so far", async () => {
+  const { host } = await yoloHost("norewind");
+  await fake.script([{ text: "First answer." }]);
+  await host.controller.prompt([{ type: "text", text: "first" }], "first");
+  // As an agent that does not advertise `_hermes/rewind` answers initialize.
+  const init = host.controller.initializeResponse!;
+  host.controller.initializeResponse = { ...init, agentCapabilities: { ...init.agentCapabilities, _meta: {} } };
+  const resend = { type: "resend" as const, ordinal: 0, original: "first", later: 0, text: "first, edited", restoreFiles: true };
+  assert.equal(await host.controller.rewindFor(resend), true, "it is sent");
+  assert.equal(host.of("rewound").length, 0, "the thread keeps its turns");
+  assert.match(host.of("notice").at(-1)!.message, /cannot go back/);
+  await fake.script([{ text: "Second answer." }]);
+  await host.controller.prompt([{ type: "text", text: resend.text }], resend.text);
+  assert.match(JSON.stringify((await fake.requests()).last), /First answer[\s\S]*first, edited/);
+});
+
 test("the view's message is found in the agent's prompt list, newest first among equals", () => {
   const prompts = [
     { number: 1, text: "fix it" },
@@ -140,4 +156,26 @@ test("the view's message is found in the agent's prompt list, newest first among
   assert.equal(findPrompt(prompts, "Explain @app.py", 0), 2);
   assert.equal(findPrompt(prompts, `${"long ".repeat(30)}`, 0), 4);
   assert.equal(findPrompt(prompts, "fix", 0), undefined, "a prefix of a word is not the message");
+});
+
+test("a prompt sent while the view's session is still being opened goes to that session, not a second one", async () => {
+  const root = scratchDir("early");
+  const project = path.join(root, "project");
+  const home = path.join(root, "home");
+  mkdirSync(project);
+  mkdirSync(home);
+  const host = TestHost.forAgent(project, fake, home);
+  hosts.push(host);
+  await fake.script([{ text: "Early answer." }]);
+  const opening = host.controller.newSession(); // as the view does when it first shows
+  const answered = host.controller.prompt([{ type: "text", text: "typed at once" }], "typed at once");
+  const sessionId = await opening;
+  assert.equal(await answered, "end_turn");
+  const created = host.traffic.filter(([way, message]) => way === "out" && message.method === "session/new");
+  assert.equal(created.length, 1, "a second session was opened");
+  assert.equal(host.controller.sessionId, sessionId);
+  const clear = host.posts.findIndex((post) => post.type === "clear");
+  const shown = host.posts.findIndex((post) => post.type === "userMessage");
+  assert.ok(clear < shown, "the view was cleared after the prompt was shown");
+  assert.equal(host.text(), "Early answer.");
 });

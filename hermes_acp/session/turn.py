@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from hermes_acp.bridge.channel import say, send_updates
+from hermes_acp.bridge.channel import say, send_closing_updates
 from hermes_acp.session.errors import (
     INVALID_PARAMS,
     error_response,
@@ -209,7 +209,7 @@ class TurnRunner:
             interrupted, session.agent.interrupted = session.agent.interrupted, None
             if interrupted is not None:
                 persist_message(session, interrupted)
-                await send_updates(self.channel, session.translator.interrupted(interrupted.text))
+                await send_closing_updates(self.channel, session.translator.interrupted(interrupted.text))
             await close_cards(self.channel, session, CANCELLED_NOTE)
             await _end_of_turn(session)
             return "cancelled"

@@ -6,9 +6,12 @@ and the `session/update` notifications sent on it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 
 class ClientChannel(Protocol):
@@ -23,6 +26,15 @@ async def send_updates(channel: ClientChannel, updates: Iterable[dict[str, Any]]
     """Send `session/update` notifications in order (params as EventTranslator builds them)."""
     for params in updates:
         await channel.send_notification("session/update", params)
+
+
+async def send_closing_updates(channel: ClientChannel, updates: Iterable[dict[str, Any]]) -> None:
+    """`send_updates` for what a turn sends as it ends (closed cards, a cancel's mark): at
+    the end of input the client may be gone, and the turn must still answer `cancelled`."""
+    try:
+        await send_updates(channel, updates)
+    except Exception as exc:
+        log.info("updates at the end of a turn not sent: %s", exc)
 
 
 async def send_update(channel: ClientChannel, session_id: str, update: dict[str, Any]) -> None:

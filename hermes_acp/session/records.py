@@ -70,7 +70,7 @@ async def close_cards(channel: ClientChannel, session: Session, message: str) ->
     """Close the turn's open tool cards with `message` (a cancel, an error), and keep what
     they showed: a notice in the history (never sent to a model) with each call's output
     so far, from which a replay closes them the same way."""
-    from hermes_acp.bridge.channel import send_updates
+    from hermes_acp.bridge.channel import send_closing_updates
 
     cards = session.translator.cards
     outputs = cards.open_outputs()
@@ -85,4 +85,4 @@ async def close_cards(channel: ClientChannel, session: Session, message: str) ->
         )
         session.agent.messages.append(notice)
         persist_message(session, notice)
-    await send_updates(channel, updates)
+    await send_closing_updates(channel, updates)

@@ -21,7 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from hermes_acp.bridge.channel import say, send_updates
+from hermes_acp.bridge.channel import say, send_closing_updates
 from hermes_acp.session.error_codes import error_response
 from hermes_acp.session.errors import INVALID_PARAMS, not_found, protocol_error
 from hermes_acp.session.records import close_cards
@@ -203,7 +203,7 @@ class TurnRunner:
             interrupted = session.agent.conversation.take_interrupted()
             if interrupted is not None:
                 persist_message(session, interrupted)
-                await send_updates(self.channel, session.translator.interrupted(interrupted.text))
+                await send_closing_updates(self.channel, session.translator.interrupted(interrupted.text))
             await close_cards(self.channel, session, CANCELLED_NOTE)
             await _end_of_turn(session)
             return "cancelled"

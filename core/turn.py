@@ -286,7 +286,8 @@ class ModelTurn:
         texts = self.inbox.take_steers()
         steered = [STEER_PREFIX, *texts] if texts else []
         # A new user message at the end: the cached prefix of the conversation stays as it was.
-        return Message(role="user", content="\n\n".join([*ended, *steered]))
+        # `display`: what the user wrote, for a replay (the jobs' ends are on their cards).
+        return Message(role="user", content="\n\n".join([*ended, *steered]), display={"steers": texts})
 
     def _request(self, extra: list[Message], *, grace: bool = False) -> ModelRequest:
         shape = self.services.shape()

@@ -60,6 +60,7 @@ PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
             "tool_waves": "tool_waves",
             "compression": "compression",
             "model_link": "model_link",
+            "tool_record": "tool_record",
         },
     ),
     "fence": (
@@ -71,6 +72,7 @@ PACKAGES: dict[str, tuple[str, dict[str, str]]] = {
             "protected_paths": "protected_paths",
             "command_files": "command_files",
             "gitignore": "gitignore",
+            "ripgrep": "ripgrep",
         },
     ),
     "policy": (

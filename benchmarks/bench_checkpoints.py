@@ -1,4 +1,4 @@
-"""Checkpoints (core/checkpoints.py) on a 10,000-file repository, beside a shadow git
+"""Checkpoints (core/rewind/checkpoints.py) on a 10,000-file repository, beside a shadow git
 repository (its own GIT_DIR, no config) snapshotting the same tree in the same run.
 
 1. first snapshot: every file read, hashed and copied into the store;
@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_core.checkpoints import CheckpointStore, list_files
+from hermes_core.rewind.checkpoints import CheckpointStore, list_files
 
 LATER_TARGET_MS = 500.0
 

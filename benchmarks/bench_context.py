@@ -13,9 +13,9 @@ import json
 import sys
 import timeit
 
+from hermes_core.loop.turn_context import estimate_messages_tokens
 from hermes_core.messages import ImagePart, Message, TextPart, ToolCall
 from hermes_core.providers.base import ToolSpec
-from hermes_core.turn_context import estimate_messages_tokens
 
 
 def history(turns: int) -> list[Message]:

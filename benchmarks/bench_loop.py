@@ -20,8 +20,8 @@ from pathlib import Path
 
 from benchmarks.fake_process import FakeProviderProcess
 from hermes_core.agent import Agent
-from hermes_core.approval import Decision
 from hermes_core.library import StaticApprover
+from hermes_core.policy.approval import Decision
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.agents import settings_for
 from tests.support.fake_provider import Reply, ToolCallSpec

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from hermes_core.ripgrep import find_rg
+from hermes_core.fence.ripgrep import find_rg
 from hermes_core.tools.base import SessionToolState, ToolContext
 from hermes_core.tools.files import ListFilesTool
 from hermes_core.tools.search import SearchTool

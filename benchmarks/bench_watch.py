@@ -25,7 +25,7 @@ from pathlib import Path
 
 import watchfiles
 
-from hermes_core.watch import WorkspaceWatcher
+from hermes_core.changes.watch import WorkspaceWatcher
 
 MAX_IDLE_CPU = 0.05  # fraction of one core
 MAX_NOTICE_SECONDS = 2.0

@@ -1,9 +1,9 @@
 """The Agent: one conversation and what it is built of.
 
-Its conversation (core/conversation.py: history, title, what it spent), the services a
+Its conversation (core/loop/conversation.py: history, title, what it spent), the services a
 turn uses (`TurnServices`: the tool runner, the model, compression), the inbox through
-which a running turn hears from outside (core/inbox.py), and the workspace, tools,
-approvals, model and memory they are built of. A turn (core/turn.py) runs on them, one at
+which a running turn hears from outside (core/loop/inbox.py), and the workspace, tools,
+approvals, model and memory they are built of. A turn (core/loop/turn.py) runs on them, one at
 a time; subagents (core/tools/delegate.py) are agents of their own.
 """
 
@@ -15,35 +15,35 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
-from hermes_core.budget import IterationBudget
 from hermes_core.config import Settings
-from hermes_core.conversation import Conversation
 from hermes_core.events import Event, HistoryReplaced, PlanEntry, Status, UsageUpdated
-from hermes_core.inbox import TurnInbox
+from hermes_core.loop.budget import IterationBudget
+from hermes_core.loop.conversation import Conversation
+from hermes_core.loop.inbox import TurnInbox
+from hermes_core.loop.model_link import ModelLink
+from hermes_core.loop.tool_runner import ToolRunner
+from hermes_core.loop.turn import ModelTurn, RequestShape, TurnServices
 from hermes_core.messages import ContentPart, Message
-from hermes_core.model_link import ModelLink
 from hermes_core.models import Usage
+from hermes_core.policy.approval import ApprovalMemory, ApprovalPolicy, Approver, Mode
+from hermes_core.prompt.recall import MemoryRecall, repository_memory
 from hermes_core.providers.base import Provider, ToolSpec
-from hermes_core.recall import MemoryRecall, repository_memory
-from hermes_core.tool_runner import ToolRunner
 from hermes_core.tools.base import SessionToolState, Tool, ToolLimits
 from hermes_core.tools.builtin import default_tools
 from hermes_core.tools.clarify import ClarifyTool
 from hermes_core.tools.delegate import DelegateTool
 from hermes_core.tools.memory import MemoryTool
 from hermes_core.tools.registry import ToolRegistry
-from hermes_core.turn import ModelTurn, RequestShape, TurnServices
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from hermes_core.checkpoints import Checkpoints
-    from hermes_core.hooks import Hooks
-    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.changes.watch import WorkspaceWatcher
+    from hermes_core.loop.turn_context import HistoryEstimate
+    from hermes_core.policy.hooks import Hooks
+    from hermes_core.policy.permission_rules import PermissionRules
+    from hermes_core.rewind.checkpoints import Checkpoints
     from hermes_core.tools.clarify import Asker
     from hermes_core.tools.delegate import ChildReport, ChildSink
-    from hermes_core.turn_context import HistoryEstimate
-    from hermes_core.watch import WorkspaceWatcher
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ class Agent:
         self._child_sink: ChildSink | None = None  # stores a finished subagent's transcript
         self._asker: Asker | None = None  # puts the clarify tool's questions to the user
         self.checkpoints: Checkpoints | None = None  # snapshots for /rewind, when the embedder keeps them
-        self.hooks: Hooks | None = None  # command hooks around turns and tool calls (core/hooks.py)
+        self.hooks: Hooks | None = None  # command hooks around turns and tool calls (core/policy/hooks.py)
         self.services = TurnServices(
             system_prompt=self.system_prompt,
             runner=self.runner,
@@ -209,7 +209,7 @@ class Agent:
         """Ready for a turn; what changed outside the conversation since the last one: files
         the user edited, and memory saved since the system prompt was fixed (by another
         session, or by hand) that the model has not seen yet."""
-        from hermes_core.turn_context import turn_preamble
+        from hermes_core.loop.turn_context import turn_preamble
 
         await self.link.close_retired()  # a switch made outside the ACP server (library use)
         self.link.new_turn()
@@ -303,7 +303,7 @@ class Agent:
     # -- context ---------------------------------------------------------------------
 
     def _build_system_prompt(self) -> str:
-        from hermes_core.context import build_system_prompt
+        from hermes_core.prompt.context import build_system_prompt
 
         return build_system_prompt(
             cwd=self.workspace.scope.cwd,
@@ -315,15 +315,15 @@ class Agent:
 
     def estimate_context(self) -> int:
         if self._estimate is None:
-            from hermes_core.turn_context import HistoryEstimate
+            from hermes_core.loop.turn_context import HistoryEstimate
 
             self._estimate = HistoryEstimate()
         return self._estimate.of(self.system_prompt, self.messages, self.tool_specs())
 
     async def maybe_compress(self, *, force: bool = False) -> AsyncIterator[Event]:
         """Compress the conversation when it nears the context window (or now, if forced):
-        its middle is replaced by a summary (core/compression.py)."""
-        from hermes_core.turn_context import should_compress
+        its middle is replaced by a summary (core/loop/compression.py)."""
+        from hermes_core.loop.turn_context import should_compress
 
         conversation = self.conversation
         conversation.measured(self.estimate_context())
@@ -332,7 +332,7 @@ class Agent:
         before = conversation.context_tokens
         if not (force or (self._auto_compact and should_compress(before, window, threshold))):
             return
-        from hermes_core.compression import compress, plan_compression
+        from hermes_core.loop.compression import compress, plan_compression
 
         keep_last = settings.compression_keep_last
         plan = plan_compression(conversation.messages, keep_last=keep_last)
@@ -352,7 +352,7 @@ class Agent:
         yield self.usage_event(Usage())
 
     async def _summarise(self, system: str, messages: list[Message]) -> str:
-        from hermes_core.compression import summarise
+        from hermes_core.loop.compression import summarise
 
         own = None if self.settings.auxiliary_model else self.link.providers
         response = await summarise(self.settings, own or [], system, messages)

@@ -47,7 +47,7 @@ class FallbackEntry(BaseModel):
 
 
 class PermissionTable(BaseModel):
-    """`[permissions]`: rules in Claude Code's syntax (core/permission_rules.py)."""
+    """`[permissions]`: rules in Claude Code's syntax (core/policy/permission_rules.py)."""
 
     model_config = ConfigDict(extra="forbid")
     allow: list[str] = Field(default_factory=list)
@@ -56,7 +56,7 @@ class PermissionTable(BaseModel):
 
 
 class HookEntry(BaseModel):
-    """One command hook (core/hooks.py)."""
+    """One command hook (core/policy/hooks.py)."""
 
     model_config = ConfigDict(extra="forbid")
     command: str

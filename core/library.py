@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.agent import Agent
-from hermes_core.approval import ApprovalRequest, Approver, Decision
 from hermes_core.config import Settings
 from hermes_core.events import Event, TurnEnded
 from hermes_core.messages import ContentPart
+from hermes_core.policy.approval import ApprovalRequest, Approver, Decision
 
 
 async def run_turn(

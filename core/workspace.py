@@ -1,14 +1,14 @@
 """The Workspace port: every file and process a tool touches goes through it.
 
 Tools hand it the path the model wrote, as written; the port resolves it beneath the
-session's roots and opens it by the kernel's word (`WorkspaceScope` in `hermes_core.scope`,
-on `hermes_core.beneath`), so a tool cannot forget the fence: it never holds a resolved path
+session's roots and opens it by the kernel's word (`WorkspaceScope` in `hermes_core.fence.scope`,
+on `hermes_core.fence.beneath`), so a tool cannot forget the fence: it never holds a resolved path
 to open, and `tests/test_tools_use_the_port.py` checks that no tool touches the disk or
-starts a process on its own. Listing and searching (`hermes_core.ripgrep`) open what rg reads
+starts a process on its own. Listing and searching (`hermes_core.fence.ripgrep`) open what rg reads
 the same way. The port also runs commands, in its sandbox (`sandbox`), and carries the read
 limit (`max_read_bytes`).
 
-`LocalWorkspace` works on the local disk and local subprocesses (core/processes.py).
+`LocalWorkspace` works on the local disk and local subprocesses (core/execution/processes.py).
 The ACP side plugs in its own implementation (editor buffers, editor terminals) that
 follows the same scoping rules and opens files the same way, with the same read limit
 and file checks.
@@ -22,10 +22,10 @@ from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Unpack
 
-from hermes_core import ripgrep
-from hermes_core.commands import CommandExit, CommandOptions, RunningCommand
-from hermes_core.ripgrep import Found, Listing
-from hermes_core.scope import (
+from hermes_core.execution.commands import CommandExit, CommandOptions, RunningCommand
+from hermes_core.fence import ripgrep
+from hermes_core.fence.ripgrep import Found, Listing
+from hermes_core.fence.scope import (
     BINARY_SNIFF_BYTES,
     MAX_READ_BYTES,
     BinaryFile,
@@ -103,7 +103,7 @@ class Workspace(Protocol):
         ...
 
     async def list_files(self, path: str, *, glob: str | None = None, allow_outside: bool = False) -> Listing:
-        """The files under the directory `path` (`hermes_core.ripgrep.list_files`)."""
+        """The files under the directory `path` (`hermes_core.fence.ripgrep.list_files`)."""
         ...
 
     async def search(
@@ -115,7 +115,7 @@ class Workspace(Protocol):
         case_sensitive: bool | None = None,
         allow_outside: bool = False,
     ) -> Found:
-        """Lines matching `pattern` under `path` (`hermes_core.ripgrep.search`)."""
+        """Lines matching `pattern` under `path` (`hermes_core.fence.ripgrep.search`)."""
         ...
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand: ...
@@ -204,6 +204,6 @@ class LocalWorkspace:
         )
 
     async def start_command(self, command: str, **options: Unpack[CommandOptions]) -> RunningCommand:
-        from hermes_core.processes import start_local_command
+        from hermes_core.execution.processes import start_local_command
 
         return await start_local_command(self, command, **options)

@@ -12,7 +12,6 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from hermes_core.approval import Decision, Mode
 from hermes_core.events import (
     HistoryReplaced,
     MessageCommitted,
@@ -28,6 +27,7 @@ from hermes_core.events import (
 )
 from hermes_core.library import StaticApprover, chat
 from hermes_core.messages import Message, ToolCall
+from hermes_core.policy.approval import Decision, Mode
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
 from hermes_core.tools.builtin import default_tools
 from hermes_core.tools.registry import ToolRegistry
@@ -456,7 +456,7 @@ async def test_history_with_a_dangling_tool_call_is_repaired_before_sending(fake
 
 
 async def test_files_the_user_changed_between_turns_reach_the_next_message(fake, workdir):
-    from hermes_core.watch import WorkspaceWatcher
+    from hermes_core.changes.watch import WorkspaceWatcher
 
     fake.script(
         [

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
 from hermes_core.events import ToolKind
+from hermes_core.policy.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.shell.parse import CommandLine
 from hermes_core.tools.base import ApprovalFacts, Tool, ToolContext, ToolResult

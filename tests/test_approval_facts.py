@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Mode
 from hermes_core.events import ToolKind
-from hermes_core.permission_rules import PermissionRules
+from hermes_core.policy.approval import ApprovalMemory, ApprovalPolicy, Mode
+from hermes_core.policy.permission_rules import PermissionRules
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.shell import parse
 from hermes_core.shell.parse import CommandLine

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hermes_acp.bridge.permissions import permission_params
-from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
+from hermes_core.policy.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, PolicyVerdict
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.tools.files import WriteFileTool
 from hermes_core.tools.terminal import TerminalTool

@@ -311,7 +311,7 @@ def test_building_a_bedrock_provider_leaves_boto3_unloaded(tmp_path):
 
 
 async def test_a_kept_converse_form_never_outlives_the_message_it_came_from(fake):
-    from hermes_core.compression import apply_compression, plan_compression
+    from hermes_core.loop.compression import apply_compression, plan_compression
     from hermes_core.messages import repair_alternation
     from tests.support.sdk_bodies import exchange
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core import beneath
-from hermes_core.beneath import LeavesRoot, open_beneath
+from hermes_core.fence import beneath
+from hermes_core.fence.beneath import LeavesRoot, open_beneath
 from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits
 from hermes_core.tools.search import SearchTool
 from hermes_core.workspace import LocalWorkspace, NotRegularFile, OutsideWorkspace, WorkspaceScope

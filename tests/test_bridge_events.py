@@ -29,9 +29,9 @@ from hermes_core.events import (
     TurnEnded,
     UsageUpdated,
 )
+from hermes_core.loop.tool_runner import tool_display
 from hermes_core.messages import ImagePart, Message, TextPart, ToolCall
 from hermes_core.models import Usage
-from hermes_core.tool_runner import tool_display
 from tests.support.bridge_pair import BridgePair, open_pair
 from tests.support.schema import validate
 

@@ -9,7 +9,7 @@ import pytest
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.permissions import AcpApprover
-from hermes_core.approval import ApprovalRequest, Approver, Decision
+from hermes_core.policy.approval import ApprovalRequest, Approver, Decision
 from tests.support.bridge_pair import open_pair
 
 SID = "sess-p"

@@ -14,7 +14,7 @@ import pytest
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.workspace import ClientWorkspace
-from hermes_core.processes import LocalCommand
+from hermes_core.execution.processes import LocalCommand
 from hermes_core.workspace import (
     BinaryFile,
     FileTooLarge,

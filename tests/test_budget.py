@@ -1,6 +1,6 @@
 """The model-call budget shared by a turn and its subagents."""
 
-from hermes_core.turn import IterationBudget
+from hermes_core.loop.turn import IterationBudget
 
 
 def test_a_child_spends_its_parents_budget_and_stops_at_its_own_cap() -> None:

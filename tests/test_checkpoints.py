@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core import checkpoints as checkpoints_module
-from hermes_core.checkpoints import CheckpointStore, TurnRecord
+from hermes_core.rewind import checkpoints as checkpoints_module
+from hermes_core.rewind.checkpoints import CheckpointStore, TurnRecord
 
 
 @pytest.fixture

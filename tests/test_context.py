@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.compression import (
+from hermes_core.loop.compression import (
     MAX_TOOL_RESULT_CHARS,
     SUMMARY_PREFIX,
     CompressionPlan,
@@ -17,17 +17,17 @@ from hermes_core.compression import (
     plan_compression,
     summary_request,
 )
-from hermes_core.context import CONTEXT_FILE_MAX_BYTES, build_system_prompt, find_context_files
-from hermes_core.memory import MemoryStore
-from hermes_core.messages import ImagePart, Message, TextPart, ToolCall, repair_alternation
-from hermes_core.providers.base import ToolSpec
-from hermes_core.turn_context import (
+from hermes_core.loop.turn_context import (
     MAX_CHANGED_FILES,
     estimate_messages_tokens,
     estimate_tokens,
     should_compress,
     turn_preamble,
 )
+from hermes_core.messages import ImagePart, Message, TextPart, ToolCall, repair_alternation
+from hermes_core.prompt.context import CONTEXT_FILE_MAX_BYTES, build_system_prompt, find_context_files
+from hermes_core.prompt.memory import MemoryStore
+from hermes_core.providers.base import ToolSpec
 
 NOW = datetime(2025, 3, 14, 15, 9, 26)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.compression import SUMMARY_PREFIX
 from hermes_core.events import HistoryReplaced, Status, UsageUpdated
+from hermes_core.loop.compression import SUMMARY_PREFIX
 from hermes_core.messages import Message, ToolCall
 from tests.support.agents import collect, ended, make_agent, of_type
 from tests.support.fake_provider import Reply, ToolCallSpec
@@ -117,7 +117,7 @@ async def test_memory_saved_elsewhere_is_recalled_once_in_the_user_message(fake,
     """Memory saved after the session started (by another session) reaches the model in
     the next user message, once; the system prompt stays as it was, and a fact the model
     saved itself is not repeated back to it."""
-    from hermes_core.memory import MemoryStore
+    from hermes_core.prompt.memory import MemoryStore
 
     elsewhere = MemoryStore(make_agent(fake, workdir).memory.memory_dir, workdir)
     elsewhere.add("user", "Prefers answers in French")

@@ -1,4 +1,4 @@
-"""hermes_core.gitignore reads .gitignore as git does: every path of a tree with the tricky cases
+"""hermes_core.fence.gitignore reads .gitignore as git does: every path of a tree with the tricky cases
 (negation, anchoring, `**`, nested files, info/exclude, tracked files, every index version)
 gets the answer `git check-ignore` gives. The test runs git; the agent never does."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.gitignore import Repository, index_paths
+from hermes_core.fence.gitignore import Repository, index_paths
 
 GIT_ENV = {
     **os.environ,

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Mode
 from hermes_core.events import Event, ToolCallFinished
-from hermes_core.mcp_connections import McpConnections, McpServerConfig
-from hermes_core.mcp_tools import McpTool, tool_name
+from hermes_core.loop.tool_runner import ToolRunner
+from hermes_core.mcp.connections import McpConnections, McpServerConfig
+from hermes_core.mcp.tools import McpTool, tool_name
 from hermes_core.messages import ToolCall
-from hermes_core.tool_runner import ToolRunner
+from hermes_core.policy.approval import ApprovalMemory, ApprovalPolicy, Mode
 from hermes_core.tools.base import SessionToolState, Tool, ToolContext, ToolLimits
 from hermes_core.tools.registry import ToolRegistry
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.context import build_system_prompt
-from hermes_core.memory import MAX_FACT_CHARS, MAX_FILE_BYTES, MemoryFull, MemoryStore
+from hermes_core.prompt.context import build_system_prompt
+from hermes_core.prompt.memory import MAX_FACT_CHARS, MAX_FILE_BYTES, MemoryFull, MemoryStore
 from hermes_core.tools.base import SessionToolState, ToolContext
 from hermes_core.tools.memory import MemoryArgs, MemoryTool
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
@@ -110,7 +110,7 @@ _WRITER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from hermes_core.memory import MemoryStore
+    from hermes_core.prompt.memory import MemoryStore
 
     memory_dir, root, go, name = sys.argv[1:5]
     store = MemoryStore(Path(memory_dir), Path(root))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hermes_core.permission_rules import PermissionRules
+from hermes_core.policy.permission_rules import PermissionRules
 from hermes_core.tools.files import ReadFileTool, WriteFileTool
 from hermes_core.tools.patch import PatchTool
 from hermes_core.tools.terminal import TerminalTool
@@ -119,7 +119,7 @@ def test_a_link_out_of_an_allowed_directory_is_not_allowed_and_is_denied(workspa
 
 
 def test_mcp_rules_name_a_tool_or_a_server():
-    from hermes_core.permission_rules import _mcp_covers
+    from hermes_core.policy.permission_rules import _mcp_covers
 
     assert _mcp_covers("mcp__github__create_issue", "mcp__github__create_issue")
     assert _mcp_covers("mcp__github", "mcp__github__create_issue")

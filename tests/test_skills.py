@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.skills import (
+from hermes_core.prompt.skills import (
     PromptCommand,
     SkillError,
     discover_commands,

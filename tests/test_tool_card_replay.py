@@ -1,5 +1,5 @@
 """A command's card drawn live from the engine's events and drawn again from what the store
-kept of them (`hermes_core.tool_record`) is the same card: the cases a whole-server test
+kept of them (`hermes_core.loop.tool_record`) is the same card: the cases a whole-server test
 cannot make cheaply (output over the card's limit, ANSI colours, a failure with output)."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from hermes_core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
+from hermes_core.loop.tool_record import SHOWN_OUTPUT_CHARS, OutputTail, started_record
+from hermes_core.loop.tool_runner import tool_display
 from hermes_core.messages import Message, ToolCall
-from hermes_core.tool_record import SHOWN_OUTPUT_CHARS, OutputTail, started_record
-from hermes_core.tool_runner import tool_display
 
 STARTED = ToolCallStarted("c1", "terminal", "Run: make", "execute", {"command": "make"})
 

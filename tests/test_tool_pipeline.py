@@ -8,8 +8,8 @@ from typing import ClassVar
 import pytest
 from pydantic import BaseModel
 
-from hermes_core.approval import ApprovalRequest, Decision
 from hermes_core.events import StopReason, ToolCallFinished
+from hermes_core.policy.approval import ApprovalRequest, Decision
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
 from hermes_core.tools.builtin import default_tools
 from hermes_core.tools.registry import ToolRegistry

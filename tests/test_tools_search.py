@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.ripgrep import find_rg
+from hermes_core.fence.ripgrep import find_rg
 from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
 from hermes_core.tools.search import SearchTool
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope

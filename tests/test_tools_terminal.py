@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_core.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, scope_key
 from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import Event, ToolCallProgress
+from hermes_core.policy.approval import ApprovalMemory, ApprovalPolicy, Decision, Mode, scope_key
 from hermes_core.tools.base import SessionToolState, ToolContext, ToolLimits, ToolResult
 from hermes_core.tools.terminal import ProcessTool, TerminalTool
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope

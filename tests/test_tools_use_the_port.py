@@ -20,7 +20,12 @@ TOOLS = Path(__file__).resolve().parent.parent / "core" / "tools"
 _FORBIDDEN_MODULES = frozenset({"subprocess", "shutil", "tempfile", "io", "glob", "fcntl"})
 # Engine modules under the port: a tool goes through the workspace instead.
 _FORBIDDEN_ENGINE = frozenset(
-    {"hermes_core.beneath", "hermes_core.processes", "hermes_core.ripgrep", "hermes_core.scope"}
+    {
+        "hermes_core.fence.beneath",
+        "hermes_core.execution.processes",
+        "hermes_core.fence.ripgrep",
+        "hermes_core.fence.scope",
+    }
 )
 # The only `os` functions a tool may call: they work on strings, never on the disk.
 _PURE_OS = frozenset({"fspath", "fsencode", "fsdecode", "PathLike", "sep", "name"})
@@ -140,7 +145,7 @@ def test_no_tool_touches_the_disk_outside_the_workspace_port(module: str) -> Non
         "os.open(p, os.O_RDONLY)",
         "os.path.exists(p)",
         "import subprocess",
-        "from hermes_core.ripgrep import run_rg",
+        "from hermes_core.fence.ripgrep import run_rg",
         "await asyncio.create_subprocess_exec('rg')",
     ],
 )

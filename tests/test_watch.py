@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from watchfiles import Change
 
-import hermes_core.watch
-from hermes_core.turn_context import turn_preamble
-from hermes_core.watch import WorkspaceWatcher
+import hermes_core.changes.watch
+from hermes_core.changes.watch import WorkspaceWatcher
+from hermes_core.loop.turn_context import turn_preamble
 
 DEADLINE = 30.0  # seconds: only a hang gets that far
 CLOCK_TICK = 0.03  # file timestamps lag the wall clock by up to a kernel tick
@@ -209,7 +209,7 @@ async def test_a_folder_the_repository_ignores_is_still_watched_when_opened(repo
 async def test_ignored_directories_hold_no_kernel_watch(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The inotify budget is per user and the editor needs it too (macOS and Windows
     # watch recursively instead; the directory choice is the same code there).
-    monkeypatch.setattr(hermes_core.watch, "_RECURSIVE_IS_CHEAP", False)
+    monkeypatch.setattr(hermes_core.changes.watch, "_RECURSIVE_IS_CHEAP", False)
     for i in range(20):
         (repo / "node_modules" / f"pkg{i}" / "lib").mkdir(parents=True)
         (repo / "coverage" / f"run{i}").mkdir(parents=True)  # ignored by .gitignore
@@ -295,7 +295,7 @@ async def test_a_long_list_is_capped_with_a_count(workspace: Path) -> None:
 async def test_aclose_stops_promptly_and_twice_is_fine(
     watcher: WorkspaceWatcher, workspace: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="hermes_core.watch")
+    caplog.set_level(logging.WARNING, logger="hermes_core.changes.watch")
     await watcher.aclose()
     # Stopped, not given up on: aclose waits a bounded time for the thread, then warns.
     assert "did not stop" not in caplog.text
@@ -309,7 +309,7 @@ async def test_aclose_stops_promptly_and_twice_is_fine(
 
 
 async def test_a_missing_root_is_logged_not_raised(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="hermes_core.watch")
+    caplog.set_level(logging.WARNING, logger="hermes_core.changes.watch")
     watcher = WorkspaceWatcher([tmp_path / "does-not-exist"], debounce_ms=10)
 
     await watcher.start()
@@ -338,11 +338,11 @@ async def test_a_tree_too_large_to_watch_degrades_to_nothing(
     workspace: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     # macOS and Windows watch the roots recursively and have no directory budget.
-    monkeypatch.setattr(hermes_core.watch, "_RECURSIVE_IS_CHEAP", False)
-    monkeypatch.setattr(hermes_core.watch, "MAX_WATCHED_DIRS", 3)
+    monkeypatch.setattr(hermes_core.changes.watch, "_RECURSIVE_IS_CHEAP", False)
+    monkeypatch.setattr(hermes_core.changes.watch, "MAX_WATCHED_DIRS", 3)
     for i in range(5):
         (workspace / f"d{i}").mkdir()
-    caplog.set_level(logging.WARNING, logger="hermes_core.watch")
+    caplog.set_level(logging.WARNING, logger="hermes_core.changes.watch")
     watcher = WorkspaceWatcher([workspace], debounce_ms=10)
 
     await watcher.start()

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from hermes_core.compression import apply_compression, plan_compression
+from hermes_core.loop.compression import apply_compression, plan_compression
+from hermes_core.loop.turn_context import HistoryEstimate, estimate_messages_tokens
 from hermes_core.messages import Message, RepairedHistory, ToolCall, repair_alternation, user
 from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider
 from hermes_core.providers.base import ModelRequest, ToolSpec
 from hermes_core.providers.chat_completions import ChatCompletionsProvider
 from hermes_core.providers.responses import ResponsesProvider
-from hermes_core.turn_context import HistoryEstimate, estimate_messages_tokens
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.sdk_bodies import SDK_SHAPES, bytes_the_sdk_writes, exchange, untransformed
 

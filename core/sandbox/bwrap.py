@@ -30,7 +30,7 @@ from hermes_core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, ov
 
 if TYPE_CHECKING:
     from hermes_core.config import Settings
-    from hermes_core.scope import WorkspaceScope
+    from hermes_core.fence.scope import WorkspaceScope
 
 logger = logging.getLogger(__name__)
 
@@ -588,7 +588,7 @@ def _ssh_agent_dirs() -> list[Path]:
 
 def check_line(settings: Settings) -> tuple[bool | None, str, str]:
     """--check's line about the sandbox: (ok; None when turned off), label, detail."""
-    from hermes_core.scope import WorkspaceScope
+    from hermes_core.fence.scope import WorkspaceScope
 
     sandbox = Sandbox.from_settings(settings, WorkspaceScope(Path.cwd()))
     ok = {"sandboxed": True, "off": None, "unavailable": False}[sandbox.confinement]

@@ -17,7 +17,7 @@ from hermes_core.providers.base import ToolSpec
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from hermes_core.jobs import Jobs
+    from hermes_core.execution.jobs import Jobs
     from hermes_core.messages import ImagePart
     from hermes_core.shell.parse import CommandLine
     from hermes_core.workspace import RunningCommand
@@ -47,7 +47,7 @@ class SessionToolState:
 
 
 def _jobs() -> Jobs:
-    from hermes_core.jobs import Jobs
+    from hermes_core.execution.jobs import Jobs
 
     return Jobs()
 

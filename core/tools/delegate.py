@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, Field
 
-from hermes_core.approval import ApprovalRequest, Approver, Decision
 from hermes_core.events import (
     Event,
     StopReason,
@@ -28,13 +27,14 @@ from hermes_core.events import (
     TurnEnded,
 )
 from hermes_core.models import Usage
+from hermes_core.policy.approval import ApprovalRequest, Approver, Decision
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
-    from hermes_core.budget import IterationBudget
     from hermes_core.config import Settings
-    from hermes_core.conversation import Conversation
+    from hermes_core.loop.budget import IterationBudget
+    from hermes_core.loop.conversation import Conversation
     from hermes_core.messages import Message
     from hermes_core.tools.registry import ToolRegistry
 

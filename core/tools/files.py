@@ -10,7 +10,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from hermes_core.events import FileDiff, ToolKind
-from hermes_core.images import looks_like_image
+from hermes_core.prompt.images import looks_like_image
 from hermes_core.tools.base import CannotRun, Tool, ToolContext, ToolResult
 from hermes_core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
@@ -135,7 +135,7 @@ async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:
     """An image file: the model gets the image itself (when it takes images), after the
     results. None when its bytes are no image: it is read as any other file. The bytes come
     through the workspace, as any file's do (beneath a root, regular, not a FIFO)."""
-    from hermes_core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
+    from hermes_core.prompt.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
 
     data = await ctx.workspace.read_bytes(shown, MAX_FILE_BYTES, allow_outside=ctx.allow_outside)
     try:

@@ -16,9 +16,9 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from hermes_core.events import ToolKind
-from hermes_core.memory import MemoryFull, MemoryStore
+from hermes_core.loop.turn_context import Scope
+from hermes_core.prompt.memory import MemoryFull, MemoryStore
 from hermes_core.tools.base import NO_FACTS, ApprovalFacts, Tool, ToolContext, ToolResult
-from hermes_core.turn_context import Scope
 from hermes_core.workspace import Workspace
 
 _TITLE_CHARS = 80

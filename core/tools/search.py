@@ -1,5 +1,5 @@
 """The `search` tool: ripgrep over the workspace, through the Workspace port's `search`
-(`hermes_core.ripgrep` opens what rg reads and keeps secrets out)."""
+(`hermes_core.fence.ripgrep` opens what rg reads and keeps secrets out)."""
 
 from __future__ import annotations
 

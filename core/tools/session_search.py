@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from hermes_core.events import ToolKind
-from hermes_core.repository import repository_root
+from hermes_core.prompt.repository import repository_root
 from hermes_core.store.search import SearchHit
 from hermes_core.store.sessions import SessionStore
 from hermes_core.tools.base import Tool, ToolContext, ToolResult

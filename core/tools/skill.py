@@ -7,7 +7,7 @@ import asyncio
 from pydantic import BaseModel, Field
 
 from hermes_core.events import ToolKind
-from hermes_core.skills import Skill, SkillError
+from hermes_core.prompt.skills import Skill, SkillError
 from hermes_core.tools.base import Tool, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 

@@ -20,8 +20,8 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
-from hermes_core.images import looks_like_image
 from hermes_core.messages import ContentPart, ImagePart, TextPart
+from hermes_core.prompt.images import looks_like_image
 from hermes_core.workspace import BinaryFile, FileTooLarge, OutsideWorkspace, Workspace, WorkspaceError
 
 NO_IMAGES = "[An image was attached, but the current model does not accept images; it was left out.]"
@@ -126,7 +126,7 @@ async def _linked(
 async def _linked_image(uri: str, workspace: Any, name: str, *, accepts_images: bool) -> ContentPart | None:
     """None when the file's bytes are no image: it is attached as any other file. Read
     through the workspace's opener (beneath its root, regular, never a FIFO)."""
-    from hermes_core.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
+    from hermes_core.prompt.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
 
     try:
         data = await asyncio.to_thread(workspace.scope.read_bytes, name, MAX_FILE_BYTES)

@@ -99,7 +99,7 @@ class EventTranslator:
         """The mark a cancel put at the end of the answer it cut short (`answer`, as kept
         for the model), sent as the rest of that answer: the live thread shows what a
         replay of it will."""
-        from hermes_core.turn import INTERRUPTED_MARK
+        from hermes_core.loop.turn import INTERRUPTED_MARK
 
         rest = INTERRUPTED_MARK if answer == INTERRUPTED_MARK else f"\n\n{INTERRUPTED_MARK}"
         return self._streamed(ANSWER, rest) if answer.endswith(INTERRUPTED_MARK) else []

@@ -1,7 +1,7 @@
 """Core approval requests -> `session/request_permission`, and the user's answer back.
 
 The approver only asks and translates; remembering "always" answers is the policy's
-job (`hermes_core.approval.ApprovalMemory`), which sees the Decision this returns.
+job (`hermes_core.policy.approval.ApprovalMemory`), which sees the Decision this returns.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import ClientChannel
-from hermes_core.approval import UNCONFINED_SUFFIX, ApprovalRequest, Decision
+from hermes_core.policy.approval import UNCONFINED_SUFFIX, ApprovalRequest, Decision
 from hermes_core.tools.files import EDITS
 
 log = logging.getLogger(__name__)

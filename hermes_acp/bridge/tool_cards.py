@@ -3,7 +3,7 @@ as it runs (status, streamed output, an embedded terminal) and a final one with 
 
 The one place a card is drawn: the live thread feeds `ToolCards` the engine's events as
 they come; `session/load` feeds it the same events read back from the store
-(`hermes_core.tool_record`, `session/replay.py`), so a replayed card is the live one.
+(`hermes_core.loop.tool_record`, `session/replay.py`), so a replayed card is the live one.
 
 `ToolCards` remembers which calls of a session are still open, so that a cancel or an
 error can close every one of them (`close_open`), and drops what arrives for a call it
@@ -26,10 +26,10 @@ from hermes_core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
-from hermes_core.tool_record import SHOWN_OUTPUT_CHARS
+from hermes_core.loop.tool_record import SHOWN_OUTPUT_CHARS
 
 if TYPE_CHECKING:
-    from hermes_core.jobs import JobEnded
+    from hermes_core.execution.jobs import JobEnded
 
 COALESCE_SECONDS = 0.05  # at most ~20 card refreshes a second for locally streamed output
 COALESCE_CHARS = 4096  # ...unless this much arrived since the last one

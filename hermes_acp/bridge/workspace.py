@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import ClientChannel
-from hermes_core.processes import OUTPUT_LIMIT, confining
+from hermes_core.execution.processes import OUTPUT_LIMIT, confining
 from hermes_core.workspace import (
     CommandExit,
     CommandOptions,

@@ -22,10 +22,10 @@ from hermes_acp.session.state import ClientProfile, Session, release
 if TYPE_CHECKING:
     from hermes_acp.bridge.channel import ClientChannel
     from hermes_core.agent import Agent
-    from hermes_core.checkpoints import Checkpoints
     from hermes_core.config import Settings
     from hermes_core.messages import Message
-    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.policy.permission_rules import PermissionRules
+    from hermes_core.rewind.checkpoints import Checkpoints
     from hermes_core.store.writer import SessionRecord
     from hermes_core.tools.base import Tool
     from hermes_core.tools.delegate import ChildReport
@@ -67,7 +67,7 @@ class SessionFactory:
         cwd, extra_dirs = place.cwd, place.extra_dirs
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
-        from hermes_core.approval import ApprovalMemory, Mode
+        from hermes_core.policy.approval import ApprovalMemory, Mode
         from hermes_core.store.sessions import restored_plan, restored_usage
         from hermes_core.store.writer import Persister, store_child
 
@@ -82,9 +82,9 @@ class SessionFactory:
 
         def build() -> Agent:
             from hermes_core.agent import Agent
-            from hermes_core.hooks import Hooks
+            from hermes_core.changes.watch import WorkspaceWatcher
+            from hermes_core.policy.hooks import Hooks
             from hermes_core.tools.session_search import SessionSearchTool
-            from hermes_core.watch import WorkspaceWatcher
 
             agent = Agent(
                 settings=settings,
@@ -169,7 +169,7 @@ class SessionFactory:
 
 def _checkpoints(settings: Settings, cwd: str, session_id: str) -> Checkpoints | None:
     """Snapshots of the workspace before the agent changes it, for /rewind."""
-    from hermes_core.checkpoints import Checkpoints, CheckpointStore
+    from hermes_core.rewind.checkpoints import Checkpoints, CheckpointStore
 
     if not settings.checkpoints:
         return None
@@ -177,8 +177,8 @@ def _checkpoints(settings: Settings, cwd: str, session_id: str) -> Checkpoints |
 
 
 def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
-    from hermes_core.hook_specs import specs_from_table
-    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.policy.hook_specs import specs_from_table
+    from hermes_core.policy.permission_rules import PermissionRules
 
     user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml")
     return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
@@ -186,7 +186,7 @@ def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:
     """The `skill` tool when there are skills (fixed for the session, like its prompt)."""
-    from hermes_core.skills import discover_skills, skill_folders
+    from hermes_core.prompt.skills import discover_skills, skill_folders
     from hermes_core.tools.skill import SkillTool
 
     skills = discover_skills(skill_folders(settings.home, Path(cwd)))

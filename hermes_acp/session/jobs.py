@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hermes_acp.session.state import Session
     from hermes_acp.session.turn import TurnRunner
-    from hermes_core.jobs import JobEnded
+    from hermes_core.execution.jobs import JobEnded
 
 
 def report_job_ends(

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hermes_core.mcp_connections import McpConnections, McpServerConfig
+    from hermes_core.mcp.connections import McpConnections, McpServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ def server_configs(entries: Iterable[Any]) -> list[McpServerConfig]:
     entries = list(entries or ())
     if not entries:
         return []
-    from hermes_core.mcp_connections import McpServerConfig
+    from hermes_core.mcp.connections import McpServerConfig
 
     configs: list[McpServerConfig] = []
     for entry in entries:
@@ -89,7 +89,7 @@ async def connect(
         log.error("the MCP client did not load: %s", exc)
         names = ", ".join(repr(config.name) for config in configs)
         return None, [f"MCP servers {names}: the MCP client did not load ({exc}); skipped"]
-    from hermes_core.mcp_connections import McpConnections
+    from hermes_core.mcp.connections import McpConnections
 
     connections = McpConnections(hidden_env=hidden_env)
     try:

@@ -265,7 +265,7 @@ class SessionControls:
         return config_id
 
     def apply_mode(self, session: Session, mode_id: str) -> None:
-        from hermes_core.approval import Mode
+        from hermes_core.policy.approval import Mode
         from hermes_core.store.writer import save_record
 
         session.agent.switch_mode(Mode(mode_id))

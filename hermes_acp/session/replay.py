@@ -5,7 +5,7 @@ view: the conversation (user and agent chunks, thoughts, tool calls with their f
 status, diffs and output), then the latest plan, the context usage, and the commands.
 
 A replay draws what the live thread drew with the same code: a tool call's card is fed
-to the session's `ToolCards` from the events stored with it (`hermes_core.tool_record`),
+to the session's `ToolCards` from the events stored with it (`hermes_core.loop.tool_record`),
 a cancel's closed cards from the notice that recorded them (`records.close_cards`), a
 prompt is the blocks the user sent (`bridge/content.with_prompt_shown`), a `/steer` is
 the command and its answer. A call that never got a result (a crash) ends `failed`.
@@ -22,8 +22,8 @@ from hermes_acp.bridge.events import chunk
 from hermes_acp.session.records import CLOSED_CALLS
 from hermes_acp.session.slash.menu import commands_update
 from hermes_core.events import ToolCallProgress
+from hermes_core.loop.tool_record import finished_event, started_event
 from hermes_core.messages import ImagePart
-from hermes_core.tool_record import finished_event, started_event
 
 if TYPE_CHECKING:
     from hermes_acp.bridge.events import EventTranslator
@@ -159,7 +159,7 @@ def _user_updates(message: Message, message_id: str) -> list[Update]:
 def _typed_blocks(message: Message) -> list[Update]:
     """A user message's blocks as the user sent them: the turn context the loop added
     (changed files, recalled memory) is for the model, not the editor's transcript."""
-    from hermes_core.turn_context import without_turn_preamble
+    from hermes_core.loop.turn_context import without_turn_preamble
 
     blocks = []
     for block in _blocks(message.content):

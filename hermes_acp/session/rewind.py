@@ -1,6 +1,6 @@
 """Rewinding a session to just before one of its prompts: `/rewind` and `_hermes/rewind`.
 
-Files go back through the session's checkpoints (core/checkpoints.py); the conversation
+Files go back through the session's checkpoints (core/rewind/checkpoints.py); the conversation
 is cut at the prompt, after the whole of it was copied into a forked session, so the
 turns cut off stay reachable. Files the user changed by hand since the agent last
 touched them are kept and named, unless the user says `force`.
@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
     from hermes_acp.session.state import Session
-    from hermes_core.checkpoints import RestoreReport, TurnRecord
     from hermes_core.messages import Message
+    from hermes_core.rewind.checkpoints import RestoreReport, TurnRecord
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ async def session_prompts(session: Session) -> list[Prompt]:
 
 
 def _prompts(session: Session) -> list[Prompt]:
-    from hermes_core.turn_context import without_turn_preamble
+    from hermes_core.loop.turn_context import without_turn_preamble
 
     agent = session.agent
     records = {r.prompt_id: r for r in agent.checkpoints.store.turns()} if agent.checkpoints else {}

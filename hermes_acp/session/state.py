@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hermes_acp.bridge.events import EventTranslator
     from hermes_core.agent import Agent
-    from hermes_core.mcp_connections import McpConnections
+    from hermes_core.mcp.connections import McpConnections
     from hermes_core.store.records import SessionSnapshot
     from hermes_core.store.writer import Persister
 

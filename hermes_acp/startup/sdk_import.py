@@ -21,7 +21,7 @@ from hermes_acp.startup.lazy_package import defer_package_init as defer
 SDK_PACKAGE = "acp"
 # Also deferred: watchfiles, whose `__init__` imports its process runner and with it
 # `multiprocessing` (~15-40 ms of CPU on every session/new); the watcher imports the two
-# submodules it uses (core/watch.py).
+# submodules it uses (core/changes/watch.py).
 DEFERRED = (SDK_PACKAGE, "watchfiles")
 
 

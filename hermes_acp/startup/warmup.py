@@ -21,7 +21,7 @@ WARM_MODULES = (
     "hermes_core.agent",
     "hermes_core.store.sessions",
     "hermes_core.tools.session_search",
-    "hermes_core.watch",
+    "hermes_core.changes.watch",
     "hermes_acp.bridge.content",
     "hermes_acp.bridge.events",
     "hermes_acp.bridge.permissions",

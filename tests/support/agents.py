@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.agent import Agent
-from hermes_core.approval import ApprovalRequest, Decision
 from hermes_core.config import Settings
 from hermes_core.events import Event, TurnEnded
+from hermes_core.policy.approval import ApprovalRequest, Decision
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 from tests.support.fake_provider import FakeProvider
 

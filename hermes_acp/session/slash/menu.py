@@ -110,7 +110,7 @@ class CustomCommand:
 
 def session_commands(session: Session) -> dict[str, CustomCommand]:
     """The session's extra commands by name, in menu order."""
-    from hermes_core.skills import COMMAND_NAME, discover_commands
+    from hermes_core.prompt.skills import COMMAND_NAME, discover_commands
 
     found: dict[str, CustomCommand] = {}
 

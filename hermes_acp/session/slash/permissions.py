@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hermes_acp.session.state import Session
-    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.policy.permission_rules import PermissionRules
 
 USAGE = (
     "`/permissions` lists the rules and what is always allowed in this project; "
@@ -53,7 +53,7 @@ async def permissions_command(session: Session, argument: str) -> str:
 
 
 def listing(rules: PermissionRules) -> str:
-    from hermes_core.permission_rules import describe
+    from hermes_core.policy.permission_rules import describe
 
     lines = describe(rules.files) or [
         "No permission rules (`[permissions]` in config.toml, .claude/settings.json)."

@@ -91,7 +91,7 @@ class SlashCommands:
 
             await self._say(session, await rewind_command(session, argument))
         elif name == "jobs":
-            from hermes_core.jobs import running_jobs_text
+            from hermes_core.execution.jobs import running_jobs_text
 
             await self._say(session, running_jobs_text(agent.tool_state.jobs))
         elif name == "permissions":
@@ -108,9 +108,9 @@ class SlashCommands:
     async def _run_custom(self, session: Session, name: str, argument: str, stream: StreamEvents) -> str:
         """A skill, prompt command or MCP prompt: its text goes to the model as the user's
         message. An unknown name is answered here and never reaches the model."""
-        from hermes_core.mcp_tools import McpCallFailed
+        from hermes_core.mcp.tools import McpCallFailed
         from hermes_core.messages import TextPart
-        from hermes_core.skills import SkillError
+        from hermes_core.prompt.skills import SkillError
 
         command = (await asyncio.to_thread(session_commands, session)).get(name)
         if command is None:
@@ -131,7 +131,7 @@ class SlashCommands:
                 session.agent.steer(argument)
             await self._say(session, steer_text(bool(argument)))
         elif name == "jobs":
-            from hermes_core.jobs import running_jobs_text
+            from hermes_core.execution.jobs import running_jobs_text
 
             await self._say(session, running_jobs_text(session.agent.tool_state.jobs))
         else:
@@ -152,7 +152,7 @@ async def command_message(session: Session, command: CustomCommand, argument: st
         return f"{text}\n\n{argument}" if argument else text
     if command.source == "prompt":
         return str(command.target.render(argument))
-    from hermes_core.mcp_tools import McpCallFailed
+    from hermes_core.mcp.tools import McpCallFailed
 
     server, info = command.target
     if session.mcp is None:

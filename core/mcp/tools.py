@@ -1,6 +1,6 @@
 """MCP servers' tools as the model sees them: one `Tool` per server tool, named
 `mcp__<server>__<tool>`, its result rendered as text. The connections behind them are
-`hermes_core.mcp_connections`.
+`hermes_core.mcp.connections`.
 """
 
 from __future__ import annotations

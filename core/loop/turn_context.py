@@ -6,8 +6,8 @@ this module and no other of context, memory and the watcher):
 - the token estimate of a request, checked before every model call to decide on
   compression;
 - the turn-facing halves of the memory files and of the workspace watcher (their
-  readers and bookkeeping; writing memory is `hermes_core.memory`, watching is
-  `hermes_core.watch`).
+  readers and bookkeeping; writing memory is `hermes_core.prompt.memory`, watching is
+  `hermes_core.changes.watch`).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def should_compress(context_tokens: int, context_window: int, threshold: float) 
 
 
 # ---------------------------------------------------------------------------
-# Memory, read (each turn recalls what was saved elsewhere; `hermes_core.memory` writes)
+# Memory, read (each turn recalls what was saved elsewhere; `hermes_core.prompt.memory` writes)
 
 Scope = Literal["user", "workspace"]
 SCOPES: tuple[Scope, ...] = ("user", "workspace")
@@ -158,7 +158,7 @@ BULLETS = ("- ", "* ")
 
 
 class MemoryFiles:
-    """The memory files of a user and a workspace, read. The format is `hermes_core.memory`'s."""
+    """The memory files of a user and a workspace, read. The format is `hermes_core.prompt.memory`'s."""
 
     def __init__(self, home_memory_dir: Path, workspace_root: Path) -> None:
         self.memory_dir = Path(home_memory_dir)
@@ -225,14 +225,14 @@ def facts_in(lines: list[str]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
-# Files the user changed: the watcher's turn side (`hermes_core.watch` does the watching)
+# Files the user changed: the watcher's turn side (`hermes_core.changes.watch` does the watching)
 
 MAX_TRACKED_PATHS = 10_000  # changed paths remembered between drains; the rest are only counted
 
 
 class ChangeLedger:
     """Who changed which file, and when the turns ran: what the loop asks of the workspace
-    watcher each turn. The watching itself (`WorkspaceWatcher` in `hermes_core.watch`) fills
+    watcher each turn. The watching itself (`WorkspaceWatcher` in `hermes_core.changes.watch`) fills
     it from its thread with `record()`, and starts in `_begin()`."""
 
     def __init__(self, max_entries: int) -> None:

@@ -3,7 +3,7 @@
 Reads and searches run concurrently; edits join them when the files they touch
 differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py` and a symlink to it
 are one file); calls to the same file and interactive tools (commands) keep the
-model's order (core/tool_waves.py). Results go back in the model's order whatever order they
+model's order (core/loop/tool_waves.py). Results go back in the model's order whatever order they
 finished in.
 
 Whatever goes wrong with one call, from parsing to reporting, becomes that call's
@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from hermes_core.approval import ApprovalPolicy, Approver, Decision
 from hermes_core.events import (
     Event,
     MessageCommitted,
@@ -33,15 +32,16 @@ from hermes_core.events import (
     ToolCallStarted,
     ToolKind,
 )
+from hermes_core.loop.tool_record import OutputTail, finished_record, started_record
+from hermes_core.loop.tool_waves import file_identity, waves
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
-from hermes_core.tool_record import OutputTail, finished_record, started_record
-from hermes_core.tool_waves import file_identity, waves
+from hermes_core.policy.approval import ApprovalPolicy, Approver, Decision
 from hermes_core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
 from hermes_core.tools.registry import ToolRegistry
 from hermes_core.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
-    from hermes_core.hooks import Hooks
+    from hermes_core.policy.hooks import Hooks
 
 log = logging.getLogger(__name__)
 

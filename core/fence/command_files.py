@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
-from hermes_core.gitignore import Repository
+from hermes_core.fence.gitignore import Repository
 from hermes_core.shell.parse import CommandLine
 from hermes_core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
 from hermes_core.shell.tokens import ShellSyntaxError

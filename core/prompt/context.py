@@ -4,8 +4,8 @@ environment, the project's instruction files (AGENTS.md and kin), saved memory, 
 It is built once per session and must come out byte-identical for the same inputs, so
 provider prompt caches keep hitting: no clock time, no set or dict ordering that could
 vary, nothing read twice. What changes between turns (files the user edited, recalled
-memory) goes into the user's message instead (`hermes_core.turn_context`). Compression of a
-long history is `hermes_core.compression`.
+memory) goes into the user's message instead (`hermes_core.loop.turn_context`). Compression of a
+long history is `hermes_core.loop.compression`.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from hermes_core.memory import MemoryStore
-from hermes_core.repository import repository_root
-from hermes_core.skills import Skill
+from hermes_core.prompt.memory import MemoryStore
+from hermes_core.prompt.repository import repository_root
+from hermes_core.prompt.skills import Skill
 from hermes_core.workspace import WorkspaceError, WorkspaceScope
 
 log = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 The loop drains the changes at the start of a turn into `turn_preamble`, so the model
 re-reads those files instead of trusting what it saw before. (The turn side, drain and
-bookkeeping, is `hermes_core.turn_context.ChangeLedger`; what to watch is
-`hermes_core.watch_tree`.)
+bookkeeping, is `hermes_core.loop.turn_context.ChangeLedger`; what to watch is
+`hermes_core.changes.watch_tree`.)
 
 Whose change is it? What happens while a turn runs is the agent's (its edits, its
 commands); what happens between turns is the user's. Events arrive late (grouped for
@@ -24,7 +24,7 @@ one recursive watch is cheap, the roots are watched recursively and filtered her
 
 Nothing here raises into the agent: a missing root, a tree too large, a kernel limit or an
 unreadable ignore file is logged to stderr and the watcher reports less (at worst nothing).
-It runs no process: .gitignore is read by `hermes_core.gitignore`, never by asking git.
+It runs no process: .gitignore is read by `hermes_core.fence.gitignore`, never by asking git.
 """
 
 from __future__ import annotations
@@ -42,8 +42,7 @@ from pathlib import Path
 
 from watchfiles.main import Change  # not the package: its __init__ imports multiprocessing
 
-from hermes_core.turn_context import MAX_CHANGED_FILES, ChangeLedger, is_within, parents
-from hermes_core.watch_tree import (
+from hermes_core.changes.watch_tree import (
     DEFAULT_IGNORE_DIRS,
     GitIgnores,
     TooLarge,
@@ -51,6 +50,7 @@ from hermes_core.watch_tree import (
     is_real_dir,
     walk,
 )
+from hermes_core.loop.turn_context import MAX_CHANGED_FILES, ChangeLedger, is_within, parents
 
 log = logging.getLogger(__name__)
 

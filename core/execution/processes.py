@@ -23,8 +23,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Unpack
 
-from hermes_core.commands import CommandExit, CommandOptions
-from hermes_core.scope import WorkspaceError, WorkspaceScope
+from hermes_core.execution.commands import CommandExit, CommandOptions
+from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox

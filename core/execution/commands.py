@@ -1,7 +1,7 @@
 """A command started in a workspace: how to start it, its handle, how it ended.
 
 The types every workspace's commands share (`LocalWorkspace` runs them with
-core/processes.py, the editor's terminals are the ACP side's), apart from the
+core/execution/processes.py, the editor's terminals are the ACP side's), apart from the
 `Workspace` port so that the code running commands does not import the port.
 """
 

@@ -4,7 +4,7 @@
 continuations), commit the assistant message, run its tool calls, decide whether the turn
 goes on. It ends when the model answers without tool calls, the iteration budget is spent,
 or the consuming task is cancelled. Errors the model can act on (bad tool arguments, a
-tool that failed) go back to it as tool results (core/tool_runner.py); the turn goes on.
+tool that failed) go back to it as tool results (core/loop/tool_runner.py); the turn goes on.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hermes_core.budget import IterationBudget
-from hermes_core.conversation import Conversation
 from hermes_core.events import (
     Event,
     MessageCommitted,
@@ -28,15 +26,17 @@ from hermes_core.events import (
     TurnEnded,
     UsageUpdated,
 )
-from hermes_core.inbox import TurnInbox
+from hermes_core.loop.budget import IterationBudget
+from hermes_core.loop.conversation import Conversation
+from hermes_core.loop.inbox import TurnInbox
+from hermes_core.loop.tool_runner import PreparedCall, ToolRunner, call_cards
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
 from hermes_core.models import Usage
 from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec
-from hermes_core.tool_runner import PreparedCall, ToolRunner, call_cards
 
 if TYPE_CHECKING:
-    from hermes_core.jobs import Jobs
-    from hermes_core.watch import WorkspaceWatcher
+    from hermes_core.changes.watch import WorkspaceWatcher
+    from hermes_core.execution.jobs import Jobs
 
 MAX_CONTINUATIONS = 3  # "length" with visible text: ask the model to go on, this many times
 MAX_ARGUMENT_REPAIRS = 3  # invalid tool arguments answered with an error, per turn

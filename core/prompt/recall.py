@@ -7,9 +7,9 @@ import json
 import logging
 from pathlib import Path
 
-from hermes_core.memory import MemoryStore
 from hermes_core.messages import Message
-from hermes_core.repository import repository_root
+from hermes_core.prompt.memory import MemoryStore
+from hermes_core.prompt.repository import repository_root
 
 log = logging.getLogger(__name__)
 

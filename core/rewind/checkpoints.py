@@ -7,7 +7,7 @@ ignore rules honoured, `.git` left out); each file's content is stored once unde
 SHA-256 in the project's object store. A later snapshot re-reads only the files whose
 size, mtime, ctime or inode moved since the last one, so it costs a stat per file.
 
-Layout under `<home>/checkpoints/<project key>/` (core/checkpoint_objects.py):
+Layout under `<home>/checkpoints/<project key>/` (core/rewind/checkpoint_objects.py):
   packs/<id>.pack, .idx    file contents, compressed, by hash: one pack per snapshot
   manifests/<hash>.z       manifests, by hash, as differences from a full one
   stat-cache.z             size, mtimes and inode per path, as the last cold scan saw them
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_core.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
-from hermes_core.scope import NotRegularFile, WorkspaceError, WorkspaceScope, replace_in
+from hermes_core.fence.scope import NotRegularFile, WorkspaceError, WorkspaceScope, replace_in
+from hermes_core.rewind.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def project_key(cwd: str | Path) -> str:
 def list_files(root: Path) -> list[str]:
     """The workspace's files, relative, as ripgrep lists them: ignore rules honoured,
     hidden files kept, `.git` left out, symbolic links not followed (nor listed)."""
-    from hermes_core.ripgrep import find_rg
+    from hermes_core.fence.ripgrep import find_rg
 
     result = subprocess.run(
         [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"],

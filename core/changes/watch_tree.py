@@ -1,6 +1,6 @@
 """What the workspace watcher watches: the directories worth a kernel watch, and which
 changed paths are noise (tool caches, dependencies, editor droppings, what .gitignore
-excludes). The watching itself is `hermes_core.watch`.
+excludes). The watching itself is `hermes_core.changes.watch`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import os
 from watchfiles.filters import BaseFilter, DefaultFilter  # not the package: see watch.py
 from watchfiles.main import Change
 
-from hermes_core.gitignore import Repository
-from hermes_core.turn_context import is_within
+from hermes_core.fence.gitignore import Repository
+from hermes_core.loop.turn_context import is_within
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class WorkspaceFilter(DefaultFilter):
 
 class GitIgnores:
     """What .gitignore excludes under one root, read from the ignore files themselves
-    (`hermes_core.gitignore`): no git runs, so nothing the repository's config names runs either."""
+    (`hermes_core.fence.gitignore`): no git runs, so nothing the repository's config names runs either."""
 
     def __init__(self, root: str, repository: Repository) -> None:
         self.root = root

@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
 from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
-from hermes_core.scope import WorkspaceError, WorkspaceScope
 
 # rg's own output beyond this is not read: the model is shown a few hundred matches at most.
 _MAX_RG_STDOUT = 8_000_000

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_core.events import Event, Status, TextDelta, ToolCallFinished, ToolCallStarted, TurnEnded
-from hermes_core.hook_specs import HookSpec
+from hermes_core.policy.hook_specs import HookSpec
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -186,7 +186,7 @@ def _applies(
 ) -> bool:
     if spec.matcher is None or tool is None or args is None or workspace is None:
         return True
-    from hermes_core.permission_rules import parse_rule
+    from hermes_core.policy.permission_rules import parse_rule
 
     rule = parse_rule(spec.matcher, "ask", spec.source, cwd)
     if rule is None:

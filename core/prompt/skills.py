@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.errors import InvalidInput
-from hermes_core.repository import repository_root
+from hermes_core.prompt.repository import repository_root
 
 log = logging.getLogger(__name__)
 

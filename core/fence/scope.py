@@ -2,7 +2,7 @@
 
 `WorkspaceScope` says whether a path is inside by name (for approvals and messages) and
 opens files by the kernel's word (`open_file`, `read_bytes`, `write_bytes`, on
-`hermes_core.beneath`): a symlink that leaves is refused at open time, the opened descriptor is
+`hermes_core.fence.beneath`): a symlink that leaves is refused at open time, the opened descriptor is
 checked (a regular file, one name), and a write is a temporary file renamed inside the
 opened directory. The errors and the size and text checks every workspace shares live
 here too; `hermes_core.workspace` re-exports them with the Workspace port.
@@ -17,8 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_core.beneath import LeavesRoot, open_beneath, replace_in
 from hermes_core.errors import HermesError
+from hermes_core.fence.beneath import LeavesRoot, open_beneath, replace_in
 from hermes_core.sandbox.secrets import is_env_file, is_secret_path
 
 MAX_READ_BYTES = 2_000_000  # larger files are refused, read from disk or from the editor

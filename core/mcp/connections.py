@@ -1,5 +1,5 @@
 """MCP servers the editor hands a session: connected, listed, closed. Their tools are
-offered to the model through `hermes_core.mcp_tools`; their prompts through `get_prompt`.
+offered to the model through `hermes_core.mcp.tools`; their prompts through `get_prompt`.
 
 One long-lived task per server owns that server's client (transport and session are
 entered and left in that task, as anyio requires); tool calls go through the shared
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
-from hermes_core.mcp_guard import McpServerGuard
-from hermes_core.mcp_tools import McpCallFailed, McpTool, describe_error, timed_out, unique_name
+from hermes_core.mcp.guard import McpServerGuard
+from hermes_core.mcp.tools import McpCallFailed, McpTool, describe_error, timed_out, unique_name
 
 if TYPE_CHECKING:
     import anyio

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from hermes_core.hook_specs import HookSpec, specs_from_table
+from hermes_core.policy.hook_specs import HookSpec, specs_from_table
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -136,7 +136,7 @@ class RuleFile:
     rules: list[Rule]
     digest: str = ""
     trusted: bool = True  # the user's own; a project file's once the user trusted its content
-    hooks: list[HookSpec] = field(default_factory=list)  # its hooks (core/hooks.py), run once trusted
+    hooks: list[HookSpec] = field(default_factory=list)  # its hooks (core/policy/hooks.py), run once trusted
 
     @property
     def allow_rules(self) -> list[Rule]:

@@ -4,7 +4,7 @@ a model (the auxiliary one when set) and replaced by that summary.
 `plan_compression` picks the middle to summarise, `summary_request` builds the summariser's
 request, `apply_compression` splices the summary in, and `compress` is the whole of it, a
 function from (messages, model) to messages. When to compress is
-`hermes_core.turn_context.should_compress`; the agent tells the editor what happened.
+`hermes_core.loop.turn_context.should_compress`; the agent tells the editor what happened.
 """
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ import logging
 import os
 from collections.abc import Iterator
 
-from hermes_core.beneath import replace_in
 from hermes_core.errors import InvalidInput
-from hermes_core.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
+from hermes_core.fence.beneath import replace_in
+from hermes_core.loop.turn_context import BULLETS, MemoryFiles, Scope, fact_text, facts_in, is_fact
 
 try:
     import fcntl

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from hermes_core.command_files import binding
 from hermes_core.command_rules.check import dangerous_rule
 from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import FileDiff, ToolKind
-from hermes_core.protected_paths import lexical, protected_reason
+from hermes_core.fence.command_files import binding
+from hermes_core.fence.protected_paths import lexical, protected_reason
 
 if TYPE_CHECKING:
-    from hermes_core.permission_rules import PermissionRules
+    from hermes_core.policy.permission_rules import PermissionRules
     from hermes_core.sandbox.bwrap import Sandbox
     from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
@@ -76,7 +76,7 @@ class ApprovalRequest:
     # re-run outside it); None for other tools.
     sandbox: str | None = None
     diff: FileDiff | None = None  # an edit's change, shown while the user decides
-    # False when an "always" could not cover what this call runs (`hermes_core.command_files`).
+    # False when an "always" could not cover what this call runs (`hermes_core.fence.command_files`).
     always_offered: bool = True
 
     @property
@@ -183,12 +183,12 @@ class ApprovalPolicy:
     mode and its remembered "always" decisions.
 
     Order of the rules, first match wins:
-    0. a deny permission rule (core/permission_rules.py) rejects, in every mode;
+    0. a deny permission rule (core/policy/permission_rules.py) rejects, in every mode;
     1. plan mode rejects tools that are not read-only;
     2. a remembered "always reject" rejects;
     3. a dangerous command, a call its tool says always asks (`ApprovalFacts.always_asks`: writing the
        user's memory, which plan mode refuses), or a file tool writing a file that other
-       programs run outside the sandbox (`hermes_core.protected_paths`: `.git/config`, hooks…)
+       programs run outside the sandbox (`hermes_core.fence.protected_paths`: `.git/config`, hooks…)
        asks in every mode, whatever was remembered;
     4. a path outside the workspace asks in every mode, unless "always" was granted for
        this tool scope in that directory;
@@ -207,7 +207,7 @@ class ApprovalPolicy:
     def __init__(self, mode: Mode, memory: ApprovalMemory, rules: PermissionRules | None = None) -> None:
         self.mode = mode
         self.memory = memory
-        self.rules = rules  # the user's and the project's permission rules (core/permission_rules.py)
+        self.rules = rules  # the user's and the project's permission rules (core/policy/permission_rules.py)
 
     def switch(self, mode: Mode) -> None:
         self.mode = mode
@@ -319,7 +319,7 @@ class ApprovalPolicy:
         """Remember an "always" answer under the request's scope.
 
         ALLOW_ALWAYS on a dangerous request, or one that offered no "always" (an unconfined
-        command whose files cannot be pinned, `hermes_core.command_files`; an `always_asks`
+        command whose files cannot be pinned, `hermes_core.fence.command_files`; an `always_asks`
         call), is treated as ALLOW_ONCE: nothing is remembered, so neither that command nor
         anything else under its scope skips a later question (`check` asks for dangerous
         commands regardless, and remembering the scope would let the harmless commands

@@ -1,0 +1,1 @@
+"""Files the user changed between turns: the watcher and what it watches."""

@@ -1,0 +1,1 @@
+"""Commands: their options and handles, local subprocesses, background jobs."""

@@ -1,0 +1,1 @@
+"""The editor's MCP servers: connections, the guard of their processes, their tools."""

@@ -21,6 +21,9 @@ Role = Literal["system", "user", "assistant", "tool"]
 class TextPart:
     text: str
     type: Literal["text"] = "text"
+    # A file or resource the user attached, as the model reads it: not what they typed (a
+    # session's title is made from what they typed).
+    attached: bool = False
 
 
 @dataclass(slots=True)

@@ -50,7 +50,10 @@ async def test_resource_link_is_read_and_wrapped(ws, root):
     text, part = await convert([{"type": "text", "text": "see"}, link(root / "app.py")], ws)
     assert text == TextPart("see")
     # on its own line: providers join text parts as they are
-    assert part == TextPart(f'\n<file uri="{(root / "app.py").as_uri()}">\ndef main():\n    pass\n</file>')
+    # marked as attached: the session's title is made from what the user typed only
+    assert part == TextPart(
+        f'\n<file uri="{(root / "app.py").as_uri()}">\ndef main():\n    pass\n</file>', attached=True
+    )
 
 
 async def test_resource_link_with_spaces_in_the_path(ws, root):
@@ -102,7 +105,9 @@ async def test_embedded_text_resource_is_wrapped_and_capped(ws):
         "type": "resource",
         "resource": {"uri": "file:///w/a.rs", "text": "fn main() {}", "mimeType": "text/x-rust"},
     }
-    assert await convert([block], ws) == [TextPart('<file uri="file:///w/a.rs">\nfn main() {}\n</file>')]
+    assert await convert([block], ws) == [
+        TextPart('<file uri="file:///w/a.rs">\nfn main() {}\n</file>', attached=True)
+    ]
     [cut] = await convert([block], ws, cap=4)
     assert cut.text.startswith('<file uri="file:///w/a.rs">\nfn m\n[cut: only the first 4 of 12 bytes')
     other = {"type": "resource", "resource": {"uri": "zed://rules/1", "text": 'say "hi"'}}
@@ -141,7 +146,7 @@ async def test_embedded_blobs(ws):
 async def test_image_blocks_depend_on_the_model(ws):
     block = {"type": "image", "data": PNG, "mimeType": "image/png"}
     assert await convert([block], ws) == [ImagePart("image/png", PNG)]
-    assert await convert([block], ws, images=False) == [TextPart(NO_IMAGES)]
+    assert await convert([block], ws, images=False) == [TextPart(NO_IMAGES, attached=True)]
 
 
 async def test_unknown_or_broken_blocks_are_value_errors(ws):

@@ -133,6 +133,25 @@ async def test_images_and_resources_reach_the_model(
     ]
 
 
+async def test_a_title_is_what_the_user_typed_not_the_files_they_attached(
+    client: AcpClient, fake: FakeProvider, session: str, tmp_path: Path
+) -> None:
+    # Editors attach the current file to every prompt (our VS Code view does): a title made
+    # from the message the model reads would be the file's text.
+    app = tmp_path / "project" / "app.py"
+    app.write_text("def main():\n    print('hi')\n")
+    fake.script([Reply(text="Done.")])
+    blocks = [
+        {"type": "resource_link", "uri": app.as_uri(), "name": "app.py"},
+        {"type": "text", "text": "Fix the greeting"},
+        {"type": "resource", "resource": {"uri": app.as_uri() + "#L1-L2", "text": "def main():"}},
+    ]
+    assert await client.prompt(session, blocks) == {"stopReason": "end_turn"}
+    assert [u["title"] for u in client.session_updates(session, "session_info_update")] == [
+        "Fix the greeting"
+    ]
+
+
 async def test_a_second_prompt_while_one_runs_waits_for_it(
     client: AcpClient, fake: FakeProvider, session: str
 ) -> None:

@@ -127,7 +127,7 @@ class ModelTurn:
         self.conversation.append(user_message)
         yield MessageCommitted(user_message)
         if self.conversation.title is None:
-            self.conversation.name(_title_from(user_message.text if preamble is None else _plain(content)))
+            self.conversation.name(_title_from(_typed(content)))
             if self.conversation.title:
                 yield TitleChanged(self.conversation.title)
 
@@ -349,10 +349,11 @@ def _with_preamble(content: str | list[ContentPart], preamble: str | None) -> st
     return [TextPart(preamble), *content]
 
 
-def _plain(content: str | list[ContentPart]) -> str:
+def _typed(content: str | list[ContentPart]) -> str:
+    """What the user typed: the text parts, without the files they attached."""
     if isinstance(content, str):
         return content
-    return " ".join(part.text for part in content if isinstance(part, TextPart))
+    return " ".join(part.text for part in content if isinstance(part, TextPart) and not part.attached)
 
 
 def _title_from(text: str) -> str | None:

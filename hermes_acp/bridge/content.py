@@ -86,7 +86,7 @@ def _separated(parts: list[ContentPart], attached: set[int]) -> list[ContentPart
             text = "\n" + text
         if isinstance(after, TextPart) and after.text and not text.endswith("\n"):
             text += "\n"
-        out[index] = TextPart(text)
+        out[index] = TextPart(text, attached=True)
     return out
 
 

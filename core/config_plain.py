@@ -124,6 +124,7 @@ RULES: dict[str, Rule] = {
     "sandbox_ssh_agent": _flag,
     "sandbox_max_processes": _integer(16),
     "sandbox_tmp_mb": _integer(1),
+    "mcp_connect_timeout": _number(0, inclusive=False, high=600),
     "sandbox_bwrap": _text,
     "command_timeout_seconds": _number(0, inclusive=False),
     "end_of_input_seconds": _number(0, inclusive=False),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from acp.exceptions import RequestError
 
-from tests.support.acp_harness import SLASH_COMMANDS, AcpClient, ServerProcess
+from tests.support.acp_harness import SLASH_COMMANDS, AcpClient, ServerProcess, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.server_setup import ServerSetup
 
@@ -163,6 +163,20 @@ async def test_mcp_servers_that_cannot_be_used_are_reported_and_the_session_work
     assert (await client.prompt(sid, "hello"))["stopReason"] == "end_turn"
     assert client.text(sid).endswith("Still here.")
     assert client.text(sid).count("MCP server 'files'") == 1
+
+
+async def test_how_long_a_session_waits_for_mcp_servers_is_a_setting(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    """10 s by default; a slow machine or an `npx` server that downloads itself needs more,
+    an impatient user less. A server still silent then is left out and named."""
+    home = tmp_path / "home"
+    env = server_env(home, fake, HERMES_ACP_MCP_CONNECT_TIMEOUT="1.5")
+    silent = {"name": "silent", "command": "sleep", "args": ["60"], "env": []}
+    async with connected(env) as (_, client):
+        session = await client.request("session/new", {"cwd": str(tmp_path), "mcpServers": [silent]})
+        note = await client.wait_for(lambda: client.text(session["sessionId"]))
+    assert "MCP server 'silent': did not connect within 1.5 s" in note
 
 
 async def test_set_mode_round_trip(client: AcpClient, project: Path) -> None:

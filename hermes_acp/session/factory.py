@@ -73,7 +73,9 @@ class SessionFactory:
 
         store = await self.store.get()
         hidden_env = frozenset(e.api_key_env for e in settings.fallback if e.api_key_env)
-        mcp, problems = await mcp_servers.connect(place.mcp_servers, cwd, hidden_env=hidden_env)
+        mcp, problems = await mcp_servers.connect(
+            place.mcp_servers, cwd, timeout=settings.mcp_connect_timeout, hidden_env=hidden_env
+        )
         extra_tools: list[Tool] = mcp.tools() if mcp is not None else []
         workspace = await asyncio.to_thread(self._workspace, settings, session_id, cwd, extra_dirs)
         extra_tools += await asyncio.to_thread(_skill_tools, settings, cwd)

@@ -3,7 +3,8 @@ connected for one session so their tools join the session's tool list.
 
 Connecting happens before the agent is built, because the tool list is fixed for the
 session's life (prompt caches key on it). A server that fails or is slow is left out
-and reported; it never holds the session up for more than `CONNECT_TIMEOUT` seconds.
+and reported; it never holds the session up for more than `mcp_connect_timeout` seconds
+(a setting, 10 by default).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT = 10.0  # per session start: the slowest server waited for, at most
 
 # What the MCP client needs for each transport; the SDK costs over a second to import.
 _SDK_MODULES: dict[str, tuple[str, ...]] = {
@@ -71,7 +71,7 @@ async def connect(
     entries: Iterable[Any],
     cwd: str,
     *,
-    timeout: float = CONNECT_TIMEOUT,  # noqa: ASYNC109
+    timeout: float,  # noqa: ASYNC109
     hidden_env: frozenset[str] = frozenset(),
 ) -> tuple[McpConnections | None, list[str]]:
     """Connect the servers at once; the connections (None when there were none to make)

@@ -101,6 +101,8 @@ def server_env(
         "HERMES_ACP_RETRY_BASE_SECONDS": "0.01",
         "HERMES_ACP_RETRY_CAP_SECONDS": "0.05",
         "HERMES_ACP_LOG_LEVEL": "debug",
+        # A loaded CI machine can take longer than the default 10 s to start a Python MCP server.
+        "HERMES_ACP_MCP_CONNECT_TIMEOUT": "120",
     }
     if fake is not None:
         env["OPENAI_BASE_URL"] = fake.openai_base_url

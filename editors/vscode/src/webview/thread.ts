@@ -156,7 +156,14 @@ export class Thread {
   }
 
   private stream(kind: StreamedBlock["kind"], content: ContentBlock, messageId?: string | null): void {
-    const text = content.type === "text" ? content.text : content.type === "resource_link" ? `[${content.name}](${content.uri})` : "";
+    const text =
+      content.type === "text"
+        ? content.text
+        : content.type !== "resource_link"
+          ? ""
+          : kind === "user"
+            ? attachedFile(content.uri) // a replayed prompt's file: a chip, as the live one showed it
+            : `[${content.name}](${content.uri})`;
     // A message the agent says beside the streamed answer (a /steer's reply) has an id of its own.
     const another = !!messageId && !!this.current?.messageId && messageId !== this.current.messageId;
     if (!this.current || this.current.kind !== kind || another) {
@@ -375,4 +382,9 @@ export class Thread {
       h("span", {}, `${used.toLocaleString()} / ${size.toLocaleString()} tokens${cost}`),
     );
   }
+}
+
+/** A file a replayed prompt carried, in the form `userText` draws as a chip. */
+function attachedFile(uri: string): string {
+  return `\n<file uri="${uri.replace(/&/g, "&amp;").replace(/"/g, "&quot;")}">\n</file>\n`;
 }

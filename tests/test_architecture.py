@@ -88,6 +88,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.mcp.connections",
             "hermes_core.policy.permission_rules",
             "hermes_core.policy.rule_matching",
+            "hermes_core.policy.sandbox_escapes",
             "hermes_core.policy.approval",
             "hermes_core.policy.hooks",
             "hermes_core.rewind.checkpoints",

@@ -252,7 +252,7 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
     """A stdio server's environment: ours without what the sandbox hides from commands (the
     model keys and the other credentials in its list, `hidden` and their numbered pools),
     plus what the editor set for this server, which is the user's own choice."""
-    from hermes_core.sandbox.bwrap import CREDENTIAL_ENV
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
 
     def hides(name: str) -> bool:
         base, _, number = name.rpartition("_")

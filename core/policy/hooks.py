@@ -200,7 +200,7 @@ def _applies(
 
 async def _execute(spec: HookSpec, stdin: bytes, cwd: Path) -> tuple[int | None, str, str]:
     """The hook's exit code (None on timeout), stdout and stderr."""
-    from hermes_core.sandbox.bwrap import CREDENTIAL_ENV
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
 
     env = {k: v for k, v in os.environ.items() if not CREDENTIAL_ENV.fullmatch(k)}
     env["HERMES_HOOK_EVENT"] = spec.event

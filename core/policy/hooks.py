@@ -75,6 +75,10 @@ class Hooks:
         self.session_id = session_id
         self._started = False
 
+    def use(self, specs: list[HookSpec]) -> None:
+        """Run these hooks from now on (the user trusted a project file's: `/permissions trust`)."""
+        self.specs = specs
+
     def of(self, event: str) -> list[HookSpec]:
         return [spec for spec in self.specs if spec.event == event]
 

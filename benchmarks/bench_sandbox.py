@@ -45,7 +45,8 @@ import time
 from pathlib import Path
 
 from hermes_core.sandbox import limits
-from hermes_core.sandbox.bwrap import Sandbox, launch_argv
+from hermes_core.sandbox.bwrap import Sandbox
+from hermes_core.sandbox.bwrap_args import launch_argv
 from hermes_core.sandbox.probe import BASE_ARGS
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 

@@ -1,4 +1,4 @@
-"""Our SSE reader (core/providers/sse.py) against the SDK's own stream, on the same bytes.
+"""Our SSE reader (core/providers/sse_decoder.py) against the SDK's own stream, on the same bytes.
 
 The README gives a reason for reading the providers' event streams ourselves: the SDKs'
 stream classes build a pydantic model per event. This measures it, in one process, on
@@ -33,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hermes_core.providers.sse import SSEDecoder  # noqa: E402
+from hermes_core.providers.sse_decoder import SSEDecoder  # noqa: E402
 
 BURST = 16 * 1024
 

@@ -119,13 +119,13 @@ def test_a_link_out_of_an_allowed_directory_is_not_allowed_and_is_denied(workspa
 
 
 def test_mcp_rules_name_a_tool_or_a_server():
-    from hermes_core.policy.permission_rules import _mcp_covers
+    from hermes_core.policy.rule_matching import mcp_covers
 
-    assert _mcp_covers("mcp__github__create_issue", "mcp__github__create_issue")
-    assert _mcp_covers("mcp__github", "mcp__github__create_issue")
-    assert _mcp_covers("mcp__github__*", "mcp__github__create_issue")
-    assert not _mcp_covers("mcp__git", "mcp__github__create_issue")
-    assert not _mcp_covers("mcp__github__create", "mcp__github__create_issue")
+    assert mcp_covers("mcp__github__create_issue", "mcp__github__create_issue")
+    assert mcp_covers("mcp__github", "mcp__github__create_issue")
+    assert mcp_covers("mcp__github__*", "mcp__github__create_issue")
+    assert not mcp_covers("mcp__git", "mcp__github__create_issue")
+    assert not mcp_covers("mcp__github__create", "mcp__github__create_issue")
 
 
 def test_a_project_allow_rule_waits_for_trust_and_a_change_untrusts_it(workspace, tmp_path):

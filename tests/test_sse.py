@@ -10,7 +10,8 @@ import pytest
 
 from hermes_core.providers.base import ErrorKind, ProviderError
 from hermes_core.providers.errors import classify_stream_error
-from hermes_core.providers.sse import END, ServerSentEvent, SSEDecoder, StaleWatch
+from hermes_core.providers.sse_decoder import ServerSentEvent, SSEDecoder
+from hermes_core.providers.stale_watch import END, StaleWatch
 
 
 def parse(*pieces: bytes, finish: bool = True) -> list[ServerSentEvent]:

@@ -61,6 +61,10 @@ class Jobs:
     unreported: list[JobEnded] = field(default_factory=list)
     on_end: Callable[[JobEnded], None] | None = None  # the embedder's: update the call's card
 
+    def report_ends_to(self, on_end: Callable[[JobEnded], None]) -> None:
+        """Have the embedder hear of each job's end, as it happens (it updates the call's card)."""
+        self.on_end = on_end
+
     def watch(self, handle: str, command: str, call_id: str, run: RunningCommand, processes: dict) -> None:
         job = Job(handle, command, call_id)
         self.running[handle] = job

@@ -1,4 +1,5 @@
-"""The tool calls of one model response: parse and repair, approve, run, report.
+"""The tool calls of one model response: approve, run, report (read first by
+core/loop/prepared_calls.py).
 
 Reads and searches run concurrently; edits join them when the files they touch
 differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py` and a symlink to it
@@ -7,21 +8,17 @@ model's order (core/loop/tool_waves.py). Results go back in the model's order wh
 finished in.
 
 Whatever goes wrong with one call, from parsing to reporting, becomes that call's
-error for the model to read (`_contained`); the turn goes on.
+error for the model to read (`prepared_calls.contained`); the turn goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
-import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel, ValidationError
 
 from hermes_core.events import (
     Event,
@@ -30,45 +27,20 @@ from hermes_core.events import (
     ToolCallProgress,
     ToolCallRunning,
     ToolCallStarted,
-    ToolKind,
 )
-from hermes_core.loop.tool_record import OutputTail, finished_record, started_record
-from hermes_core.loop.tool_waves import file_identity, waves
+from hermes_core.loop.prepared_calls import PreparedCall, contained, prepare_calls
+from hermes_core.loop.tool_record import finished_record, started_record
+from hermes_core.loop.tool_waves import waves
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
 from hermes_core.policy.approval import ApprovalPolicy, Approver, Decision
-from hermes_core.tools.base import CannotRun, SessionToolState, Tool, ToolContext, ToolLimits, ToolResult
+from hermes_core.tools.base import CannotRun, SessionToolState, ToolContext, ToolLimits, ToolResult
 from hermes_core.tools.registry import ToolRegistry
-from hermes_core.workspace import Workspace, WorkspaceError
+from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
     from hermes_core.policy.hooks import Hooks
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class PreparedCall:
-    """One tool call of a model response, from parse to result."""
-
-    call: ToolCall
-    tool: Tool | None = None
-    args: BaseModel | None = None
-    raw_args: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None  # set when the call cannot run (unknown tool, bad arguments)
-    duplicate_of: PreparedCall | None = None
-    started: ToolCallStarted | None = None
-    result: ToolResult | None = None
-    allow_outside: bool = False
-    cancels_turn: bool = False  # the user answered its permission request with "cancel"
-    # The files the call touches, resolved (see `file_identity`); None when a path could
-    # not be resolved, so nothing can be proven about it.
-    targets: frozenset[object] | None = frozenset()
-    hook_notes: list[str] = field(default_factory=list)  # what hooks added for the model
-    output: OutputTail = field(default_factory=OutputTail)  # what it streamed, kept for replays
-
-    @property
-    def writes(self) -> bool:
-        return self.tool is not None and not self.tool.read_only
 
 
 @dataclass(slots=True, kw_only=True)
@@ -88,59 +60,7 @@ class ToolRunner:
     accepts_images: Callable[[], bool] = lambda: False
 
     def prepare(self, tool_calls: list[ToolCall]) -> list[PreparedCall]:
-        prepared: list[PreparedCall] = []
-        seen: dict[tuple[str, str], PreparedCall] = {}
-        for call in tool_calls:
-            item = PreparedCall(call)
-            prepared.append(item)
-            key = (call.name, _canonical_json(call.arguments))
-            if key in seen:
-                item.duplicate_of = seen[key]
-                item.tool = seen[key].tool
-                item.raw_args = seen[key].raw_args
-                item.targets = seen[key].targets
-                continue
-            seen[key] = item
-            with _contained(item, "could not be prepared"):
-                self._parse(item)
-                item.targets = self._targets(item)
-        for item in prepared:
-            item.started = self._started_event(item)
-        return prepared
-
-    def _parse(self, item: PreparedCall) -> None:
-        call = item.call
-        tool = self.tools.get(call.name) or self.tools.closest(call.name)
-        if tool is None:
-            available = ", ".join(sorted(self.tools.names()))
-            item.error = f"Unknown tool {call.name!r}. Available tools: {available}."
-            return
-        item.tool = tool
-        try:
-            parsed = json.loads(call.arguments) if call.arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            item.error = (
-                f"The arguments for {tool.name} are not valid JSON ({exc.msg} at line {exc.lineno} "
-                f"column {exc.colno}). Send a JSON object matching the tool's schema."
-            )
-            return
-        if not isinstance(parsed, dict):
-            item.error = f"The arguments for {tool.name} must be a JSON object, not {type(parsed).__name__}."
-            return
-        item.raw_args = parsed
-        try:
-            item.args = tool.parse(parsed)
-        except ValidationError as exc:
-            item.error = f"Invalid arguments for {tool.name}: {_describe_validation(exc)}"
-
-    def _targets(self, item: PreparedCall) -> frozenset[object] | None:
-        if item.tool is None or item.args is None:
-            return frozenset()
-        scope = self.workspace.scope
-        try:
-            return frozenset(file_identity(scope.absolute(raw)) for raw in item.tool.paths(item.args))
-        except WorkspaceError:
-            return None  # the call fails when it runs; until then it may touch anything
+        return prepare_calls(tool_calls, self.tools, self.workspace)
 
     async def run(self, calls: list[PreparedCall]) -> AsyncIterator[Event]:
         """Run one response's calls; yields their events and a MessageCommitted per result.
@@ -166,7 +86,7 @@ class ToolRunner:
                     if item.result is not None:  # blocked
                         continue
                 allowed = False
-                with _contained(item, "could not be checked for approval"):
+                with contained(item, "could not be checked for approval"):
                     allowed = await self._approve(item)
                 if item.cancels_turn:
                     cancelled = True
@@ -218,21 +138,6 @@ class ToolRunner:
             item.hook_notes.append(f"(A hook objected to this result:) {outcome.reason}")
         if event == "post_tool" and item.result is not None and item.hook_notes:
             item.result.text = "\n\n".join([item.result.text, *item.hook_notes])
-
-    def _started_event(self, item: PreparedCall) -> ToolCallStarted:
-        tool = item.tool
-        title = item.call.name
-        kind: ToolKind = "other"
-        locations: tuple = ()
-        if tool is not None:
-            kind = tool.kind
-            title = tool.name
-            if item.args is not None:
-                with contextlib.suppress(Exception):
-                    title = tool.title(item.args, self.workspace)
-                with contextlib.suppress(Exception):
-                    locations = tuple(tool.locations(item.args, self.workspace))
-        return ToolCallStarted(item.call.id, item.call.name, title, kind, item.raw_args, locations)
 
     async def _approve(self, item: PreparedCall) -> bool:
         assert item.tool is not None and item.args is not None and item.started is not None
@@ -292,7 +197,7 @@ class ToolRunner:
                 allow_outside=item.allow_outside,
             )
             try:
-                with _contained(item, "failed"):
+                with contained(item, "failed"):
                     item.result = await item.tool.run(item.args, ctx)
             finally:
                 queue.put_nowait(item)
@@ -377,47 +282,12 @@ def tool_display(started: ToolCallStarted, finished: ToolCallFinished, output: s
     return {**started_record(started), **finished_record(finished, output)}
 
 
-@contextlib.contextmanager
-def _contained(item: PreparedCall, what: str) -> Iterator[None]:
-    """Any exception inside becomes the call's error result; the turn goes on.
-
-    The one place that keeps a tool call, whatever its arguments, from ending a turn:
-    a path with a NUL byte or through a symlink loop, a tool bug, an approver that
-    broke. Cancelling the task passes through (CancelledError is no Exception).
-    """
-    try:
-        yield
-    except WorkspaceError as exc:  # an expected refusal: its text is written for the model
-        item.error = str(exc)
-        item.result = ToolResult.error(item.error)
-    except Exception as exc:
-        name = item.tool.name if item.tool is not None else item.call.name
-        log.exception("tool call %s (%s) %s", item.call.id, name, what)
-        item.error = f"{name} {what}: {type(exc).__name__}: {exc}"
-        item.result = ToolResult.error(item.error)
-
-
 def _may_change_workspace(item: PreparedCall) -> bool:
     tool = item.tool
     return tool is not None and (tool.kind in WORKSPACE_CHANGING_KINDS or tool.name == "delegate_task")
 
 
 WORKSPACE_CHANGING_KINDS = frozenset({"edit", "delete", "move", "execute"})
-
-
-def _canonical_json(arguments: str) -> str:
-    try:
-        return json.dumps(json.loads(arguments), sort_keys=True)
-    except (json.JSONDecodeError, TypeError):
-        return arguments
-
-
-def _describe_validation(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "(arguments)"
-        problems.append(f"{where}: {error['msg']}")
-    return "; ".join(problems)
 
 
 def _cap(text: str, limit: int) -> str:

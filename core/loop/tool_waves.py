@@ -18,7 +18,7 @@ class Interactive(Protocol):
 
 
 class Scheduled(Protocol):
-    """What scheduling needs of a call (`tool_runner.PreparedCall`)."""
+    """What scheduling needs of a call (`prepared_calls.PreparedCall`)."""
 
     @property
     def tool(self) -> Interactive | None: ...

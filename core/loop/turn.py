@@ -29,7 +29,8 @@ from hermes_core.events import (
 from hermes_core.loop.budget import IterationBudget
 from hermes_core.loop.conversation import Conversation
 from hermes_core.loop.inbox import TurnInbox
-from hermes_core.loop.tool_runner import PreparedCall, ToolRunner, call_cards
+from hermes_core.loop.prepared_calls import PreparedCall
+from hermes_core.loop.tool_runner import ToolRunner, call_cards
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
 from hermes_core.models import Usage
 from hermes_core.providers.base import ErrorKind, ModelRequest, ModelResponse, ProviderError, ToolSpec

@@ -38,7 +38,7 @@ class ServerConfig(Protocol):
 
 
 class ServerLink(Protocol):
-    """What a tool needs of its server's connection (`mcp_connections.ServerLink`)."""
+    """What a tool needs of its server's connection (`server_link.ServerLink`)."""
 
     @property
     def config(self) -> ServerConfig: ...

@@ -1,7 +1,8 @@
 """Approvals: the Approver port and the policy that decides, per call, to run, ask or reject.
 
 The dangerous-command rules (`hermes_core.command_rules.check`) decide which commands ask in
-every mode; what an "always" covers for a command is `hermes_core.command_rules.scope`.
+every mode; what an "always" covers for a command is `hermes_core.command_rules.scope`; what
+in a call would escape the sandbox is `hermes_core.policy.sandbox_escapes`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,17 @@ from hermes_core.command_rules.check import dangerous_rule
 from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import FileDiff, ToolKind
 from hermes_core.fence.command_files import binding
-from hermes_core.fence.protected_paths import lexical, protected_reason
+from hermes_core.policy.sandbox_escapes import (
+    EDIT_KINDS,
+    UNCONFINED_SUFFIX,
+    confinement_of,
+    protected_write,
+    unconfined_reason,
+    would_leave_sandbox,
+)
 
 if TYPE_CHECKING:
     from hermes_core.policy.permission_rules import PermissionRules
-    from hermes_core.sandbox.bwrap import Sandbox
     from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
 
@@ -133,8 +140,6 @@ class ApprovalMemory:
 # The policy: run, ask or reject one tool call
 
 
-EDIT_KINDS: frozenset[ToolKind] = frozenset({"edit", "delete", "move"})
-
 _KIND_REASONS: dict[str, str] = {
     "edit": "edits a file",
     "delete": "deletes a file",
@@ -222,8 +227,8 @@ class ApprovalPolicy:
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base
         rule = self._dangerous(tool, facts, workspace)
-        confinement = _confinement(tool, workspace)
-        leaves_sandbox = _leaves_sandbox(facts, confinement)
+        confinement = confinement_of(tool, workspace)
+        leaves_sandbox = would_leave_sandbox(facts, confinement)
         always_offered = True
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
@@ -232,7 +237,7 @@ class ApprovalPolicy:
                 always_offered = False
             elif pinned.digest:
                 key = f"{key}, {pinned.describe()}"
-        protected = _protected(tool, args, workspace)
+        protected = protected_write(tool, args, workspace)
         asks_why = facts.always_asks
         if asks_why:
             always_offered = False
@@ -248,7 +253,7 @@ class ApprovalPolicy:
         elif outside:
             reason = "outside the workspace"
         elif leaves_sandbox:
-            reason = _unconfined_reason(confinement, workspace.sandbox)
+            reason = unconfined_reason(confinement, workspace.sandbox)
         else:
             reason = _KIND_REASONS.get(tool.kind, f"uses {tool.name}")
         sandbox = None
@@ -367,50 +372,3 @@ class ApprovalPolicy:
         if tool.kind != "execute" or not tool.needs_approval or facts.command is None:
             return None
         return dangerous_rule(facts.command, roots=[str(root) for root in workspace.scope.roots])
-
-
-# --------------------------------------------------------------------------------------
-# The sandbox's part in the policy
-
-UNCONFINED_SUFFIX = "outside the sandbox"
-
-
-def _protected(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[str, str] | None:
-    """(the path, why) when a file tool would write a file that runs outside the sandbox."""
-    if tool.kind not in EDIT_KINDS:
-        return None
-    scope = workspace.scope
-    # The agent's own home, where the sandbox knows it (it hides it from commands).
-    homes = workspace.sandbox.hidden if workspace.sandbox is not None else ()
-    own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
-    for raw in tool.paths(args):
-        resolved = scope.absolute(raw)
-        if why := protected_reason(lexical(raw, scope.cwd), resolved, own=own):
-            return scope.display(resolved), why
-    return None
-
-
-def _confinement(tool: Tool[Any], workspace: Workspace) -> str | None:
-    """How this call's command would run: "sandboxed", "off" (the user turned the sandbox
-    off) or "unavailable"; None for tools that run no command. A workspace without a
-    sandbox (a library caller's) runs commands as the sandbox-off setting does."""
-    if tool.kind != "execute" or not tool.needs_approval:
-        return None
-    if workspace.sandbox is None:
-        return "off"
-    confinement: str = workspace.sandbox.confinement
-    return confinement
-
-
-def _leaves_sandbox(facts: ApprovalFacts, confinement: str | None) -> bool:
-    """Whether the call would run a command without the sandbox the user asked for."""
-    if confinement is None or confinement == "off":
-        return False
-    return confinement == "unavailable" or facts.unconfined
-
-
-def _unconfined_reason(confinement: str | None, sandbox: Sandbox | None) -> str:
-    if confinement == "unavailable":
-        detail = f" ({sandbox.availability.reason})" if sandbox is not None else ""
-        return f"runs unconfined: the sandbox cannot start{detail}"
-    return "runs outside the sandbox: it may write anywhere, read secrets and use the network"

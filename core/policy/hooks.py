@@ -75,6 +75,10 @@ class Hooks:
         self.session_id = session_id
         self._started = False
 
+    def use(self, specs: list[HookSpec]) -> None:
+        """Run these hooks from now on (the user trusted a project file's: `/permissions trust`)."""
+        self.specs = specs
+
     def of(self, event: str) -> list[HookSpec]:
         return [spec for spec in self.specs if spec.event == event]
 
@@ -200,7 +204,7 @@ def _applies(
 
 async def _execute(spec: HookSpec, stdin: bytes, cwd: Path) -> tuple[int | None, str, str]:
     """The hook's exit code (None on timeout), stdout and stderr."""
-    from hermes_core.sandbox.bwrap import CREDENTIAL_ENV
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
 
     env = {k: v for k, v in os.environ.items() if not CREDENTIAL_ENV.fullmatch(k)}
     env["HERMES_HOOK_EVENT"] = spec.event

@@ -40,20 +40,19 @@ import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from hermes_core.policy.hook_specs import HookSpec, specs_from_table
+from hermes_core.policy.rule_matching import Action, command_matches, mcp_covers, path_pattern, paths_match
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from hermes_core.shell.parse import CommandLine
     from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
-Action = Literal["deny", "ask", "allow"]
 ACTIONS: tuple[Action, ...] = ("deny", "ask", "allow")
 
 # Claude Code's tool names -> the families of ours they cover.
@@ -96,16 +95,16 @@ class Rule:
         caller has them already (the command line read once)."""
         family = _TOOL_FAMILIES.get(tool.name, tool.name)
         if family.startswith("mcp__") or self.family.startswith("mcp__"):
-            return _mcp_covers(self.family, tool.name)
+            return mcp_covers(self.family, tool.name)
         if family != self.family:
             return False
         if self.specifier is None or self.specifier in ("", "*"):
             return True
         if family == "Bash":
             command = (facts if facts is not None else tool.approval_facts(args)).command
-            return command is not None and _command_matches(self.specifier, command, self.action)
+            return command is not None and command_matches(self.specifier, command, self.action)
         if family in ("Edit", "Read"):
-            return _paths_match(self._path_pattern(), tool, args, workspace, self.action)
+            return paths_match(self._path_pattern(), tool, args, workspace, self.action)
         return False
 
     def _path_pattern(self) -> re.Pattern[str]:
@@ -311,118 +310,6 @@ def _safely(rule: Rule, tool: Tool[Any], args: BaseModel, workspace: Workspace, 
     except Exception:  # a rule that cannot be judged: it covers for deny and ask, never for allow
         log.debug("permission rule %r could not be applied", rule.text, exc_info=True)
         return rule.action != "allow"
-
-
-def _mcp_covers(pattern: str, tool_name: str) -> bool:
-    if pattern.endswith("__*"):
-        return tool_name.startswith(pattern[:-1])
-    if pattern == tool_name:
-        return True
-    return pattern.count("__") == 1 and tool_name.startswith(pattern + "__")
-
-
-def _text_matches(specifier: str, text: str) -> bool:
-    if specifier.endswith(":*"):
-        prefix = specifier[:-2].rstrip()
-        return text == prefix or text.startswith(prefix + " ")
-    if "*" in specifier:
-        pattern = ".*".join(re.escape(piece) for piece in specifier.split("*"))
-        return re.fullmatch(pattern, text, re.DOTALL) is not None
-    return text == specifier
-
-
-def _command_matches(specifier: str, command: CommandLine, action: Action) -> bool:
-    from hermes_core.shell.parse import simple_commands
-    from hermes_core.shell.programs import all_invocations
-    from hermes_core.shell.tokens import ShellSyntaxError
-
-    specifier = " ".join(specifier.split())
-    plain = " ".join(command.text.split())
-    try:
-        script = command.parsed()
-    except ShellSyntaxError:
-        # Unreadable: it can never be shown to fit an allow rule; a deny or ask rule with
-        # its text in front still catches it.
-        return action != "allow" and _text_matches(specifier, plain)
-    commands = list(simple_commands(script))
-    units = [list(c.words) for c in commands]
-    if action == "allow":
-        if not units or any(w.subs for unit in units for w in unit):
-            return False
-        if any(_writes_a_file(r) for c in commands for r in c.redirects):
-            return False  # `npm test > src/x.py` is more than `npm test`
-        return all(_text_matches(specifier, " ".join(w.text for w in unit)) for unit in units)
-    candidates = {plain}
-    candidates.update(" ".join(w.text for w in unit) for unit in units)
-    for invocation in all_invocations(script):
-        candidates.add(" ".join((invocation.program, *invocation.args)))
-        candidates.add(" ".join(w.text for w in invocation.words))
-    return any(_text_matches(specifier, candidate) for candidate in candidates)
-
-
-def _writes_a_file(redirect: Any) -> bool:
-    return bool(redirect.writes) and redirect.target.text not in ("/dev/null", "&1", "&2", "1", "2")
-
-
-def _paths_match(
-    pattern: re.Pattern[str], tool: Tool[Any], args: BaseModel, workspace: Workspace, action: Action
-) -> bool:
-    scope = workspace.scope
-    raws = tool.paths(args) or ["."]
-    results = []
-    for raw in raws:
-        lexical = str(scope.absolute(raw))
-        real = os.path.realpath(lexical)
-        if action == "allow":
-            # Allowed only where the file really is: a link under src/ to elsewhere is not src/.
-            results.append(bool(pattern.fullmatch(real)) and bool(pattern.fullmatch(lexical)))
-        else:
-            results.append(bool(pattern.fullmatch(lexical) or pattern.fullmatch(real)))
-    return all(results) if action == "allow" else any(results)
-
-
-def path_pattern(specifier: str, base: Path) -> re.Pattern[str]:
-    """A rule's path pattern as a regular expression over absolute paths."""
-    spec = specifier.strip()
-    if spec.startswith("//"):
-        anchored = spec[1:]
-    elif spec == "~" or spec.startswith("~/"):
-        anchored = str(Path.home()) + spec[1:]
-    elif spec.startswith("/"):
-        anchored = str(base) + spec
-    else:
-        spec = spec.removeprefix("./")
-        if "/" not in spec.rstrip("/"):
-            return re.compile(
-                re.escape(str(base)) + "/(?:.*/)?" + _glob(spec.rstrip("/")) + "(?:/.*)?", re.DOTALL
-            )
-        anchored = f"{base}/{spec}"
-    anchored = os.path.normpath(anchored) + ("/**" if anchored.endswith("/") else "")
-    return re.compile(
-        _glob(anchored) + "(?:/.*)?" if not anchored.endswith("**") else _glob(anchored), re.DOTALL
-    )
-
-
-def _glob(pattern: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(out)
 
 
 # -- the agent's own files ----------------------------------------------------------------

@@ -1,5 +1,6 @@
 """A model's stream: Server-Sent Events read straight off an SDK's raw streaming response,
-as plain dicts, under a watch that ends a stream gone stale.
+as plain dicts (the wire format: core/providers/sse_decoder.py), under a watch that ends a
+stream gone stale (core/providers/stale_watch.py).
 
 The SDKs still authenticate and send the request, and still turn a non-2xx status into
 their status error (`SdkProvider.open_stream`). Only the response body is read here:
@@ -14,199 +15,16 @@ import json
 import logging
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from contextlib import suppress
-from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 from hermes_core.providers.base import ErrorKind, ProviderError
 from hermes_core.providers.errors import classify
+from hermes_core.providers.sse_decoder import ServerSentEvent, SSEDecoder
+from hermes_core.providers.stale_watch import END, StaleWatch
 
-T = TypeVar("T")
 logger = logging.getLogger(__name__)
 DONE = "[DONE]"  # OpenAI-style streams end with this data line
 DRAIN_SECONDS = 0.1  # how long reading the rest of a finished body may take
-_LINE_ENDS = (b"\n", b"\r")
-
-
-@dataclass(frozen=True, slots=True)
-class ServerSentEvent:
-    event: str  # "message" when the event named none, as the spec says
-    data: str  # the data lines, joined by "\n"
-    id: str = ""
-
-
-class SSEDecoder:
-    """An incremental text/event-stream parser (WHATWG HTML, "event stream interpretation").
-
-    Feed it the body in pieces of any size, cut anywhere (inside a line, inside a UTF-8
-    character, between the CR and LF of a CRLF); it returns the events each piece
-    completes. Lines end in LF, CR or CRLF; `:` starts a comment; a blank line dispatches.
-    """
-
-    def __init__(self) -> None:
-        self._partial: list[bytes] = []  # the start of a line not yet ended
-        self._skip_lf = False  # the last piece ended in CR: a LF opening the next belongs to it
-        self._first_line = True
-        self._event = ""
-        self._data: list[str] = []
-        self._last_id = ""
-
-    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
-        if self._skip_lf and chunk:
-            self._skip_lf = False
-            if chunk[0] == 0x0A:
-                chunk = chunk[1:]
-        has_cr = b"\r" in chunk
-        if not has_cr and b"\n" not in chunk:
-            if chunk:
-                self._partial.append(chunk)  # joined once the line ends: no quadratic copying
-            return []
-        if self._partial:
-            self._partial.append(chunk)
-            chunk = b"".join(self._partial)
-            self._partial = []
-        if has_cr:
-            lines = chunk.splitlines(keepends=True)  # bytes split on LF, CR and CRLF only
-            if not lines[-1].endswith(_LINE_ENDS):
-                self._partial.append(lines.pop())
-            elif lines[-1].endswith(b"\r"):
-                self._skip_lf = True
-            lines = [line.rstrip(b"\r\n") for line in lines]
-        else:  # LF only, as nearly every server sends: the common case, kept cheap
-            lines = chunk.split(b"\n")
-            if tail := lines.pop():
-                self._partial.append(tail)
-        events: list[ServerSentEvent] = []
-        for line in lines:
-            if line.startswith(b"data: ") and not self._first_line:
-                self._data.append(line[6:].decode("utf-8", "replace"))
-            elif event := self._line(line):
-                events.append(event)
-        return events
-
-    def finish(self) -> list[ServerSentEvent]:
-        """Events left when the body ended.
-
-        Unlike a browser, which drops an event the body ended before its blank line, this
-        dispatches it: servers that close right after their last `data:` line exist, and a
-        body cut inside an event shows up anyway, as JSON that does not parse.
-        """
-        events: list[ServerSentEvent] = []
-        if self._partial:
-            line, self._partial = b"".join(self._partial), []
-            event = self._line(line)
-            if event is not None:
-                events.append(event)
-        event = self._dispatch()
-        if event is not None:
-            events.append(event)
-        return events
-
-    def _line(self, raw: bytes) -> ServerSentEvent | None:
-        line = raw.decode("utf-8", "replace")  # lines end on ASCII bytes: never inside a character
-        if self._first_line and line:
-            self._first_line = False
-            line = line.removeprefix("\ufeff")
-        if not line:
-            return self._dispatch()
-        if line[0] == ":":
-            return None  # a comment: keep-alives, "OPENROUTER PROCESSING"
-        name, colon, value = line.partition(":")
-        if colon and value[:1] == " ":
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-        elif name == "event":
-            self._event = value
-        elif name == "id" and "\0" not in value:
-            self._last_id = value
-        return None  # "retry" and unknown fields: nothing here ever reconnects
-
-    def _dispatch(self) -> ServerSentEvent | None:
-        if not self._data:  # a blank line after only comments or an event name
-            self._event = ""
-            return None
-        event = ServerSentEvent(self._event or "message", "\n".join(self._data), self._last_id)
-        self._event = ""
-        self._data = []
-        return event
-
-
-END = object()  # what StaleWatch.read returns when the stream ended
-
-
-class StaleWatch:
-    """Reads one stream piece by piece; no item for `stale_seconds` -> ProviderError(STALE).
-
-    The window starts at creation and again at each `restart()`; the time a consumer
-    spends between reads does not count. One timer serves the whole stream and only
-    moves on when it fires early: a timeout scope armed and cancelled around every read
-    (`asyncio.timeout`) costs more than parsing the SSE event the read brings.
-    """
-
-    def __init__(self, *, stale_seconds: float, provider: str) -> None:
-        self.stale_seconds = stale_seconds
-        self.provider = provider
-        self._loop = asyncio.get_running_loop()
-        self._deadline = self._loop.time() + stale_seconds
-        self._timer: asyncio.TimerHandle | None = None
-        self._reader: asyncio.Task[Any] | None = None  # the task inside read(), if any
-        self._fired = False
-
-    def restart(self) -> None:
-        """An item arrived and was handled: the stale window starts again now."""
-        self._deadline = self._loop.time() + self.stale_seconds
-
-    async def read(self, iterator: AsyncIterator[T]) -> T | object:
-        """The next item, or END. Any SDK or HTTP failure -> its ProviderError."""
-        task = asyncio.current_task()
-        assert task is not None
-        cancelling = task.cancelling()
-        self._reader = task
-        if self._timer is None:
-            self._timer = self._loop.call_at(self._deadline, self._check)
-        try:
-            return await anext(iterator)
-        except StopAsyncIteration:
-            return END
-        except asyncio.CancelledError as exc:
-            if self._take_back(task) and task.cancelling() <= cancelling:  # ours alone
-                raise self._stale() from exc
-            raise
-        except ProviderError:
-            raise
-        except Exception as exc:  # an HTTP layer may turn our cancel into its own error
-            raise (self._stale() if self._take_back(task) else classify(exc, provider=self.provider)) from exc
-        finally:
-            self._reader = None
-            if self._fired:  # a cancel some layer swallowed must not outlive the read
-                self._take_back(task)
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
-    def _check(self) -> None:
-        self._timer = None
-        if self._reader is None:
-            return  # the consumer is busy; the next read arms the timer again
-        if self._loop.time() < self._deadline:
-            self._timer = self._loop.call_at(self._deadline, self._check)
-            return
-        self._fired = True
-        self._reader.cancel()
-
-    def _stale(self) -> ProviderError:
-        message = f"no data for {self.stale_seconds:g}s: the stream stalled"
-        return ProviderError(ErrorKind.STALE, message, provider=self.provider)
-
-    def _take_back(self, task: asyncio.Task[Any]) -> bool:
-        """Withdraw this watch's cancel request, if it made one."""
-        if not self._fired:
-            return False
-        self._fired = False
-        task.uncancel()
-        return True
 
 
 async def close_quietly(*closables: Any) -> None:

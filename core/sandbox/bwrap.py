@@ -8,6 +8,10 @@ credentials.
 Whether bwrap starts here is `hermes_core.sandbox.probe`'s question, asked when a `Sandbox` is made
 (never during a turn); where it cannot start, `confinement` is "unavailable" and the
 approval policy asks before every command instead.
+
+What to mount is decided here (`Sandbox.mounts`); the argv it becomes is bwrap_args.py, the
+variables dropped hidden_env.py, the `.env` files hidden env_files.py, and why a failed
+command was likely refused by the sandbox refusals.py.
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ import functools
 import itertools
 import logging
 import os
-import re
 import tempfile
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import caches, limits, listing, protected, secrets
-from hermes_core.sandbox.probe import BASE_ARGS, Availability, bundled_bwrap, overlays_work, probe
+from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
+from hermes_core.sandbox.env_files import env_files
+from hermes_core.sandbox.hidden_env import AGENT_ENV, CREDENTIAL_NAMES, hides_variable
+from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
+from hermes_core.sandbox.refusals import explain_refusal
 
 if TYPE_CHECKING:
     from hermes_core.config import Settings
@@ -51,48 +57,7 @@ HOST_SOCKETS: tuple[str, ...] = (
     "/run/dbus/system_bus_socket",
     "/var/run/dbus/system_bus_socket",
 )
-# The user's agents: ssh-agent signs with their keys (even with the network off), gpg-agent
-# decrypts, the session bus reaches the keyring. Unset, and their sockets hidden below.
-AGENT_ENV: tuple[str, ...] = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS")
-# The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
-# Bedrock reads: hidden from confined commands like the files under ~/.aws.
-CREDENTIAL_ENV = re.compile(
-    r"HERMES_ACP_\w*KEY\w*|(OPENAI|ANTHROPIC|OPENROUTER)_API_KEY(_\d+)?|"
-    r"AWS_(SECRET_ACCESS_KEY|SESSION_TOKEN|ACCESS_KEY_ID)"
-)
-CREDENTIAL_NAMES: tuple[str, ...] = (
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "OPENROUTER_API_KEY",
-    "HERMES_ACP_API_KEY",
-    "HERMES_ACP_OPENAI_API_KEY",
-    "HERMES_ACP_ANTHROPIC_API_KEY",
-    "HERMES_ACP_OPENROUTER_API_KEY",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_ACCESS_KEY_ID",
-)
-# How far below a root `.env` files are looked for (a monorepo's `apps/web/.env`), and
-# what is not looked into: dependency trees and build output, which are large.
-ENV_SCAN_DEPTH = 3
-ENV_SCAN_SKIP = frozenset(
-    {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
-)
 _counter = itertools.count(1)
-
-
-@dataclass(slots=True)
-class Mounts:
-    """What one launch mounts, in the order bwrap applies it (later mounts cover earlier)."""
-
-    writable: list[Path] = field(default_factory=list)
-    overlays: list[caches.Overlay] = field(default_factory=list)
-    pinned: list[Path] = field(default_factory=list)
-    read_only: list[Path] = field(default_factory=list)
-    placeholders: list[Path] = field(default_factory=list)
-    hidden_dirs: list[Path] = field(default_factory=list)
-    hidden_files: list[Path] = field(default_factory=list)
-    sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
 
 
 class Sandbox:
@@ -185,12 +150,7 @@ class Sandbox:
         return {name: value for name, value in env.items() if not self._hides_variable(name)}
 
     def _hides_variable(self, name: str) -> bool:
-        if CREDENTIAL_ENV.fullmatch(name):
-            return True
-        if name in AGENT_ENV and not (self.ssh_agent and name in ("SSH_AUTH_SOCK", "SSH_AGENT_PID")):
-            return True
-        base, _, number = name.rpartition("_")
-        return name in self.hidden_env or (number.isdigit() and base in self.hidden_env)
+        return hides_variable(name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent)
 
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the
@@ -374,7 +334,7 @@ class Sandbox:
             if sock:
                 files.append(Path(sock))
         files += [Path(p) for p in HOST_SOCKETS]
-        files += self._env_files(roots)
+        files += env_files(self.home, roots)
         hidden_dirs: list[Path] = []
         for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
             # Hiding a dir that holds a root would hide the workspace itself.
@@ -389,19 +349,6 @@ class Sandbox:
                 hidden_files = [f for f in hidden_files if f != Path(sock).resolve()]
         return sorted(set(hidden_dirs)), sorted(set(hidden_files))
 
-    def _env_files(self, roots: tuple[Path, ...]) -> list[Path]:
-        """`.env`-style files in the home, in every folder above each root and inside each
-        root (to `ENV_SCAN_DEPTH` levels)."""
-        found: list[Path] = []
-        folders = {self.home}
-        for root in roots:
-            folders.update(root.parents)
-        for folder in folders:
-            found += _env_files_in(folder)
-        for root in roots:
-            found += _env_files_below(root, ENV_SCAN_DEPTH)
-        return found
-
     def reachable_ssh_agent(self) -> Path | None:
         sock = os.environ.get("SSH_AUTH_SOCK")
         return Path(sock) if self.ssh_agent and sock and Path(sock).exists() else None
@@ -410,127 +357,7 @@ class Sandbox:
 
     def explain_refusal(self, output: str) -> str | None:
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
-        for line in output.splitlines():
-            if "Read-only file system" in line and _PROTECTED_HINT.search(line):
-                return (
-                    "it tried to change a protected path, which stays read-only in the sandbox because "
-                    "it runs outside it later (git's config, hooks or repository, the agent's own "
-                    f"install, shell start-up files, tool installs) ({line.strip()[:200]})"
-                )
-        for line in output.splitlines():
-            if "Read-only file system" in line:
-                return f"it tried to write outside the sandbox's writable places ({line.strip()[:200]})"
-        hidden = [str(p) for p in self.mounts().hidden_dirs]
-        for line in output.splitlines():
-            if any(h in line for h in hidden) and _DENIED.search(line):
-                return f"it touched a secret the sandbox hides ({line.strip()[:200]})"
-        if not self.network:
-            for line in output.splitlines():
-                if _NETWORK_FAILURE.search(line):
-                    return f"it needed the network, which is off in the sandbox ({line.strip()[:200]})"
-        for line in output.splitlines():
-            if _DENIED.search(line) and _outside_path(line, self):
-                return f"it was refused access outside the workspace ({line.strip()[:200]})"
-        return None
-
-
-_DENIED = re.compile(
-    r"Permission denied|Operation not permitted|No such file or directory|EACCES|EPERM|EROFS"
-)
-_NETWORK_FAILURE = re.compile(
-    r"Network is unreachable|Temporary failure in name resolution|Could not resolve host|"
-    r"Name or service not known|Connection refused|ENETUNREACH|EAI_AGAIN|ECONNREFUSED|"
-    r"Failed to establish a new connection|getaddrinfo"
-)
-_PROTECTED_HINT = re.compile(
-    r"\.git\b|\.(bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|inputrc|gitconfig)\b|"
-    r"site-packages|\.venv/|\.cargo/(bin|config|env)|\.local/(bin|lib|share/uv|pipx)|\.rustup|"
-    r"\.config/(git|fish|systemd|autostart|nvim|Code|zed)\b"
-)
-_PATH = re.compile(r"(?<![\w.])(/[^\s'\"`:,;)]+)")
-
-
-def _outside_path(line: str, sandbox: Sandbox) -> bool:
-    """Whether a permission error names an absolute path outside the writable places."""
-    if not re.search(r"Permission denied|Operation not permitted|EACCES|EPERM", line):
-        return False
-    mounts = sandbox.mounts()
-    writable = [*mounts.writable, sandbox.temp_dir, *(o.lower for o in mounts.overlays)]
-    for match in _PATH.finditer(line):
-        path = Path(match.group(1))
-        if not any(path == w or path.is_relative_to(w) for w in writable):
-            return True
-    return False
-
-
-def _outermost(paths: list[Path]) -> list[Path]:
-    """Drop paths inside another one of the list: binding the outer one covers them."""
-    unique = sorted(set(paths), key=lambda p: len(p.parts))
-    out: list[Path] = []
-    for path in unique:
-        if not any(path.is_relative_to(o) for o in out):
-            out.append(path)
-    return out
-
-
-def launch_argv(
-    bwrap: str,
-    mounts: Mounts,
-    *,
-    argv: list[str],
-    cwd: Path,
-    tmp: Path,
-    tmp_bytes: int,
-    network: bool,
-    new_session: bool,
-    unset: list[str],
-) -> list[str]:
-    """The bwrap command line for one launch: a pure function of what to mount, so the
-    local path and an editor's terminal get the same argv."""
-    args: list[str] = [bwrap, *BASE_ARGS]
-    if not network:
-        args.append("--unshare-net")  # its own network namespace: loopback only, and up
-    if new_session:
-        # An editor terminal may be a tty: a new session stops TIOCSTI keystroke injection.
-        args.append("--new-session")
-    # Outermost first, so a cache inside a root (the home as workspace) overlays the root's
-    # bind, and a root inside a cache is bound over the overlay.
-    layers: list[tuple[Path, list[str]]] = [
-        (p, ["--bind", str(p), str(p)]) for p in _outermost(mounts.writable)
-    ]
-    for layer in mounts.overlays:
-        overlay = [
-            "--overlay-src",
-            str(layer.lower),
-            "--overlay",
-            str(layer.upper),
-            str(layer.work),
-            str(layer.lower),
-        ]
-        layers.append((layer.lower, overlay))
-    for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
-        args += part
-    for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
-        args += ["--bind", str(path), str(path)]
-    for path in mounts.read_only:
-        args += ["--ro-bind", str(path), str(path)]
-    for path in mounts.placeholders:
-        args += ["--tmpfs", str(path), "--remount-ro", str(path)]
-    for path in mounts.hidden_dirs:
-        args += ["--perms", "0700", "--tmpfs", str(path)]
-        args += [
-            part for s in mounts.sockets if s.is_relative_to(path) for part in ("--bind", str(s), str(s))
-        ]
-        args += ["--remount-ro", str(path)]
-    for path in mounts.hidden_files:
-        args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]
-    # An editor's terminal starts from the editor's environment, which the agent never
-    # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
-    for name in unset:
-        args += ["--unsetenv", name]
-    args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
-    return args
+        return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)
 
 
 @functools.cache
@@ -547,33 +374,6 @@ def _rmdir_quietly(path: str) -> None:
             os.rmdir(path)
         elif os.path.getsize(path) == 0:
             os.unlink(path)
-
-
-def _env_files_in(folder: Path) -> list[Path]:
-    return [folder / name for name, _ in listing.entries(str(folder), _env_file_entry)]
-
-
-def _env_file_entry(name: str, is_dir: bool) -> bool:
-    return name.startswith(".env") and secrets.is_env_file(name)
-
-
-def _env_or_folder_entry(name: str, is_dir: bool) -> bool:
-    return (is_dir and name not in ENV_SCAN_SKIP) or _env_file_entry(name, is_dir)
-
-
-def _env_files_below(root: Path, depth: int) -> list[Path]:
-    found: list[Path] = []
-    level = [root]
-    for _ in range(depth + 1):
-        below: list[Path] = []
-        for folder in level:
-            for name, is_dir in listing.entries(str(folder), _env_or_folder_entry):
-                if _env_file_entry(name, is_dir):
-                    found.append(folder / name)
-                elif is_dir:
-                    below.append(folder / name)
-        level = below
-    return found
 
 
 def _ssh_agent_entry(name: str, is_dir: bool) -> bool:

@@ -23,4 +23,4 @@ def report_job_ends(
 
         spawn(turns.send_beside(session, send, unsolicited=True))
 
-    session.agent.tool_state.jobs.on_end = on_end
+    session.agent.tool_state.jobs.report_ends_to(on_end)

@@ -32,7 +32,7 @@ async def permissions_command(session: Session, argument: str) -> str:
             return "No project allow rules or hooks wait for your trust."
         names = ", ".join(f"`{f.label}`" for f in trusted)
         if session.agent.hooks is not None:
-            session.agent.hooks.specs = rules.hook_specs()
+            session.agent.hooks.use(rules.hook_specs())
         return (
             f"Trusted the allow rules and hooks of {names} as they are now "
             f"(a change to a file asks again).\n\n{listing(rules)}"

@@ -1,0 +1,65 @@
+"""What in a tool call would escape the sandbox, for the approval policy: a command run
+without it (the user's unconfined re-run, or any command while the sandbox cannot start),
+and a file tool writing a file that other programs run outside it (`.git/config`, hooks…).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from hermes_core.events import ToolKind
+from hermes_core.fence.protected_paths import lexical, protected_reason
+
+if TYPE_CHECKING:
+    from hermes_core.sandbox.bwrap import Sandbox
+    from hermes_core.tools.base import ApprovalFacts, Tool
+    from hermes_core.workspace import Workspace
+
+EDIT_KINDS: frozenset[ToolKind] = frozenset({"edit", "delete", "move"})  # the tools that write files
+
+# The end of the "always" key of a command run outside the sandbox.
+UNCONFINED_SUFFIX = "outside the sandbox"
+
+
+def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[str, str] | None:
+    """(the path, why) when a file tool would write a file that runs outside the sandbox."""
+    if tool.kind not in EDIT_KINDS:
+        return None
+    scope = workspace.scope
+    # The agent's own home, where the sandbox knows it (it hides it from commands).
+    homes = workspace.sandbox.hidden if workspace.sandbox is not None else ()
+    own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
+    for raw in tool.paths(args):
+        resolved = scope.absolute(raw)
+        if why := protected_reason(lexical(raw, scope.cwd), resolved, own=own):
+            return scope.display(resolved), why
+    return None
+
+
+def confinement_of(tool: Tool[Any], workspace: Workspace) -> str | None:
+    """How this call's command would run: "sandboxed", "off" (the user turned the sandbox
+    off) or "unavailable"; None for tools that run no command. A workspace without a
+    sandbox (a library caller's) runs commands as the sandbox-off setting does."""
+    if tool.kind != "execute" or not tool.needs_approval:
+        return None
+    if workspace.sandbox is None:
+        return "off"
+    confinement: str = workspace.sandbox.confinement
+    return confinement
+
+
+def would_leave_sandbox(facts: ApprovalFacts, confinement: str | None) -> bool:
+    """Whether the call would run a command without the sandbox the user asked for."""
+    if confinement is None or confinement == "off":
+        return False
+    return confinement == "unavailable" or facts.unconfined
+
+
+def unconfined_reason(confinement: str | None, sandbox: Sandbox | None) -> str:
+    if confinement == "unavailable":
+        detail = f" ({sandbox.availability.reason})" if sandbox is not None else ""
+        return f"runs unconfined: the sandbox cannot start{detail}"
+    return "runs outside the sandbox: it may write anywhere, read secrets and use the network"

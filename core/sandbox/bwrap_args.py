@@ -1,0 +1,96 @@
+"""The bwrap command line for one launch: a pure function of what to mount (`Mounts`), so
+the local path and an editor's terminal get the same argv (core/sandbox/bwrap.py decides
+what to mount).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_core.sandbox import caches
+from hermes_core.sandbox.probe import BASE_ARGS
+
+
+@dataclass(slots=True)
+class Mounts:
+    """What one launch mounts, in the order bwrap applies it (later mounts cover earlier)."""
+
+    writable: list[Path] = field(default_factory=list)
+    overlays: list[caches.Overlay] = field(default_factory=list)
+    pinned: list[Path] = field(default_factory=list)
+    read_only: list[Path] = field(default_factory=list)
+    placeholders: list[Path] = field(default_factory=list)
+    hidden_dirs: list[Path] = field(default_factory=list)
+    hidden_files: list[Path] = field(default_factory=list)
+    sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """Drop paths inside another one of the list: binding the outer one covers them."""
+    unique = sorted(set(paths), key=lambda p: len(p.parts))
+    out: list[Path] = []
+    for path in unique:
+        if not any(path.is_relative_to(o) for o in out):
+            out.append(path)
+    return out
+
+
+def launch_argv(
+    bwrap: str,
+    mounts: Mounts,
+    *,
+    argv: list[str],
+    cwd: Path,
+    tmp: Path,
+    tmp_bytes: int,
+    network: bool,
+    new_session: bool,
+    unset: list[str],
+) -> list[str]:
+    """The bwrap command line for one launch: a pure function of what to mount, so the
+    local path and an editor's terminal get the same argv."""
+    args: list[str] = [bwrap, *BASE_ARGS]
+    if not network:
+        args.append("--unshare-net")  # its own network namespace: loopback only, and up
+    if new_session:
+        # An editor terminal may be a tty: a new session stops TIOCSTI keystroke injection.
+        args.append("--new-session")
+    # Outermost first, so a cache inside a root (the home as workspace) overlays the root's
+    # bind, and a root inside a cache is bound over the overlay.
+    layers: list[tuple[Path, list[str]]] = [
+        (p, ["--bind", str(p), str(p)]) for p in _outermost(mounts.writable)
+    ]
+    for layer in mounts.overlays:
+        overlay = [
+            "--overlay-src",
+            str(layer.lower),
+            "--overlay",
+            str(layer.upper),
+            str(layer.work),
+            str(layer.lower),
+        ]
+        layers.append((layer.lower, overlay))
+    for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
+        args += part
+    for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
+        args += ["--bind", str(path), str(path)]
+    for path in mounts.read_only:
+        args += ["--ro-bind", str(path), str(path)]
+    for path in mounts.placeholders:
+        args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+    for path in mounts.hidden_dirs:
+        args += ["--perms", "0700", "--tmpfs", str(path)]
+        args += [
+            part for s in mounts.sockets if s.is_relative_to(path) for part in ("--bind", str(s), str(s))
+        ]
+        args += ["--remount-ro", str(path)]
+    for path in mounts.hidden_files:
+        args += ["--ro-bind", "/dev/null", str(path)]
+    args += ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]
+    # An editor's terminal starts from the editor's environment, which the agent never
+    # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
+    for name in unset:
+        args += ["--unsetenv", name]
+    args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
+    return args

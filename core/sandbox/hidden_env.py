@@ -1,0 +1,41 @@
+"""The environment variables a confined command loses: the agent's own model credentials
+(a command the model wrote could otherwise send them anywhere while the network is on),
+those of the fallback providers, and the addresses of the user's agents.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The user's agents: ssh-agent signs with their keys (even with the network off), gpg-agent
+# decrypts, the session bus reaches the keyring. Unset (and their sockets hidden: bwrap.py).
+AGENT_ENV: tuple[str, ...] = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS")
+# The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
+# Bedrock reads: hidden from confined commands like the files under ~/.aws.
+CREDENTIAL_ENV = re.compile(
+    r"HERMES_ACP_\w*KEY\w*|(OPENAI|ANTHROPIC|OPENROUTER)_API_KEY(_\d+)?|"
+    r"AWS_(SECRET_ACCESS_KEY|SESSION_TOKEN|ACCESS_KEY_ID)"
+)
+CREDENTIAL_NAMES: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+    "HERMES_ACP_API_KEY",
+    "HERMES_ACP_OPENAI_API_KEY",
+    "HERMES_ACP_ANTHROPIC_API_KEY",
+    "HERMES_ACP_OPENROUTER_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_ACCESS_KEY_ID",
+)
+
+
+def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) -> bool:
+    """Whether a confined command loses `name`; `hidden_env` (the fallbacks' key variables)
+    covers their numbered pools too, and `ssh_agent` keeps the ssh agent's address."""
+    if CREDENTIAL_ENV.fullmatch(name):
+        return True
+    if name in AGENT_ENV and not (ssh_agent and name in ("SSH_AUTH_SOCK", "SSH_AGENT_PID")):
+        return True
+    base, _, number = name.rpartition("_")
+    return name in hidden_env or (number.isdigit() and base in hidden_env)

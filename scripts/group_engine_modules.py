@@ -29,10 +29,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+# The rename's tidying and its report of long lines serve this rewrite as they are.
+from rename_engine_package import ENGINE, tidy_and_report
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "core"
-ENGINE = "hermes_core"
-LINE_LENGTH = 110  # pyproject's [tool.ruff] line-length
 SUFFIXES = frozenset({".py", ".md", ".sh", ".toml", ".txt", ".cfg", ".ini", ".yaml", ".yml"})
 # Scripts (and their tests) whose examples are about other renames, or name the old places on purpose.
 SKIP = frozenset(
@@ -200,21 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(moved)} modules moved, {len(changes)} files {verb}", file=sys.stderr)
     if args.check:
         return 1 if moved or changes else 0
-    python_files = sorted(str(path) for path in changes if path.suffix == ".py")
-    if python_files:
-        tidy(root, python_files)
-    for path in sorted(changes):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if len(line) > LINE_LENGTH and ENGINE in line:
-                print(f"{path.relative_to(root)}:{number}: longer than {LINE_LENGTH}", file=sys.stderr)
+    tidy_and_report(root, sorted(str(path) for path in changes if path.suffix == ".py"), sorted(changes))
     return 0
-
-
-def tidy(root: Path, files: list[str]) -> None:
-    """Sort the rewritten imports and format the files, with the project's ruff settings."""
-    ruff = [sys.executable, "-m", "ruff"]
-    subprocess.run([*ruff, "check", "--select", "I", "--fix", "--quiet", *files], cwd=root, check=False)
-    subprocess.run([*ruff, "format", "--quiet", *files], cwd=root, check=True)
 
 
 if __name__ == "__main__":

@@ -167,17 +167,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         return 1 if changes else 0
     python_files = sorted(str(path) for path in changes if path.suffix == ".py" and path.name != "setup.py")
-    if python_files:
-        tidy(args.root, python_files)
-    for path in sorted(changes):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if len(line) > LINE_LENGTH and ENGINE in line:
-                print(f"{path.relative_to(args.root)}:{number}: longer than {LINE_LENGTH}", file=sys.stderr)
+    tidy_and_report(args.root, python_files, sorted(changes))
     return 0
 
 
+def tidy_and_report(root: Path, python_files: list[str], changed: list[Path]) -> None:
+    """Tidy the rewritten Python files, then list the changed lines naming the engine that
+    grew past the line length (to wrap by hand)."""
+    if python_files:
+        tidy(root, python_files)
+    for path in changed:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if len(line) > LINE_LENGTH and ENGINE in line:
+                print(f"{path.relative_to(root)}:{number}: longer than {LINE_LENGTH}", file=sys.stderr)
+
+
 def tidy(root: Path, files: list[str]) -> None:
-    """Sort the renamed imports and format the files, with the project's ruff settings."""
+    """Sort the rewritten imports and format the files, with the project's ruff settings."""
     ruff = [sys.executable, "-m", "ruff"]
     subprocess.run([*ruff, "check", "--select", "I", "--fix", "--quiet", *files], cwd=root, check=False)
     subprocess.run([*ruff, "format", "--quiet", *files], cwd=root, check=True)

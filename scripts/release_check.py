@@ -38,24 +38,14 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+from registry_entry import VALIDATOR_INITIALIZE, auth_method_type, auth_problem, read_entry, uvx_launch  # noqa: E402  # noqa: E402
 from set_version import read_version  # noqa: E402
 
 DISTRIBUTION = "hermes-acp-agent"
 SCRIPTS = ("hermes-acp", DISTRIBUTION)
-REGISTRY_ENTRY = ROOT / "editors/zed/registry/hermes-acp/agent.json"
 EXTENSION = ROOT / "editors/vscode"
 # A top-level name a user's project is likely to own (a Django app, say): never ours.
 GENERIC_TOP_LEVEL = frozenset({"core", "tests", "test", "utils", "common", "app", "src", "scripts"})
-# The registry's validator, .github/workflows/client.py: this `initialize`, this environment.
-VALIDATOR_INITIALIZE = {
-    "protocolVersion": 1,
-    "clientInfo": {"name": "ACP Registry Validator", "version": "1.0.0"},
-    "clientCapabilities": {
-        "terminal": True,
-        "fs": {"readTextFile": True, "writeTextFile": True},
-        "_meta": {"terminal_output": True, "terminal-auth": True},
-    },
-}
 ANSWER_DEADLINE = 600.0  # seconds; uvx installs the dependencies before the agent can answer
 
 
@@ -214,10 +204,9 @@ def make_wheel(folder: Path, name: str, files: dict[str, str]) -> Path:
 
 
 def check_registry_uvx(work: Path, wheel: Path, version: str) -> None:
-    entry = json.loads(REGISTRY_ENTRY.read_text(encoding="utf-8"))
-    uvx = entry["distribution"]["uvx"]
-    if uvx["package"] != f"{DISTRIBUTION}@{version}":
-        raise CheckFailed(f"agent.json launches {uvx['package']!r}, the build is {DISTRIBUTION}@{version}")
+    package, *args = uvx_launch(read_entry())
+    if package != f"{DISTRIBUTION}@{version}":
+        raise CheckFailed(f"agent.json launches {package!r}, the build is {DISTRIBUTION}@{version}")
     wheelhouse = work / "wheelhouse"
     step("collecting the wheel and its dependencies into a wheelhouse (pip download)")
     run([sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "-d", wheelhouse, wheel])
@@ -231,7 +220,7 @@ def check_registry_uvx(work: Path, wheel: Path, version: str) -> None:
     # is uv's own setting, given here by its environment variables.
     env = validator_env(sandbox / "auth-home")
     env.update(UV_NO_INDEX="1", UV_FIND_LINKS=str(wheelhouse), UV_PYTHON_DOWNLOADS="never")
-    command = [uvx_binary, "--cache-dir", str(cache), uvx["package"], *uvx.get("args", [])]
+    command = [uvx_binary, "--cache-dir", str(cache), package, *args]
     step(f"the registry's launch: {' '.join(command)}")
     answer = initialize(command, env, cwd=sandbox)
     if answer["agentInfo"]["version"] != version:
@@ -275,12 +264,9 @@ def initialize(command: list[str], env: dict[str, str], *, cwd: Path) -> dict[st
         raise CheckFailed(f"`{' '.join(command)}` exited {code} after answering; stderr:\n{stderr[-4000:]}")
     if "result" not in reply:
         raise CheckFailed(f"initialize failed: {reply}")
-    methods = reply["result"].get("authMethods", [])
-    kinds = {method.get("type") or "agent" for method in methods}
-    if not kinds & {"agent", "terminal"} or not any(method.get("type") == "terminal" for method in methods):
-        raise CheckFailed(
-            f"the registry wants an agent or terminal auth method, and we offer `setup`: {methods}"
-        )
+    problem = auth_problem(reply["result"].get("authMethods", []))
+    if problem:
+        raise CheckFailed(f"the registry's auth check would refuse us: {problem}")
     return reply["result"]
 
 
@@ -295,7 +281,7 @@ def _read_line(process: subprocess.Popen[bytes], deadline: float) -> bytes:
 
 
 def describe(answer: dict[str, Any]) -> str:
-    methods = ", ".join(f"{m['id']}({m.get('type') or 'agent'})" for m in answer["authMethods"])
+    methods = ", ".join(f"{m['id']}({auth_method_type(m)})" for m in answer["authMethods"])
     return (
         f"{answer['agentInfo']['name']} {answer['agentInfo']['version']} answered initialize; auth {methods}"
     )

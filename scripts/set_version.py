@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from registry_entry import ENTRY as REGISTRY_ENTRY
+from registry_entry import ROOT, package_name
+
 VERSION_FILE = Path("hermes_acp/__init__.py")
-REGISTRY_ENTRY = Path("editors/zed/registry/hermes-acp/agent.json")
 EXTENSION_MANIFESTS = (Path("editors/vscode/package.json"), Path("editors/vscode/package-lock.json"))
 SEMVER = re.compile(r"\d+\.\d+\.\d+")
 _VERSION_LINE = re.compile(r'^__version__ = "([^"]*)"$', re.MULTILINE)
@@ -42,7 +44,7 @@ def set_version(version: str, root: Path = ROOT) -> None:
     def registry(entry: dict[str, Any]) -> None:
         entry["version"] = version
         uvx = entry["distribution"]["uvx"]
-        uvx["package"] = f"{re.split(r'[<>=!@]', uvx['package'], maxsplit=1)[0]}@{version}"
+        uvx["package"] = f"{package_name(uvx['package'])}@{version}"
 
     def extension(manifest: dict[str, Any]) -> None:
         manifest["version"] = version

@@ -5,7 +5,8 @@ The registry (github.com/agentclientprotocol/registry) builds from `agent.json` 
 its JSON schema (vendored in tests/registry_schema/) and its build script's checks
 (tests/support/registry_rules.py) must pass, and its CI starts the agent as
 `uvx <package>@<version> <args>` with the exact `initialize` in `VALIDATOR_INITIALIZE`, then wants
-an auth method of type `agent` or `terminal`. Publishing to PyPI is not possible from here, so
+an auth method of type `agent` or `terminal` (scripts/registry_entry.py: that side, and the one
+reader of `agent.json`). Publishing to PyPI is not possible from here, so
 `uvx` is mapped onto this checkout: `<package>` must be our distribution (pyproject's name, the
 version of hermes_acp/__init__.py), and uvx runs the console script named like the package,
 installed in the venv running these tests. (scripts/release_check.py runs the real `uvx` on
@@ -24,24 +25,22 @@ from typing import Any
 import pytest
 
 from hermes_acp import __version__
-from tests.support.acp_harness import spawn_server
-from tests.support.registry_rules import (
-    ACCEPTED_AUTH_TYPES,
+from scripts.registry_entry import (
+    ENTRY_FOLDER,
     VALIDATOR_INITIALIZE,
     auth_method_type,
-    entry_problems,
-    icon_problems,
+    auth_problem,
     package_name,
+    read_entry,
+    uvx_launch,
 )
+from tests.support.acp_harness import spawn_server
+from tests.support.registry_rules import entry_problems, icon_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 ZED = ROOT / "editors" / "zed"
-ENTRY_DIR = ZED / "registry" / "hermes-acp"
+ENTRY_DIR = ROOT / ENTRY_FOLDER
 AUTH_REQUIRED = -32000
-
-
-def _entry() -> dict[str, Any]:
-    return json.loads((ENTRY_DIR / "agent.json").read_text(encoding="utf-8"))
 
 
 def _project() -> dict[str, Any]:
@@ -49,7 +48,7 @@ def _project() -> dict[str, Any]:
 
 
 def test_the_registry_accepts_our_entry() -> None:
-    assert entry_problems(_entry(), ENTRY_DIR.name) == []
+    assert entry_problems(read_entry(), ENTRY_DIR.name) == []
     assert icon_problems((ENTRY_DIR / "icon.svg").read_text(encoding="utf-8")) == []
 
 
@@ -70,7 +69,7 @@ def test_the_registry_accepts_our_entry() -> None:
     ],
 )
 def test_the_checks_refuse_what_the_registry_refuses(change: Any, complaint: str) -> None:
-    entry = _entry()
+    entry = read_entry()
     change(entry)
     problems = entry_problems(entry, ENTRY_DIR.name)
     assert any(complaint in problem for problem in problems), problems
@@ -96,8 +95,25 @@ def test_the_icon_checks_refuse_what_the_registry_refuses(svg: str, complaint: s
     assert any(complaint in problem for problem in icon_problems(svg))
 
 
+@pytest.mark.parametrize(
+    ("methods", "complaint"),
+    [
+        ([], "no auth method of type agent or terminal"),
+        # AUTHENTICATION.md: environment-variable auth is not a method the registry supports
+        ([{"id": "key", "name": "Key", "type": "env_var", "vars": []}], "no auth method of type"),
+        # an agent method alone passes the registry, but a new user could not run `setup`
+        ([{"id": "key", "name": "Key"}], "no terminal method"),
+        ([{"id": "setup", "name": "Setup", "_meta": {"terminal-auth": {}}}], None),
+        ([{"id": "key", "name": "Key"}, {"id": "setup", "name": "Setup", "type": "terminal"}], None),
+    ],
+)
+def test_the_auth_verdict_is_the_validators(methods: list[dict[str, Any]], complaint: str | None) -> None:
+    problem = auth_problem(methods)
+    assert problem is None if complaint is None else complaint in (problem or ""), problem
+
+
 def test_the_entry_launches_our_distribution_at_our_version() -> None:
-    entry, project = _entry(), _project()
+    entry, project = read_entry(), _project()
     uvx = entry["distribution"]["uvx"]
     assert uvx["package"] == f"{project['name']}@{__version__}"
     assert entry["version"] == __version__
@@ -116,14 +132,14 @@ def _validator_env(home: Path) -> dict[str, str]:
 @pytest.mark.asyncio
 async def test_the_registry_auth_check_finds_a_terminal_method_that_authenticates(tmp_path: Path) -> None:
     """The registry's CI, replayed: its `initialize`, then the `setup` method it found, used."""
-    uvx = _entry()["distribution"]["uvx"]
-    script = Path(sys.executable).parent / package_name(uvx["package"])
+    package, *args = uvx_launch(read_entry())
+    script = Path(sys.executable).parent / package_name(package)
     assert script.is_file(), f"{script} is not installed (pip install -e .)"
     env = _validator_env(tmp_path / "home")
-    async with spawn_server(env, command=(str(script), *uvx["args"])) as server:
+    async with spawn_server(env, command=(str(script), *args)) as server:
         result = (await server.request(1, "initialize", VALIDATOR_INITIALIZE))["result"]
+        assert auth_problem(result["authMethods"]) is None
         types = {method["id"]: auth_method_type(method) for method in result["authMethods"]}
-        assert ACCEPTED_AUTH_TYPES & set(types.values())
         assert types["setup"] == "terminal", "a client announcing _meta.terminal-auth can run setup"
         setup = next(method for method in result["authMethods"] if method["id"] == "setup")
         assert setup["args"] == ["setup"]

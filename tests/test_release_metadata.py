@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_acp import __version__
+from scripts.registry_entry import ENTRY, read_entry
 
 ROOT = Path(__file__).resolve().parent.parent
 SET_VERSION = ROOT / "scripts" / "set_version.py"
-ENTRY = Path("editors/zed/registry/hermes-acp/agent.json")
 EXTENSION = Path("editors/vscode/package.json")
 LOCKFILE = Path("editors/vscode/package-lock.json")
 VERSION_FILE = Path("hermes_acp/__init__.py")
@@ -26,7 +26,7 @@ def _json(root: Path, path: Path) -> dict[str, Any]:
 
 def _versions(root: Path) -> dict[str, str]:
     """Every copy of the version under `root`, by where it is."""
-    entry, lock = _json(root, ENTRY), _json(root, LOCKFILE)
+    entry, lock = read_entry(root), _json(root, LOCKFILE)
     namespace: dict[str, Any] = {}
     exec((root / VERSION_FILE).read_text(encoding="utf-8"), namespace)
     return {

@@ -1,9 +1,9 @@
 """The ACP registry's rules for an entry (github.com/agentclientprotocol/registry), applied here.
 
 Its build script refuses an entry unless `agent.json` passes the vendored JSON schema
-(`tests/registry_schema/`) and a few checks the schema cannot express; its CI then launches the
-agent and wants an auth method of type `agent` or `terminal`. This module is our own code for
-those checks, written from reading the registry's scripts: each returns the problems it found,
+(`tests/registry_schema/`) and a few checks the schema cannot express. (Its CI then launches the
+agent: scripts/registry_entry.py holds that side, and reads our entry.) This module is our own
+code for those checks, written from reading the registry's scripts: each returns the problems it found,
 an empty list when the registry would accept the entry. (The registry also asks PyPI whether
 the package exists; that needs the network and a published release, so it is not repeated.)
 """
@@ -24,19 +24,6 @@ SCHEMA_PATH = Path(__file__).resolve().parent.parent / "registry_schema" / "agen
 DISTRIBUTION_KINDS = frozenset({"binary", "npx", "uvx"})
 ICON_SIZE = 16
 THEMED_PAINT = frozenset({"currentcolor", "none", "inherit"})
-
-# The validator's `initialize`, byte for byte in meaning: what the registry's CI sends to every
-# agent before it reads `authMethods`.
-VALIDATOR_INITIALIZE: dict[str, Any] = {
-    "protocolVersion": 1,
-    "clientInfo": {"name": "ACP Registry Validator", "version": "1.0.0"},
-    "clientCapabilities": {
-        "terminal": True,
-        "fs": {"readTextFile": True, "writeTextFile": True},
-        "_meta": {"terminal_output": True, "terminal-auth": True},
-    },
-}
-ACCEPTED_AUTH_TYPES = frozenset({"agent", "terminal"})
 
 
 @cache
@@ -79,11 +66,6 @@ def _pinned_problems(kind: str, package: str, version: str) -> list[str]:
     if pinned and pinned.group(1) != version:
         return [f"{kind} package pins {pinned.group(1)}, the entry says {version}"]
     return []
-
-
-def package_name(spec: str) -> str:
-    """`name@1.0`, `name==1.0` -> `name`."""
-    return re.split(r"[<>=!@]", spec, maxsplit=1)[0]
 
 
 def icon_problems(svg_text: str) -> list[str]:
@@ -151,16 +133,3 @@ def _paints(root: ET.Element) -> list[tuple[str, str]]:
             for name, value in re.findall(r"\b(fill|stroke)\s*:\s*([^;}\s]+)", element.text, re.IGNORECASE):
                 found.append((name.lower(), value))
     return found
-
-
-def auth_method_type(method: dict[str, Any]) -> str:
-    """The type the validator gives a method: its `type`, else a legacy `_meta` marker, else agent."""
-    if method.get("type"):
-        return str(method["type"])
-    meta = method.get("_meta")
-    if isinstance(meta, dict):
-        if "terminal-auth" in meta:
-            return "terminal"
-        if "agent-auth" in meta:
-            return "agent"
-    return "agent"

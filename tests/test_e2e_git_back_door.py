@@ -23,13 +23,6 @@ LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}  # the server's own d
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def marker(tmp_path: Path) -> Path:
     """Outside the workspace: the planted command's proof that it ran."""
     return tmp_path / "escaped"

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.homes import plant, user_home
 from tests.support.processes import pids_running, unique_seconds, wait_gone
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
@@ -26,11 +27,8 @@ PATHS = {"local": LOCAL, "editor": EDITOR}
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fake HOME with a private key, and a `.env` above the workspace."""
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-MATERIAL\n")
-    (tmp_path / ".env").write_text("API_TOKEN=secret-from-parent\n")
-    return home
+    plant(tmp_path, {".env": "API_TOKEN=secret-from-parent\n"})
+    return user_home(tmp_path, {".ssh/id_rsa": "PRIVATE-KEY-MATERIAL\n"})
 
 
 @asynccontextmanager

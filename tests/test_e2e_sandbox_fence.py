@@ -26,13 +26,6 @@ PATHS = {"local": LOCAL, "editor": EDITOR}
 GIT_ID = "-c user.name=t -c user.email=t@example.com"
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    return home
-
-
 @asynccontextmanager
 async def connected(
     env: dict[str, str], capabilities: dict[str, Any], command: tuple[str, ...] | None = None

@@ -26,13 +26,18 @@ _WATCHER = (
 
 class GroupWatcher:
     """The watcher on the reading end `read_fd` (closed here; the watcher has it) of the
-    pipe whose writing end `write_fd` the agent keeps, not inherited, until `release()`."""
+    pipe whose writing end `write_fd` the agent keeps, not inherited, until `release()`.
+    `group` is the group to kill, when the agent knows it; otherwise whoever learns it
+    writes it to the pipe (a stdio MCP server's launcher)."""
 
     __slots__ = ("_process", "_write_fd")
 
-    def __init__(self, read_fd: int, write_fd: int) -> None:
+    def __init__(self, read_fd: int, write_fd: int, group: int | None = None) -> None:
         self._write_fd: int | None = write_fd
         try:
+            if group is not None:
+                # Before the watcher starts: no moment where a kill -9 finds it without a group.
+                os.write(write_fd, b"%d\n" % group)
             self._process = subprocess.Popen(
                 [SH, "-c", _WATCHER],
                 stdin=read_fd,
@@ -46,11 +51,6 @@ class GroupWatcher:
             raise
         finally:
             os.close(read_fd)
-
-    def watch(self, group: int) -> None:
-        """The group to kill if the agent dies."""
-        if self._write_fd is not None:
-            os.write(self._write_fd, b"%d\n" % group)
 
     def release(self) -> None:
         """The watched processes are over: let the watcher go without killing anything."""

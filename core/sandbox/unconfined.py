@@ -17,5 +17,4 @@ class UnconfinedGuard(GroupWatcher):
 
     def __init__(self, process_group: int) -> None:
         read_fd, write_fd = os.pipe()  # neither end is inherited by the command
-        super().__init__(read_fd, write_fd)
-        self.watch(process_group)
+        super().__init__(read_fd, write_fd, process_group)

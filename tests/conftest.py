@@ -6,7 +6,8 @@ an SDK client re-initialized with the module's capabilities (`client`), the raw 
 (`raw`), or a fresh session in an empty project (`session`). Every test ends with the wire
 checked against the schema. A module says how its server differs in a constant
 `SERVER_SETUP = ServerSetup(...)`; a test that needs a server of its own uses the harness's
-`connected(env, capabilities)` (or `spawn_server` when it drives start-up itself).
+`connected(env, capabilities)` (or `spawn_server` when it drives start-up itself), its HOME
+the `home` fixture.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest_asyncio
 
 from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider
+from tests.support.homes import user_home
 from tests.support.server_setup import ServerSetup, write_config
 
 
@@ -50,6 +52,12 @@ def project(tmp_path: Path) -> Path:
 
 
 # -- the end-to-end server -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An empty HOME for a server the test starts itself (the module's server has `server_home`)."""
+    return user_home(tmp_path)
 
 
 @pytest.fixture(scope="module")

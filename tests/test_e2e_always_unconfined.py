@@ -16,13 +16,6 @@ from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 class User:
     """Answers "always" to the first question, rejects every later one, and keeps them all."""
 

@@ -20,12 +20,6 @@ def run(command: str, call_id: str) -> list[Reply]:
     ]
 
 
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
-
-
 def asked_about(client: AcpClient, since: int) -> list[str]:
     return [r["toolCall"]["toolCallId"] for r in client.permission_requests[since:]]
 
@@ -37,7 +31,7 @@ async def test_always_allow_on_rm_file_does_not_cover_rm_rf_pwd(
         (project / name).write_text("x\n")
     (project / "subdir").mkdir()
     (project / "subdir" / "inner.txt").write_text("x\n")
-    sid = await start(client, project, "accept_edits")
+    sid = await client.session_in_mode(project, "accept_edits")
 
     client.permission = "allow_always"
     asked = len(client.permission_requests)
@@ -78,7 +72,7 @@ async def test_the_spellings_that_deleted_home_ask_in_yolo(
 ) -> None:
     marker = server_home / "precious.txt"
     marker.write_text("still here\n")
-    sid = await start(client, project, "yolo")
+    sid = await client.session_in_mode(project, "yolo")
     client.permission = "reject_once"
     asked = len(client.permission_requests)
     fake.script(run(command, "call_home"))
@@ -91,7 +85,7 @@ async def test_everyday_commands_still_run_without_asking_in_yolo(
     client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
     (project / "a.py").write_text("print(1)\n")
-    sid = await start(client, project, "yolo")
+    sid = await client.session_in_mode(project, "yolo")
     asked = len(client.permission_requests)
     fake.script(run("ls -la && python3 -c 'print(6 * 7)' && rm a.py", "call_plain"))
     await client.prompt(sid, "look around")

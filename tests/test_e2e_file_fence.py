@@ -18,6 +18,7 @@ import pytest
 
 from tests.support.acp_harness import NO_CAPABILITIES, PLAIN_CAPABILITIES, AcpClient, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.homes import plant, user_home
 from tests.support.waiting import HANG, until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -27,18 +28,8 @@ AWS = "[default]\naws_secret_access_key = AWS-SECRET-wJalrXUtnFEMI\n"
 CONFIG_MARK = "CONFIG-SECRET-toml-comment"
 
 
-def plant_secrets(home: Path) -> dict[str, Path]:
-    """The user's secrets under the server's HOME."""
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".aws").mkdir()
-    (home / ".hermes-acp").mkdir()
-    key = home / ".ssh" / "id_ed25519"
-    key.write_text(SSH_KEY)
-    aws = home / ".aws" / "credentials"
-    aws.write_text(AWS)
-    config = home / ".hermes-acp" / "config.toml"
-    config.write_text(f"# {CONFIG_MARK}\n")
-    return {"key": key, "aws": aws, "config": config}
+KEY, AWS_CREDENTIALS, CONFIG = ".ssh/id_ed25519", ".aws/credentials", ".hermes-acp/config.toml"
+HOME_SECRETS = {KEY: SSH_KEY, AWS_CREDENTIALS: AWS, CONFIG: f"# {CONFIG_MARK}\n"}  # the user's, in HOME
 
 
 def model_saw(fake: FakeProvider) -> str:
@@ -76,18 +67,18 @@ def final_statuses(client: AcpClient, session: str) -> dict[str, str]:
 async def test_instruction_files_skills_and_commands_that_link_out_are_not_sent_nor_stored(
     fake: FakeProvider, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home"
-    secrets = plant_secrets(home)
+    home = user_home(tmp_path)
+    secrets = plant(home, HOME_SECRETS)
     project = tmp_path / "project"
     (project / "docs").mkdir(parents=True)
     (project / "docs" / "rules.md").write_text("LINKED-RULE-OK: tabs, not spaces\n")
     # What a sandboxed command can leave behind for the next session:
-    (project / "AGENTS.md").symlink_to(secrets["key"])
-    (project / "CLAUDE.md").symlink_to(secrets["aws"])
-    (project / ".cursorrules").symlink_to(secrets["config"])
+    (project / "AGENTS.md").symlink_to(secrets[KEY])
+    (project / "CLAUDE.md").symlink_to(secrets[AWS_CREDENTIALS])
+    (project / ".cursorrules").symlink_to(secrets[CONFIG])
     (project / ".hermes.md").symlink_to("docs/rules.md")  # a link that stays inside is followed
     (project / ".hermes" / "commands").mkdir(parents=True)
-    (project / ".hermes" / "commands" / "leak.md").symlink_to(secrets["key"])
+    (project / ".hermes" / "commands" / "leak.md").symlink_to(secrets[KEY])
     outside_skill = tmp_path / "elsewhere" / "SKILL.md"
     outside_skill.parent.mkdir()
     outside_skill.write_text(
@@ -230,8 +221,8 @@ def race_calls(turn: int) -> list[ToolCallSpec]:
 async def test_files_and_folders_flipped_to_symlinks_never_leak_the_secret_nor_write_outside(
     fake: FakeProvider, tmp_path: Path
 ) -> None:
-    home = tmp_path / "home"
-    key = plant_secrets(home)["key"]
+    home = user_home(tmp_path)
+    key = plant(home, HOME_SECRETS)[KEY]
     project = tmp_path / "project"
     (project / "docs").mkdir(parents=True)
     (project / "docs" / "id_ed25519").write_text("a harmless file of the same name\n")
@@ -305,8 +296,8 @@ def moving_editor(client: AcpClient, secret: Path, *, on: str, swap_back: bool) 
 async def test_the_editor_reading_a_path_swapped_to_a_secret_is_refused(
     fake: FakeProvider, tmp_path: Path, swap_back: bool
 ) -> None:
-    home = tmp_path / "home"
-    key = plant_secrets(home)["key"]
+    home = user_home(tmp_path)
+    key = plant(home, HOME_SECRETS)[KEY]
     project = tmp_path / "project"
     project.mkdir()
     (project / "notes.txt").write_text("plain notes\n")

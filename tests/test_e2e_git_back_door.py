@@ -23,13 +23,6 @@ LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}  # the server's own d
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def marker(tmp_path: Path) -> Path:
     """Outside the workspace: the planted command's proof that it ran."""
     return tmp_path / "escaped"
@@ -56,12 +49,6 @@ async def serving(home: Path, fake: FakeProvider) -> AsyncIterator[tuple[ServerP
         yield server, client
 
 
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
-
-
 def tool_turn(*calls: ToolCallSpec) -> list[Reply]:
     return [Reply(tool_calls=list(calls)), Reply(text="Done.")]
 
@@ -79,7 +66,7 @@ async def test_a_git_config_written_by_write_file_runs_nothing_when_a_directory_
         )
     )
     async with serving(home, fake) as (server, client):
-        sid = await start(client, project, "accept_edits")
+        sid = await client.session_in_mode(project, "accept_edits")
         assert await client.prompt(sid, "set up the repository") == {"stopReason": "end_turn"}
         assert "fsmonitor" in (project / ".git" / "config").read_text()  # the write happened
         await until_watched(server.pid, project / "newdir")
@@ -99,7 +86,7 @@ async def test_a_git_config_planted_by_a_sandboxed_command_runs_nothing(
     )
     fake.script(tool_turn(ToolCallSpec("terminal", {"command": "sh setup.sh"}, id="setup")))
     async with serving(home, fake) as (server, client):
-        sid = await start(client, project, mode)
+        sid = await client.session_in_mode(project, mode)
         assert await client.prompt(sid, "run the setup script") == {"stopReason": "end_turn"}
         await watcher_caught_up(server.pid, project)
         assert not marker.exists()
@@ -116,7 +103,7 @@ async def test_a_later_session_in_plan_mode_with_a_text_only_turn_runs_nothing(
     await planted_repository(project, marker)
     fake.script([Reply(text="Here is the plan.")])
     async with serving(home, fake) as (server, client):
-        sid = await start(client, project, "plan")
+        sid = await client.session_in_mode(project, "plan")
         assert await client.prompt(sid, "make a plan") == {"stopReason": "end_turn"}
         await watcher_caught_up(server.pid, project)
     assert not marker.exists()
@@ -128,7 +115,7 @@ async def test_session_load_alone_runs_nothing(
     git_init(project)
     fake.script([Reply(text="Hello.")])
     async with serving(home, fake) as (_, client):
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         await client.prompt(sid, "hello")
     (project / ".git" / "config").write_text(fsmonitor_config(marker))  # planted between sessions
     async with serving(home, fake) as (server, client):
@@ -144,11 +131,11 @@ async def test_git_init_by_a_sandboxed_command_plants_nothing_for_the_next_sessi
     plant = f"git init -q . && git config core.fsmonitor {shlex.quote(f'touch {marker} #')}"
     fake.script([*tool_turn(ToolCallSpec("terminal", {"command": plant}, id="init")), Reply(text="Hi.")])
     async with serving(home, fake) as (server, client):
-        first = await start(client, project, "ask")  # the user approves the command once
+        first = await client.session_in_mode(project, "ask")  # the user approves the command once
         assert await client.prompt(first, "make it a repository") == {"stopReason": "end_turn"}
         # The sandbox refuses a `git init` where no repository is (an empty read-only `.git`
         # stands there): the plant fails inside it. Either way the next session must not run it.
-        second = await start(client, project, "ask")
+        second = await client.session_in_mode(project, "ask")
         assert await client.prompt(second, "hello again") == {"stopReason": "end_turn"}
         await watcher_caught_up(server.pid, project)
     assert not marker.exists()

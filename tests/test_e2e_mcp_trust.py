@@ -21,13 +21,6 @@ from tests.support.processes import alive, wait_gone
 MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def stdio_entry(name: str, **env: str) -> dict[str, Any]:
     return {
         "name": name,

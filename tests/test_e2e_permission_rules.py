@@ -35,12 +35,6 @@ def tool_result(fake: FakeProvider) -> str:
     return next(m for m in reversed(messages) if m["role"] == "tool")["content"]
 
 
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
-
-
 async def asks(client: AcpClient, fake: FakeProvider, sid: str, tool: str, arguments: dict[str, Any]) -> bool:
     """Whether the call asked the user (who allows it once)."""
     before = len(client.permission_requests)
@@ -60,7 +54,7 @@ async def test_the_users_rules_allow_ask_and_deny(
 ) -> None:
     (project / "secret").mkdir()
     (project / "secret" / "key.txt").write_text("k\n")
-    sid = await start(client, project, "ask")
+    sid = await client.session_in_mode(project, "ask")
     assert not await asks(client, fake, sid, "terminal", {"command": "echo user-allowed hi"})
     assert await asks(client, fake, sid, "terminal", {"command": "echo something-else"})
     # every part of a compound command must fit an allow rule
@@ -94,7 +88,7 @@ async def test_project_deny_and_ask_apply_at_once_and_its_allow_only_once_truste
     )
     local = project / ".claude" / "settings.local.json"
     local.write_text(json.dumps({"permissions": {"allow": ["Bash(echo local-allowed:*)"]}}))
-    sid = await start(client, project, "yolo")
+    sid = await client.session_in_mode(project, "yolo")
 
     assert not await asks(client, fake, sid, "write_file", {"path": "protected/a.txt", "content": "x"})
     assert "`Edit(protected/**)` (.hermes/config.toml) denies" in tool_result(fake)
@@ -114,7 +108,7 @@ async def test_project_deny_and_ask_apply_at_once_and_its_allow_only_once_truste
 
     # a changed file is untrusted again (a new session reads it afresh)
     local.write_text(json.dumps({"permissions": {"allow": ["Bash(echo local-allowed:*)", "Bash"]}}))
-    again = await start(client, project, "ask")
+    again = await client.session_in_mode(project, "ask")
     assert await asks(client, fake, again, "terminal", {"command": "echo local-allowed 3"})
     assert await asks(client, fake, again, "terminal", {"command": "echo anything"})
     assert not await asks(client, fake, again, "terminal", {"command": "echo hermes-allowed 4"})
@@ -128,19 +122,19 @@ async def test_allow_in_this_project_survives_a_restart_and_can_be_revoked(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     async with connected(env, permission="allow_project") as (_, client):
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         assert await asks(client, fake, sid, "terminal", {"command": "echo project-wide"})
         option = next(
             o for o in client.permission_requests[-1]["options"] if o["optionId"] == "allow_project"
         )
         assert option["name"] == "Always allow `echo` in this project"
     async with connected(env, permission="allow_once") as (_, client):
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         assert not await asks(client, fake, sid, "terminal", {"command": "echo project-wide again"})
-        other = await start(client, elsewhere, "ask")
+        other = await client.session_in_mode(elsewhere, "ask")
         assert await asks(client, fake, other, "terminal", {"command": "echo project-wide"})
         shown = await said(client, sid, "/permissions")
         assert "1. `terminal:echo`" in shown
         assert "No longer always allowed" in await said(client, sid, "/permissions revoke 1")
-        fresh = await start(client, project, "ask")
+        fresh = await client.session_in_mode(project, "ask")
         assert await asks(client, fake, fresh, "terminal", {"command": "echo project-wide"})

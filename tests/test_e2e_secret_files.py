@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.acp_harness import NO_CAPABILITIES, PLAIN_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.homes import plant, user_home
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 FS = {"local": NO_CAPABILITIES, "editor-fs": PLAIN_CAPABILITIES}
@@ -27,12 +28,6 @@ HOME_SECRETS = {
     ".netrc": "NETRC-SECRET-6",
     ".hermes-acp/config.toml": "# AGENTHOME-SECRET-7",
 }
-
-
-def plant(root: Path, files: dict[str, str]) -> None:
-    for relative, content in files.items():
-        (root / relative).parent.mkdir(parents=True, exist_ok=True)
-        (root / relative).write_text(content + "\n")
 
 
 def calls(*specs: tuple[str, dict[str, Any]]) -> list[Reply]:
@@ -59,8 +54,7 @@ def secrets_seen(fake: FakeProvider, files: dict[str, str]) -> list[str]:
 async def test_dotenv_files_in_the_workspace_are_neither_read_nor_searched(
     fake: FakeProvider, tmp_path: Path, where: str
 ) -> None:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
+    home, project = user_home(tmp_path), tmp_path / "project"
     plant(project, PROJECT_SECRETS)
     plant(project, {".env.example": "TEMPLATE-READABLE-8", "notes.txt": "SECRET-free notes"})
     reads = [("read_file", {"path": path}) for path in PROJECT_SECRETS]
@@ -94,8 +88,7 @@ async def test_dotenv_files_in_the_workspace_are_neither_read_nor_searched(
 async def test_home_secrets_are_refused_when_the_workspace_is_the_home_folder(
     fake: FakeProvider, tmp_path: Path, where: str
 ) -> None:
-    home = tmp_path / "home"
-    plant(home, HOME_SECRETS)
+    home = user_home(tmp_path, HOME_SECRETS)
     plant(home, {"work/readme.txt": "SECRET-free readme"})
     fake.forget()
     fake.script(

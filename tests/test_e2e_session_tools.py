@@ -25,13 +25,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
-
-
 def stdio_entry(name: str, pid_file: Path) -> dict[str, Any]:
     return {
         "name": name,

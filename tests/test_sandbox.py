@@ -12,17 +12,17 @@ import pytest
 
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.workspace import LocalWorkspace, WorkspaceError, WorkspaceScope
+from tests.support.homes import user_home
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    (home / ".ssh").mkdir(parents=True)
-    (home / ".ssh" / "id_rsa").write_text("PRIVATE\n")
+    home = user_home(
+        tmp_path,
+        {".ssh/id_rsa": "PRIVATE\n", ".env": "HOME_SECRET=1\n", ".netrc": "machine x password hunter2\n"},
+    )
     (home / ".cache").mkdir()
     (home / ".npm").mkdir()
-    (home / ".env").write_text("HOME_SECRET=1\n")
-    (home / ".netrc").write_text("machine x password hunter2\n")
     return home
 
 

@@ -23,6 +23,7 @@ import pytest
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.sandbox.secrets import is_secret_path
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
+from tests.support.homes import user_home
 from tests.support.processes import alive, pids_running, unique_seconds
 from tests.support.waiting import until
 
@@ -31,8 +32,8 @@ GIT_ID = "-c user.name=t -c user.email=t@example.com"
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    (home / ".cache").mkdir(parents=True)
+    home = user_home(tmp_path)
+    (home / ".cache").mkdir()
     return home
 
 

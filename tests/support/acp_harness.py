@@ -523,6 +523,12 @@ class AcpClient:
     async def new_session(self, cwd: Path | str, **params: Any) -> dict[str, Any]:
         return await self.request("session/new", {"cwd": str(cwd), "mcpServers": [], **params})
 
+    async def session_in_mode(self, cwd: Path | str, mode: str) -> str:
+        """A new session's id, switched to `mode` (ask, accept_edits, plan, auto, yolo)."""
+        session_id: str = (await self.new_session(cwd))["sessionId"]
+        await self.request("session/set_mode", {"sessionId": session_id, "modeId": mode})
+        return session_id
+
     async def prompt(
         self, session_id: str, text: str | list[dict[str, Any]], within: float = DEFAULT_TIMEOUT
     ) -> dict[str, Any]:

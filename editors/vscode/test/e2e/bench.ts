@@ -68,7 +68,7 @@ async function agentFigures(fake: FakeModel): Promise<{ initialize: number[]; fi
 
 /** One fresh VS Code window per round: the first opening of the view is what is measured. */
 async function viewRound(): Promise<{ open: number; firstChar: number; warmChar: number }> {
-  const f = await startFixture({ "app.py": "print('old')\n" });
+  const f = await startFixture({ files: { "app.py": "print('old')\n" } });
   try {
     const icon = f.page.locator('.activitybar .action-item a[aria-label^="Hermes"]');
     await icon.waitFor();

@@ -7,45 +7,21 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
-import { after, before, test as nodeTest } from "node:test";
-import { startFixture, type Fixture } from "./fixture";
+import { useFixture, type Fixture } from "./fixture";
 import { chatFrameHandle, editorText, openFile, runCommand, widenSidebar } from "./workbench";
 
 let f: Fixture;
 
-function test(name: string, body: () => Promise<void>): void {
-  nodeTest(name, async () => {
-    try {
-      await body();
-    } catch (error) {
-      await f.shot(`FAILED-${name.split(":")[0]!.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw error;
-    }
-  });
-}
-
-before(async () => {
-  f = await startFixture({
+const { test, send, waitReady } = useFixture(
+  {
     name: "context",
     files: {
       "app.py": "import sys\nLINE_TWO = 2\nLINE_THREE = 3\nprint('old')\n",
       "lib/helpers.py": "def helper():\n    return 'HELPER_BODY'\n",
     },
-  });
-});
-
-after(async () => {
-  await f?.close();
-});
-
-async function send(text: string): Promise<void> {
-  await f.chat.locator("#input").fill(text);
-  await f.chat.locator("#input").press("Enter");
-}
-
-async function waitReady(): Promise<void> {
-  await f.chat.locator('#status[data-state="ready"]').waitFor();
-}
+  },
+  (started) => (f = started),
+);
 
 /** Sessions in the agent's store (its SQLite file): with this id, or all when null. */
 function storedSessions(id: string | null): number {

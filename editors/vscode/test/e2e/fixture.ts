@@ -1,4 +1,5 @@
 /** One real VS Code (code-server) with the extension installed, a project, the scripted model. */
+import { after, before, test as nodeTest } from "node:test";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import type { Browser, FrameLocator, Page } from "playwright-core";
@@ -42,8 +43,7 @@ export interface FixtureOptions {
   name?: string;
 }
 
-export async function startFixture(options: FixtureOptions | Record<string, string>): Promise<Fixture> {
-  const opts: FixtureOptions = "files" in options && typeof options.files === "object" ? (options as FixtureOptions) : { files: options as Record<string, string> };
+export async function startFixture(opts: FixtureOptions): Promise<Fixture> {
   const binary = process.env.CODE_SERVER;
   if (!binary) throw new Error("CODE_SERVER must name the code-server binary (scripts/ci.sh sets it)");
   const vsix = process.env.HERMES_VSIX ?? path.join(EXTENSION_ROOT, "hermes-acp.vsix");
@@ -146,6 +146,54 @@ export async function startFixture(options: FixtureOptions | Record<string, stri
       await browser.close();
       await server.stop();
       await fake.stop();
+    },
+  };
+}
+
+/** What a test file does with its one window: its tests, and the two steps every test repeats. */
+export interface Suite {
+  /** A test that leaves a screenshot of the window when it fails. */
+  test(name: string, body: () => Promise<void>): void;
+  /** Types a prompt into the chat view and sends it. */
+  send(text: string): Promise<void>;
+  /** Until the view says the agent is ready for the next prompt. */
+  waitReady(): Promise<void>;
+}
+
+/**
+ * Starts one window for the test file before its first test and closes it after the last;
+ * `started` hands the fixture to the file (and may prepare the project further).
+ */
+export function useFixture(options: FixtureOptions, started: (fixture: Fixture) => void): Suite {
+  let f: Fixture | undefined;
+  const running = (): Fixture => {
+    if (!f) throw new Error("the fixture did not start");
+    return f;
+  };
+  before(async () => {
+    f = await startFixture(options);
+    started(f);
+  });
+  after(async () => {
+    await f?.close();
+  });
+  return {
+    test: (name, body) => {
+      nodeTest(name, async () => {
+        try {
+          await body();
+        } catch (error) {
+          await f?.shot(`FAILED-${name.split(":")[0]!.replace(/\W+/g, "-")}`).catch(() => undefined);
+          throw error;
+        }
+      });
+    },
+    send: async (text) => {
+      await running().chat.locator("#input").fill(text);
+      await running().chat.locator("#input").press("Enter");
+    },
+    waitReady: async () => {
+      await running().chat.locator('#status[data-state="ready"]').waitFor();
     },
   };
 }

@@ -8,25 +8,13 @@
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import * as path from "node:path";
-import { after, before, test as nodeTest } from "node:test";
-import { startFixture, type Fixture } from "./fixture";
+import { useFixture, type Fixture } from "./fixture";
 import { editorText, openFile, runCommand, widenSidebar } from "./workbench";
 
 let f: Fixture;
 
-function test(name: string, body: () => Promise<void>): void {
-  nodeTest(name, async () => {
-    try {
-      await body();
-    } catch (error) {
-      await f.shot(`FAILED-${name.split(":")[0]!.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw error;
-    }
-  });
-}
-
-before(async () => {
-  f = await startFixture({
+const { test, send, waitReady } = useFixture(
+  {
     name: "review",
     files: {
       "app.py": "print('old')\n",
@@ -37,21 +25,9 @@ before(async () => {
       "docs/vocabulary_catalogue.md": "",
       "calc.py": "print(1 + 1)\n",
     },
-  });
-});
-
-after(async () => {
-  await f?.close();
-});
-
-async function send(text: string): Promise<void> {
-  await f.chat.locator("#input").fill(text);
-  await f.chat.locator("#input").press("Enter");
-}
-
-async function waitReady(): Promise<void> {
-  await f.chat.locator('#status[data-state="ready"]').waitFor();
-}
+  },
+  (started) => (f = started),
+);
 
 const onDisk = (name: string): string => readFileSync(path.join(f.project, name), "utf8");
 const reviewTabs = () => f.page.locator(".tab", { hasText: "proposed by Hermes" });

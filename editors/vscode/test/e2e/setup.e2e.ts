@@ -6,26 +6,14 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import * as path from "node:path";
-import { after, before, test as nodeTest } from "node:test";
-import { startFixture, type Fixture } from "./fixture";
+import { useFixture, type Fixture } from "./fixture";
 import { runCommand } from "./workbench";
 
 let f: Fixture;
 const KEY = "sk-kept-in-secret-storage-4242";
 
-function test(name: string, body: () => Promise<void>): void {
-  nodeTest(name, async () => {
-    try {
-      await body();
-    } catch (error) {
-      await f.shot(`FAILED-${name.split(":")[0]!.replace(/\W+/g, "-")}`).catch(() => undefined);
-      throw error;
-    }
-  });
-}
-
-before(async () => {
-  f = await startFixture({
+const { test } = useFixture(
+  {
     name: "setup",
     trust: true,
     files: { "app.py": "print('hi')\n" },
@@ -33,12 +21,9 @@ before(async () => {
       const { OPENAI_API_KEY: _dropped, ...rest } = env;
       return { ...rest, HERMES_ACP_MODELS: "gpt-4.1,gpt-4.1-mini" }; // the picker's choices
     },
-  });
-});
-
-after(async () => {
-  await f?.close();
-});
+  },
+  (started) => (f = started),
+);
 
 /** Every file under `dir` that contains `text`. */
 function filesContaining(dir: string, text: string): string[] {

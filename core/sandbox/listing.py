@@ -58,13 +58,16 @@ def entries_starting(folder: str, prefix: str, keep: Callable[[str, bool], bool]
     key = (folder, prefix, keep)
     scan = _named.get(key)
     if scan is None or scan[0] != ctime or scan[1] - ctime <= SETTLED_NS:
-        scanned_at = time.time_ns()
-        try:
-            names = [name for name in os.listdir(folder) if name.startswith(prefix)]
-        except OSError:
-            return []
+        listed = _names.get(folder)
+        if listed is None or listed[0] != ctime or listed[1] - ctime <= SETTLED_NS:
+            scanned_at = time.time_ns()
+            try:
+                listed = _names[folder] = (ctime, scanned_at, os.listdir(folder))
+            except OSError:
+                return []
+        scanned_at = listed[1]
         found = []
-        for name in names:
+        for name in [name for name in listed[2] if name.startswith(prefix)]:
             try:
                 is_dir = stat.S_ISDIR(os.lstat(os.path.join(folder, name)).st_mode)
             except OSError:  # gone meanwhile
@@ -76,6 +79,9 @@ def entries_starting(folder: str, prefix: str, keep: Callable[[str, bool], bool]
 
 
 _named: dict[tuple[str, str, Callable[[str, bool], bool]], tuple[int, int, list[tuple[str, bool]]]] = {}
+# A folder's names at its last `listdir` (ctime, listed at, names): /tmp is read for ssh-agent
+# folders and, above a root there, for dotenv files, from one listing.
+_names: dict[str, tuple[int, int, list[str]]] = {}
 
 
 def changed(folder: str) -> int | None:

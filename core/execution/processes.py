@@ -167,7 +167,7 @@ class _Child:
         assert self._process.stdout is not None
         fd = self._process.stdout.fileno()
         chunks: list[bytes] = []
-        while True:
+        for _ in range(64):  # a pipe holds 64 KiB; a writer still alive inside is being killed
             try:
                 chunk = os.read(fd, 65536)  # non-blocking: connect_read_pipe made it so
             except (BlockingIOError, InterruptedError):
@@ -177,6 +177,7 @@ class _Child:
             if not chunk:
                 return b"".join(chunks), True
             chunks.append(chunk)
+        return b"".join(chunks), False
 
     def close(self) -> None:
         """Stop reading; a process still running gets SIGKILL (as asyncio's transport did)."""

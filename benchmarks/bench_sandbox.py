@@ -22,7 +22,9 @@ With --breakdown, where a launch's time goes, in one shuffled loop (started dire
 arguments; plus the fence's mounts without the cache overlays; plus the overlays (the full
 launch where no pids cgroup is writable); the full launch moved into the session's pids
 cgroup by a `sh` before bwrap (what an editor's terminal gets); the full launch started
-from the session's thread that joined the cgroup once (what a local command gets); and the
+from the session's thread that joined the cgroup once (what a local command gets); the
+full launch until its output pipe closes (bwrap's pid 1 holds it while the kernel tears the
+mounts down: what the agent waited for before it took bwrap's exit as the end); and the
 Python side, building one launch (`Sandbox.wrap`).
 
 Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
@@ -199,6 +201,9 @@ def measure_breakdown(runs: int) -> dict[str, float]:
             "fence_no_overlays_no_cgroup": no_overlays,
             # Where no pids cgroup is writable (a regular user, as a rule): no join at all.
             "full_no_cgroup": no_cgroup,
+            # The same, until its output pipe closes (what the agent waited for before): bwrap's
+            # pid 1 holds the pipe until the kernel has torn the mounts down.
+            "full_until_pipe_closes": no_cgroup,
         }
         if joined:
             steps["full_sh_joins_cgroup"] = full  # an editor terminal's launch
@@ -208,9 +213,10 @@ def measure_breakdown(runs: int) -> dict[str, float]:
         samples["python_wrap"] = []
         order = list(steps)
 
-        def timed(argv: list[str]) -> float:
+        def timed(argv: list[str], *, until_eof: bool = False) -> float:
             started = time.perf_counter()
-            subprocess.run(argv, cwd=project, env=env, check=True)
+            output = subprocess.PIPE if until_eof else None
+            subprocess.run(argv, cwd=project, env=env, check=True, stdout=output, stderr=output)
             return (time.perf_counter() - started) * 1000
 
         for _ in range(runs):
@@ -222,7 +228,7 @@ def measure_breakdown(runs: int) -> dict[str, float]:
                 if name == "full_from_cgroup_thread":
                     samples[name].append(thread.submit(functools.partial(timed, argv)).result())
                 else:
-                    samples[name].append(timed(argv))
+                    samples[name].append(timed(argv, until_eof=name == "full_until_pipe_closes"))
             started = time.perf_counter()
             sandbox.wrap(shell, cwd=project)
             samples["python_wrap"].append((time.perf_counter() - started) * 1000)

@@ -254,3 +254,16 @@ async def test_settings_choose_the_writable_caches_and_the_network(
     assert (home / "toolstore" / "x").read_text() == "kept\n"  # writable: the user's choice
     assert not (home / ".npm" / "z").exists()  # a cache: private to the sandbox
     assert code != 0 and not (home / ".cache" / "y").exists()  # replaced, not added to, the defaults
+
+
+async def test_a_sandboxed_commands_output_is_whole_when_it_ends(project: Path, home: Path) -> None:
+    """The command counts as finished when bwrap exits, before bwrap's pid 1 lets go of the
+    pipe: what the command wrote last (after more than a pipe holds, on stderr, not ASCII)
+    is all there, with its exit code."""
+    ws, _ = workspace(project, home)
+    lines = 20_000  # ~300 KB: more than a pipe holds, so the command waits on the reader
+    last_words = "printf 'last words: d\\303\\251j\\303\\240 vu' >&2"  # déjà vu, in octal escapes
+    code, out = await run(ws, f"seq 1 {lines} | sed 's/$/ line of output/'; {last_words}; exit 3", home)
+    assert code == 3
+    assert out.endswith("last words: déjà vu")
+    assert f"\n{lines} line of output\n" in out

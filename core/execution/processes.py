@@ -6,6 +6,10 @@ is started from its session's launch thread (`hermes_core.sandbox.limits.LaunchT
 off the event loop and inside the session's pids cgroup where there is one: asyncio would
 fork it from the loop's thread, and moving each command into the cgroup costs more than
 the rest of the launch.
+
+A sandboxed command is finished when bwrap exits, with what it wrote read at once: bwrap's
+pid 1 keeps the output pipe open until the kernel has torn the sandbox's mounts down (each
+cache overlay syncs its file system as it goes), which nobody needs to wait for.
 """
 
 from __future__ import annotations
@@ -158,6 +162,23 @@ class _Child:
     def get_returncode(self) -> int | None:
         return self._process.returncode
 
+    def read_now(self) -> tuple[bytes, bool]:
+        """What the pipe holds right now, without waiting, and whether it reached its end."""
+        assert self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        chunks: list[bytes] = []
+        for _ in range(64):  # a pipe holds 64 KiB; a writer still alive inside is being killed
+            try:
+                chunk = os.read(fd, 65536)  # non-blocking: connect_read_pipe made it so
+            except (BlockingIOError, InterruptedError):
+                return b"".join(chunks), False
+            except OSError:  # closed under us: nothing more to read
+                return b"".join(chunks), True
+            if not chunk:
+                return b"".join(chunks), True
+            chunks.append(chunk)
+        return b"".join(chunks), False
+
     def close(self) -> None:
         """Stop reading; a process still running gets SIGKILL (as asyncio's transport did)."""
         self._pipe.close()
@@ -260,10 +281,26 @@ class LocalCommand:
         self._exited.set()
         if self.sandbox is not None:
             self.sandbox.after_command()
+            # bwrap exits once the command has; its pid 1 holds the pipe until the mounts
+            # are torn down. The command wrote before it exited: all of it is in the pipe.
+            # Anything left running inside is being killed with the sandbox.
+            self._read_rest()
+            self._finish()
+            return
         if self._eof:
             self._finish()
         else:
             self._drain_timer = asyncio.get_running_loop().call_later(DRAIN_AFTER_EXIT, self._finish)
+
+    def _read_rest(self) -> None:
+        if self._transport is None or self._eof:
+            return
+        data, ended = self._transport.read_now()
+        self._on_data(data)
+        if ended:
+            self._on_eof()
+        else:
+            self._add(self._decoder.decode(b"", final=True))
 
     def _add(self, text: str) -> None:
         if not text:

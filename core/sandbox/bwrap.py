@@ -383,7 +383,7 @@ def _ssh_agent_entry(name: str, is_dir: bool) -> bool:
 def _ssh_agent_dirs() -> list[Path]:
     """`ssh-agent`'s default socket dirs (`/tmp/ssh-XXXX/agent.N`), started by hand."""
     folder = Path(tempfile.gettempdir())
-    return [folder / name for name, _ in listing.entries(str(folder), _ssh_agent_entry)]
+    return [folder / name for name, _ in listing.entries_starting(str(folder), "ssh-", _ssh_agent_entry)]
 
 
 def check_line(settings: Settings) -> tuple[bool | None, str, str]:

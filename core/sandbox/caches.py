@@ -7,6 +7,7 @@ by later sandboxed commands, never by the user's next build outside.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -40,21 +41,28 @@ def expand(raw: str, home: Path) -> Path:
 
 
 def overlays(caches: tuple[str, ...], home: Path, state: Path) -> list[Overlay]:
-    """One overlay per cache that exists (as a real directory), its layers created on first use."""
+    """One overlay per cache that exists (as a real directory), its layers created on first
+    use (and again if they were deleted meanwhile: both are looked at before every command)."""
     out = []
     for raw in caches:
-        lower = expand(raw, home)
+        layer = _layer(raw, home, state)
         try:
-            if not stat.S_ISDIR(os.stat(lower).st_mode):
+            if not stat.S_ISDIR(os.stat(layer.lower).st_mode):
                 continue
         except (OSError, ValueError):
             continue
-        # Named after the cache's path, so a renamed home or a second user never shares layers.
-        tag = hashlib.sha256(str(lower).encode()).hexdigest()[:12]
-        base = state / f"{lower.name.lstrip('.') or 'root'}-{tag}"
-        layer = Overlay(lower, base / "upper", base / "work")
         if not os.path.isdir(layer.work):
             layer.upper.mkdir(parents=True, exist_ok=True, mode=0o700)
             layer.work.mkdir(parents=True, exist_ok=True, mode=0o700)
         out.append(layer)
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _layer(raw: str, home: Path, state: Path) -> Overlay:
+    """Where a cache's layers live: named after the cache's path, so a renamed home or a
+    second user never shares layers. (Only names: worked out once.)"""
+    lower = expand(raw, home)
+    tag = hashlib.sha256(str(lower).encode()).hexdigest()[:12]
+    base = state / f"{lower.name.lstrip('.') or 'root'}-{tag}"
+    return Overlay(lower, base / "upper", base / "work")

@@ -31,7 +31,7 @@ def env_files(home: Path, roots: tuple[Path, ...]) -> list[Path]:
 
 
 def _env_files_in(folder: Path) -> list[Path]:
-    return [folder / name for name, _ in listing.entries(str(folder), _env_file_entry)]
+    return [folder / name for name, _ in listing.entries_starting(str(folder), ".env", _env_file_entry)]
 
 
 def _env_file_entry(name: str, is_dir: bool) -> bool:

@@ -12,12 +12,13 @@ move it.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable
 
 SETTLED_NS = 1_000_000_000
-# A folder's last scan: (ctime, scanned at, every entry); one scan serves every filter
-# (/tmp is read for ssh-agent folders and, above a root there, for dotenv files).
+# A folder's last scan: (ctime, scanned at, every entry), for the folders inside a root
+# (dotenv files and the folders to look into); `entries_starting` keeps its own, by name.
 _scans: dict[str, tuple[int, int, list[tuple[str, bool]]]] = {}
 _kept: dict[tuple[str, Callable[[str, bool], bool]], tuple[int, list[tuple[str, bool]]]] = {}
 
@@ -44,6 +45,43 @@ def entries(folder: str, keep: Callable[[str, bool], bool]) -> list[tuple[str, b
             [(name, is_dir) for name, is_dir in scan[2] if keep(name, is_dir)],
         )
     return kept[1]
+
+
+def entries_starting(folder: str, prefix: str, keep: Callable[[str, bool], bool]) -> list[tuple[str, bool]]:
+    """`entries`, for a filter that wants only names beginning with `prefix` (`.env`,
+    `ssh-`): the names come from one `listdir` and only those that match are looked at, so
+    a large and busy folder (a shared /tmp) costs little when it changes."""
+    try:
+        ctime = os.stat(folder).st_ctime_ns
+    except (OSError, ValueError):
+        return []
+    key = (folder, prefix, keep)
+    scan = _named.get(key)
+    if scan is None or scan[0] != ctime or scan[1] - ctime <= SETTLED_NS:
+        listed = _names.get(folder)
+        if listed is None or listed[0] != ctime or listed[1] - ctime <= SETTLED_NS:
+            scanned_at = time.time_ns()
+            try:
+                listed = _names[folder] = (ctime, scanned_at, os.listdir(folder))
+            except OSError:
+                return []
+        scanned_at = listed[1]
+        found = []
+        for name in [name for name in listed[2] if name.startswith(prefix)]:
+            try:
+                is_dir = stat.S_ISDIR(os.lstat(os.path.join(folder, name)).st_mode)
+            except OSError:  # gone meanwhile
+                continue
+            if keep(name, is_dir):
+                found.append((name, is_dir))
+        scan = _named[key] = (ctime, scanned_at, found)
+    return scan[2]
+
+
+_named: dict[tuple[str, str, Callable[[str, bool], bool]], tuple[int, int, list[tuple[str, bool]]]] = {}
+# A folder's names at its last `listdir` (ctime, listed at, names): /tmp is read for ssh-agent
+# folders and, above a root there, for dotenv files, from one listing.
+_names: dict[str, tuple[int, int, list[str]]] = {}
 
 
 def changed(folder: str) -> int | None:

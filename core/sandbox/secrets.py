@@ -137,9 +137,8 @@ def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -
     folder instead of one per name. An answer in which a name is a link is never kept: a
     link's target can appear or vanish without any of those folders changing."""
     prefix = str(base)
-    paths = [os.path.join(prefix, relative) for relative in relatives]
     key = (prefix, relatives, want_dir)
-    folders = _folders_on_the_way(key, paths)
+    paths, folders = _layout(key)
     stamps = tuple(listing.changed(folder) for folder in folders)
     cached = _existing.get(key)
     if cached is not None and cached[0] == stamps and listing.settled(stamps, cached[1]):
@@ -168,19 +167,22 @@ def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -
 _existing: dict[
     tuple[str, tuple[str, ...], bool | None], tuple[tuple[int | None, ...], int, tuple[Path, ...]]
 ] = {}
-_folders: dict[tuple[str, tuple[str, ...], bool | None], tuple[str, ...]] = {}
+_layouts: dict[tuple[str, tuple[str, ...], bool | None], tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
-def _folders_on_the_way(key: tuple[str, tuple[str, ...], bool | None], paths: list[str]) -> tuple[str, ...]:
-    """Every folder from the root down to each path's parent: a change in any of them (a
-    link swapped in for `~/.config`, say) can change what the names lead to."""
-    folders = _folders.get(key)
-    if folders is None:
+def _layout(key: tuple[str, tuple[str, ...], bool | None]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The names joined to their base, and every folder from the root down to each one's
+    parent: a change in any of those folders (a link swapped in for `~/.config`, say) can
+    change what the names lead to. Worked out once per list: only strings."""
+    layout = _layouts.get(key)
+    if layout is None:
+        prefix, relatives, _ = key
+        paths = tuple(os.path.join(prefix, relative) for relative in relatives)
         found: set[str] = set()
         for path in paths:
             parent = os.path.dirname(os.path.normpath(path))
             while parent not in found:
                 found.add(parent)
                 parent = os.path.dirname(parent)
-        folders = _folders[key] = tuple(sorted(found))
-    return folders
+        layout = _layouts[key] = (paths, tuple(sorted(found)))
+    return layout

@@ -6,6 +6,7 @@ those of the fallback providers, and the addresses of the user's agents.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # The user's agents: ssh-agent signs with their keys (even with the network off), gpg-agent
 # decrypts, the session bus reaches the keyring. Unset (and their sockets hidden: bwrap.py).
@@ -30,10 +31,24 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
 )
 
 
+# Other credentials the user's environment carries (GH_TOKEN, NPM_TOKEN, HF_TOKEN,
+# STRIPE_SECRET_KEY, DB_PASSWORD, ...): the sandbox hides the files they come from (~/.config/gh,
+# ~/.npmrc), so their copies in the environment go too. By name: a word that says so.
+SECRET_ENV = re.compile(
+    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIALS?)(_\d+)?|"
+    r"\w+_(KEY|PAT|PASS|PW|PWD)(_\d+)?|PGPASSWORD"
+)
+
+
+def secret_variables(names: Iterable[str]) -> list[str]:
+    """Which of `names` look like credentials by their name (SECRET_ENV)."""
+    return sorted(name for name in names if SECRET_ENV.fullmatch(name.upper()) and name != "OLDPWD")
+
+
 def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) -> bool:
     """Whether a confined command loses `name`; `hidden_env` (the fallbacks' key variables)
     covers their numbered pools too, and `ssh_agent` keeps the ssh agent's address."""
-    if CREDENTIAL_ENV.fullmatch(name):
+    if CREDENTIAL_ENV.fullmatch(name) or secret_variables([name]):
         return True
     if name in AGENT_ENV and not (ssh_agent and name in ("SSH_AUTH_SOCK", "SSH_AGENT_PID")):
         return True

@@ -5,6 +5,7 @@ programs leave reachable, and secrets the first round's lists missed.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import tempfile
@@ -144,3 +145,45 @@ async def test_tokens_in_the_editors_environment_do_not_reach_a_sandboxed_comman
     assert [name for name, value in EDITOR_TOKENS.items() if value in result] == [], result
     if where == "local":  # a name that only mentions a token is no token
         assert "PROJECT_TOKEN_NAME=kept" in result, result
+
+
+DOORS = {
+    ".Xauthority": "x11-cookie-secret",
+    ".local/share/jupyter/runtime/kernel-4242.json": '{"key": "kernel-hmac-secret", "shell_port": 5555}',
+    ".local/share/jupyter/runtime/jpserver-7.json": '{"token": "jupyter-token-secret"}',
+    ".emacs.d/server/server": "emacs-server-secret",
+    ".config/containers/auth.json": "podman-auth-secret",
+    ".config/configstore/firebase-tools.json": "firebase-secret",
+}
+
+
+async def test_keys_to_the_users_running_programs_stay_hidden(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # A kernel's connection file is a port and a signing key: with them a command sends
+    # `execute_request` to the user's Jupyter kernel, which runs the code outside the
+    # sandbox; X11's cookie and emacs's server key open the same kind of door.
+    for relative, content in DOORS.items():
+        (home / relative).parent.mkdir(parents=True, exist_ok=True)
+        (home / relative).write_text(content + "\n")
+    reads = " ".join(f"~/{relative}" for relative in DOORS)
+    fake.script(
+        [
+            Reply(
+                tool_calls=[
+                    ToolCallSpec("terminal", {"command": f"cat {reads} 2>&1; echo done"}, id="cat"),
+                    ToolCallSpec(
+                        "read_file", {"path": ".local/share/jupyter/runtime/kernel-4242.json"}, id="r"
+                    ),
+                ]
+            ),
+            Reply(text="Done."),
+        ]
+    )
+    async with connected(server_env(home, fake), LOCAL) as client:
+        sid = await start(client, home, "auto")
+        assert await client.prompt(sid, "find the running kernel") == {"stopReason": "end_turn"}
+    reading, read_file = tool_results(fake)
+    assert "done" in reading, reading
+    secrets = [re.search(r"[\w-]+-secret", content)[0] for content in DOORS.values()]  # type: ignore[index]
+    assert [s for s in secrets if s in reading or s in read_file] == [], (reading, read_file)

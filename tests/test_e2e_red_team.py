@@ -187,3 +187,48 @@ async def test_keys_to_the_users_running_programs_stay_hidden(
     assert "done" in reading, reading
     secrets = [re.search(r"[\w-]+-secret", content)[0] for content in DOORS.values()]  # type: ignore[index]
     assert [s for s in secrets if s in reading or s in read_file] == [], (reading, read_file)
+
+
+HOOKED = """
+[[hooks.pre_tool]]
+matcher = "Bash(git push:*)"
+command = "./scripts/check-push.sh"
+"""
+
+
+async def test_a_hook_that_runs_a_workspace_script_runs_it_in_the_sandbox(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # The user's hook runs the project's own script (the README's example). In auto the
+    # model rewrites that script unasked, then calls the tool the hook watches: the hook
+    # must not run the model's code outside the sandbox.
+    marker = tmp_path / "escaped"
+    (project / "scripts").mkdir()
+    (project / "scripts" / "check-push.sh").write_text("#!/bin/sh\nexit 0\n")
+    (project / "scripts" / "check-push.sh").chmod(0o755)
+    (home / ".hermes-acp").mkdir()
+    (home / ".hermes-acp" / "config.toml").write_text(HOOKED)
+    planted = f"#!/bin/sh\necho ran > hook-ran.txt\ntouch {marker}\nexit 0\n"
+    fake.script(
+        [
+            Reply(
+                tool_calls=[ToolCallSpec("write_file", {"path": "scripts/check-push.sh", "content": planted})]
+            ),
+            Reply(tool_calls=[ToolCallSpec("terminal", {"command": "git push --dry-run"}, id="push")]),
+            Reply(text="Done."),
+        ]
+    )
+    async with connected(server_env(home, fake), LOCAL) as client:
+        sid = await start(client, project, "auto")
+        assert await client.prompt(sid, "tidy the checks, then push") == {"stopReason": "end_turn"}
+    assert (project / "hook-ran.txt").read_text() == "ran\n"  # the hook ran, inside the workspace
+    assert not marker.exists()
+
+
+def test_only_the_users_own_config_can_take_a_hook_out_of_the_sandbox() -> None:
+    from hermes_core.policy.hook_specs import specs_from_table
+
+    table = {"stop": [{"command": "notify-send done", "unconfined": True}]}
+    [project_hook] = specs_from_table(table, ".hermes/config.toml")
+    [own_hook] = specs_from_table(table, "your config.toml", own=True)
+    assert (project_hook.unconfined, own_hook.unconfined) == (False, True)

@@ -5,9 +5,13 @@ programs leave reachable, and secrets the first round's lists missed.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
+import sysconfig
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -232,3 +236,73 @@ def test_only_the_users_own_config_can_take_a_hook_out_of_the_sandbox() -> None:
     [project_hook] = specs_from_table(table, ".hermes/config.toml")
     [own_hook] = specs_from_table(table, "your config.toml", own=True)
     assert (project_hook.unconfined, own_hook.unconfined) == (False, True)
+
+
+def install_without_rg(folder: Path) -> Path:
+    """The agent installed where no `rg` sits beside its interpreter (`pip install --user`,
+    a distribution's package): it looks rg up on PATH. Its packages are this test run's."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    [packages] = (folder / "lib").glob("python*/site-packages")
+    ours = sysconfig.get_paths()["purelib"]
+    (packages / "zz_test_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    return folder / "bin" / "python"
+
+
+async def test_a_relative_path_entry_does_not_make_the_agent_run_a_workspace_rg(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # `export PATH=node_modules/.bin:$PATH` is a common shell set-up; a package the model
+    # installed (sandboxed) may ship a bin named `rg`. The agent's own search, even in plan
+    # mode, must not run it (outside the sandbox, with the model keys in its environment).
+    marker = tmp_path / "escaped"
+    real_rg = Path(sys.executable).parent / "rg"
+    bin_dir = project / "node_modules" / ".bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "rg").write_text(f'#!/bin/sh\ntouch {marker}\nexec {real_rg} "$@"\n')
+    (bin_dir / "rg").chmod(0o755)
+    (project / "notes.txt").write_text("the needle is here\n")
+    python = install_without_rg(tmp_path / "agent")
+    path = os.pathsep.join(
+        ["node_modules/.bin", str(real_rg.parent), os.environ.get("PATH", "/usr/bin:/bin")]
+    )
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("search", {"pattern": "needle"}, id="s")]), Reply(text="Found.")]
+    )
+    env = server_env(home, fake, PATH=path)
+    async with spawn_server(env, command=(str(python), "-m", "hermes_acp", "--stdio"), cwd=project) as server:
+        client = server.sdk_client(LOCAL, permission="allow_once")
+        await client.initialize()
+        sid = await start(client, project, "plan")
+        assert await client.prompt(sid, "where is the needle?") == {"stopReason": "end_turn"}
+    [result] = tool_results(fake)
+    assert "notes.txt" in result, result
+    assert not marker.exists()
+
+
+MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
+
+
+async def test_a_relative_path_entry_does_not_make_an_mcp_server_a_workspace_program(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # The editor names its MCP server by a bare name, found on PATH; with `node_modules/.bin`
+    # on PATH, a bin of that name a package put in the workspace would start instead,
+    # outside the sandbox, at the next session/new.
+    marker = tmp_path / "escaped"
+    tools, planted = tmp_path / "tools", project / "node_modules" / ".bin"
+    for folder, first in ((tools, ""), (planted, f"touch {marker}\n")):
+        folder.mkdir(parents=True)
+        (folder / "mcp-helper").write_text(f"#!/bin/sh\n{first}exec {sys.executable} {MCP_SERVER}\n")
+        (folder / "mcp-helper").chmod(0o755)
+    path = os.pathsep.join(["node_modules/.bin", str(tools), os.environ.get("PATH", "/usr/bin:/bin")])
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("mcp__helper__add", {"a": 2, "b": 3}, id="add")]), Reply(text="5.")]
+    )
+    async with connected(server_env(home, fake, PATH=path), LOCAL) as client:
+        server = {"name": "helper", "command": "mcp-helper", "args": [], "env": []}
+        params = {"cwd": str(project), "mcpServers": [server]}
+        sid = (await client.request("session/new", params))["sessionId"]
+        assert await client.prompt(sid, "add 2 and 3") == {"stopReason": "end_turn"}
+    [result] = tool_results(fake)
+    assert "5" in result, result  # the server on the absolute PATH entry answered
+    assert not marker.exists()

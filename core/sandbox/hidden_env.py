@@ -1,10 +1,12 @@
 """The environment variables a confined command loses: the agent's own model credentials
 (a command the model wrote could otherwise send them anywhere while the network is on),
-those of the fallback providers, and the addresses of the user's agents.
+those of the fallback providers, other tokens by name, and the addresses of the user's
+agents; and the PATH the agent looks its own programs up in.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 
@@ -54,3 +56,10 @@ def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) ->
         return True
     base, _, number = name.rpartition("_")
     return name in hidden_env or (number.isdigit() and base in hidden_env)
+
+
+def absolute_search_path(path: str) -> str:
+    """PATH without its relative entries (an empty one, `.`, `node_modules/.bin`): those name
+    the workspace when the agent runs in it, and what the agent starts outside the sandbox
+    (rg, an MCP server's `npx`) must not be a program the workspace put there."""
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))

@@ -9,10 +9,12 @@ import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -306,3 +308,45 @@ async def test_a_relative_path_entry_does_not_make_an_mcp_server_a_workspace_pro
     [result] = tool_results(fake)
     assert "5" in result, result  # the server on the absolute PATH entry answered
     assert not marker.exists()
+
+
+def png_bomb(side: int) -> bytes:
+    """A PNG of side x side black pixels, one bit each: a few KB on disk, 4 bytes a pixel
+    once decoded."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)
+    row = b"\0" * (1 + (side + 7) // 8)
+    packer = zlib.compressobj(9)
+    body = b"".join(packer.compress(row) for _ in range(side)) + packer.flush()
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
+
+
+def peak_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM")
+
+
+async def test_a_tiny_image_that_decodes_to_gigabytes_is_refused_without_decoding(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # 17 KB on disk, 12000x12000 pixels: downscaling it took the server 1.4 GB and 11 s of
+    # CPU, and one reply can read a dozen of them.
+    (project / "diagram.png").write_bytes(png_bomb(12000))
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("read_file", {"path": "diagram.png"}, id="r")]), Reply(text="Ok.")]
+    )
+    async with spawn_server(server_env(home, fake)) as server:
+        client = server.sdk_client(LOCAL, permission="allow_once")
+        await client.initialize()
+        sid = await start(client, project, "ask")
+        before = peak_kb(server.pid)
+        assert await client.prompt(sid, "look at the diagram") == {"stopReason": "end_turn"}
+        grown_mb = (peak_kb(server.pid) - before) // 1024
+    [result] = tool_results(fake)
+    assert "12000x12000" in result and "too many to decode" in result, result
+    assert grown_mb < 200, f"reading the image took {grown_mb} MB more"

@@ -350,3 +350,60 @@ async def test_a_tiny_image_that_decodes_to_gigabytes_is_refused_without_decodin
     [result] = tool_results(fake)
     assert "12000x12000" in result and "too many to decode" in result, result
     assert grown_mb < 200, f"reading the image took {grown_mb} MB more"
+
+
+@pytest.mark.parametrize(
+    ("variable", "where", "value"),
+    [
+        # WezTerm: `wezterm cli spawn -- CMD` through this socket runs CMD in a new tab, as you.
+        ("WEZTERM_UNIX_SOCKET", ".local/share/wezterm/sock", "{}"),
+        # tmux with TMUX_TMPDIR set, named by TMUX when the editor runs inside tmux.
+        ("TMUX", "sockets/tmux-0/default", "{},4242,0"),
+        # kitty's remote control: `kitten @ launch CMD`.
+        ("KITTY_LISTEN_ON", "sockets/kitty", "unix:{}"),
+        # Neovim's server (`nvim --server … --remote-send ':!CMD<CR>'`), named for :terminal.
+        ("NVIM", "sockets/nvim.0", "{}"),
+    ],
+)
+async def test_a_terminal_or_editor_socket_named_in_the_environment_is_out_of_reach(
+    fake: FakeProvider, home: Path, project: Path, variable: str, where: str, value: str
+) -> None:
+    path = home / where
+    path.parent.mkdir(parents=True)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(path))
+    listener.listen(8)
+    (project / "reach.py").write_text(REACH + f"import os; print('{variable}' in os.environ)\n")
+    fake.script(commands(f"python3 reach.py {path}"))
+    try:
+        async with connected(server_env(home, fake, **{variable: value.format(path)}), LOCAL) as client:
+            sid = await start(client, project, "auto")
+            assert await client.prompt(sid, "check the terminal") == {"stopReason": "end_turn"}
+        [result] = tool_results(fake)
+        assert f"refused {path}" in result and "False" in result, result
+        assert not was_reached(listener)
+    finally:
+        listener.close()
+
+
+async def test_a_sandboxed_command_cannot_read_the_agents_memory_or_environment_through_proc(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Held on main: its own pid namespace and /proc. The agent's environment holds the
+    # model key; its memory, the conversation and the key again.
+    key = "sk-agent-only-4f9c2b"
+    probe = (
+        "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; tr '\\0' ' ' < $p/cmdline; echo; done"
+        " 2>/dev/null | grep -c -e 'sk-agent-onl[y]' -e 'hermes_ac[p]'; ls -d /proc/[0-9]* | wc -l"
+    )
+    fake.script(commands(probe))
+    async with spawn_server(server_env(home, fake, OPENAI_API_KEY=key)) as server:
+        client = server.sdk_client(LOCAL, permission="allow_once")
+        await client.initialize()
+        sid = await start(client, project, "auto")
+        assert await client.prompt(sid, "look at the processes") == {"stopReason": "end_turn"}
+        agent_pid = server.pid
+    [result] = tool_results(fake)
+    found, processes = result.split()[-2:]
+    assert found == "0", result  # no process in view holds the key or is the agent
+    assert int(processes) < 10 and f"/proc/{agent_pid}/" not in result, result

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Literal
 from hermes_core.sandbox import caches, limits, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.env_files import env_files
-from hermes_core.sandbox.hidden_env import AGENT_ENV, CREDENTIAL_NAMES, hides_variable, secret_variables
+from hermes_core.sandbox.hidden_env import (
+    AGENT_ENV,
+    CREDENTIAL_NAMES,
+    SOCKET_ENV,
+    hides_variable,
+    named_sockets,
+    secret_variables,
+)
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -237,7 +244,7 @@ class Sandbox:
         ]
 
     def _hidden_agent_env(self) -> list[str]:
-        return [name for name in AGENT_ENV if self._hides_variable(name)]
+        return [name for name in (*AGENT_ENV, *SOCKET_ENV) if self._hides_variable(name)]
 
     def launch_thread(self) -> limits.LaunchThread:
         """The thread this session's local commands are started from (inside its pids
@@ -357,6 +364,7 @@ class Sandbox:
             if sock:
                 files.append(Path(sock))
         files += [Path(p) for p in HOST_SOCKETS]
+        files += named_sockets(os.environ)
         files += env_files(self.home, roots)
         hidden_dirs: list[Path] = []
         for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
@@ -370,6 +378,9 @@ class Sandbox:
             sock = os.environ.get("SSH_AUTH_SOCK")
             if sock and Path(sock).exists():
                 hidden_files = [f for f in hidden_files if f != Path(sock).resolve()]
+        # A file inside a hidden dir is gone already (and bwrap cannot make its mount point
+        # in that read-only tmpfs: a socket named in the environment may sit there).
+        hidden_files = [f for f in hidden_files if not any(f.is_relative_to(d) for d in hidden_dirs)]
         return sorted(set(hidden_dirs)), sorted(set(hidden_files))
 
     def reachable_ssh_agent(self) -> Path | None:

@@ -48,6 +48,7 @@ SECRET_DIRS: tuple[str, ...] = (
     ".local/share/jupyter/runtime",
     ".ipython/profile_default/security",
     ".emacs.d/server",
+    ".local/share/wezterm",  # its mux socket: `wezterm cli spawn` runs a command as the user
     ".config/emacs/server",
     ".config/containers",  # podman's registry logins (auth.json)
     ".config/glab-cli",

@@ -63,6 +63,10 @@ HOST_SOCKETS: tuple[str, ...] = (
     # systemd's bus: a command running as root could stop services or reboot through it.
     "/run/dbus/system_bus_socket",
     "/var/run/dbus/system_bus_socket",
+    # systemd's own socket (root: `systemd-run CMD` starts CMD outside the sandbox) and snapd's.
+    "/run/systemd/private",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
 )
 # Where the user's other programs leave their sockets: tmux (`/tmp/tmux-UID/default`),
 # emacs and nvim servers, VS Code's IPC, X11, a dbus-launch bus, screen. Connecting needs no

@@ -62,6 +62,7 @@ class HookEntry(BaseModel):
     command: str
     matcher: str | None = None  # a permission rule; tool hooks only
     timeout: float = Field(default=60.0, gt=0)
+    unconfined: bool = False  # run outside the sandbox (it then must not run workspace files)
 
 
 class HookTable(BaseModel):

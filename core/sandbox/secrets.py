@@ -42,6 +42,19 @@ SECRET_DIRS: tuple[str, ...] = (
     ".mozilla",  # browser profiles: cookies, saved passwords
     ".config/google-chrome",
     ".config/chromium",
+    # What lets a process run code in one of the user's programs outside the sandbox: a
+    # Jupyter kernel's connection file (its port and signing key) and server tokens, emacs's
+    # server key.
+    ".local/share/jupyter/runtime",
+    ".ipython/profile_default/security",
+    ".emacs.d/server",
+    ".local/share/wezterm",  # its mux socket: `wezterm cli spawn` runs a command as the user
+    ".config/emacs/server",
+    ".config/containers",  # podman's registry logins (auth.json)
+    ".config/glab-cli",
+    ".config/configstore",  # npm tools' logins (firebase, snyk, vercel...)
+    ".fly",
+    ".kaggle",
 )
 # Single files holding credentials, and shell and REPL histories (pasted tokens).
 SECRET_FILES: tuple[str, ...] = (
@@ -65,6 +78,9 @@ SECRET_FILES: tuple[str, ...] = (
     ".gradle/gradle.properties",
     ".s3cfg",
     ".boto",
+    ".Xauthority",  # X11's cookie: with X11's abstract socket, keystrokes into your terminal
+    ".ICEauthority",
+    ".databrickscfg",
     ".bash_history",
     ".zsh_history",
     ".zhistory",

@@ -109,7 +109,7 @@ class SessionFactory:
             agent.connect(
                 rules=rules,
                 checkpoints=_checkpoints(settings, cwd, session_id),
-                hooks=Hooks(rules.hook_specs(), cwd, session_id),
+                hooks=Hooks(rules.hook_specs(), cwd, session_id, sandbox=workspace.sandbox),
             )
             return agent
 
@@ -182,7 +182,7 @@ def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
     from hermes_core.policy.hook_specs import specs_from_table
     from hermes_core.policy.permission_rules import PermissionRules
 
-    user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml")
+    user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml", own=True)
     return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
 
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from hermes_acp.startup import (
         AuthChoice,
         ClientHello,
+        EarlySession,
         ListQuery,
         ModeChange,
         NoParams,
@@ -109,6 +110,9 @@ class AcpServer:
         self._in_flight: set[asyncio.Task[Any]] = set()
         self.startup = Startup()  # the start-up layer's one door
         self._environ = environ
+        # A session/new answered before the server existed, built before anything else is served.
+        self._early_build: asyncio.Task[None] | None = None
+        self._early_id: str | None = None
         # Which requests wait for which: the transport knows nothing of sessions.
         transport.opens, transport.needs = session_opened, session_named
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
@@ -168,6 +172,8 @@ class AcpServer:
             self.cancel_turns()
             if self._in_flight:
                 await asyncio.wait(set(self._in_flight), timeout=DRAIN_SECONDS)
+            if self._early_build is not None:  # the client holds its id: it is stored before the end
+                await asyncio.wait({self._early_build}, timeout=DRAIN_SECONDS)
             if "sessions" in self.__dict__:  # no manager, nothing to flush or close
                 await self.sessions.shutdown()
             await self.connection.close()
@@ -224,12 +230,49 @@ class AcpServer:
             task.add_done_callback(self._in_flight.discard)
         try:
             request, raw = await self.startup.read(method, model, params)
+            if self._early_build is not None:
+                await self._early_built(params, report=not is_notification)
         except RequestError:
             if is_notification:
                 log.warning("ignoring %s with invalid params: %r", method, params)
                 return None
             raise
         return await handler(request, raw)
+
+    # -- a session/new answered before the server existed -----------------------------------
+
+    def adopt(self, early: EarlySession) -> None:
+        """Build the session the early start answered (hermes_acp/startup/early_session.py).
+        It is stored before any other request is served: those wait for the build."""
+        self._early_id = early.session_id
+        self._early_build = asyncio.ensure_future(self._build_early(early))
+        self._early_build.add_done_callback(_log_build_failure)
+
+    async def _build_early(self, early: EarlySession) -> None:
+        await self.startup.warmup.modules_ready()  # the session modules: never imported on the loop
+        from hermes_acp.session.factory import Placement
+
+        place = Placement(early.cwd, early.extra_dirs, [])
+        await self.sessions.open_answered(early.session_id, place, early.answer)
+        self.startup.session_opening()  # its turns' HTTP modules, as after a session/new answer
+
+    async def _early_built(self, params: Any, *, report: bool) -> None:
+        """Once the early session is built. The first request naming it gets the build's
+        error, if it failed; the session is then unknown, as one that never opened."""
+        build = self._early_build
+        assert build is not None
+        await asyncio.wait({build})  # a waiter cancelled does not cancel the build
+        failure = None if build.cancelled() else build.exception()
+        if failure is None:
+            self._early_build = None
+        elif report and session_named({"params": params}) == self._early_id:
+            self._early_build = None
+            detail = str(failure) or type(failure).__name__
+            raise user_error(
+                INTERNAL_ERROR,
+                f"session {self._early_id} could not be started: {detail}",
+                {"sessionId": self._early_id},
+            )
 
     # -- handlers -----------------------------------------------------------------------
 
@@ -356,6 +399,12 @@ class AcpServer:
 
 
 RequestKey = tuple[type, Any]
+
+
+def _log_build_failure(build: asyncio.Task[None]) -> None:
+    failure = None if build.cancelled() else build.exception()
+    if failure is not None:
+        log.error("the session answered at start-up could not be built", exc_info=failure)
 
 
 @dataclass(slots=True)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from acp import schema
     from pydantic import BaseModel
 
+    from hermes_acp.session.early_build import EarlyBuild
     from hermes_acp.session.manager import SessionManager
     from hermes_acp.session.options import SetModelParams
     from hermes_acp.session.turn import TurnRunner
@@ -111,8 +112,7 @@ class AcpServer:
         self.startup = Startup()  # the start-up layer's one door
         self._environ = environ
         # A session/new answered before the server existed, built before anything else is served.
-        self._early_build: asyncio.Task[None] | None = None
-        self._early_id: str | None = None
+        self._early: EarlyBuild | None = None
         # Which requests wait for which: the transport knows nothing of sessions.
         transport.opens, transport.needs = session_opened, session_named
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
@@ -172,8 +172,8 @@ class AcpServer:
             self.cancel_turns()
             if self._in_flight:
                 await asyncio.wait(set(self._in_flight), timeout=DRAIN_SECONDS)
-            if self._early_build is not None:  # the client holds its id: it is stored before the end
-                await asyncio.wait({self._early_build}, timeout=DRAIN_SECONDS)
+            if self._early is not None:
+                await self._early.settle(DRAIN_SECONDS)
             if "sessions" in self.__dict__:  # no manager, nothing to flush or close
                 await self.sessions.shutdown()
             await self.connection.close()
@@ -230,8 +230,9 @@ class AcpServer:
             task.add_done_callback(self._in_flight.discard)
         try:
             request, raw = await self.startup.read(method, model, params)
-            if self._early_build is not None:
-                await self._early_built(params, report=not is_notification)
+            early, named = self._early, session_named({"params": params})
+            if early is not None and await early.wait(named, report=not is_notification):
+                self._early = None
         except RequestError:
             if is_notification:
                 log.warning("ignoring %s with invalid params: %r", method, params)
@@ -243,10 +244,10 @@ class AcpServer:
 
     def adopt(self, early: EarlySession) -> None:
         """Build the session the early start answered (hermes_acp/startup/early_session.py).
-        It is stored before any other request is served: those wait for the build."""
-        self._early_id = early.session_id
-        self._early_build = asyncio.ensure_future(self._build_early(early))
-        self._early_build.add_done_callback(_log_build_failure)
+        It is stored before any other request is served: they wait for the build."""
+        from hermes_acp.session.early_build import EarlyBuild
+
+        self._early = EarlyBuild(early.session_id, self._build_early(early))
 
     async def _build_early(self, early: EarlySession) -> None:
         await self.startup.warmup.modules_ready()  # the session modules: never imported on the loop
@@ -255,24 +256,6 @@ class AcpServer:
         place = Placement(early.cwd, early.extra_dirs, [])
         await self.sessions.open_answered(early.session_id, place, early.answer)
         self.startup.session_opening()  # its turns' HTTP modules, as after a session/new answer
-
-    async def _early_built(self, params: Any, *, report: bool) -> None:
-        """Once the early session is built. The first request naming it gets the build's
-        error, if it failed; the session is then unknown, as one that never opened."""
-        build = self._early_build
-        assert build is not None
-        await asyncio.wait({build})  # a waiter cancelled does not cancel the build
-        failure = None if build.cancelled() else build.exception()
-        if failure is None:
-            self._early_build = None
-        elif report and session_named({"params": params}) == self._early_id:
-            self._early_build = None
-            detail = str(failure) or type(failure).__name__
-            raise user_error(
-                INTERNAL_ERROR,
-                f"session {self._early_id} could not be started: {detail}",
-                {"sessionId": self._early_id},
-            )
 
     # -- handlers -----------------------------------------------------------------------
 
@@ -399,12 +382,6 @@ class AcpServer:
 
 
 RequestKey = tuple[type, Any]
-
-
-def _log_build_failure(build: asyncio.Task[None]) -> None:
-    failure = None if build.cancelled() else build.exception()
-    if failure is not None:
-        log.error("the session answered at start-up could not be built", exc_info=failure)
 
 
 @dataclass(slots=True)

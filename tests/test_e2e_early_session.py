@@ -217,3 +217,22 @@ async def test_what_the_early_path_declines_the_server_answers_as_before(
         if "result" in answer:
             answer["result"].pop("sessionId")
     assert first == later
+
+
+async def test_a_cancel_sent_with_the_first_prompt_cancels_its_turn(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    """Both arrive while the early session may still be building: the prompt's turn
+    starts first (it came first) and the cancel ends it."""
+    project = tmp_path / "project"
+    project.mkdir()
+    fake.script([Reply(text="never finished", hold_after_first_text=True)])
+    async with spawn_server(server_env(tmp_path, fake)) as process:
+        sid = (await hello_and_new(process, project))["result"]["sessionId"]
+        await process.send_together(
+            message(2, "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}),
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}},
+        )
+        assert (await process.response_to(2))["result"]["stopReason"] == "cancelled"
+        fake.release_stream()
+    assert EARLY in process.stderr

@@ -87,7 +87,7 @@ class Handover:
 
         try:
             answered = answer_session_new(write_fd, self.unread, self.hello, tracer)
-        except OSError:  # nothing was written: the server answers the line and meets the error
+        except OSError:  # the client is gone: the server answers the line and meets the error
             return
         if answered is not None:
             self.session, self.unread = answered

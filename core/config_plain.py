@@ -152,6 +152,13 @@ def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
 
 def plainly_valid(environ: Mapping[str, str] | None = None) -> bool:
     """True when `load_settings(environ)` surely succeeds; False when only it can tell."""
+    return plain_values(environ) is not None
+
+
+def plain_values(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
+    """The settings `load_settings(environ)` starts from (config.toml, then the environment;
+    not `home`, no defaults, numbers and flags from the environment still text) when they
+    are plainly valid; None when only the full check can tell."""
     environ = os.environ if environ is None else environ
     home = os.path.expanduser(environ.get(ENV_PREFIX + "HOME") or "~/.hermes-acp")
     values: dict[str, Any] = {}
@@ -163,9 +170,11 @@ def plainly_valid(environ: Mapping[str, str] | None = None) -> bool:
             with open(config_path, encoding="utf-8") as file:
                 values.update(tomllib.loads(file.read()))
     except Exception:  # unreadable or not TOML: the full check says which
-        return False
+        return None
     if not values.keys() <= FIELDS:
-        return False
+        return None
     values.update(env_overrides(environ))
     values.pop("home", None)  # replaced by the directory itself
-    return all(key in RULES and RULES[key](value) for key, value in values.items())
+    if not all(key in RULES and RULES[key](value) for key, value in values.items()):
+        return None
+    return values

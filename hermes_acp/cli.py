@@ -122,6 +122,7 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     handover = answer_first_initialize(protocol_in, protocol_out, tracer, meanwhile=_import_server)
     ends = input_ends_next(protocol_in, handover, _import_server)
     if not ends:
+        handover.answer_session_new(protocol_out, tracer)  # an editor's session/new, if already there
         handover.join()
     from hermes_acp.logs import setup_logging
 
@@ -187,6 +188,8 @@ async def _start_server(read_fd: int, write_fd: int, tracer: Any, handover: Hand
     if handover.hello is not None:  # answered already: what the server does after its own answer
         server.greeted(handover.hello)
         server.startup.greeted()
+    if handover.session is not None:  # answered already: built before anything else is served
+        server.adopt(handover.session)
     transport.settle = lambda: server.finish_in_flight(end_of_input_seconds())
     loop = asyncio.get_running_loop()
     signals = 0

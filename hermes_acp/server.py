@@ -32,12 +32,14 @@ if TYPE_CHECKING:
     from acp import schema
     from pydantic import BaseModel
 
+    from hermes_acp.session.early_build import EarlyBuild
     from hermes_acp.session.manager import SessionManager
     from hermes_acp.session.options import SetModelParams
     from hermes_acp.session.turn import TurnRunner
     from hermes_acp.startup import (
         AuthChoice,
         ClientHello,
+        EarlySession,
         ListQuery,
         ModeChange,
         NoParams,
@@ -109,6 +111,8 @@ class AcpServer:
         self._in_flight: set[asyncio.Task[Any]] = set()
         self.startup = Startup()  # the start-up layer's one door
         self._environ = environ
+        # A session/new answered before the server existed, built before anything else is served.
+        self._early: EarlyBuild | None = None
         # Which requests wait for which: the transport knows nothing of sessions.
         transport.opens, transport.needs = session_opened, session_named
         self.requests: dict[str, tuple[ParamsModel, Handler]] = {
@@ -168,6 +172,8 @@ class AcpServer:
             self.cancel_turns()
             if self._in_flight:
                 await asyncio.wait(set(self._in_flight), timeout=DRAIN_SECONDS)
+            if self._early is not None:
+                await self._early.settle(DRAIN_SECONDS)
             if "sessions" in self.__dict__:  # no manager, nothing to flush or close
                 await self.sessions.shutdown()
             await self.connection.close()
@@ -224,12 +230,32 @@ class AcpServer:
             task.add_done_callback(self._in_flight.discard)
         try:
             request, raw = await self.startup.read(method, model, params)
+            early, named = self._early, session_named({"params": params})
+            if early is not None and await early.wait(named, report=not is_notification):
+                self._early = None
         except RequestError:
             if is_notification:
                 log.warning("ignoring %s with invalid params: %r", method, params)
                 return None
             raise
         return await handler(request, raw)
+
+    # -- a session/new answered before the server existed -----------------------------------
+
+    def adopt(self, early: EarlySession) -> None:
+        """Build the session the early start answered (hermes_acp/startup/early_session.py).
+        It is stored before any other request is served: they wait for the build."""
+        from hermes_acp.session.early_build import EarlyBuild
+
+        self._early = EarlyBuild(early.session_id, self._build_early(early))
+
+    async def _build_early(self, early: EarlySession) -> None:
+        await self.startup.warmup.modules_ready()  # the session modules: never imported on the loop
+        from hermes_acp.session.factory import Placement
+
+        place = Placement(early.cwd, early.extra_dirs, [])
+        await self.sessions.open_answered(early.session_id, place, early.answer)
+        self.startup.session_opening()  # its turns' HTTP modules, as after a session/new answer
 
     # -- handlers -----------------------------------------------------------------------
 

@@ -12,11 +12,12 @@ import json
 import logging
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
-from hermes_core.config import Settings
+if TYPE_CHECKING:  # not imported at run time: the early session/new answer reads the cache plainly
+    from hermes_core.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +26,25 @@ _CROSS_REGION = re.compile(r"^(?:us|eu|apac|global|jp|au|ca|us-gov)\.")
 TTL_SECONDS = 24 * 3600.0
 
 
-def endpoint_key(settings: Settings) -> str:
+class Endpoint(Protocol):
+    """What names an endpoint's list: the settings, or their plain reading before the
+    server exists (hermes_acp/startup/early_session.py)."""
+
+    @property
+    def home(self) -> Path: ...
+    @property
+    def provider(self) -> str: ...
+    @property
+    def base_url(self) -> str | None: ...
+    @property
+    def openai_base_url(self) -> str | None: ...
+    @property
+    def anthropic_base_url(self) -> str | None: ...
+    @property
+    def bedrock_region(self) -> str | None: ...
+
+
+def endpoint_key(settings: Endpoint) -> str:
     """Which endpoint a list belongs to: the provider and every base URL that can point it."""
     parts = (
         settings.provider,
@@ -37,7 +56,7 @@ def endpoint_key(settings: Settings) -> str:
     return "|".join(parts)
 
 
-def _path(settings: Settings) -> Path:
+def _path(settings: Endpoint) -> Path:
     return settings.home / "cache" / FILE_NAME
 
 
@@ -52,7 +71,7 @@ def _read(path: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def cached_models(settings: Settings, *, now: float | None = None) -> list[str]:
+def cached_models(settings: Endpoint, *, now: float | None = None) -> list[str]:
     """The endpoint's model list from an earlier run, or [] when none is fresh."""
     entry = _read(_path(settings)).get(endpoint_key(settings))
     if not isinstance(entry, dict):
@@ -75,6 +94,8 @@ def remember_models(settings: Settings, models: list[str]) -> None:
     data[endpoint_key(settings)] = {"models": list(models), "fetched_at": time.time()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".model_lists.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle)

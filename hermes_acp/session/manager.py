@@ -124,6 +124,27 @@ class SessionManager:
         check_directories(place)
         settings = self.require_credentials()
         session_id = secrets.token_hex(16)
+        session = await self._open_new(settings, session_id, place)
+        self._after_response(lambda: self._session_ready(session, settings))
+        return {"sessionId": session_id, **self.session_state(session)}
+
+    async def open_answered(self, session_id: str, place: Placement, answer: dict[str, Any]) -> None:
+        """A session/new answered before the server existed (hermes_acp/startup/): built
+        and stored now, as `new_session` does before its answer; then what follows one."""
+        settings = self.require_credentials()
+        session = await self._open_new(settings, session_id, place)
+        if {"sessionId": session_id, **self.session_state(session)} != answer:
+            # The answer said otherwise (the cached model list changed meanwhile): the
+            # client hears the session's real state before anything else of it.
+            async def correct() -> None:
+                await self.controls.notify_mode(session)
+                await self.controls.notify_config(session)
+
+            await self.turns.send_beside(session, correct)
+        # The menu and the model list: beside the requests, which wait for the session only.
+        self._spawn(self._session_ready(session, settings))
+
+    async def _open_new(self, settings: Settings, session_id: str, place: Placement) -> Session:
         session = await self.factory.open(settings, session_id, place)
         self._report_job_ends(session)
         self._sessions[session_id] = session
@@ -131,8 +152,7 @@ class SessionManager:
 
         store_session(session)
         log.info("session %s started in %s", session_id, place.cwd)
-        self._after_response(lambda: self._session_ready(session, settings))
-        return {"sessionId": session_id, **self.session_state(session)}
+        return session
 
     async def _session_ready(self, session: Session, settings: Settings) -> None:
         """After the client knows the session id: the commands menu, what went wrong with

@@ -13,12 +13,27 @@ import asyncio
 import logging
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from hermes_acp.bridge.channel import send_update
+from hermes_acp.session.option_wire import (
+    AUTO_COMPACT_OPTION,
+    DEFAULT_EFFORT,
+    EFFORT_IDS,
+    EFFORT_OPTION,
+    EFFORTS,
+    MODE_IDS,
+    MODE_OPTION,
+    MODEL_OPTION,
+    MODES,
+    OptionState,
+    config_options,
+    model_takes_effort,
+    modes_state,
+    session_state,
+)
 from hermes_core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -28,37 +43,33 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# The option tables and their wire form are option_wire.py's (also the early session/new
+# answer's); these names stay importable from here.
+__all__ = [
+    "AUTO_COMPACT_OPTION",
+    "DEFAULT_EFFORT",
+    "EFFORTS",
+    "EFFORT_IDS",
+    "EFFORT_OPTION",
+    "MODEL_OPTION",
+    "MODES",
+    "MODE_IDS",
+    "MODE_OPTION",
+    "ModelCatalog",
+    "OptionState",
+    "SessionControls",
+    "SetModelParams",
+    "config_options",
+    "model_takes_effort",
+    "modes_state",
+    "parse_change",
+]
+
 # The terminal client imports this module for the option names and ids: what only the
 # server needs (the JSON-RPC errors, which load the ACP SDK's schema) is imported where used.
 
-MODE_OPTION = "mode"
-MODEL_OPTION = "model"
-EFFORT_OPTION = "reasoning_effort"
-AUTO_COMPACT_OPTION = "auto_compact"
-DEFAULT_EFFORT = "default"  # send no effort: the model's own default
 MODEL_LIST_TIMEOUT = 10.0
 MODEL_LIST_RETRY_SECONDS = 300.0  # an endpoint without a model list is asked again after this
-
-MODES: tuple[tuple[str, str, str], ...] = (
-    ("ask", "Ask", "Ask before editing files or running commands"),
-    ("accept_edits", "Accept edits", "Edit workspace files without asking; ask before running commands"),
-    ("plan", "Plan", "Read-only: look around and make a plan; no edits, no commands"),
-    (
-        "auto",
-        "Auto",
-        "Edit workspace files and run sandboxed commands without asking; ask before leaving the sandbox",
-    ),
-    ("yolo", "Yolo", "Do everything without asking, except commands a safety rule flags as dangerous"),
-)
-MODE_IDS = tuple(mode_id for mode_id, _, _ in MODES)
-
-EFFORTS: tuple[tuple[str, str, str], ...] = (
-    (DEFAULT_EFFORT, "Default", "The model's own default"),
-    ("low", "Low", "Think briefly: faster and cheaper"),
-    ("medium", "Medium", "Think a moderate amount"),
-    ("high", "High", "Think hard: slower, for difficult problems"),
-)
-EFFORT_IDS = tuple(effort for effort, _, _ in EFFORTS)
 
 
 class SetModelParams(BaseModel):
@@ -76,72 +87,6 @@ class InvalidOption(InvalidInput):
         super().__init__(message)
         self.field = field  # the request field at fault: "configId" or "value"
         self.valid = valid  # what the field may be, when the session offers a list
-
-
-@dataclass(slots=True)
-class OptionState:
-    mode: str
-    model: str
-    reasoning_effort: str | None = None
-    models: list[str] = field(default_factory=list)  # offered in the picker, besides `model`
-    reasoning: bool = False  # the model takes a reasoning effort
-    auto_compact: bool | None = None  # None: not offered (the client takes no boolean options)
-
-    def offered_models(self) -> list[str]:
-        return _unique([self.model, *self.models])
-
-
-def modes_state(mode: str) -> dict[str, Any]:
-    return {
-        "currentModeId": mode,
-        "availableModes": [
-            {"id": mode_id, "name": name, "description": description} for mode_id, name, description in MODES
-        ],
-    }
-
-
-def config_options(state: OptionState) -> list[dict[str, Any]]:
-    """The complete configOptions list for the state."""
-    options = [
-        _select(
-            MODE_OPTION,
-            "Mode",
-            "mode",
-            state.mode,
-            [{"value": m, "name": n, "description": d} for m, n, d in MODES],
-            "How much the agent may do without asking",
-        ),
-        _select(
-            MODEL_OPTION,
-            "Model",
-            "model",
-            state.model,
-            [{"value": model, "name": model} for model in state.offered_models()],
-            "The model that answers the next prompt",
-        ),
-    ]
-    if state.reasoning:
-        options.append(
-            _select(
-                EFFORT_OPTION,
-                "Reasoning effort",
-                "thought_level",
-                state.reasoning_effort or DEFAULT_EFFORT,
-                [{"value": e, "name": n, "description": d} for e, n, d in EFFORTS],
-                "How long the model thinks before it answers",
-            )
-        )
-    if state.auto_compact is not None:
-        options.append(
-            {
-                "id": AUTO_COMPACT_OPTION,
-                "name": "Auto-compact",
-                "description": "Summarise the middle of a long conversation when the context fills up",
-                "type": "boolean",
-                "currentValue": state.auto_compact,
-            }
-        )
-    return options
 
 
 def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, Any]:
@@ -181,25 +126,6 @@ def parse_change(state: OptionState, config_id: str, value: Any) -> tuple[str, A
     return config_id, value
 
 
-def _select(
-    option_id: str,
-    name: str,
-    category: str,
-    current: str,
-    options: list[dict[str, Any]],
-    description: str,
-) -> dict[str, Any]:
-    return {
-        "id": option_id,
-        "name": name,
-        "description": description,
-        "category": category,
-        "type": "select",
-        "currentValue": current,
-        "options": options,
-    }
-
-
 # -- a live session's options ---------------------------------------------------------
 
 
@@ -225,10 +151,7 @@ class SessionControls:
 
     def session_state(self, session: Session) -> dict[str, Any]:
         """`modes` and `configOptions`, as session/new, load and resume answer them."""
-        return {
-            "modes": modes_state(session.agent.mode.value),
-            "configOptions": config_options(self.options(session)),
-        }
+        return session_state(self.options(session))
 
     def check_mode(self, mode_id: str) -> None:
         if mode_id not in MODE_IDS:
@@ -384,16 +307,6 @@ async def list_endpoint_models(settings: Settings) -> list[str]:
                 await provider.aclose()
             except Exception:
                 log.debug("closing the model-list client failed", exc_info=True)
-
-
-def model_takes_effort(model: str) -> bool:
-    from hermes_core.models import model_info
-
-    return model_info(model).reasoning in ("effort", "thinking")
-
-
-def _unique(values: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(v for v in values if v))
 
 
 def _listed(values: Iterable[str]) -> str:

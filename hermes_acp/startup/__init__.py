@@ -3,13 +3,15 @@
 Two callers, each through the names below (nothing else imports a module of this package):
 
 - the launcher (`hermes-acp --stdio`, cli.py): the first `initialize` answered before the
-  server exists (`answer_first_initialize`, `input_ends_next`: early_hello.py), the ACP
+  server exists (`answer_first_initialize`, `input_ends_next`: early_hello.py), and a
+  `session/new` right after it (`Handover.answer_session_new`: early_session.py), the ACP
   SDK imported without its package `__init__` (`defer_package_init`: sdk_import.py,
   lazy_package.py), the transport on real descriptors (`open_fd_transport`);
 - the server (server.py): `Startup` (gate.py), its one door for every request: when it
   may run (the warm-up's imports, warmup.py) and its params read without the SDK's schema
   when they are plainly valid (plain_params.py, hello.py), else by the schema's models
-  (schema_params.py); and the hello itself (`agent_hello`, `auth_methods`, `ClientHello`).
+  (schema_params.py); and the hello itself (`agent_hello`, `auth_methods`, `ClientHello`);
+  a session answered early (`EarlySession`), which it builds before serving anything else.
 
 The names are looked up lazily: the launcher imports this package before asyncio, and
 answers `initialize` with only what early_hello.py needs.
@@ -27,6 +29,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
         answer_first_initialize,
         input_ends_next,
     )
+    from hermes_acp.startup.early_session import EarlySession
     from hermes_acp.startup.fd_transport import open_fd_transport
     from hermes_acp.startup.gate import Startup
     from hermes_acp.startup.hello import HELLO_MODEL, ClientHello, agent_hello, auth_methods
@@ -48,6 +51,7 @@ _EXPORTS = {
     "input_ends_next": "early_hello",
     "Handover": "early_hello",
     "SHUTDOWN_SIGNALS": "early_hello",
+    "EarlySession": "early_session",
     "defer_package_init": "sdk_import",
     "open_fd_transport": "fd_transport",
     "Startup": "gate",
@@ -72,6 +76,7 @@ __all__ = [
     "SHUTDOWN_SIGNALS",
     "AuthChoice",
     "ClientHello",
+    "EarlySession",
     "Handover",
     "ListQuery",
     "ModeChange",

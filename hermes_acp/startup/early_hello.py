@@ -35,11 +35,15 @@ import os
 import select
 import signal
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_acp import __version__
+from hermes_acp.startup.fd_write import write_all
 from hermes_acp.startup.hello import ClientHello, agent_hello, is_plain, read_plain
 from hermes_acp.wire import encode
+
+if TYPE_CHECKING:
+    from hermes_acp.startup.early_session import EarlySession
 
 FIRST_LINE_LIMIT = 64 * 1024  # an initialize is well under 1 KB; past this the server reads it
 NESTING_LIMIT = 64  # deeper lines go to the server, which has the rule (transport.MAX_DEPTH)
@@ -51,7 +55,17 @@ _MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 class Handover:
     """What the server takes over from the early start."""
 
-    __slots__ = ("answered", "done_fd", "ended", "hello", "meanwhile", "signals", "unread", "write_error")
+    __slots__ = (
+        "answered",
+        "done_fd",
+        "ended",
+        "hello",
+        "meanwhile",
+        "session",
+        "signals",
+        "unread",
+        "write_error",
+    )
 
     def __init__(self) -> None:
         self.hello: ClientHello | None = None  # set when `initialize` was answered here
@@ -62,6 +76,21 @@ class Handover:
         self.signals = 0  # shutdown signals received so far, for the server to replay
         self.meanwhile: Any = None  # the thread that imports the server during the wait
         self.done_fd: int | None = None  # written to once that thread is done (input_ends_next)
+        self.session: EarlySession | None = None  # a session/new answered here (early_session.py)
+
+    def answer_session_new(self, write_fd: int, tracer: Any = None) -> None:
+        """After the early hello: answer the next line here when it is a plainly valid
+        `session/new` (early_session.py); the server then builds that session first."""
+        if self.hello is None or self.signals or self.write_error or self.ended:
+            return
+        from hermes_acp.startup.early_session import answer_session_new
+
+        try:
+            answered = answer_session_new(write_fd, self.unread, self.hello, tracer)
+        except OSError:  # the client is gone: the server answers the line and meets the error
+            return
+        if answered is not None:
+            self.session, self.unread = answered
 
     def on_signal(self, signum: int, frame: Any) -> None:
         self.signals += 1
@@ -83,6 +112,8 @@ class Handover:
             log.error("could not write the initialize response: %s", self.write_error)
         if self.hello is not None:
             log.debug("initialize %r answered before the server started", self.answered)
+        if self.session is not None:
+            log.debug("session/new answered ahead of the server: session %s", self.session.session_id)
 
 
 def answer_first_initialize(
@@ -112,7 +143,7 @@ def answer_first_initialize(
     result = agent_hello(__version__, terminal_auth=hello.terminal_auth)
     response = {"jsonrpc": "2.0", "id": message["id"], "result": result}
     try:
-        _write_all(write_fd, encode(response))
+        write_all(write_fd, encode(response))
     except OSError as exc:
         handover.write_error = exc
     if tracer is not None:
@@ -246,16 +277,3 @@ def _nests_deeper(value: Any, limit: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            written = os.write(fd, view)
-        except BlockingIOError:  # a non-blocking pipe the client is slow to read
-            poller = select.poll()
-            poller.register(fd, select.POLLOUT)
-            poller.poll()
-            continue
-        view = view[written:]

@@ -19,6 +19,10 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FILE_BYTES = 20 * 1024 * 1024  # not even read beyond this
 MAX_SEND_BYTES = 3_750_000  # what is sent: under Anthropic's 5 MB once base64-encoded
 MAX_SIDE = 2000  # pixels; larger images are scaled down to this on their longer side
+# Decoding costs memory by pixels, not by file size: a 140 KB PNG of 12000 x 12000 black
+# pixels took the server to 1.3 GB. Refused above this (a 48-megapixel photo still fits),
+# well below Pillow's own warning (89 M) and error (179 M).
+MAX_PIXELS = 50_000_000
 
 
 class ImageError(ValueError):
@@ -68,6 +72,11 @@ def load_image(name: str, data: bytes) -> LoadedImage:
     if mime is None:
         raise NotAnImage(f"{Path(name).name} is not a PNG, JPEG, GIF or WebP image")
     width, height = _dimensions(data)
+    if width is not None and height is not None and width * height > MAX_PIXELS:
+        raise ImageError(
+            f"refused: {width}x{height} is {width * height:,} pixels, over the {MAX_PIXELS:,} an image may "
+            "have here (decoding it would take gigabytes: a decompression bomb)"
+        )
     if len(data) <= MAX_SEND_BYTES and (width is None or max(width, height or 0) <= MAX_SIDE):
         part = ImagePart(mime_type=mime, data=base64.b64encode(data).decode("ascii"))
         return LoadedImage(part, width, height, len(data), False)
@@ -97,6 +106,7 @@ def _downscaled(data: bytes, mime: str, width: int | None, height: int | None) -
     with Image.open(io.BytesIO(data)) as image:
         image.seek(0)  # a GIF's first frame
         frame = image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB")
+    frame.thumbnail((MAX_SIDE, MAX_SIDE))  # in place: one full-size copy in memory, not two
     side = MAX_SIDE
     while True:
         scaled = frame.copy()

@@ -220,9 +220,18 @@ class ApprovalPolicy:
     def use_rules(self, rules: PermissionRules) -> None:
         self.rules = rules
 
-    def check(self, tool: Tool[Any], args: BaseModel, workspace: Workspace, *, call_id: str) -> PolicyVerdict:
-        # What the tool declares about this call, its command line read once for every rule.
-        facts = tool.approval_facts(args)
+    def check(
+        self,
+        tool: Tool[Any],
+        args: BaseModel,
+        workspace: Workspace,
+        *,
+        call_id: str,
+        facts: ApprovalFacts | None = None,
+    ) -> PolicyVerdict:
+        # What the tool declares about this call, its command line read once for every rule
+        # (and for the hooks' matchers, when the caller passes the facts it read for them).
+        facts = facts if facts is not None else tool.approval_facts(args)
         base = scope_key(tool, args, facts)
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base

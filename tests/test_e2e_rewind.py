@@ -192,3 +192,26 @@ async def test_checkpoints_and_rewind_never_run_the_workspaces_git_config(
     assert (project / "a.txt").read_text() == "one\n"
     assert not (project / "b.txt").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("escaped")) == []
+
+
+async def test_rewind_chat_cuts_the_conversation_and_leaves_the_files(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    (project / "a.txt").write_text("one\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+    fake.script(edit("a.txt", "one", "two", "chat_edit_1"))
+    await client.prompt(sid, "first: make it two")
+    fake.script(edit("a.txt", "two", "three", "chat_edit_2"))
+    await client.prompt(sid, "second: make it three")
+
+    answer = await said(client, sid, "/rewind 2 chat")
+    assert (project / "a.txt").read_text() == "three\n"  # the files stay as they are
+    assert "the turns cut off are in session `" in answer
+    forked = answer.split("the turns cut off are in session `", 1)[1].split("`", 1)[0]
+    fake.script([Reply(text="Continuing.")])
+    await client.prompt(sid, "third: go on")
+    seen = user_texts(fake.requests[-1].body)
+    assert "first: make it two" in seen and "second" not in seen
+    await client.request("session/load", {"sessionId": forked, "cwd": str(project), "mcpServers": []})
+    assert "second: make it three" in client.text(forked, kind="user_message_chunk")

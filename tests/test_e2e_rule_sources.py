@@ -83,10 +83,19 @@ async def test_each_project_file_denies_and_asks_at_once_and_allows_once_trusted
 
     await client.request("session/set_mode", {"sessionId": sid, "modeId": "ask"})
     assert await asks(client, fake, sid, "terminal", {"command": "echo allowed-here 1"})  # not trusted yet
+    waiting = f"`Bash(echo allowed-here:*)` ({source}) would allow it once you trust it: /permissions trust"
+    assert waiting in client.permission_requests[-1]["_meta"]["hermes"]["reason"]
     assert f"`{source}`: `Bash(echo allowed-here:*)`" in await said(client, sid, "/permissions")
     assert f"`{source}`" in await said(client, sid, "/permissions trust")
     assert not await asks(client, fake, sid, "terminal", {"command": "echo allowed-here 2"})
     assert await asks(client, fake, sid, "terminal", {"command": "echo something-else"})
+    assert "would allow it" not in client.permission_requests[-1]["_meta"]["hermes"]["reason"]
+
+    # the file changes: its allow rules wait again, and the question says so
+    (project / source).write_text((project / source).read_text().replace("allowed-here", "allowed-now"))
+    again = await start(client, project, "ask")
+    assert await asks(client, fake, again, "terminal", {"command": "echo allowed-now 3"})
+    assert "`Bash(echo allowed-now:*)`" in client.permission_requests[-1]["_meta"]["hermes"]["reason"]
 
 
 USER_ALLOWS_EVERYTHING = """

@@ -327,6 +327,9 @@ class ApprovalPolicy:
             return PolicyVerdict("run", None, f"allowed by the permission rule `{ruled.rule.text}`")
         if base in self.memory.allowed or (self.rules is not None and base in self.rules.project_allowed):
             return PolicyVerdict("run", None, f"always allowed: `{_subject(base)}`")
+        if self.rules is not None and (waiting := self.rules.waiting_allow(tool, args, workspace, facts)):
+            note = f"`{waiting.text}` ({waiting.source}) would allow it once you trust it: /permissions trust"
+            return dataclasses.replace(ask, request=dataclasses.replace(request, reason=f"{reason}; {note}"))
         return ask
 
     def record(self, request: ApprovalRequest, decision: Decision) -> None:

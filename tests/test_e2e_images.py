@@ -223,3 +223,20 @@ async def test_an_image_mention_attaches_the_image(fake: FakeProvider, tmp_path:
             {"sessionId": sid, "prompt": [{"type": "text", "text": "what is this?"}, mention]},
         )
     assert sent_images("chat_completions", fake.requests[-1].body) == [picture]
+
+
+async def test_an_image_over_the_size_cap_is_refused_unread(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    (project / "huge.png").write_bytes(png(8, 8) + b"\0" * (21 * 1024 * 1024))
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("read_file", {"path": "huge.png"}, id="c_huge")]), Reply(text="ok")]
+    )
+    async with connected(server_env(tmp_path / "home", fake)) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        assert await client.prompt(sid, "look at huge.png") == {"stopReason": "end_turn"}
+        assert client.tool_updates("c_huge")[-1]["status"] == "failed"
+    body = fake.requests[-1].body
+    assert sent_images("chat_completions", body) == []
+    result = next(m for m in body["messages"] if m.get("tool_call_id") == "c_huge")["content"]
+    assert "larger than the 20.0 MB read limit" in result

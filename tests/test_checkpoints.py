@@ -115,3 +115,23 @@ def test_a_directory_swapped_for_a_link_between_listing_and_reading_is_not_taken
     manifest = checkpoints.scan()
     assert "docs/id_ed25519" not in manifest and "src/a.py" in manifest
     assert not checkpoints.objects.has(hashlib.sha256(b"PRIVATE-KEY-MATERIAL\n").hexdigest())
+
+
+def test_secrets_and_hard_links_are_not_taken_even_when_the_workspace_is_home(tmp_path, root, monkeypatch):
+    """Opened where they really are: the user's keys when the workspace is their home, and
+    a second name of a file elsewhere (a hard link may be ~/.ssh/id_rsa's) stay out of the
+    store, whose restore would write them back where the model reads them."""
+    monkeypatch.setenv("HOME", str(root))
+    (root / ".ssh").mkdir()
+    (root / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY\n")
+    (root / ".aws").mkdir()
+    (root / ".aws" / "credentials").write_text("AWS-SECRET\n")
+    (root / "src" / ".env.production").write_text("TOKEN=1\n")
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("ANOTHER-NAME\n")
+    os.link(outside, root / "src" / "linked.txt")
+    checkpoints = store(tmp_path, root)
+    manifest = checkpoints.scan()
+    assert set(manifest) == {"src/a.py", ".gitignore"}
+    for secret in (b"PRIVATE-KEY\n", b"AWS-SECRET\n", b"TOKEN=1\n", b"ANOTHER-NAME\n"):
+        assert not checkpoints.objects.has(hashlib.sha256(secret).hexdigest())

@@ -33,6 +33,21 @@ matcher = "Bash(echo slow:*)"
 command = "sleep 30"
 timeout = 0.5
 
+[[hooks.pre_tool]]
+matcher = "Bash(echo decided:*)"
+command = "echo '{\"decision\": \"block\", \"reason\": \"decided against it\"}'"
+
+[[hooks.pre_tool]]
+matcher = "Bash(echo broken:*)"
+command = "echo 'the hook itself broke' >&2; exit 1"
+
+[[hooks.pre_tool]]
+matcher = "Bash(echo stdin:*)"
+command = "cat > .pre_tool.json"
+
+[[hooks.session_start]]
+command = "echo started >> .session_start.log; echo 'the session began on a Friday'"
+
 [[hooks.post_tool]]
 matcher = "Edit"
 command = "cat > .post_tool.json"
@@ -95,6 +110,53 @@ async def test_pre_tool_hooks_block_add_context_and_time_out(
     assert (project / "slow.txt").read_text() == "slow\n"  # the timeout did not stop the call
     slow_card = hook_cards(client, sid)[-1]
     assert "timed out" in card_text(client, sid, slow_card["toolCallId"])
+
+
+async def test_pre_tool_reads_the_call_and_decides_by_json_and_a_broken_hook_is_survived(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    fake.script(call("terminal", {"command": "echo stdin > ran.txt"}, "c_stdin"))
+    await client.prompt(sid, "run it")
+    seen = json.loads((project / ".pre_tool.json").read_text())
+    assert seen == {
+        "event": "pre_tool",
+        "session_id": sid,
+        "cwd": str(project),
+        "tool": "terminal",
+        "arguments": {"command": "echo stdin > ran.txt"},
+    }
+    assert (project / "ran.txt").read_text() == "stdin\n"
+
+    fake.script(call("terminal", {"command": "echo decided > decided.txt"}, "c_decided"))
+    await client.prompt(sid, "run the decided one")
+    assert not (project / "decided.txt").exists()
+    assert "Blocked by a hook: decided against it" in tool_result(fake, "c_decided")
+
+    fake.script(call("terminal", {"command": "echo broken > broken.txt"}, "c_broken"))
+    assert await client.prompt(sid, "run the broken one") == {"stopReason": "end_turn"}
+    assert (project / "broken.txt").read_text() == "broken\n"  # a failing hook does not block
+    card = hook_cards(client, sid)[-1]
+    assert card["title"] == "Hook pre_tool: echo 'the hook itself broke' >&2; exit 1"
+    shown = card_text(client, sid, card["toolCallId"])
+    assert "Hook failed (exit 1)" in shown and "the hook itself broke" in shown
+
+
+async def test_session_start_adds_context_once_per_session(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    for prompt in ("one", "two"):
+        fake.script([Reply(text="Hello.")])
+        await client.prompt(sid, prompt)
+    sent = json.dumps(fake.requests[-1].body["messages"])
+    assert sent.count("(From a hook:) the session began on a Friday") == 1
+    assert (project / ".session_start.log").read_text() == "started\n"
+    other = (await client.new_session(project))["sessionId"]
+    fake.script([Reply(text="Hello.")])
+    await client.prompt(other, "three")
+    assert "the session began on a Friday" in json.dumps(fake.requests[-1].body["messages"])
+    assert (project / ".session_start.log").read_text() == "started\nstarted\n"
 
 
 async def test_post_tool_sees_the_result(client: AcpClient, fake: FakeProvider, project: Path) -> None:

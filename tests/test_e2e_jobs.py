@@ -12,8 +12,6 @@ import pytest
 from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
-
 JOB = "while [ ! -e go ]; do sleep 0.02; done; echo finished-job; exit 3"
 
 
@@ -23,6 +21,7 @@ async def said(client: AcpClient, sid: str, prompt: str) -> str:
     return client.text(sid)[before:]
 
 
+@pytest.mark.asyncio(loop_scope="module")
 async def test_a_background_jobs_end_reaches_its_card_and_the_model(
     client: AcpClient, fake: FakeProvider, project: Path
 ) -> None:
@@ -64,3 +63,45 @@ async def test_a_background_jobs_end_reaches_its_card_and_the_model(
     fake.script([Reply(text="ok")])
     await client.prompt(sid, "anything new?")
     assert "Background job proc-2" not in json.dumps(fake.requests[-1].body["messages"])
+
+
+def test_the_chat_shows_a_background_jobs_end(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
+    """In `hermes-acp chat`, the card first said the job started; its end shows under it
+    as soon as the server next speaks, not swallowed as a second end of a call already shown."""
+    import sys
+
+    import pexpect
+
+    from tests.support.acp_harness import server_env
+
+    env = {**server_env(tmp_path, fake), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    start = ToolCallSpec("terminal", {"command": JOB, "background": True}, id="c_chat_bg")
+    fake.script([Reply(tool_calls=[start]), Reply(text="Started it.")])
+    chat = pexpect.spawn(
+        sys.executable,
+        ["-m", "hermes_acp", "chat", "--mode", "yolo"],
+        env=env,
+        cwd=str(project),
+        timeout=60,
+        encoding="utf-8",
+        dimensions=(40, 120),
+    )
+    try:
+        chat.expect_exact("Ctrl-D quits")
+        chat.sendline("start the job")
+        chat.expect_exact("Started it.")
+        chat.expect_exact("›")  # the prompt is up again
+        (project / "go").touch()
+        # Each /jobs is a round trip to the server: this waits on the job's end as it sees it.
+        while True:
+            chat.sendline("/jobs")
+            if chat.expect_exact(["No background jobs are running.", "background job running:"]) == 0:
+                break
+            chat.expect_exact("›")
+        assert "proc-1 ended: exit code 3" in chat.before
+        assert "finished-job" in chat.before
+        chat.expect_exact("›")
+        chat.sendcontrol("d")
+        chat.expect(pexpect.EOF)
+    finally:
+        chat.close()

@@ -138,3 +138,80 @@ async def test_rewind_is_advertised_and_refuses_a_prompt_that_does_not_exist(
     assert hello["agentCapabilities"]["_meta"]["hermes"]["rewind"] == {"method": "_hermes/rewind"}
     with pytest.raises(Exception, match="no prompts"):
         await client.request("_hermes/rewind", {"sessionId": session, "prompt": 1})
+
+
+def planted_git(project: Path, marker: Path) -> None:
+    """A repository whose config and attributes name a command for every way git runs one
+    on its own: fsmonitor, clean/smudge filters (one-shot and long-running), a diff driver,
+    hooks by path and in .git/hooks. Each leaves a file outside the workspace."""
+
+    def ran(name: str) -> str:
+        return f"touch {marker}-{name} #"
+
+    for folder in ("objects", "refs/heads", "info", "hooks"):
+        (project / ".git" / folder).mkdir(parents=True, exist_ok=True)
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (project / ".git" / "config").write_text(
+        "[core]\n\trepositoryformatversion = 0\n"
+        f'\tfsmonitor = "{ran("fsmonitor")}"\n\thooksPath = .githooks\n'
+        f'[filter "evil"]\n\tclean = "{ran("clean")}"\n\tsmudge = "{ran("smudge")}"\n'
+        f'\tprocess = "{ran("process")}"\n\trequired = true\n'
+        f'[diff "evil"]\n\ttextconv = "{ran("textconv")}"\n'
+    )
+    (project / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    for folder, hooks in ((project / ".git" / "hooks", "git-hook"), (project / ".githooks", "path-hook")):
+        folder.mkdir(exist_ok=True)
+        for name in (
+            "post-checkout",
+            "pre-commit",
+            "post-commit",
+            "post-index-change",
+            "reference-transaction",
+        ):
+            (folder / name).write_text(f"#!/bin/sh\ntouch {marker}-{hooks}-{name}\n")
+            (folder / name).chmod(0o755)
+
+
+async def test_checkpoints_and_rewind_never_run_the_workspaces_git_config(
+    client: AcpClient, fake: FakeProvider, project: Path, tmp_path: Path
+) -> None:
+    """The workspace is the attacker's: snapshotting it and rewinding it must run nothing
+    its git config names, and must store and put back the bytes as they are (no filter)."""
+    marker = tmp_path / "escaped"
+    planted_git(project, marker)
+    (project / "a.txt").write_text("one\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+    fake.script(edit("a.txt", "one", "two", "call_edit"))
+    await client.prompt(sid, "first: make it two")
+    fake.script(run("printf 'made\\n' > b.txt", "call_run"))
+    await client.prompt(sid, "second: run it")
+
+    answer = await said(client, sid, "/rewind 1")
+    assert "Restored: `a.txt`" in answer
+    assert (project / "a.txt").read_text() == "one\n"
+    assert not (project / "b.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("escaped")) == []
+
+
+async def test_rewind_chat_cuts_the_conversation_and_leaves_the_files(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    (project / "a.txt").write_text("one\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+    fake.script(edit("a.txt", "one", "two", "chat_edit_1"))
+    await client.prompt(sid, "first: make it two")
+    fake.script(edit("a.txt", "two", "three", "chat_edit_2"))
+    await client.prompt(sid, "second: make it three")
+
+    answer = await said(client, sid, "/rewind 2 chat")
+    assert (project / "a.txt").read_text() == "three\n"  # the files stay as they are
+    assert "the turns cut off are in session `" in answer
+    forked = answer.split("the turns cut off are in session `", 1)[1].split("`", 1)[0]
+    fake.script([Reply(text="Continuing.")])
+    await client.prompt(sid, "third: go on")
+    seen = user_texts(fake.requests[-1].body)
+    assert "first: make it two" in seen and "second" not in seen
+    await client.request("session/load", {"sessionId": forked, "cwd": str(project), "mcpServers": []})
+    assert "second: make it three" in client.text(forked, kind="user_message_chunk")

@@ -21,7 +21,7 @@ from hermes_core.events import ToolCallStarted, ToolKind
 from hermes_core.loop.tool_record import OutputTail
 from hermes_core.loop.tool_waves import file_identity
 from hermes_core.messages import ToolCall
-from hermes_core.tools.base import Tool, ToolResult
+from hermes_core.tools.base import ApprovalFacts, Tool, ToolResult
 from hermes_core.tools.registry import ToolRegistry
 from hermes_core.workspace import Workspace, WorkspaceError
 
@@ -46,7 +46,16 @@ class PreparedCall:
     # not be resolved, so nothing can be proven about it.
     targets: frozenset[object] | None = frozenset()
     hook_notes: list[str] = field(default_factory=list)  # what hooks added for the model
+    # What the tool declares about the call (its command line read once), for the hooks'
+    # matchers and the approval policy alike; read on first need (`facts()`).
+    _facts: ApprovalFacts | None = None
     output: OutputTail = field(default_factory=OutputTail)  # what it streamed, kept for replays
+
+    def facts(self) -> ApprovalFacts:
+        assert self.tool is not None and self.args is not None
+        if self._facts is None:
+            self._facts = self.tool.approval_facts(self.args)
+        return self._facts
 
     @property
     def writes(self) -> bool:

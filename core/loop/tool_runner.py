@@ -14,6 +14,7 @@ error for the model to read (`prepared_calls.contained`); the turn goes on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -126,8 +127,11 @@ class ToolRunner:
         payload: dict[str, Any] = {"tool": item.tool.name, "arguments": item.raw_args}
         if item.result is not None:
             payload |= {"result": item.result.text, "ok": item.result.ok}
+        facts = None
+        with contextlib.suppress(Exception):  # then the matcher reads them itself, and fails closed
+            facts = item.facts()
         outcome = await self.hooks.run(
-            event, payload, tool=item.tool, args=item.args, workspace=self.workspace
+            event, payload, tool=item.tool, args=item.args, workspace=self.workspace, facts=facts
         )
         for card in outcome.cards:
             yield card
@@ -141,7 +145,9 @@ class ToolRunner:
 
     async def _approve(self, item: PreparedCall) -> bool:
         assert item.tool is not None and item.args is not None and item.started is not None
-        verdict = self.policy.check(item.tool, item.args, self.workspace, call_id=item.call.id)
+        verdict = self.policy.check(
+            item.tool, item.args, self.workspace, call_id=item.call.id, facts=item.facts()
+        )
         item.allow_outside = verdict.allow_outside
         if verdict.action == "run":
             return True

@@ -220,9 +220,18 @@ class ApprovalPolicy:
     def use_rules(self, rules: PermissionRules) -> None:
         self.rules = rules
 
-    def check(self, tool: Tool[Any], args: BaseModel, workspace: Workspace, *, call_id: str) -> PolicyVerdict:
-        # What the tool declares about this call, its command line read once for every rule.
-        facts = tool.approval_facts(args)
+    def check(
+        self,
+        tool: Tool[Any],
+        args: BaseModel,
+        workspace: Workspace,
+        *,
+        call_id: str,
+        facts: ApprovalFacts | None = None,
+    ) -> PolicyVerdict:
+        # What the tool declares about this call, its command line read once for every rule
+        # (and for the hooks' matchers, when the caller passes the facts it read for them).
+        facts = facts if facts is not None else tool.approval_facts(args)
         base = scope_key(tool, args, facts)
         outside = self._outside_paths(tool, args, workspace)
         key = _outside_key(base, outside) if outside else base
@@ -318,6 +327,9 @@ class ApprovalPolicy:
             return PolicyVerdict("run", None, f"allowed by the permission rule `{ruled.rule.text}`")
         if base in self.memory.allowed or (self.rules is not None and base in self.rules.project_allowed):
             return PolicyVerdict("run", None, f"always allowed: `{_subject(base)}`")
+        if self.rules is not None and (waiting := self.rules.waiting_allow(tool, args, workspace, facts)):
+            note = f"`{waiting.text}` ({waiting.source}) would allow it once you trust it: /permissions trust"
+            return dataclasses.replace(ask, request=dataclasses.replace(request, reason=f"{reason}; {note}"))
         return ask
 
     def record(self, request: ApprovalRequest, decision: Decision) -> None:

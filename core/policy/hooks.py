@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from hermes_core.messages import ContentPart
     from hermes_core.sandbox.bwrap import Sandbox
-    from hermes_core.tools.base import Tool
+    from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -98,9 +98,11 @@ class Hooks:
         tool: Tool[Any] | None = None,
         args: BaseModel | None = None,
         workspace: Workspace | None = None,
+        facts: ApprovalFacts | None = None,
     ) -> HookOutcome:
+        """`facts`: the call's `approval_facts`, read once for the matchers and the policy."""
         outcome = HookOutcome()
-        specs = [s for s in self.of(event) if _applies(s, tool, args, workspace, self.cwd)]
+        specs = [s for s in self.of(event) if _applies(s, tool, args, workspace, self.cwd, facts)]
         if not specs:
             return outcome
         data = {"event": event, "session_id": self.session_id, "cwd": str(self.cwd), **payload}
@@ -194,7 +196,12 @@ class Hooks:
 
 
 def _applies(
-    spec: HookSpec, tool: Tool[Any] | None, args: BaseModel | None, workspace: Workspace | None, cwd: Path
+    spec: HookSpec,
+    tool: Tool[Any] | None,
+    args: BaseModel | None,
+    workspace: Workspace | None,
+    cwd: Path,
+    facts: ApprovalFacts | None,
 ) -> bool:
     if spec.matcher is None or tool is None or args is None or workspace is None:
         return True
@@ -204,7 +211,7 @@ def _applies(
     if rule is None:
         return False
     try:
-        return rule.covers(tool, args, workspace)
+        return rule.covers(tool, args, workspace, facts)
     except Exception:
         log.debug("hook matcher %r could not be applied", spec.matcher, exc_info=True)
         return True

@@ -201,6 +201,21 @@ class PermissionRules:
                         return RuleMatch(action, rule)
         return None
 
+    def waiting_allow(
+        self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
+    ) -> Rule | None:
+        """An allow rule of a project file not trusted yet that covers the call: the question
+        names it, so the user learns that the file waits for `/permissions trust` (again,
+        after it changed) instead of being asked as if it said nothing."""
+        facts = facts if facts is not None else tool.approval_facts(args)
+        for rule_file in self.files:
+            if rule_file.trusted:
+                continue
+            for rule in rule_file.allow_rules:
+                if rule.action == "allow" and _safely(rule, tool, args, workspace, facts):
+                    return rule
+        return None
+
     def untrusted(self) -> list[RuleFile]:
         return [f for f in self.files if not f.trusted and (f.allow_rules or f.hooks)]
 

@@ -19,10 +19,10 @@ IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FILE_BYTES = 20 * 1024 * 1024  # not even read beyond this
 MAX_SEND_BYTES = 3_750_000  # what is sent: under Anthropic's 5 MB once base64-encoded
 MAX_SIDE = 2000  # pixels; larger images are scaled down to this on their longer side
-# Decoding takes 4 bytes a pixel, whatever the file's size: a 17 KB PNG of 12000x12000 took
-# 1.4 GB and 11 s to downscale, and one reply can read a dozen. Larger images are refused
-# (a JPEG is decoded at a fraction of its size first, so a phone's photo still fits).
-MAX_DECODE_PIXELS = 25_000_000
+# Decoding costs memory by pixels, not by file size: a 140 KB PNG of 12000 x 12000 black
+# pixels took the server to 1.3 GB. Refused above this (a 48-megapixel photo still fits),
+# well below Pillow's own warning (89 M) and error (179 M).
+MAX_PIXELS = 50_000_000
 
 
 class ImageError(ValueError):
@@ -72,6 +72,11 @@ def load_image(name: str, data: bytes) -> LoadedImage:
     if mime is None:
         raise NotAnImage(f"{Path(name).name} is not a PNG, JPEG, GIF or WebP image")
     width, height = _dimensions(data)
+    if width is not None and height is not None and width * height > MAX_PIXELS:
+        raise ImageError(
+            f"refused: {width}x{height} is {width * height:,} pixels, over the {MAX_PIXELS:,} an image may "
+            "have here (decoding it would take gigabytes: a decompression bomb)"
+        )
     if len(data) <= MAX_SEND_BYTES and (width is None or max(width, height or 0) <= MAX_SIDE):
         part = ImagePart(mime_type=mime, data=base64.b64encode(data).decode("ascii"))
         return LoadedImage(part, width, height, len(data), False)
@@ -101,13 +106,8 @@ def _downscaled(data: bytes, mime: str, width: int | None, height: int | None) -
     with Image.open(io.BytesIO(data)) as image:
         image.seek(0)  # a GIF's first frame
         image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # a JPEG decodes at 1/2, 1/4 or 1/8 of its size
-        if image.width * image.height > MAX_DECODE_PIXELS:
-            raise ImageError(
-                f"the image is {image.width}x{image.height} pixels, too many to decode safely "
-                f"(at most {MAX_DECODE_PIXELS:,}); ask the user for a smaller copy"
-            )
         frame = image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB")
-    frame.thumbnail((MAX_SIDE, MAX_SIDE))  # once at full size; the tries below copy the small one
+    frame.thumbnail((MAX_SIDE, MAX_SIDE))  # in place: one full-size copy in memory, not two
     side = MAX_SIDE
     while True:
         scaled = frame.copy()

@@ -20,7 +20,9 @@ class PlainView:
         self.answer = answer
         self.progress = progress
         self._titles: dict[str, str] = {}
-        self._finished: set[str] = set()
+        # What each finished call's card showed: a later final update that says more (a
+        # background command's end, long after its call returned) is shown again.
+        self._finished: dict[str, list[tuple[str, str]]] = {}
         self._partial: dict[str, str] = {}  # live command output not yet ending a line
         self._mid_line = False  # the answer's last chunk did not end a line
         self.shared_screen = _same_terminal(answer, progress)
@@ -117,12 +119,14 @@ class PlainView:
         if update.get("title"):
             self._titles[call_id] = str(update["title"])
         status = update.get("status")
-        if status not in FINAL or call_id in self._finished:
+        if status not in FINAL:
             return
-        self._finished.add(call_id)
+        items = [shown for item in update.get("content") or [] if (shown := content_text(item))]
+        if call_id in self._finished and (not items or items == self._finished[call_id]):
+            return
+        self._finished[call_id] = list(items)
         if rest := self._partial.pop(call_id, ""):
             self.output_line(rest)
-        items = [shown for item in update.get("content") or [] if (shown := content_text(item))]
         meta = update.get("_meta")
         ended = meta.get("terminal_exit") if isinstance(meta, dict) else None
         if isinstance(ended, dict) and ended.get("exit_code") not in (None, 0):

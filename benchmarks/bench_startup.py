@@ -106,16 +106,27 @@ async def interpreter_floor(runs: int) -> float:
 
 
 def ours(source: Path) -> tuple[str, ...]:
+    if source == ROOT:
+        return (sys.executable, "-m", "hermes_acp", "--stdio")
+    # The engine's folder `core/` installs as `hermes_core` (setup.py), and this venv's editable
+    # finder maps that name to ROOT's `core/`: bind it to the other tree's folder first, or a
+    # `--before` run measures that tree's protocol side on this tree's engine.
+    engine = source / "core"
+    bind_engine = (
+        "import importlib.util; "
+        f"spec = importlib.util.spec_from_file_location('hermes_core', {str(engine / '__init__.py')!r}, "
+        f"submodule_search_locations=[{str(engine)!r}]); "
+        "engine = importlib.util.module_from_spec(spec); sys.modules['hermes_core'] = engine; "
+        "spec.loader.exec_module(engine); "
+        if (engine / "__init__.py").is_file()
+        else ""
+    )
     return (
-        (sys.executable, "-m", "hermes_acp", "--stdio")
-        if source == ROOT
-        else (
-            sys.executable,
-            "-c",
-            f"import sys; sys.path.insert(0, {str(source)!r}); "
-            "from hermes_acp.cli import main; sys.exit(main())",
-            "--stdio",
-        )
+        sys.executable,
+        "-c",
+        f"import sys; sys.path.insert(0, {str(source)!r}); {bind_engine}"
+        "from hermes_acp.cli import main; sys.exit(main())",
+        "--stdio",
     )
 
 

@@ -4,6 +4,12 @@ Every key of the file has an environment twin, `HERMES_ACP_<KEY>` (upper case); 
 providers' own variables (OPENAI_API_KEY, ANTHROPIC_BASE_URL, ...) are read as well.
 The environment wins over the file. An unknown key or a bad value raises
 ConfigError naming it.
+
+The models build their validators on first use (`defer_build`): a configuration that
+`core/config_plain.py` reads as plainly valid (the usual one) becomes `Settings` without
+them, as the values validation would have produced (`model_construct`), so a session's
+start does not pay ~20-30 ms of pydantic schema building; anything else is validated in
+full, with the same messages.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes_core.config_plain import ENV_PREFIX, env_overrides
+from hermes_core.config_plain import ENV_PREFIX, env_overrides, typed_values
 from hermes_core.errors import HermesError
 
 ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom"]
@@ -30,7 +36,7 @@ class ConfigError(HermesError):
 class Price(BaseModel):
     """US dollars per million tokens."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     input: float
     output: float
     cached_input: float | None = None
@@ -38,7 +44,7 @@ class Price(BaseModel):
 
 
 class FallbackEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     provider: ProviderName
     model: str
     base_url: str | None = None
@@ -49,7 +55,7 @@ class FallbackEntry(BaseModel):
 class PermissionTable(BaseModel):
     """`[permissions]`: rules in Claude Code's syntax (core/policy/permission_rules.py)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     allow: list[str] = Field(default_factory=list)
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
@@ -58,7 +64,7 @@ class PermissionTable(BaseModel):
 class HookEntry(BaseModel):
     """One command hook (core/policy/hooks.py)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     command: str
     matcher: str | None = None  # a permission rule; tool hooks only
     timeout: float = Field(default=60.0, gt=0)
@@ -68,7 +74,7 @@ class HookEntry(BaseModel):
 class HookTable(BaseModel):
     """`[[hooks.<event>]]`: command hooks, the user's own code."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     session_start: list[HookEntry] = Field(default_factory=list)
     prompt_submit: list[HookEntry] = Field(default_factory=list)
     pre_tool: list[HookEntry] = Field(default_factory=list)
@@ -77,7 +83,7 @@ class HookTable(BaseModel):
 
 
 class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
     home: Path = Field(default_factory=lambda: Path("~/.hermes-acp").expanduser())
     provider: ProviderName = "openai"
@@ -180,6 +186,9 @@ def load_settings(
     values["home"] = home
     if overrides:
         values.update(overrides)
+    typed = typed_values(values) if isinstance(values["home"], Path) else None
+    if typed is not None:  # what validation would give: build no validator for it
+        return Settings.model_construct(home=values["home"], **typed)
     try:
         return Settings.model_validate(values)
     except ValidationError as exc:

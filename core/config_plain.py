@@ -44,7 +44,22 @@ _INT_TEXT = re.compile(r"0|[1-9][0-9]{0,8}")
 _FLOAT_TEXT = re.compile(r"(0|[1-9][0-9]{0,8})(\.[0-9]{1,9})?")
 _FLAG_TEXT = frozenset({"true", "false"})
 
-Rule = Callable[[Any], bool]
+
+class Rule:
+    """Whether a value is one the model takes as it is (`rule(value)`), and that value as the
+    model holds it (`rule.typed(value)`: "40" from the environment is 40, a whole number of
+    seconds is a float)."""
+
+    __slots__ = ("accepts", "typed")
+
+    def __init__(
+        self, accepts: Callable[[Any], bool], typed: Callable[[Any], Any] = lambda value: value
+    ) -> None:
+        self.accepts = accepts
+        self.typed = typed
+
+    def __call__(self, value: Any) -> bool:
+        return self.accepts(value)
 
 
 def _text(value: Any) -> bool:
@@ -56,7 +71,7 @@ def _texts(value: Any) -> bool:
 
 
 def _one_of(choices: tuple[str, ...]) -> Rule:
-    return lambda value: type(value) is str and value in choices
+    return Rule(lambda value: type(value) is str and value in choices)
 
 
 def _integer(low: int) -> Rule:
@@ -65,7 +80,7 @@ def _integer(low: int) -> Rule:
             value = int(value)
         return type(value) is int and value >= low
 
-    return check
+    return Rule(check, int)
 
 
 def _number(low: float, *, inclusive: bool, high: float | None = None) -> Rule:
@@ -77,30 +92,35 @@ def _number(low: float, *, inclusive: bool, high: float | None = None) -> Rule:
         above = value >= low if inclusive else value > low
         return above and (high is None or value <= high)
 
-    return check
+    return Rule(check, float)
 
 
 def _flag(value: Any) -> bool:
     return type(value) is bool or (type(value) is str and value in _FLAG_TEXT)
 
 
+TEXT = Rule(_text)
+TEXTS = Rule(_texts, list)  # a list of its own, as the model makes one
+FLAG = Rule(_flag, lambda value: value if type(value) is bool else value == "true")
+
+
 # Every field of hermes_core.config.Settings but `home` (always the HERMES_ACP_HOME directory) and
 # the table-valued ones, which go to the full check.
 RULES: dict[str, Rule] = {
     "provider": _one_of(PROVIDERS),
-    "model": _text,
+    "model": TEXT,
     "api_mode": _one_of(API_MODES),
-    "base_url": _text,
-    "api_key": _text,
-    "api_keys": _texts,
-    "openai_api_key": _text,
-    "openai_base_url": _text,
-    "anthropic_api_key": _text,
-    "anthropic_base_url": _text,
-    "openrouter_api_key": _text,
-    "bedrock_region": _text,
-    "bedrock_profile": _text,
-    "models": _texts,
+    "base_url": TEXT,
+    "api_key": TEXT,
+    "api_keys": TEXTS,
+    "openai_api_key": TEXT,
+    "openai_base_url": TEXT,
+    "anthropic_api_key": TEXT,
+    "anthropic_base_url": TEXT,
+    "openrouter_api_key": TEXT,
+    "bedrock_region": TEXT,
+    "bedrock_profile": TEXT,
+    "models": TEXTS,
     "reasoning_effort": _one_of(EFFORTS),
     "max_output_tokens": _integer(1),
     "max_iterations": _integer(1),
@@ -113,19 +133,19 @@ RULES: dict[str, Rule] = {
     "request_timeout_seconds": _number(0, inclusive=False),
     "compression_threshold": _number(0, inclusive=False, high=1),
     "compression_keep_last": _integer(2),
-    "auto_compact": _flag,
-    "checkpoints": _flag,
-    "auxiliary_model": _text,
+    "auto_compact": FLAG,
+    "checkpoints": FLAG,
+    "auxiliary_model": TEXT,
     "default_mode": _one_of(MODES),
     "sandbox": _one_of(SANDBOXES),
     "sandbox_network": _one_of(SWITCH),
-    "sandbox_caches": _texts,
-    "sandbox_writable": _texts,
-    "sandbox_ssh_agent": _flag,
+    "sandbox_caches": TEXTS,
+    "sandbox_writable": TEXTS,
+    "sandbox_ssh_agent": FLAG,
     "sandbox_max_processes": _integer(16),
     "sandbox_tmp_mb": _integer(1),
     "mcp_connect_timeout": _number(0, inclusive=False, high=600),
-    "sandbox_bwrap": _text,
+    "sandbox_bwrap": TEXT,
     "command_timeout_seconds": _number(0, inclusive=False),
     "end_of_input_seconds": _number(0, inclusive=False),
     "log_level": _one_of(LOG_LEVELS),
@@ -175,6 +195,21 @@ def plain_values(environ: Mapping[str, str] | None = None) -> dict[str, Any] | N
         return None
     values.update(env_overrides(environ))
     values.pop("home", None)  # replaced by the directory itself
-    if not all(key in RULES and RULES[key](value) for key, value in values.items()):
+    if typed_values(values) is None:
         return None
     return values
+
+
+def typed_values(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The settings in `values` (the file's, then the environment's) as the model would hold
+    them after validating, when every one is plainly valid; None when only the model can tell.
+    `home` is left out: it is always the HERMES_ACP_HOME directory."""
+    typed: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "home":
+            continue
+        rule = RULES.get(key)
+        if rule is None or not rule(value):
+            return None
+        typed[key] = rule.typed(value)
+    return typed

@@ -1,10 +1,14 @@
 """The start-up settings check without pydantic (core/config_plain.py) never decides
-differently from the settings model: what it passes, `load_settings` passes too; what it
-cannot vouch for goes to `load_settings`, so a bad configuration still stops `--stdio`
-with the model's message."""
+differently from the settings model: what it passes, `load_settings` passes too, and
+builds from it without validation the very settings validation would have built; what it
+cannot vouch for goes to the model, so a bad configuration still stops `--stdio` with the
+model's message."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import tomllib
 import types
 import typing
 from pathlib import Path
@@ -15,7 +19,7 @@ import tomli_w
 
 from hermes_acp.cli import config_problem
 from hermes_core.config import ConfigError, Settings, load_settings
-from hermes_core.config_plain import FIELDS, RULES, SDK_ENV, plainly_valid
+from hermes_core.config_plain import FIELDS, RULES, SDK_ENV, env_overrides, plainly_valid
 from tests.support.acp_harness import server_env, spawn_server
 
 TEXTS = ["", "0", "1", "2", "01", "-1", "+1", " 3", "1.5", "0.5", "1e3", "1_000", "inf", "nan"]
@@ -44,8 +48,19 @@ def _agree(environ: dict[str, str]) -> bool:
     the settings model refuses."""
     plain = plainly_valid(environ)
     if plain:
-        load_settings(environ)  # raises ConfigError: the fast path was wrong
+        built = load_settings(environ)  # raises ConfigError: the fast path was wrong
+        validated = Settings.model_validate(_raw_values(environ))
+        assert built == validated
+        for name in Settings.model_fields:  # 5 and 5.0 are equal; a float field holds 5.0
+            assert type(getattr(built, name)) is type(getattr(validated, name)), name
     return plain
+
+
+def _raw_values(environ: dict[str, str]) -> dict[str, Any]:
+    home = Path(environ["HERMES_ACP_HOME"])
+    config = home / "config.toml"
+    values = tomllib.loads(config.read_text(encoding="utf-8")) if config.is_file() else {}
+    return {**values, **env_overrides(environ), "home": home}
 
 
 def test_the_table_names_every_setting_and_its_choices() -> None:
@@ -85,6 +100,21 @@ def test_a_usual_configuration_needs_no_model(tmp_path: Path) -> None:
     assert _agree(_environ(tmp_path, **env))
     assert _agree(_environ(tmp_path / "absent"))
     assert _agree(_environ(tmp_path, HERMES_ACP_COMMAND_TIMEOUT_SECONDS="2.5", HERMES_ACP_TRACE="x"))
+
+
+def test_a_plain_configuration_builds_no_validator(tmp_path: Path) -> None:
+    """The settings of a usual configuration are made without pydantic building the
+    settings model's validator (~20-30 ms of a session's start); they are what validation
+    makes of the same values (`_agree`)."""
+    (tmp_path / "config.toml").write_text('model = "m"\nmax_iterations = 40\n', encoding="utf-8")
+    probe = (
+        "from hermes_core.config import Settings, load_settings\n"
+        "settings = load_settings()\n"
+        "print(settings.model, settings.max_iterations, Settings.__pydantic_complete__)\n"
+    )
+    env = {"HERMES_ACP_HOME": str(tmp_path), "HERMES_ACP_MAX_RETRIES": "0", "PATH": "/usr/bin:/bin"}
+    ran = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert ran.stdout.split() == ["m", "40", "False"]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,9 @@ from hermes_acp.startup.sdk_import import defer_package_init
 defer_package_init()  # as `hermes-acp --stdio` does before it imports the server
 import hermes_acp.server
 after_import = "acp.schema" in sys.modules
+tracing_loaded = "opentelemetry" in sys.modules
+import acp.telemetry
+import opentelemetry.trace
 import acp
 from acp import schema as by_from
 submodule_alone = "acp.core" not in sys.modules
@@ -20,6 +23,9 @@ from acp import PROTOCOL_VERSION, Agent, RequestError
 from acp.exceptions import RequestError as direct
 print(json.dumps({
     "schema_after_importing_the_server": after_import,
+    "opentelemetry_after_importing_the_server": tracing_loaded,
+    "sdk_spans": acp.telemetry.TRACER is not None,
+    "opentelemetry_still_importable": callable(opentelemetry.trace.get_tracer),
     "submodule_without_init": submodule_alone,
     "schema_is_the_module": by_from is sys.modules["acp.schema"],
     "protocol_version": PROTOCOL_VERSION,
@@ -36,6 +42,9 @@ def test_the_server_imports_without_the_schema_and_the_package_stays_whole() -> 
     report = json.loads(result.stdout)
     assert report == {
         "schema_after_importing_the_server": False,
+        "opentelemetry_after_importing_the_server": False,  # ~10 ms of CPU, spans nobody records
+        "sdk_spans": False,
+        "opentelemetry_still_importable": True,
         "submodule_without_init": True,
         "schema_is_the_module": True,
         "protocol_version": 1,

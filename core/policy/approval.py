@@ -16,10 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
-from hermes_core.command_rules.check import dangerous_rule
-from hermes_core.command_rules.scope import command_scope
 from hermes_core.events import FileDiff, ToolKind
-from hermes_core.fence.command_files import binding
 from hermes_core.policy.sandbox_escapes import (
     EDIT_KINDS,
     UNCONFINED_SUFFIX,
@@ -165,7 +162,15 @@ def scope_key(tool: Tool[Any], args: BaseModel, facts: ApprovalFacts | None = No
     (`terminal:git status`). A tool whose scope is its own name (edits) gets one key for
     all its calls."""
     facts = facts if facts is not None else tool.approval_facts(args)
-    inner = command_scope(facts.command) if facts.command is not None else tool.approval_scope(args)
+    if facts.command is None:
+        inner = tool.approval_scope(args)
+    else:
+        # The command rules and the command-file fence (~40-60 ms of imports: the shell's
+        # program tables, pathspec) load at a session's first command, not before its first
+        # answer: a reply without a command never needs them.
+        from hermes_core.command_rules.scope import command_scope
+
+        inner = command_scope(facts.command)
     if inner == tool.name:
         return tool.approval_group or tool.name
     return f"{tool.name}:{inner}"
@@ -241,6 +246,8 @@ class ApprovalPolicy:
         always_offered = True
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
+            from hermes_core.fence.command_files import binding  # loaded at the first command: see scope_key
+
             pinned = binding(facts.command, workspace.scope.cwd) if facts.command is not None else None
             if pinned is None:
                 always_offered = False
@@ -383,4 +390,8 @@ class ApprovalPolicy:
     def _dangerous(tool: Tool[Any], facts: ApprovalFacts, workspace: Workspace) -> str | None:
         if tool.kind != "execute" or not tool.needs_approval or facts.command is None:
             return None
+        from hermes_core.command_rules.check import (
+            dangerous_rule,
+        )  # loaded at the first command: see scope_key
+
         return dangerous_rule(facts.command, roots=[str(root) for root in workspace.scope.roots])

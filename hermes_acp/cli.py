@@ -154,6 +154,16 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     import logging
 
     logging.shutdown()
+    _exit_now()
+
+
+def _exit_now() -> None:
+    """Exit at once, skipping the interpreter's teardown but not the exit handlers: they
+    remove what the process leaves on disk (the sandbox's mount point and launcher folder,
+    one each per process, which otherwise piled up in /tmp by the thousand)."""
+    import atexit
+
+    atexit._run_exitfuncs()  # what sys.exit would run, without the module teardown
     sys.stderr.flush()
     os._exit(0)
 

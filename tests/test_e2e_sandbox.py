@@ -257,3 +257,20 @@ async def test_kill_9_of_the_agent_kills_its_commands_and_their_children(
         await wait_gone(grandchild, "the disowned grandchild")
         await wait_gone(child, "the command")
         prompt.cancel()
+
+
+@pytest.mark.parametrize("where", ["local", "editor"])
+async def test_the_sandboxs_folders_in_the_temp_dir_are_removed_when_the_agent_exits(
+    fake: FakeProvider, tmp_path: Path, home: Path, project: Path, where: str
+) -> None:
+    # The agent ends with os._exit (no interpreter teardown): its exit handlers must still
+    # run, or every process leaves its mount point and launcher folder behind in /tmp.
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    fake.script(tool_turn(ToolCallSpec("terminal", {"command": "true"}, id="call_true")))
+    async with connected(home, fake, PATHS[where], TMPDIR=str(temp)) as client:
+        sid = await client.session_in_mode(project, "yolo")
+        assert await client.prompt(sid, "run true") == {"stopReason": "end_turn"}
+        assert final_update(client, "call_true")["status"] == "completed"
+        assert [p for p in temp.iterdir() if p.name.startswith("hermes-acp-")]  # made while it ran
+    assert [p.name for p in temp.iterdir() if p.name.startswith("hermes-acp-")] == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from hermes_acp import __version__
 
@@ -157,7 +157,7 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     _exit_now()
 
 
-def _exit_now() -> None:
+def _exit_now() -> NoReturn:
     """Exit at once, skipping the interpreter's teardown but not the exit handlers: they
     remove what the process leaves on disk (the sandbox's mount point and launcher folder,
     one each per process, which otherwise piled up in /tmp by the thousand)."""

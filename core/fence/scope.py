@@ -236,7 +236,7 @@ class WorkspaceScope:
         where the descriptor (of it, or of its directory when `name`) was really opened."""
         named = Path(os.path.normpath(os.path.join(self.cwd, os.path.expanduser(raw))))
         places = [named, self.absolute(raw)]
-        opened = _opened_path(fd)
+        opened = opened_path(fd)
         if opened is not None:
             places.append(opened / name if name else opened)
         return places
@@ -329,7 +329,7 @@ class WorkspaceScope:
         return status.st_mode & 0o7777
 
 
-def _opened_path(fd: int) -> Path | None:
+def opened_path(fd: int) -> Path | None:
     """Where an open descriptor really is (Linux's /proc), or None when that is unknown."""
     try:
         target = os.readlink(f"/proc/self/fd/{fd}")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_core.fence.beneath import open_beneath
-from hermes_core.fence.scope import NotRegularFile, WorkspaceError, WorkspaceScope, replace_in
+from hermes_core.fence.scope import NotRegularFile, WorkspaceError, WorkspaceScope, opened_path, replace_in
 from hermes_core.rewind.checkpoint_objects import Entry, Manifest, ObjectStore, Seen, write_atomic
 from hermes_core.sandbox.secrets import is_env_file, is_secret_path
 
@@ -180,7 +180,7 @@ class CheckpointStore:
                 raise NotRegularFile(rel, status.st_mode)
             if status.st_nlink > 1:
                 raise WorkspaceError(f"{rel} has {status.st_nlink} names")
-            opened = _opened_path(fd)
+            opened = opened_path(fd)
             if opened is not None and (
                 is_env_file(os.path.basename(rel)) or is_secret_path(opened, home=self._home)
             ):
@@ -374,12 +374,3 @@ class Checkpoints:
             if record.prompt_id == prompt_id:
                 record.after = digest
         await asyncio.to_thread(self.store.save_turns, turns)
-
-
-def _opened_path(fd: int) -> Path | None:
-    """Where an open descriptor really is (Linux's /proc), or None when that is unknown."""
-    try:
-        target = os.readlink(f"/proc/self/fd/{fd}")
-    except OSError:
-        return None
-    return Path(target) if target.startswith("/") and not target.endswith(" (deleted)") else None

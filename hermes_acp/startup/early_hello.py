@@ -30,7 +30,6 @@ with its answer.
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_acp import __version__
 from hermes_acp.startup.fd_write import write_all
-from hermes_acp.startup.hello import ClientHello, agent_hello, is_plain, read_plain
+from hermes_acp.startup.hello import ClientHello, agent_hello, is_plain, plain_request, read_plain
 from hermes_acp.wire import encode
 
 if TYPE_CHECKING:
@@ -49,7 +48,6 @@ FIRST_LINE_LIMIT = 64 * 1024  # an initialize is well under 1 KB; past this the 
 NESTING_LIMIT = 64  # deeper lines go to the server, which has the rule (transport.MAX_DEPTH)
 READ_SIZE = 64 * 1024
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-_MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 
 
 class Handover:
@@ -244,17 +242,8 @@ def _ready(fd: int, *, also: int | None = None, timeout: float | None = None) ->
 def _initialize_request(line: bytes) -> tuple[dict[str, Any], ClientHello] | None:
     """The request and the client's hello when `line` is an `initialize` the server would
     answer with its hello (read as transport.py reads a line); None for anything else."""
-    try:
-        message = json.loads(line.strip().decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if not (
-        type(message) is dict
-        and message.keys() <= _MESSAGE_KEYS
-        and message.get("jsonrpc") == "2.0"
-        and message.get("method") == "initialize"
-        and type(message.get("id")) in (str, int)
-    ):
+    message = plain_request(line, "initialize")
+    if message is None:
         return None
     params = message.get("params")
     if type(params) is not dict or not is_plain(params) or _nests_deeper(message, NESTING_LIMIT):

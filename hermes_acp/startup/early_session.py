@@ -24,15 +24,13 @@ request naming the session.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, NamedTuple
 
 from hermes_acp.startup.fd_write import write_all
-from hermes_acp.startup.hello import ClientHello
+from hermes_acp.startup.hello import ClientHello, plain_request
 from hermes_acp.wire import encode
 
-_MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 _PARAM_KEYS = frozenset({"cwd", "mcpServers", "additionalDirectories"})
 _NESTING_LIMIT = 64
 # Settings' defaults for what the answer shows (core/config.py `Settings`; the e2e test
@@ -95,17 +93,8 @@ def answer_session_new(
 
 
 def _session_new_request(line: bytes) -> dict[str, Any] | None:
-    try:
-        message = json.loads(line.strip().decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if not (
-        type(message) is dict
-        and message.keys() <= _MESSAGE_KEYS
-        and message.get("jsonrpc") == "2.0"
-        and message.get("method") == "session/new"
-        and type(message.get("id")) in (str, int)
-    ):
+    message = plain_request(line, "session/new")
+    if message is None:
         return None
     params = message.get("params")
     if type(params) is not dict or not params.keys() <= _PARAM_KEYS:

@@ -14,6 +14,7 @@ to the same answers.
 
 from __future__ import annotations
 
+import json
 from typing import Any, NamedTuple
 
 PROTOCOL_VERSION = 1
@@ -229,3 +230,24 @@ def auth_methods(*, terminal_auth: bool) -> list[dict[str, Any]]:
             }
         )
     return methods
+
+
+_MESSAGE_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
+
+
+def plain_request(line: bytes, method: str) -> dict[str, Any] | None:
+    """The request on `line` when it is a `method` request with an id and nothing but the
+    JSON-RPC keys (read as transport.py reads a line); None for anything else."""
+    try:
+        message = json.loads(line.strip().decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if (
+        type(message) is dict
+        and message.keys() <= _MESSAGE_KEYS
+        and message.get("jsonrpc") == "2.0"
+        and message.get("method") == method
+        and type(message.get("id")) in (str, int)
+    ):
+        return message
+    return None

@@ -267,3 +267,21 @@ async def test_a_sandboxed_commands_output_is_whole_when_it_ends(project: Path, 
     assert code == 3
     assert out.endswith("last words: déjà vu")
     assert f"\n{lines} line of output\n" in out
+
+
+async def test_the_agents_own_install_in_a_temp_dir_runs_read_only_inside(
+    project: Path, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Commands get the shared temp dirs empty. The agent's own installation may live there (a
+    # CI clone, a venv made under /tmp): its interpreter must still run inside (hooks, the
+    # user's tests), read-only as everywhere else.
+    install = tmp_path / "install"
+    (install / "bin").mkdir(parents=True)
+    tool = install / "bin" / "tool"
+    tool.write_text("#!/bin/sh\necho from-the-install\n")
+    tool.chmod(0o755)
+    monkeypatch.setattr("hermes_core.sandbox.protected.own_code", lambda: [install])
+    ws, _ = workspace(project, home)
+    code, output = await run(ws, f"{tool} && touch {install}/planted", home)
+    assert "from-the-install" in output, output
+    assert code != 0 and not (install / "planted").exists()

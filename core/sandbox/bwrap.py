@@ -299,10 +299,12 @@ class Sandbox:
                 out.read_only.append(path)
         out.private = _private_temp_dirs([*changeable, *map(str, roots)])
         # What stays visible (read-only) inside an emptied temp dir: the roots of a
-        # read-only session, and the home folder, as everywhere else.
+        # read-only session, the home folder, and the agent's own installation (a checkout
+        # or venv under /tmp: its interpreter runs the hooks and the user's tests), as
+        # everywhere else.
         out.kept = [
             path
-            for path in (*roots, self.home)
+            for path in (*roots, self.home, *self._own_code)
             if any(path.is_relative_to(p) for p in out.private) and not inside_changeable(path)
         ]
         hidden_dirs, hidden_files = self._secrets(roots)

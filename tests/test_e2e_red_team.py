@@ -390,11 +390,13 @@ async def test_a_sandboxed_command_cannot_read_the_agents_memory_or_environment_
     fake: FakeProvider, home: Path, project: Path
 ) -> None:
     # Held on main: its own pid namespace and /proc. The agent's environment holds the
-    # model key; its memory, the conversation and the key again.
+    # model key; its memory, the conversation and the key again. (The agent is recognised by
+    # its command line, `… -m hermes_acp --stdio`: bwrap's own, in view as pid 1, may name
+    # the agent's files, which it mounts read-only when they lie in an emptied temp dir.)
     key = "sk-agent-only-4f9c2b"
     probe = (
         "for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ; tr '\\0' ' ' < $p/cmdline; echo; done"
-        " 2>/dev/null | grep -c -e 'sk-agent-onl[y]' -e 'hermes_ac[p]'; ls -d /proc/[0-9]* | wc -l"
+        " 2>/dev/null | grep -c -e 'sk-agent-onl[y]' -e 'hermes_ac[p] --stdi[o]'; ls -d /proc/[0-9]* | wc -l"
     )
     fake.script(commands(probe))
     async with spawn_server(server_env(home, fake, OPENAI_API_KEY=key)) as server:

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.acp_harness import AcpClient, connected, server_env
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.fake_provider import FakeProvider
 from tests.support.server_setup import ServerSetup, write_config
+from tests.support.tool_turns import asks, said, tool_result
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -24,29 +24,6 @@ ask = ["Read(secret/**)"]
 deny = ["Bash(touch user-denied:*)"]
 """
 SERVER_SETUP = ServerSetup(config_toml=USER_RULES)
-
-
-def call(tool: str, arguments: dict[str, Any], call_id: str) -> list[Reply]:
-    return [Reply(tool_calls=[ToolCallSpec(tool, arguments, id=call_id)]), Reply(text="Done.")]
-
-
-def tool_result(fake: FakeProvider) -> str:
-    messages = fake.requests[-1].body["messages"]
-    return next(m for m in reversed(messages) if m["role"] == "tool")["content"]
-
-
-async def asks(client: AcpClient, fake: FakeProvider, sid: str, tool: str, arguments: dict[str, Any]) -> bool:
-    """Whether the call asked the user (who allows it once)."""
-    before = len(client.permission_requests)
-    fake.script(call(tool, arguments, f"call_{len(client.permission_requests)}_{tool}"))
-    assert await client.prompt(sid, f"use {tool}") == {"stopReason": "end_turn"}
-    return len(client.permission_requests) > before
-
-
-async def said(client: AcpClient, sid: str, prompt: str) -> str:
-    before = len(client.text(sid))
-    await client.prompt(sid, prompt)
-    return client.text(sid)[before:]
 
 
 async def test_the_users_rules_allow_ask_and_deny(

@@ -24,6 +24,7 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.tool_turns import commands, tool_results
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
 EDITOR = PLAIN_CAPABILITIES  # the harness client runs terminal/create as real processes
@@ -43,22 +44,6 @@ async def connected(env: dict[str, str], capabilities: dict[str, Any]) -> AsyncI
         client = server.sdk_client(capabilities, permission="allow_once")
         await client.initialize()
         yield client
-
-
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
-
-
-def commands(*lines: str) -> list[Reply]:
-    calls = [ToolCallSpec("terminal", {"command": line}, id=f"call_{i}") for i, line in enumerate(lines)]
-    return [Reply(tool_calls=calls), Reply(text="Done.")]
-
-
-def tool_results(fake: FakeProvider) -> list[str]:
-    messages = fake.requests[-1].body["messages"]
-    return [m["content"] for m in messages if m["role"] == "tool"]
 
 
 REACH = """import socket, sys
@@ -109,7 +94,7 @@ async def test_a_sandboxed_command_cannot_reach_the_users_tmux_server_in_the_tem
     (project / "reach.py").write_text(REACH)
     fake.script(commands(f"python3 reach.py {path}"))
     async with connected(server_env(home, fake), PATHS[where]) as client:
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "check the terminal setup") == {"stopReason": "end_turn"}
         assert client.permission_requests == []  # auto: it ran, in the sandbox
     [result] = tool_results(fake)
@@ -143,7 +128,7 @@ async def test_tokens_in_the_editors_environment_do_not_reach_a_sandboxed_comman
     async with connected(
         server_env(home, fake, **EDITOR_TOKENS, PROJECT_TOKEN_NAME="kept"), PATHS[where]
     ) as client:
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "show the environment") == {"stopReason": "end_turn"}
         assert client.permission_requests == []
     [result] = tool_results(fake)
@@ -187,7 +172,7 @@ async def test_keys_to_the_users_running_programs_stay_hidden(
         ]
     )
     async with connected(server_env(home, fake), LOCAL) as client:
-        sid = await start(client, home, "auto")
+        sid = await client.session_in_mode(home, "auto")
         assert await client.prompt(sid, "find the running kernel") == {"stopReason": "end_turn"}
     reading, read_file = tool_results(fake)
     assert "done" in reading, reading
@@ -225,7 +210,7 @@ async def test_a_hook_that_runs_a_workspace_script_runs_it_in_the_sandbox(
         ]
     )
     async with connected(server_env(home, fake), LOCAL) as client:
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "tidy the checks, then push") == {"stopReason": "end_turn"}
     assert (project / "hook-ran.txt").read_text() == "ran\n"  # the hook ran, inside the workspace
     assert not marker.exists()
@@ -274,7 +259,7 @@ async def test_a_relative_path_entry_does_not_make_the_agent_run_a_workspace_rg(
     async with spawn_server(env, command=(str(python), "-m", "hermes_acp", "--stdio"), cwd=project) as server:
         client = server.sdk_client(LOCAL, permission="allow_once")
         await client.initialize()
-        sid = await start(client, project, "plan")
+        sid = await client.session_in_mode(project, "plan")
         assert await client.prompt(sid, "where is the needle?") == {"stopReason": "end_turn"}
     [result] = tool_results(fake)
     assert "notes.txt" in result, result
@@ -343,7 +328,7 @@ async def test_a_tiny_image_that_decodes_to_gigabytes_is_refused_without_decodin
     async with spawn_server(server_env(home, fake)) as server:
         client = server.sdk_client(LOCAL, permission="allow_once")
         await client.initialize()
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         before = peak_kb(server.pid)
         assert await client.prompt(sid, "look at the diagram") == {"stopReason": "end_turn"}
         grown_mb = (peak_kb(server.pid) - before) // 1024
@@ -377,7 +362,7 @@ async def test_a_terminal_or_editor_socket_named_in_the_environment_is_out_of_re
     fake.script(commands(f"python3 reach.py {path}"))
     try:
         async with connected(server_env(home, fake, **{variable: value.format(path)}), LOCAL) as client:
-            sid = await start(client, project, "auto")
+            sid = await client.session_in_mode(project, "auto")
             assert await client.prompt(sid, "check the terminal") == {"stopReason": "end_turn"}
         [result] = tool_results(fake)
         assert f"refused {path}" in result and "False" in result, result
@@ -402,7 +387,7 @@ async def test_a_sandboxed_command_cannot_read_the_agents_memory_or_environment_
     async with spawn_server(server_env(home, fake, OPENAI_API_KEY=key)) as server:
         client = server.sdk_client(LOCAL, permission="allow_once")
         await client.initialize()
-        sid = await start(client, project, "auto")
+        sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "look at the processes") == {"stopReason": "end_turn"}
         agent_pid = server.pid
     [result] = tool_results(fake)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.support.acp_harness import AcpClient, connected, server_env
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.fake_provider import FakeProvider
 from tests.support.server_setup import write_config
+from tests.support.tool_turns import asks, said, tool_result
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -37,35 +37,6 @@ def write_rules(project: Path, source: str) -> None:
         path.write_text(json.dumps({"permissions": RULES}))
 
 
-def call(tool: str, arguments: dict[str, Any], call_id: str) -> list[Reply]:
-    return [Reply(tool_calls=[ToolCallSpec(tool, arguments, id=call_id)]), Reply(text="Done.")]
-
-
-def tool_result(fake: FakeProvider) -> str:
-    messages = fake.requests[-1].body["messages"]
-    return next(m for m in reversed(messages) if m["role"] == "tool")["content"]
-
-
-async def start(client: AcpClient, project: Path, mode: str) -> str:
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": mode})
-    return sid
-
-
-async def asks(client: AcpClient, fake: FakeProvider, sid: str, tool: str, arguments: dict[str, Any]) -> bool:
-    """Whether the call asked the user (whose answer is the client's current policy)."""
-    before = len(client.permission_requests)
-    fake.script(call(tool, arguments, f"call_{before}_{tool}"))
-    assert await client.prompt(sid, f"use {tool}") == {"stopReason": "end_turn"}
-    return len(client.permission_requests) > before
-
-
-async def said(client: AcpClient, sid: str, prompt: str) -> str:
-    before = len(client.text(sid))
-    await client.prompt(sid, prompt)
-    return client.text(sid)[before:]
-
-
 @pytest.mark.parametrize(
     "source", [".hermes/config.toml", ".claude/settings.json", ".claude/settings.local.json"]
 )
@@ -73,7 +44,7 @@ async def test_each_project_file_denies_and_asks_at_once_and_allows_once_trusted
     client: AcpClient, fake: FakeProvider, project: Path, source: str
 ) -> None:
     write_rules(project, source)
-    sid = await start(client, project, "yolo")
+    sid = await client.session_in_mode(project, "yolo")
     assert not await asks(client, fake, sid, "terminal", {"command": "touch denied-here now"})
     assert f"`Bash(touch denied-here:*)` ({source}) denies" in tool_result(fake)
     assert not (project / "denied-here").exists() and not (project / "now").exists()
@@ -93,7 +64,7 @@ async def test_each_project_file_denies_and_asks_at_once_and_allows_once_trusted
 
     # the file changes: its allow rules wait again, and the question says so
     (project / source).write_text((project / source).read_text().replace("allowed-here", "allowed-now"))
-    again = await start(client, project, "ask")
+    again = await client.session_in_mode(project, "ask")
     assert await asks(client, fake, again, "terminal", {"command": "echo allowed-now 3"})
     assert "`Bash(echo allowed-now:*)`" in client.permission_requests[-1]["_meta"]["hermes"]["reason"]
 
@@ -113,7 +84,7 @@ async def test_an_allow_rule_never_lets_a_command_out_of_the_sandbox_unasked(
     outside.mkdir()
     (project / "keep.txt").write_text("x\n")
     async with connected(env, permission="reject_once") as (_, client):
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         assert not await asks(client, fake, sid, "terminal", {"command": "echo inside"})  # the rule holds
         assert not await asks(client, fake, sid, "write_file", {"path": "new.txt", "content": "x\n"})
 
@@ -137,10 +108,10 @@ async def test_always_in_this_project_never_covers_a_destructive_form(
     (project / "src").mkdir()
     (project / "src" / "main.py").write_text("x\n")
     async with connected(env, permission="allow_project") as (_, client):
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         assert await asks(client, fake, sid, "terminal", {"command": "rm a.txt"})
     async with connected(env, permission="reject_once") as (_, client):
-        sid = await start(client, project, "ask")
+        sid = await client.session_in_mode(project, "ask")
         assert not await asks(client, fake, sid, "terminal", {"command": "rm b.txt"})  # it stuck
         assert not (project / "b.txt").exists()
         for command in ("rm -rf src", "rm -r src", "rm *.py src/*.py", "rm -rf $PWD"):

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, server_env, spawn_server
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.fake_provider import FakeProvider
+from tests.support.tool_turns import commands, tool_results
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
 EDITOR = PLAIN_CAPABILITIES  # the harness client runs terminal/create as real processes
@@ -34,16 +35,6 @@ async def connected(
         client = server.sdk_client(capabilities, permission="allow_once")
         await client.initialize()
         yield client
-
-
-def commands(*lines: str) -> list[Reply]:
-    calls = [ToolCallSpec("terminal", {"command": line}, id=f"call_{i}") for i, line in enumerate(lines)]
-    return [Reply(tool_calls=calls), Reply(text="Done.")]
-
-
-def tool_results(fake: FakeProvider) -> list[str]:
-    messages = fake.requests[-1].body["messages"]
-    return [m["content"] for m in messages if m["role"] == "tool"]
 
 
 def snapshot(folder: Path) -> dict[str, str]:

@@ -22,7 +22,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from hermes_core.config_plain import ENV_PREFIX, env_overrides, typed_values
+from hermes_core.config_plain import (
+    DEFAULT_AUTO_COMPACT,
+    DEFAULT_MODE,
+    DEFAULT_MODEL,
+    DEFAULT_PROVIDER,
+    ENV_PREFIX,
+    env_overrides,
+    typed_values,
+)
 from hermes_core.errors import HermesError
 
 ProviderName = Literal["openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom"]
@@ -86,8 +94,8 @@ class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
     home: Path = Field(default_factory=lambda: Path("~/.hermes-acp").expanduser())
-    provider: ProviderName = "openai"
-    model: str = "gpt-4.1"
+    provider: ProviderName = DEFAULT_PROVIDER
+    model: str = DEFAULT_MODEL
     api_mode: ApiMode | None = None
     base_url: str | None = None  # for "custom" (and an override for any provider)
     api_key: str | None = None  # for "custom"
@@ -122,10 +130,12 @@ class Settings(BaseModel):
 
     compression_threshold: float = Field(default=0.5, gt=0, le=1)
     compression_keep_last: int = Field(default=20, ge=2)
-    auto_compact: bool = True  # off: compress only when the provider says the context overflowed
+    auto_compact: bool = (
+        DEFAULT_AUTO_COMPACT  # off: compress only when the provider says the context overflowed
+    )
     auxiliary_model: str | None = None  # compression summaries; the session's model when unset
 
-    default_mode: Literal["ask", "accept_edits", "plan", "auto", "yolo"] = "ask"
+    default_mode: Literal["ask", "accept_edits", "plan", "auto", "yolo"] = DEFAULT_MODE
     # Commands run in a kernel sandbox (core/sandbox.py; README "Safety").
     sandbox: Literal["workspace-write", "read-only", "off"] = "workspace-write"
     sandbox_network: Literal["on", "off"] = "on"

@@ -18,9 +18,16 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 ENV_PREFIX = "HERMES_ACP_"
+
+# The settings model's defaults that a session's first answer shows (startup/early_session.py
+# reads them plainly; config.Settings takes its defaults from here, so the two agree).
+DEFAULT_PROVIDER: Final = "openai"
+DEFAULT_MODEL: Final = "gpt-4.1"
+DEFAULT_MODE: Final = "ask"
+DEFAULT_AUTO_COMPACT: Final = True
 
 # The providers' own variables, mapped onto settings keys.
 SDK_ENV = {
@@ -176,9 +183,9 @@ def plainly_valid(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def plain_values(environ: Mapping[str, str] | None = None) -> dict[str, Any] | None:
-    """The settings `load_settings(environ)` starts from (config.toml, then the environment;
-    not `home`, no defaults, numbers and flags from the environment still text) when they
-    are plainly valid; None when only the full check can tell."""
+    """The settings `load_settings(environ)` reads (config.toml, then the environment; not
+    `home`, no defaults), typed as the model holds them (`typed_values`), when they are
+    plainly valid; None when only the full check can tell."""
     environ = os.environ if environ is None else environ
     home = os.path.expanduser(environ.get(ENV_PREFIX + "HOME") or "~/.hermes-acp")
     values: dict[str, Any] = {}
@@ -194,10 +201,7 @@ def plain_values(environ: Mapping[str, str] | None = None) -> dict[str, Any] | N
     if not values.keys() <= FIELDS:
         return None
     values.update(env_overrides(environ))
-    values.pop("home", None)  # replaced by the directory itself
-    if typed_values(values) is None:
-        return None
-    return values
+    return typed_values(values)
 
 
 def typed_values(values: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -35,7 +35,6 @@ _PARAM_KEYS = frozenset({"cwd", "mcpServers", "additionalDirectories"})
 _NESTING_LIMIT = 64
 # Settings' defaults for what the answer shows (core/config.py `Settings`; the e2e test
 # compares this answer with the server's for several settings, the defaults among them).
-_DEFAULTS = {"provider": "openai", "model": "gpt-4.1", "default_mode": "ask", "auto_compact": True}
 _KEY_OF = {
     "openai": "openai_api_key",
     "openai-responses": "openai_api_key",
@@ -121,12 +120,27 @@ def _fresh_state(environ: Any, hello: ClientHello) -> dict[str, Any] | None:
     """`modes` and `configOptions` of a session fresh from the settings, as the server's
     `SessionControls.session_state` gives them; None when the settings are not plainly
     valid or the credentials not plainly there."""
-    from hermes_core.config_plain import ENV_PREFIX, plain_values
+    from hermes_core.config_plain import (
+        DEFAULT_AUTO_COMPACT,
+        DEFAULT_MODE,
+        DEFAULT_MODEL,
+        DEFAULT_PROVIDER,
+        ENV_PREFIX,
+        plain_values,
+    )
 
     values = plain_values(environ)
-    if values is None or not _has_credentials(values):
+    if values is None:
         return None
-    settings = {**_DEFAULTS, **values}
+    settings = {
+        "provider": DEFAULT_PROVIDER,
+        "model": DEFAULT_MODEL,
+        "default_mode": DEFAULT_MODE,
+        "auto_compact": DEFAULT_AUTO_COMPACT,
+        **values,
+    }
+    if not _has_credentials(settings):
+        return None
     from pathlib import Path
 
     from hermes_acp.session.option_wire import OptionState, model_takes_effort, session_state
@@ -143,8 +157,6 @@ def _fresh_state(environ: Any, hello: ClientHello) -> dict[str, Any] | None:
     )
     model = settings["model"]
     auto_compact = settings["auto_compact"]
-    if type(auto_compact) is str:  # from the environment: plain_values took only true/false
-        auto_compact = auto_compact == "true"
     state = OptionState(
         mode=settings["default_mode"],
         model=model,
@@ -159,7 +171,7 @@ def _fresh_state(environ: Any, hello: ClientHello) -> dict[str, Any] | None:
 def _has_credentials(values: dict[str, Any]) -> bool:
     """Credentials in plain sight (a subset of providers.resolve.has_credentials: when
     this says yes, so does it); anything else goes to the server, which decides."""
-    provider = values.get("provider", _DEFAULTS["provider"])
+    provider = values["provider"]
     if values.get("api_key"):
         return True
     key = _KEY_OF.get(provider)

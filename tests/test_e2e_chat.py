@@ -13,11 +13,12 @@ from pathlib import Path
 import pexpect
 
 from tests.support.acp_harness import server_env
+from tests.support.chat_pty import chat_env, chat_in_pty
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 
 def test_chat_in_a_pseudo_terminal(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
-    env = {**server_env(tmp_path, fake), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    env = chat_env(tmp_path, fake, columns=120)
     fake.script([Reply(text="An earlier answer.")])
     earlier = subprocess.run(
         [sys.executable, "-m", "hermes_acp", "run", "an earlier question"],
@@ -37,17 +38,7 @@ def test_chat_in_a_pseudo_terminal(fake: FakeProvider, tmp_path: Path, project: 
             Reply(text="Both done, as asked.", chunk_size=4),
         ]
     )
-    chat = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes_acp", "chat", "--mode", "accept_edits"],
-        env=env,
-        cwd=str(project),
-        timeout=30,
-        encoding="utf-8",
-        dimensions=(40, 120),
-    )
-    try:
-        chat.expect_exact("Ctrl-D quits")
+    with chat_in_pty(env, project, "--mode", "accept_edits") as chat:
         chat.send("/ses")
         chat.send("\t")  # completion from the chat's own and the server's commands
         chat.expect_exact("/sessions")
@@ -74,8 +65,6 @@ def test_chat_in_a_pseudo_terminal(fake: FakeProvider, tmp_path: Path, project: 
         chat.expect_exact("›")  # the prompt is up again
         chat.sendcontrol("d")
         chat.expect(pexpect.EOF)
-    finally:
-        chat.close()
     assert chat.exitstatus == 0
     history = (Path(env["HERMES_ACP_HOME"]) / "chat_history").read_text()
     assert re.search(r"please edit @notes.txt and touch", history)
@@ -93,23 +82,16 @@ def test_chat_without_a_terminal_points_to_run(tmp_path: Path, project: Path) ->
 def test_chat_shows_thinking_dimmed_and_renders_the_markdown(
     fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
-    env = {**server_env(tmp_path, fake), "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "40"}
+    env = chat_env(tmp_path, fake, columns=100)
     answer = "Use **bold** here.\n\n1. first\n2. second\n\n```python\nprint('x')\n```\n\nAll done."
     fake.script([Reply(reasoning="Weighing the options.", text=answer, chunk_size=5)])
-    chat = pexpect.spawn(
-        sys.executable, ["-m", "hermes_acp", "chat"],
-        env=env, cwd=str(project), timeout=30, encoding="utf-8", dimensions=(40, 100),
-    )  # fmt: skip
-    try:
-        chat.expect_exact("Ctrl-D quits")
+    with chat_in_pty(env, project, columns=100) as chat:
         chat.sendline("hello")
         chat.expect_exact("All done.")
         shown = chat.before
         chat.expect_exact("›")
         chat.sendcontrol("d")
         chat.expect(pexpect.EOF)
-    finally:
-        chat.close()
     # The thinking, dimmed (SGR 2), streamed chunk by chunk.
     thought = re.sub(r"\x1b\[0m\x1b\[2;3m", "", shown)
     assert "\x1b[2;3mWeighing the options." in thought, shown

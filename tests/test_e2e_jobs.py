@@ -68,26 +68,14 @@ async def test_a_background_jobs_end_reaches_its_card_and_the_model(
 def test_the_chat_shows_a_background_jobs_end(fake: FakeProvider, tmp_path: Path, project: Path) -> None:
     """In `hermes-acp chat`, the card first said the job started; its end shows under it
     as soon as the server next speaks, not swallowed as a second end of a call already shown."""
-    import sys
-
     import pexpect
 
-    from tests.support.acp_harness import server_env
+    from tests.support.chat_pty import chat_env, chat_in_pty
 
-    env = {**server_env(tmp_path, fake), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+    env = chat_env(tmp_path, fake, columns=120)
     start = ToolCallSpec("terminal", {"command": JOB, "background": True}, id="c_chat_bg")
     fake.script([Reply(tool_calls=[start]), Reply(text="Started it.")])
-    chat = pexpect.spawn(
-        sys.executable,
-        ["-m", "hermes_acp", "chat", "--mode", "yolo"],
-        env=env,
-        cwd=str(project),
-        timeout=60,
-        encoding="utf-8",
-        dimensions=(40, 120),
-    )
-    try:
-        chat.expect_exact("Ctrl-D quits")
+    with chat_in_pty(env, project, "--mode", "yolo", timeout=60) as chat:
         chat.sendline("start the job")
         chat.expect_exact("Started it.")
         chat.expect_exact("›")  # the prompt is up again
@@ -103,5 +91,3 @@ def test_the_chat_shows_a_background_jobs_end(fake: FakeProvider, tmp_path: Path
         chat.expect_exact("›")
         chat.sendcontrol("d")
         chat.expect(pexpect.EOF)
-    finally:
-        chat.close()

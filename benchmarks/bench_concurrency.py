@@ -12,15 +12,22 @@ shares of the wall time, the server's CPU per turn alone and in the crowd, and t
 their index (turn 0 of every session starts at once: it pays the connection set-up).
 
     python -m benchmarks.bench_concurrency [--sessions N] [--turns N] [--profile FILE]
+        [--source DIR] [--gc]
 
 `--profile FILE` records the server with py-spy (when installed) into FILE (speedscope).
+`--source DIR` runs the server from another source tree (e.g. a copy of main), to alternate
+before/after runs from the same disk. `--gc` counts and times the server's cyclic garbage
+collections over the crowd, by generation (`gc.callbacks`, installed before the server
+starts).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -31,12 +38,63 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_startup import ours  # noqa: E402
 from benchmarks.drive import start_profiler, stop_profiler  # noqa: E402
 from benchmarks.fake_process import FakeProviderProcess  # noqa: E402
 from tests.support.acp_harness import ServerProcess, server_env, spawn_server  # noqa: E402
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
 
 TARGET_SECONDS = 1.0
+
+# Run in the server before it starts (`--gc`): the collections by generation, counted and
+# timed; SIGUSR1 starts the count over, SIGUSR2 keeps what it holds, written to stderr at exit.
+GC_COUNTER = """
+import atexit, gc, signal, sys, time
+_gc = {"n": [0, 0, 0], "s": [0.0, 0.0, 0.0], "t": 0.0, "kept": None}
+def _gc_seen(phase, info):
+    if phase == "start":
+        _gc["t"] = time.perf_counter()
+    else:
+        g = info["generation"]
+        _gc["n"][g] += 1
+        _gc["s"][g] += time.perf_counter() - _gc["t"]
+def _gc_reset(*_):
+    _gc["n"], _gc["s"] = [0, 0, 0], [0.0, 0.0, 0.0]
+def _gc_keep(*_):
+    _gc["kept"] = (list(_gc["n"]), list(_gc["s"]), gc.get_threshold(), len(gc.get_objects()))
+def _gc_report():
+    if _gc["kept"] is not None:
+        sys.stderr.write("gc-stats %r\\n" % (_gc["kept"],))
+gc.callbacks.append(_gc_seen)
+signal.signal(signal.SIGUSR1, _gc_reset)
+signal.signal(signal.SIGUSR2, _gc_keep)
+atexit.register(_gc_report)
+"""
+
+
+def server_command(source: Path, count_gc: bool) -> tuple[str, ...] | None:
+    """The server's command line: from `source`, with the collection counter when asked
+    (None: the harness's own, this tree's `-m hermes_acp`)."""
+    if source == ROOT and not count_gc:
+        return None
+    if source == ROOT:
+        command = (
+            sys.executable,
+            "-c",
+            "import sys; from hermes_acp.cli import main; sys.exit(main())",
+            "--stdio",
+        )
+    else:
+        command = ours(source)
+    executable, flag, code, *args = command
+    return (executable, flag, (GC_COUNTER if count_gc else "") + code, *args)
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -112,7 +170,7 @@ async def run_turns(
     return durations
 
 
-async def main(count: int, turns: int, profile: Path | None) -> int:
+async def main(count: int, turns: int, profile: Path | None, source: Path, count_gc: bool) -> int:
     load = os.getloadavg()[0]
     with FakeProviderProcess() as fake, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -121,7 +179,7 @@ async def main(count: int, turns: int, profile: Path | None) -> int:
         (project / "notes.txt").write_text("a note\n")
         env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning")
         env.update(OPENAI_BASE_URL=fake.openai_base_url, OPENAI_API_KEY="test")
-        async with spawn_server(env, check_schema=False) as server:
+        async with spawn_server(env, check_schema=False, command=server_command(source, count_gc)) as server:
             await server.request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             sessions = []
             for i in range(count + 1):
@@ -136,20 +194,39 @@ async def main(count: int, turns: int, profile: Path | None) -> int:
             lone_cpu = meter.spent()[0] / turns
             fake.script(tool_turn_replies(count * turns))
             recorder = await start_profiler(server.pid, profile, 100)
+            if count_gc:
+                os.kill(server.pid, signal.SIGUSR1)
             meter = CpuMeter(server.pid, fake.pid)
             by_index = await run_turns(server, sessions[1:], turns, 30_000)
             server_cpu, fake_cpu, client_cpu, wall = meter.spent()
+            if count_gc:
+                os.kill(server.pid, signal.SIGUSR2)
+            rss = rss_mb(server.pid)
             await stop_profiler(recorder)
     together = [t for turn_times in by_index for t in turn_times]
     lone = statistics.median(alone)
     p95 = statistics.quantiles(together, n=20)[-1]
-    print(f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
+    print(
+        f"load average {load:.1f} -> {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores); server from {source}"
+    )
     print(f"one session alone: median turn {lone * 1e3:.1f} ms, server CPU {lone_cpu * 1e3:.1f} ms a turn")
     print(
         f"the crowd: {wall:.2f} s wall; CPU server {server_cpu / wall:.0%}, "
         f"fake model {fake_cpu / wall:.0%}, "
         f"this client {client_cpu / wall:.0%}; server CPU {server_cpu / len(together) * 1e3:.1f} ms a turn"
     )
+    print(f"server RSS after the crowd: {rss:.1f} MB")
+    for line in server.stderr_lines:
+        if line.startswith("gc-stats "):
+            counts, seconds, threshold, tracked = ast.literal_eval(line.removeprefix("gc-stats "))
+            print(
+                f"collections over the crowd (threshold {threshold}, {tracked:,} objects tracked): "
+                + ", ".join(
+                    f"gen {g} {n} in {t * 1e3:.0f} ms"
+                    for g, (n, t) in enumerate(zip(counts, seconds, strict=True))
+                )
+                + f"; {sum(seconds) / len(together) * 1e3:.2f} ms a turn"
+            )
     for index, turn_times in enumerate(by_index):
         print(
             f"  turn {index}: median {statistics.median(turn_times) * 1e3:.0f} ms, "
@@ -169,5 +246,17 @@ if __name__ == "__main__":
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--source", type=Path, default=ROOT, help="the source tree to run the server from")
+    parser.add_argument("--gc", action="store_true", help="count the server's garbage collections")
     arguments = parser.parse_args()
-    sys.exit(asyncio.run(main(arguments.sessions, arguments.turns, arguments.profile)))
+    sys.exit(
+        asyncio.run(
+            main(
+                arguments.sessions,
+                arguments.turns,
+                arguments.profile,
+                arguments.source.resolve(),
+                arguments.gc,
+            )
+        )
+    )

@@ -218,7 +218,10 @@ class Agent:
         if self.watcher is not None:
             await self.watcher.start()  # idempotent; the first turn pays the directory walk
             changed = self.watcher.drain()
-        recalled = await asyncio.to_thread(self._recall.fresh, self.messages)
+        # Read in a thread only when a stat says the memory files changed since the last read.
+        recalled = (
+            None if self._recall.unchanged() else await asyncio.to_thread(self._recall.fresh, self.messages)
+        )
         return turn_preamble(changed, recalled)
 
     def steer(self, text: str) -> None:

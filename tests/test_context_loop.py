@@ -152,3 +152,33 @@ async def test_a_subdirectory_session_shares_its_repositorys_memory(fake, workdi
     below = make_agent(fake, workdir / "src", home=at_root.settings.home)
     assert "Releases are tagged vX.Y" in below.system_prompt
     assert below.memory.path("workspace") == at_root.memory.path("workspace")
+
+
+@pytest.mark.parametrize("settled", [False, True])
+async def test_memory_edited_by_hand_between_turns_is_recalled(fake, workdir, monkeypatch, settled):
+    """A turn reads the memory files again only when a stat says they changed; a hand edit
+    between two turns still reaches the model, even one in place and of the same size right
+    after the last read (`settled=False`: the file's times may not have moved), or one made
+    when the last read's state was old enough to be trusted (`settled=True`)."""
+    import hermes_core.prompt.recall as recall
+
+    if settled:
+        monkeypatch.setattr(recall, "RACY_NS", 0)
+    agent = make_agent(fake, workdir)
+    path = agent.memory.path("user")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("# hermes-acp memory: user\n\n- Deploys on Fridays\n")
+    agent = make_agent(fake, workdir)  # the fact is in its system prompt
+    fake.script([Reply(text="one"), Reply(text="two"), Reply(text="three"), Reply(text="four")])
+    await collect(agent.run_turn("first"))
+    await collect(agent.run_turn("second"))  # nothing changed: nothing recalled
+    text = path.read_text()
+    edited = text.replace("Fridays", "Mondays") if not settled else text + "- Ships with uv\n"
+    with path.open("r+") as file:  # in place, as an editor may save
+        file.write(edited)
+    await collect(agent.run_turn("third"))
+    await collect(agent.run_turn("fourth"))
+
+    users = [str(r.body["messages"][-1]["content"]) for r in fake.requests]
+    fact = "Deploys on Mondays" if not settled else "Ships with uv"
+    assert [fact in text for text in users] == [False, False, True, False]

@@ -160,3 +160,42 @@ def test_the_context_estimate_follows_edits_and_replacements():
     assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])
     history = history[:2]
     assert estimate.of("system", history, []) == estimate_messages_tokens("system", history, [])
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+async def test_the_tools_sent_are_the_ones_asked_for_when_they_change(fake, shape):
+    """A session's provider sends its tools as the last call's bytes only while they are the
+    same spec objects: a tool added, a description changed, or a schema where only `1` and
+    `true` differ (equal to Python's `==`) is sent as it is now, and byte for byte what a
+    provider that never saw the session sends. A spec's schema cannot be changed in place."""
+    provider = make(shape, fake)  # kept for the session, as an agent keeps it
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer", "default": 1}}}
+    tools = [ToolSpec("read_file", "Read a file.", schema)]
+
+    async def body_with(provider: Any) -> bytes:
+        fake.script([Reply(text="ok")])
+        request = ModelRequest(system="You are terse.", messages=[user("hi")], tools=list(tools))
+        try:
+            async with aclosing(provider.stream(request)) as items:
+                [item async for item in items]
+        finally:
+            await provider.aclose()
+        return fake.requests[-1].raw
+
+    async def same_as_fresh() -> str:
+        body = await body_with(provider)
+        assert body == await body_with(make(shape, fake))
+        return json.dumps(json.loads(body))
+
+    first = await same_as_fresh()
+    assert await same_as_fresh() == first
+    tools.append(ToolSpec("write_file", "Write a file.", {"type": "object", "properties": {}}))
+    assert "write_file" in await same_as_fresh()
+    tools[0] = ToolSpec("read_file", "Read a text file.", schema)
+    assert "Read a text file." in await same_as_fresh()
+    tools[0] = ToolSpec("read_file", "Read a text file.", {**schema, "properties": {"n": {"default": True}}})
+    assert '"default": true' in await same_as_fresh()
+    with pytest.raises(TypeError):
+        tools[0].parameters["properties"]["limit"] = {"type": "integer"}
+    with pytest.raises(TypeError):
+        tools[0].parameters.setdefault("required", []).append("n")

@@ -28,6 +28,12 @@ _FINISH: dict[str, base.FinishReason] = {**base.CLAUDE_FINISH, "pause_turn": "st
 ORDER = ("max_tokens", "messages", "model", "stream", "system", "thinking", "tool_choice", "tools")
 
 
+def _tool_items(tools: list[base.ToolSpec]) -> list[dict[str, Any]]:
+    items = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools]
+    items[-1] = {**items[-1], "cache_control": CACHE}
+    return items
+
+
 class AnthropicMessagesProvider(SdkProvider):
     api_mode = "anthropic_messages"
 
@@ -65,12 +71,7 @@ class AnthropicMessagesProvider(SdkProvider):
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": CACHE}]
         if request.tools:
-            tools = [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in request.tools
-            ]
-            tools[-1] = {**tools[-1], "cache_control": CACHE}
-            params["tools"] = tools
+            params["tools"] = self.encoded_tools(request.tools, _tool_items)
             if request.tool_choice_none:
                 params["tool_choice"] = {"type": "none"}
         budget = base.thinking_budget(request.reasoning_effort, info.reasoning, max_tokens)

@@ -12,6 +12,7 @@ from hermes_core.errors import HermesError
 from hermes_core.events import TextDelta, ThoughtDelta
 from hermes_core.messages import Message, ToolCall
 from hermes_core.models import Usage
+from hermes_core.providers.frozen_json import freeze
 
 FinishReason = Literal["stop", "length", "tool_calls", "refusal", "content_filter"]
 
@@ -20,7 +21,11 @@ FinishReason = Literal["stop", "length", "tool_calls", "refusal", "content_filte
 class ToolSpec:
     name: str
     description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments object
+    parameters: dict[str, Any]  # JSON schema of the arguments object; frozen (frozen_json.py)
+
+    def __post_init__(self) -> None:
+        # Fixed for good, so a provider may send the spec as the bytes it encoded last call.
+        object.__setattr__(self, "parameters", freeze(self.parameters))
 
 
 @dataclass(slots=True)

@@ -45,6 +45,16 @@ ORDER = (
 )
 
 
+def _tool_items(tools: list[base.ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
+        for t in tools
+    ]
+
+
 class ThinkTagParser:
     """Splits streamed content into answer text and `<think>...</think>` reasoning.
 
@@ -127,13 +137,7 @@ class ChatCompletionsProvider(SdkProvider):
             "stream_options": {"include_usage": True},
         }
         if request.tools:
-            params["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                }
-                for t in request.tools
-            ]
+            params["tools"] = self.encoded_tools(request.tools, _tool_items)
             if request.tool_choice_none:
                 params["tool_choice"] = "none"
         if request.max_output_tokens:

@@ -37,6 +37,19 @@ ORDER = (
 )
 
 
+def _tool_items(tools: list[base.ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "name": t.name,
+            "description": t.description,
+            "parameters": t.parameters,
+            "strict": False,
+        }
+        for t in tools
+    ]
+
+
 class ResponsesProvider(SdkProvider):
     api_mode = "responses"
 
@@ -55,16 +68,7 @@ class ResponsesProvider(SdkProvider):
         if request.system:
             params["instructions"] = request.system
         if request.tools:
-            params["tools"] = [
-                {
-                    "type": "function",
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                    "strict": False,
-                }
-                for t in request.tools
-            ]
+            params["tools"] = self.encoded_tools(request.tools, _tool_items)
             if request.tool_choice_none:
                 params["tool_choice"] = "none"
         if request.max_output_tokens:

@@ -68,6 +68,11 @@ class PermissionTable(BaseModel):
     ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
 
+    def as_table(self) -> dict[str, list[str]]:
+        """What `model_dump()` gives, without building the model's serializer: a session's
+        rules are read from it at every first session/new."""
+        return {"allow": list(self.allow), "ask": list(self.ask), "deny": list(self.deny)}
+
 
 class HookEntry(BaseModel):
     """One command hook (core/policy/hooks.py)."""
@@ -88,6 +93,29 @@ class HookTable(BaseModel):
     pre_tool: list[HookEntry] = Field(default_factory=list)
     post_tool: list[HookEntry] = Field(default_factory=list)
     stop: list[HookEntry] = Field(default_factory=list)
+
+    def as_table(self) -> dict[str, list[dict[str, Any]]]:
+        """What `model_dump()` gives, without building the model's serializer."""
+        return {
+            event: [
+                {"command": h.command, "matcher": h.matcher, "timeout": h.timeout, "unconfined": h.unconfined}
+                for h in getattr(self, event)
+            ]
+            for event in HOOK_EVENTS
+        }
+
+
+HOOK_EVENTS = ("session_start", "prompt_submit", "pre_tool", "post_tool", "stop")
+
+
+def _no_permissions() -> PermissionTable:
+    # The empty tables are what validation would give: constructing them builds no
+    # validator (the first model built costs ~40 ms: pydantic's plugin scan).
+    return PermissionTable.model_construct()
+
+
+def _no_hooks() -> HookTable:
+    return HookTable.model_construct()
 
 
 class Settings(BaseModel):
@@ -154,8 +182,8 @@ class Settings(BaseModel):
     end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     checkpoints: bool = True  # snapshot the working directory before a turn changes it (/rewind)
-    permissions: PermissionTable = Field(default_factory=PermissionTable)
-    hooks: HookTable = Field(default_factory=HookTable)
+    permissions: PermissionTable = Field(default_factory=_no_permissions)
+    hooks: HookTable = Field(default_factory=_no_hooks)
 
     @property
     def config_path(self) -> Path:

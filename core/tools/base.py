@@ -9,11 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from hermes_core.errors import ToolFailed
 from hermes_core.events import Event, FileDiff, Location, PlanEntry, ToolKind
 from hermes_core.providers.base import ToolSpec
+from hermes_core.tools.arg_schemas import ARG_SCHEMAS
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
     from hermes_core.workspace import RunningCommand
 
 Args = TypeVar("Args", bound=BaseModel)
+
+
+class ToolArgs(BaseModel):
+    """The base of the built-in tools' argument models. Each builds its validator at its
+    first call (`defer_build`), not at import: a text-only turn builds none, and the model
+    reads their schemas from the table generated from them (`arg_schemas.py`)."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 @dataclass(slots=True)
@@ -80,10 +89,24 @@ class ToolResult:
         return cls(text=text, ok=False, raw_output=raw or None)
 
 
+def schema_key(args_model: type[BaseModel]) -> str:
+    """An argument model's entry in `ARG_SCHEMAS`."""
+    return f"{args_model.__module__}.{args_model.__qualname__}"
+
+
 @functools.cache
 def _parameters(args_model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema of a tool's arguments, generated once a process: pydantic takes a
-    few milliseconds a tool, and every session's first turn asks for the whole list."""
+    """The JSON schema of a tool's arguments: the built-in tools' from the committed
+    table (tests/test_arg_schemas.py keeps it equal to what pydantic generates), others
+    generated once a process (pydantic builds the model for it: ~40 ms for the first)."""
+    table = ARG_SCHEMAS.get(schema_key(args_model))
+    if table is not None:
+        return table
+    return generated_parameters(args_model)
+
+
+def generated_parameters(args_model: type[BaseModel]) -> dict[str, Any]:
+    """What pydantic makes of an argument model, as the model is shown it."""
     schema = args_model.model_json_schema()
     schema.pop("title", None)
     return schema

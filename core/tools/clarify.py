@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import ToolKind
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 
@@ -37,7 +37,7 @@ class TurnEnder(Protocol):
     def end_turn_with(self, text: str) -> None: ...
 
 
-class ClarifyArgs(BaseModel):
+class ClarifyArgs(ToolArgs):
     question: str = Field(description="One clear question for the user.")
     choices: list[str] = Field(
         default_factory=list, description="The answers to choose from; omit for a free-text answer."

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import (
     Event,
@@ -28,7 +28,7 @@ from hermes_core.events import (
 )
 from hermes_core.models import Usage
 from hermes_core.policy.approval import ApprovalRequest, Approver, Decision
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ NOT_FOR_CHILDREN = frozenset({"delegate_task", "clarify", "todo"})
 GOAL_LENGTH = 60
 
 
-class SubTask(BaseModel):
+class SubTask(ToolArgs):
     goal: str = Field(
         description="What the subagent must find out or do; self-contained: it sees nothing else."
     )
@@ -55,7 +55,7 @@ class SubTask(BaseModel):
     )
 
 
-class DelegateArgs(BaseModel):
+class DelegateArgs(ToolArgs):
     tasks: list[SubTask] = Field(min_length=1, description="One task per subagent; they run in parallel.")
 
 

@@ -7,11 +7,11 @@ import difflib
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import FileDiff, ToolKind
 from hermes_core.prompt.images import looks_like_image
-from hermes_core.tools.base import CannotRun, Tool, ToolContext, ToolResult
+from hermes_core.tools.base import CannotRun, Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import BinaryFile, FileTooLarge, Workspace, WorkspaceError
 
 EDITS = "edits"  # the approval scope of every file edit
@@ -65,7 +65,7 @@ def _change_counts(old: str, new: str) -> tuple[int, int]:
 # --- read_file ------------------------------------------------------------------------
 
 
-class ReadFileArgs(BaseModel):
+class ReadFileArgs(ToolArgs):
     path: str = Field(description="The file to read, relative to the workspace root or absolute.")
     offset: int | None = Field(default=None, ge=1, description="First line to read (1-based).")
     limit: int | None = Field(default=None, ge=1, description="How many lines to read.")
@@ -151,7 +151,7 @@ async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:
 # --- write_file -----------------------------------------------------------------------
 
 
-class PathArgs(BaseModel):
+class PathArgs(ToolArgs):
     path: str
 
 
@@ -239,7 +239,7 @@ class WriteFileTool(FileEditTool[WriteFileArgs]):
 # --- list_files -----------------------------------------------------------------------
 
 
-class ListFilesArgs(BaseModel):
+class ListFilesArgs(ToolArgs):
     path: str = Field(
         default=".", description="The directory to list, recursively; defaults to the workspace root."
     )

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import ToolKind
 from hermes_core.loop.turn_context import Scope
 from hermes_core.prompt.memory import MemoryFull, MemoryStore
-from hermes_core.tools.base import NO_FACTS, ApprovalFacts, Tool, ToolContext, ToolResult
+from hermes_core.tools.base import NO_FACTS, ApprovalFacts, Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 _TITLE_CHARS = 80
@@ -29,7 +29,7 @@ _NEXT_SESSION = (
 )
 
 
-class MemoryArgs(BaseModel):
+class MemoryArgs(ToolArgs):
     action: Literal["add", "remove", "list"] = Field(
         description="add: save a fact; remove: delete the facts containing `text`; list: show saved facts."
     )

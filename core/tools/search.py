@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import ToolKind
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Found, Workspace, WorkspaceError
 
 _MATCH_LINE_CHARS = 300
@@ -16,7 +16,7 @@ def shorten(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class SearchArgs(BaseModel):
+class SearchArgs(ToolArgs):
     pattern: str = Field(
         description="Regular expression (Rust regex syntax, like PCRE without lookaround); escape "
         r"special characters for a literal search, e.g. `foo\(` or `a\.b`."

@@ -7,17 +7,17 @@ import sqlite3
 from datetime import datetime
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import ToolKind
 from hermes_core.prompt.repository import repository_root
 from hermes_core.store.search import SearchHit
 from hermes_core.store.sessions import SessionStore
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 
-class SessionSearchArgs(BaseModel):
+class SessionSearchArgs(ToolArgs):
     query: str = Field(description="Words to look for; a trailing * matches any word starting so.")
     limit: int = Field(default=10, ge=1, le=50, description="At most this many matches.")
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import ToolKind
 from hermes_core.prompt.skills import Skill, SkillError
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 
-class SkillArgs(BaseModel):
+class SkillArgs(ToolArgs):
     name: str = Field(description="The skill's name, as listed under Skills in the system prompt.")
 
 

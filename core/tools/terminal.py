@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import ToolCallProgress, ToolKind
 from hermes_core.shell.parse import CommandLine
-from hermes_core.tools.base import ApprovalFacts, Tool, ToolContext, ToolResult
+from hermes_core.tools.base import ApprovalFacts, Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
 
 _POLL_WAIT = 0.1  # seconds `process poll` waits for an exit before reporting "running"
@@ -43,7 +43,7 @@ def _with_output(header: str, output: str, cut: bool) -> str:
     return f"{header}\n{output}" if output else f"{header}\n(no output)"
 
 
-class TerminalArgs(BaseModel):
+class TerminalArgs(ToolArgs):
     command: str = Field(description="The shell command (bash), run in the workspace root.")
     timeout: float | None = Field(
         default=None,
@@ -169,7 +169,7 @@ def _sandbox_refusal(run: RunningCommand, output: str) -> str | None:
     return run.sandbox.explain_refusal(output) if run.sandbox is not None else None
 
 
-class ProcessArgs(BaseModel):
+class ProcessArgs(ToolArgs):
     handle: str = Field(description="The handle terminal returned for a background command, e.g. proc-1.")
     action: Literal["poll", "kill"] = Field(
         description="poll: whether it is still running, its exit status and its output so far; "

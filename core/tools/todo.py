@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from hermes_core.events import PlanEntry, PlanUpdated, ToolKind
 from hermes_core.providers.base import ToolSpec
-from hermes_core.tools.base import Tool, ToolContext, ToolResult
+from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import Workspace
 
 _MARKS = {"pending": "[ ]", "in_progress": "[>]", "completed": "[x]"}
 
 
-class TodoItem(BaseModel):
+class TodoItem(ToolArgs):
     content: str = Field(min_length=1, description="The step, in a few words.")
     status: Literal["pending", "in_progress", "completed"] = Field(
         default="pending", description="Mark one step in_progress while working on it."
@@ -22,7 +22,7 @@ class TodoItem(BaseModel):
     priority: Literal["high", "medium", "low"] = "medium"
 
 
-class TodoArgs(BaseModel):
+class TodoArgs(ToolArgs):
     items: list[TodoItem] = Field(description="The whole plan, in order; replaces the previous one.")
 
 

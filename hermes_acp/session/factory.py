@@ -182,8 +182,8 @@ def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:
     from hermes_core.policy.hook_specs import specs_from_table
     from hermes_core.policy.permission_rules import PermissionRules
 
-    user_hooks = specs_from_table(settings.hooks.model_dump(), "your config.toml", own=True)
-    return PermissionRules.load(settings.home, cwd, settings.permissions.model_dump(), user_hooks)
+    user_hooks = specs_from_table(settings.hooks.as_table(), "your config.toml", own=True)
+    return PermissionRules.load(settings.home, cwd, settings.permissions.as_table(), user_hooks)
 
 
 def _skill_tools(settings: Settings, cwd: str) -> list[Tool]:

@@ -75,7 +75,7 @@ MODEL_LIST_RETRY_SECONDS = 300.0  # an endpoint without a model list is asked ag
 class SetModelParams(BaseModel):
     """`session/set_model`, which older clients send (now the `model` config option)."""
 
-    model_config = ConfigDict(populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True, defer_build=True)  # built at its first request
     session_id: str = Field(alias="sessionId")
     model_id: str = Field(alias="modelId", min_length=1)
 

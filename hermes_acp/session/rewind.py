@@ -30,7 +30,7 @@ PREVIEW_LENGTH = 70
 class RewindParams(BaseModel):
     """`_hermes/rewind` params: without `prompt`, the list; with it, the rewind."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", defer_build=True)
 
     session_id: str = Field(alias="sessionId")
     prompt: int | None = Field(default=None, ge=1)  # 1-based, as `/rewind` numbers them

@@ -28,7 +28,7 @@ def import_everything() -> None:
     defer_package_init()  # as the cold path: the SDK's package without its schema
     for module in MODULES:
         importlib.import_module(module)
-    from hermes_acp.startup.warmup import WARM_MODULES
+    from hermes_acp.startup import WARM_MODULES
 
     for module in WARM_MODULES:
         importlib.import_module(module)

@@ -11,13 +11,16 @@ socket means running an unconfined agent with an environment of one's choosing.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
-from collections.abc import Mapping
 
 import hermes_acp
+
+TYPE_CHECKING = False  # not `typing`: the stub imports as little as it can
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
 
 VOLATILE_ENV = frozenset({"PWD", "OLDPWD", "_", "SHLVL"})
 SERVERS_PER_USER = 4
@@ -31,7 +34,7 @@ def enabled(environ: Mapping[str, str]) -> bool:
 
 def key(environ: Mapping[str, str]) -> str:
     """The server's name: equal keys mean a child forked from it is the process the stub would be."""
-    digest = hashlib.sha256()
+    digest = _sha256()
     install = os.path.dirname(os.path.abspath(hermes_acp.__file__))
     for part in (os.path.realpath(sys.executable), sys.version, hermes_acp.__version__, install, os.getuid()):
         digest.update(f"{part}\0".encode("utf-8", "surrogateescape"))
@@ -39,6 +42,18 @@ def key(environ: Mapping[str, str]) -> str:
         if name not in VOLATILE_ENV:
             digest.update(f"{name}={environ[name]}\0".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]
+
+
+def _sha256() -> Any:
+    """SHA-256 without hashlib, whose OpenSSL binding is most of the stub's imports."""
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found]  # CPython 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found]  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return sha256()
 
 
 def socket_dir(environ: Mapping[str, str]) -> str:

@@ -21,9 +21,12 @@ import signal
 import socket
 import struct
 import sys
-from collections.abc import Mapping
 
 from hermes_acp.warm.place import enabled, key, open_dir, socket_dir, through
+
+TYPE_CHECKING = False  # not `typing`: the stub imports as little as it can
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 REPLY = struct.Struct("!ci")

@@ -19,20 +19,45 @@ MODULES = (
     "hermes_core.config",
     "hermes_core.config_plain",
     "httpx2",
+    "hermes_acp.cli",
+    # what building a session and its first turn import (measured: a child's new modules)
+    "hermes_acp.session.early_build",
+    "hermes_acp.session.jobs",
+    "hermes_core.execution.jobs",
+    "hermes_core.policy.hooks",
+    "hermes_core.policy.permission_rules",
+    "hermes_core.prompt.context",
+    "hermes_core.prompt.skills",
+    "hermes_core.providers.model_list",
+    "hermes_core.rewind.checkpoints",
+    "hermes_core.sandbox.bwrap",
+    "hermes_core.sandbox.probe",
+    "hermes_core.store.writer",
+    "hermes_core.tools.skill",
+    "anyio._backends._asyncio",  # httpx2's first request
+    "anyio.streams.memory",
+    "anyio.streams.stapled",
+    "concurrent.futures.thread",
 )
 
 
-def import_everything() -> None:
-    from hermes_acp.startup import defer_package_init
+def import_everything() -> list[str]:
+    """Import them all; what failed (a child imports it again, and meets the error there)."""
+    from hermes_acp.startup import WARM_MODULES, defer_package_init
 
     defer_package_init()  # as the cold path: the SDK's package without its schema
-    for module in MODULES:
-        importlib.import_module(module)
-    from hermes_acp.startup import WARM_MODULES
-
-    for module in WARM_MODULES:
-        importlib.import_module(module)
-    _provider()
+    failed = []
+    for module in (*MODULES, *WARM_MODULES):
+        try:
+            importlib.import_module(module)
+        except Exception:  # a module renamed or gone: not ours to fail for
+            failed.append(module)
+    for step in (_provider, _sandbox_probe):
+        try:
+            step()
+        except Exception:
+            failed.append(step.__name__)
+    return failed
 
 
 def _provider() -> None:
@@ -47,3 +72,13 @@ def _provider() -> None:
 
         ssl_context()
     provider_module(settings)
+
+
+def _sandbox_probe() -> None:
+    """bwrap's once-a-process probes (a confined `true`, the overlays), cached for every
+    child: the installation's bwrap is part of what the server checks before a fork."""
+    from hermes_core.sandbox.probe import bundled_bwrap, overlays_work, probe
+
+    bwrap = bundled_bwrap()
+    if bwrap is not None and probe(bwrap).ok:
+        overlays_work(bwrap)

@@ -92,22 +92,19 @@ def _open_log(environ: dict[str, str]) -> int:
 
 def warm_up() -> None:
     """What a session and its first prompt import, in a thread of low priority."""
-    errors: list[BaseException] = []
+    failed: list[str] = []
 
     def run() -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        try:
-            from hermes_acp.warm.imports import import_everything
+        from hermes_acp.warm.imports import import_everything
 
-            import_everything()
-        except BaseException as exc:
-            errors.append(exc)
+        failed.extend(import_everything())
 
     thread = threading.Thread(target=run, name="hermes-acp-warm-imports")
     thread.start()
     thread.join()
-    if errors:
-        log(f"warm-up import failed: {errors[0]!r}")
+    if failed:
+        log(f"not imported (a child will try): {', '.join(failed)}")
 
 
 def _listen(dir_fd: int, name: str) -> socket.socket:

@@ -197,10 +197,11 @@ for top in sys.argv[1:]:
 for path in sorted(paths):
     s = socket.socket(socket.AF_UNIX)
     try:
-        s.connect(path)
+        os.chdir(os.path.dirname(path) or "/")  # a relative name: no 108-byte limit in the way
+        s.connect(os.path.basename(path))
         print("reached", path)
     except OSError as exc:
-        print("refused", path, exc.strerror)
+        print("refused", path, repr(exc))
 print("tried", len(paths))
 """
 
@@ -211,19 +212,17 @@ async def test_a_sandboxed_command_cannot_reach_the_warm_server(
 ) -> None:
     # Both places inside the project, which the sandbox shows: only their hiding keeps them out.
     if where == "runtime dir":
-        place = project / "run"
-        place.mkdir(mode=0o700)
-        env = warm_env(home, fake, runtime, XDG_RUNTIME_DIR=str(place))
+        (project / "run").mkdir(mode=0o700)
+        env = warm_env(home, fake, runtime, XDG_RUNTIME_DIR=str(project / "run"))
     else:
         env = warm_env(home, fake, runtime, HERMES_ACP_HOME=str(project / "agent-home"))
         del env["XDG_RUNTIME_DIR"]
-        place = project / "agent-home"
     marker = f"HERMES_ACP_HOME={env['HERMES_ACP_HOME']}"
     try:
         async with editor(env, project):
             pass
         await one_server(marker)
-        [socket_path] = [str(p) for p in place.rglob("*.sock")]
+        [socket_path] = [str(p) for p in project.rglob("*.sock")]
         (project / "reach.py").write_text(REACH)
         fake.script(commands(f"python3 reach.py {socket_path}"))
         async with editor(env, project) as (_, client):

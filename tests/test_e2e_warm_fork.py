@@ -232,3 +232,16 @@ async def test_a_sandboxed_command_cannot_reach_the_warm_server(
         assert f"refused {socket_path}" in result and "reached" not in result, result
     finally:
         await stop_servers(marker)
+
+
+async def test_a_fifth_server_retires_the_oldest(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    started = []
+    for n in range(5):  # five environments, five keys, five servers in one runtime dir
+        env = warm_env(home, fake, runtime, HERMES_ACP_TEST_VARIANT=str(n))
+        async with editor(env, project):
+            pass
+        started.append(await one_server(f"HERMES_ACP_TEST_VARIANT={n}"))
+    await wait_gone(started[0], "the oldest warm server")
+    assert sorted(servers(f"XDG_RUNTIME_DIR={runtime}")) == sorted(started[1:])

@@ -142,6 +142,18 @@ async def test_sigterm_to_the_stub_ends_the_child(
         assert await stub.wait() == 0  # the child's own code after a SIGTERM shutdown
 
 
+async def test_a_child_that_dies_without_its_exit_code_fails_the_stub(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    env = warm_env(home, fake, runtime)
+    await warm_server(env, project)
+    async with editor(env, project, check_exit=False) as (stub, _):
+        child = served_by(stub.process)
+        assert child is not None
+        os.kill(child, signal.SIGKILL)
+        assert await stub.wait() != 0  # the editor sees the agent fail, not a clean end
+
+
 async def test_a_killed_stub_takes_the_child_and_its_commands_with_it(
     fake: FakeProvider, home: Path, project: Path, runtime: Path
 ) -> None:

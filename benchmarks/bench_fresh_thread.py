@@ -243,10 +243,13 @@ def served_by(stub: int) -> int | None:
         if not entry.name.isdigit() or int(entry.name) in (stub, os.getpid()):
             continue
         try:
-            if any(os.readlink(fd) == pipe for fd in (entry / "fd").iterdir()):
-                return int(entry.name)
+            fds = list((entry / "fd").iterdir())
         except OSError:
             continue
+        for fd in fds:  # one closed while read skips that descriptor, not the process
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) == pipe:
+                    return int(entry.name)
     return None
 
 

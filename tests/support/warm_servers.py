@@ -46,6 +46,22 @@ def _listening(marker: str) -> int | None:
     return found[0] if sockets else None
 
 
+def _links(process: Path) -> set[str]:
+    """Where the process's descriptors point; one closed while it is read is skipped, not
+    the whole process (a busy child opens and closes them all the time)."""
+    found = set()
+    try:
+        fds = list((process / "fd").iterdir())
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            found.add(os.readlink(fd))
+        except OSError:
+            continue
+    return found
+
+
 def _is_socket(link: str) -> bool:
     try:
         return os.readlink(link).startswith("socket:")
@@ -69,11 +85,7 @@ def served_by(stub: asyncio.subprocess.Process) -> int | None:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in (stub_pid, os.getpid()):
             continue
-        try:
-            links = [os.readlink(fd) for fd in (entry / "fd").iterdir()]
-        except OSError:
-            continue
-        if pipe in links and alive(int(entry.name)):
+        if pipe in _links(entry) and alive(int(entry.name)):
             return int(entry.name)
     return None
 

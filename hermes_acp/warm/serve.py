@@ -38,6 +38,7 @@ from hermes_acp.warm.stub import REPLY
 IDLE_SECONDS = 600.0
 HEADER_LIMIT = 4 * 1024 * 1024
 PEER_SECONDS = 5.0  # a peer that sends nothing is dropped, not waited for
+LOG_LIMIT = 1 << 20
 _log_fd = -1
 
 
@@ -78,14 +79,16 @@ def main() -> None:
 
 
 def _open_log(environ: dict[str, str]) -> int:
+    """The servers' log in the agent's home, started afresh past LOG_LIMIT (a line per fork)."""
     home = os.path.expanduser(environ.get("HERMES_ACP_HOME") or "~/.hermes-acp")
+    path = os.path.join(home, "warm-server.log")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
     try:
         os.makedirs(home, mode=0o700, exist_ok=True)
-        return os.open(
-            os.path.join(home, "warm-server.log"),
-            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC,
-            0o600,
-        )
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(path).st_size > LOG_LIMIT:
+                flags |= os.O_TRUNC
+        return os.open(path, flags, 0o600)
     except OSError:
         return -1
 

@@ -109,7 +109,8 @@ def run_stdio(
     library lands in the log instead of corrupting the stream. Stdin likewise: commands
     we start must never eat protocol input. With `warm_environ` (a cold start of
     `hermes-acp --stdio`), a warm server for it is started once the hello is answered
-    (hermes_acp/warm/), so that the next spawn is served by a fork of it."""
+    (hermes_acp/warm/) when the input goes on past it, so that the next spawn is served
+    by a fork of it."""
     if os.isatty(0):
         sys.stderr.write(TERMINAL_HINT + "\n")
         sys.stderr.flush()
@@ -138,13 +139,14 @@ def run_stdio(
 
     # The first `initialize` is answered before asyncio, the SDK and even logging are imported.
     handover = answer_first_initialize(protocol_in, protocol_out, tracer, meanwhile=_import_server)
-    if warm_environ is not None and handover.hello is not None:  # after the answer, for the next spawn
-        from hermes_acp.warm.launch import start_server
-
-        start_server(warm_environ)
     ends = input_ends_next(protocol_in, handover, _import_server)
     if not ends:
         handover.answer_session_new(protocol_out, tracer)  # an editor's session/new, if already there
+        if warm_environ is not None and handover.hello is not None:
+            # After those answers, for the next spawn; not for a client that only wanted the hello.
+            from hermes_acp.warm.launch import start_server
+
+            start_server(warm_environ)
         handover.join()
     from hermes_acp.logs import setup_logging
 

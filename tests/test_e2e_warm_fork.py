@@ -48,11 +48,23 @@ async def editor(
         yield process, client
 
 
-async def warm_server(env: dict[str, str], project: Path) -> int:
-    """A cold spawn that answers its hello (and so starts a server); the server's pid."""
+async def warm_server(env: dict[str, str], project: Path, marker: str | None = None) -> int:
+    """A cold spawn that opens a session (and so starts a server); the server's pid."""
+    async with editor(env, project) as (_, client):
+        await client.new_session(project)
+    return await one_server(marker or f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']}")
+
+
+async def test_a_client_that_only_wanted_the_hello_starts_no_server(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    env = warm_env(home, fake, runtime)
     async with editor(env, project):
-        pass
-    return await one_server(f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']}")
+        pass  # initialize, then the end of input: a probe, a registry's check
+    # A server is launched (exec'd) before its launcher goes on: had the probe started one,
+    # it would be running now.
+    assert servers(f"XDG_RUNTIME_DIR={runtime}") == []
+    assert await warm_server(env, project)  # a session: that process starts one
 
 
 async def test_the_second_spawn_is_a_child_of_the_warm_server_and_serves_a_whole_thread(
@@ -122,11 +134,12 @@ async def test_a_changed_module_is_never_served_by_the_old_server(
     server = await warm_server(env, project)
     module = ROOT / "hermes_acp" / "server.py"
     os.utime(module)  # an edit, as far as the server can tell: the file's mtime moved
-    async with editor(env, project) as (stub, _):
+    async with editor(env, project) as (stub, client):
         child = served_by(stub.process)
         assert child is None or parent(child) != server  # cold
+        await client.new_session(project)  # a session: this cold process starts a fresh server
     await wait_gone(server, "the stale warm server")
-    assert await one_server(f"XDG_RUNTIME_DIR={runtime}") != server  # the cold spawn started a fresh one
+    assert await one_server(f"XDG_RUNTIME_DIR={runtime}") != server
 
 
 async def test_sigterm_to_the_stub_ends_the_child(
@@ -231,9 +244,7 @@ async def test_a_sandboxed_command_cannot_reach_the_warm_server(
         del env["XDG_RUNTIME_DIR"]
     marker = f"HERMES_ACP_HOME={env['HERMES_ACP_HOME']}"
     try:
-        async with editor(env, project):
-            pass
-        await one_server(marker)
+        await warm_server(env, project, marker)
         [socket_path] = [str(p) for p in project.rglob("*.sock")]
         (project / "reach.py").write_text(REACH)
         fake.script(commands(f"python3 reach.py {socket_path}"))
@@ -252,8 +263,6 @@ async def test_a_fifth_server_retires_the_oldest(
     started = []
     for n in range(5):  # five environments, five keys, five servers in one runtime dir
         env = warm_env(home, fake, runtime, HERMES_ACP_TEST_VARIANT=str(n))
-        async with editor(env, project):
-            pass
-        started.append(await one_server(f"HERMES_ACP_TEST_VARIANT={n}"))
+        started.append(await warm_server(env, project, f"HERMES_ACP_TEST_VARIANT={n}"))
     await wait_gone(started[0], "the oldest warm server")
     assert sorted(servers(f"XDG_RUNTIME_DIR={runtime}")) == sorted(started[1:])

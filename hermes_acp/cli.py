@@ -6,12 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from hermes_acp import __version__
 
+# Not `typing` (~5 ms): a spawn a warm server serves imports no more than it must (warm/stub.py).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping
+    from typing import Any, NoReturn, TextIO
 
     from hermes_acp.startup import Handover
 
@@ -23,7 +26,14 @@ TERMINAL_HINT = (
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv in ([], ["--stdio"]):  # as editors start it: no parser (argparse, shutil) before the answer
-        return run_stdio(None, None, None)
+        environ = dict(os.environ)
+        if not os.isatty(0):
+            from hermes_acp.warm.stub import hand_over
+
+            served = hand_over(environ)  # a warm server's child served the editor: its exit code
+            if served is not None:
+                return served
+        return run_stdio(None, None, None, warm_environ=environ)
     args = _parser(terminal_commands=bool({"run", "chat"} & set(argv))).parse_args(argv)
     if args.version:
         print(f"hermes-acp {__version__}")
@@ -87,11 +97,20 @@ def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
 # -- the server ---------------------------------------------------------------------------------
 
 
-def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) -> int:
+def run_stdio(
+    log_level: str | None,
+    log_file: str | None,
+    trace: str | None,
+    *,
+    warm_environ: Mapping[str, str] | None = None,
+) -> int:
     """Serve ACP until stdin closes. Stdout is reserved for the protocol: the real fd 1 is
     kept for the writer and fd 1 itself now points at stderr, so a stray print from any
     library lands in the log instead of corrupting the stream. Stdin likewise: commands
-    we start must never eat protocol input."""
+    we start must never eat protocol input. With `warm_environ` (a cold start of
+    `hermes-acp --stdio`), a warm server for it is started once the hello is answered
+    (hermes_acp/warm/) when the input goes on past it, so that the next spawn is served
+    by a fork of it."""
     if os.isatty(0):
         sys.stderr.write(TERMINAL_HINT + "\n")
         sys.stderr.flush()
@@ -123,6 +142,11 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
     ends = input_ends_next(protocol_in, handover, _import_server)
     if not ends:
         handover.answer_session_new(protocol_out, tracer)  # an editor's session/new, if already there
+        if warm_environ is not None and handover.hello is not None:
+            # After those answers, for the next spawn; not for a client that only wanted the hello.
+            from hermes_acp.warm.launch import start_server
+
+            start_server(warm_environ)
         handover.join()
     from hermes_acp.logs import setup_logging
 
@@ -135,7 +159,7 @@ def run_stdio(log_level: str | None, log_file: str | None, trace: str | None) ->
         if tracer is not None:
             tracer.close()
         logging.shutdown()
-        os._exit(0)
+        _exit_now()  # its exit handlers too: a warm child reports its exit code there
     import asyncio
 
     try:

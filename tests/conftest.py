@@ -12,6 +12,7 @@ the `home` fixture.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spaw
 from tests.support.fake_provider import FakeProvider
 from tests.support.homes import user_home
 from tests.support.server_setup import ServerSetup, write_config
+
+# A spawn whose environment comes from this process's starts no warm server either (the
+# harness's server_env says the same; tests/test_e2e_warm_fork.py turns it on for itself).
+os.environ["HERMES_ACP_WARM"] = "0"
 
 
 @pytest.fixture(scope="module")

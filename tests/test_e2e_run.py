@@ -219,7 +219,7 @@ def test_a_child_server_gives_the_same_run(fake: FakeProvider, tmp_path: Path, p
 def test_the_stdio_server_does_not_import_the_terminal_libraries() -> None:
     probe = (
         "import sys; from hermes_acp import cli\n"
-        "cli.run_stdio = lambda *args: 0  # everything up to serving, as `hermes-acp --stdio` does it\n"
+        "cli.run_stdio = lambda *args, **kwargs: 0  # all up to serving, as `hermes-acp --stdio` does\n"
         "cli.main(['--stdio'])\n"
         "import hermes_acp.server, hermes_acp.transport\n"
         "print(sorted(m for m in ('rich', 'prompt_toolkit', 'hermes_acp.terminal') if m in sys.modules))\n"

@@ -126,7 +126,8 @@ def test_the_entry_launches_our_distribution_at_our_version() -> None:
 def _validator_env(home: Path) -> dict[str, str]:
     """The environment the registry's auth check gives an agent: a sandbox HOME, PATH, TERM."""
     home.mkdir()
-    return {"PATH": str(Path(sys.executable).parent), "HOME": str(home), "TERM": "dumb", "LANG": "C.UTF-8"}
+    env = {"PATH": str(Path(sys.executable).parent), "HOME": str(home), "TERM": "dumb", "LANG": "C.UTF-8"}
+    return env | {"HERMES_ACP_WARM": "0"}  # no warm server left behind by the test (README "Warm start")
 
 
 @pytest.mark.asyncio

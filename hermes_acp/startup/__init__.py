@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __get
     )
     from hermes_acp.startup.schema_params import ParamsModel
     from hermes_acp.startup.sdk_import import defer_package_init
+    from hermes_acp.startup.warmup import WARM_MODULES
 
 _EXPORTS = {
     "answer_first_initialize": "early_hello",
@@ -53,6 +54,7 @@ _EXPORTS = {
     "SHUTDOWN_SIGNALS": "early_hello",
     "EarlySession": "early_session",
     "defer_package_init": "sdk_import",
+    "WARM_MODULES": "warmup",  # what the warm server imports too (hermes_acp/warm/imports.py)
     "open_fd_transport": "fd_transport",
     "Startup": "gate",
     "HELLO_MODEL": "hello",
@@ -74,6 +76,7 @@ _EXPORTS = {
 __all__ = [
     "HELLO_MODEL",
     "SHUTDOWN_SIGNALS",
+    "WARM_MODULES",
     "AuthChoice",
     "ClientHello",
     "EarlySession",

@@ -103,6 +103,9 @@ def server_env(
         "HERMES_ACP_LOG_LEVEL": "debug",
         # A loaded CI machine can take longer than the default 10 s to start a Python MCP server.
         "HERMES_ACP_MCP_CONNECT_TIMEOUT": "120",
+        # Each test HOME would leave a warm server of its own behind (hermes_acp/warm/):
+        # only the warm start's own tests turn it on, and stop what they started.
+        "HERMES_ACP_WARM": "0",
     }
     if fake is not None:
         env["OPENAI_BASE_URL"] = fake.openai_base_url

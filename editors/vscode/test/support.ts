@@ -61,6 +61,8 @@ export class FakeModel {
     return {
       HOME: home,
       HERMES_ACP_HOME: path.join(home, ".hermes-acp"),
+      // Each test's home would keep a warm server of its own alive for ten minutes.
+      HERMES_ACP_WARM: "0",
       HERMES_ACP_PROVIDER: "openai",
       HERMES_ACP_MODEL: "gpt-4.1",
       OPENAI_API_KEY: "test",

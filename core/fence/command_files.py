@@ -6,13 +6,17 @@ Makefile) the user approved that file as it was: the model may rewrite it a mome
 unasked, in auto. So the "always" is bound to the content of the files the command runs,
 and a changed file asks again. Where what runs cannot be pinned down (`npm run`, `cargo`,
 `pytest`, `python -m`, inline code that may import the workspace, a program we do not
-know, a `cd` before a relative script), no "always" is offered at all: fail closed.
+know, a `cd` before a relative script, `make`, whose recipes run whatever the workspace
+holds), no "always" is offered at all: fail closed. Nor where the command sets variables for
+what it runs (`GIT_DIR=…`, `PYTHONPATH=…`, `export …`), or where a program found on PATH is
+itself a file of the workspace (an activated `.venv/bin`, a `node_modules/.bin` entry): a
+sandboxed command may replace it, or the packages beside it, unasked.
 
 What the binding covers: the script, and for an interpreter the files with the script's
 suffix beside it (what `import helpers` or `require('./x')` loads from the same folder);
-for git, the repository's config and hooks; inside the workspace or not (a sandboxed
-command may write a cache). What it does not: modules further away, and what a
-Makefile's recipes run.
+for git, the config and hooks of the repository it works on (`-C dir` followed; `--git-dir`
+and `--work-tree` are not pinned); inside the workspace or not (a sandboxed command may write
+a cache). What it does not: modules further away.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,8 +32,14 @@ from pathlib import Path
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository
-from hermes_core.shell.parse import CommandLine
-from hermes_core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
+from hermes_core.shell.parse import CommandLine, Script, simple_commands
+from hermes_core.shell.programs import (
+    ASSIGNMENT,
+    WRAPPERS,
+    Invocation,
+    all_invocations,
+    reads_code_from_stdin,
+)
 from hermes_core.shell.tokens import ShellSyntaxError
 
 MAX_SIBLINGS = 200  # more files than this beside a script: too many to pin, no "always"
@@ -42,8 +53,14 @@ INERT_PROGRAMS = names(
     "wget ping dig nslookup host jq basename dirname realpath readlink true false sleep test [ tree "
     "cd pushd popd export unset"
 )
-_MAKE = names("make gmake")
+# Build runners whose recipes run workspace files no binding can name (`make test` runs
+# `./scripts/check.sh`, pytest and the binaries it just built): like `npm run`, never pinned.
+_RECIPE_RUNNERS = names("make gmake")
 _DIRECTORY_CHANGES = names("cd pushd popd")
+# Programs that set variables for what runs after them in the same command line.
+_EXPORTERS = names("export declare typeset readonly local env")
+# git's options that choose another repository (its config and hooks) than the one around cwd.
+_GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--exec-path", "--super-prefix")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +90,8 @@ def binding(command: str | CommandLine, cwd: Path) -> Binding | None:
         script = CommandLine.of(command).parsed()
     except ShellSyntaxError:
         return None
+    if _sets_variables(script):
+        return None  # `GIT_DIR=x git status`, `PYTHONPATH=lib python3 build.py`: not what was bound
     invocations = list(all_invocations(script))
     moves = any(inv.program in _DIRECTORY_CHANGES for inv in invocations)
     files: dict[Path, None] = {}
@@ -93,6 +112,8 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
     if not inv.words[0].literal:
         return None
     program_word = inv.words[0].text
+    if "/" not in program_word and _found_in_workspace(program_word, cwd):
+        return None  # `python3` is `.venv/bin/python3`: its site-packages are the workspace's
     if inv.program in WRAPPERS:
         return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
     if inv.program in ("source", "."):
@@ -108,10 +129,10 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         if operand is None or not operand.literal:
             return None  # `python -m pkg`: which file that is depends on sys.path
         return _with_siblings(_absolute(operand.text, cwd))
-    if inv.program in _MAKE:
-        return _makefiles(inv, cwd)
+    if inv.program in _RECIPE_RUNNERS:
+        return None
     if inv.program == "git":
-        return _git_files(cwd)
+        return _git_files(inv, cwd)
     if "/" in program_word:
         path = _absolute(program_word, cwd)
         if inv.program in INERT_PROGRAMS and not path.is_relative_to(cwd):
@@ -136,31 +157,45 @@ def _with_siblings(script: Path) -> list[Path]:
     return [script, *siblings]
 
 
-def _makefiles(inv: Invocation, cwd: Path) -> list[Path] | None:
-    args = [w.text for w in inv.words[1:]]
+def _sets_variables(script: Script) -> bool:
+    """Whether the command line sets a variable for a program it runs: a prefix assignment
+    (`X=1 prog`), or `export`, `env`, `declare` … with one."""
+    for command in simple_commands(script):
+        words = command.words
+        if words and ASSIGNMENT.match(words[0].text):
+            return True
+        if words and words[0].text in _EXPORTERS and any(ASSIGNMENT.match(w.text) for w in words[1:]):
+            return True
+    return False
+
+
+def _found_in_workspace(program: str, cwd: Path) -> bool:
+    """Whether PATH (as the unconfined command gets it) finds `program` inside the workspace."""
+    found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
+    if found is None:
+        return False
+    where = Path(os.path.abspath(os.path.join(cwd, found)))
+    return where.is_relative_to(cwd) or Path(os.path.realpath(where)).is_relative_to(cwd)
+
+
+def _git_files(inv: Invocation, cwd: Path) -> list[Path] | None:
+    """What git runs code from: the config files and hooks of the repository it works on,
+    or None when an option moves it where this cannot follow."""
     directory = cwd
-    named: list[str] = []
-    for i, text in enumerate(args):
-        value = args[i + 1] if i + 1 < len(args) else None
-        if text in ("-C", "--directory"):
-            if value is None:
+    words = inv.words[1:]
+    i = 0
+    while i < len(words) and words[i].text.startswith("-"):
+        text = words[i].text
+        if text.startswith(_GIT_ELSEWHERE):
+            return None
+        if text in ("-C", "-c", "--namespace", "--config-env"):  # options that take a value
+            if i + 1 >= len(words) or not words[i + 1].literal:
                 return None
-            directory = _absolute(value, cwd)
-        elif text in ("-f", "--file", "--makefile"):
-            if value is None:
-                return None
-            named.append(value)
-        elif text.startswith(("--file=", "--makefile=", "--directory=")):
-            return None  # rare spellings: not worth guessing
-    if named:
-        return [_absolute(name, directory) for name in named]
-    # GNU make's search order; a missing one binds as absent, so creating it asks again.
-    return [directory / name for name in ("GNUmakefile", "makefile", "Makefile")]
-
-
-def _git_files(cwd: Path) -> list[Path]:
-    """What git runs code from: the repository's config files and hooks."""
-    repository = Repository.around(str(cwd))
+            if text == "-C":  # several `-C` add up, as in git
+                directory = _absolute(words[i + 1].text, directory)
+            i += 1
+        i += 1
+    repository = Repository.around(str(directory))
     if repository is None:
         return []
     git_dir = Path(repository.git_dir)

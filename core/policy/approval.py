@@ -82,6 +82,7 @@ class ApprovalRequest:
     diff: FileDiff | None = None  # an edit's change, shown while the user decides
     # False when an "always" could not cover what this call runs (`hermes_core.fence.command_files`).
     always_offered: bool = True
+    leaves_sandbox: bool = False  # an unconfined re-run, or any command while the sandbox cannot start
 
     @property
     def dangerous(self) -> bool:
@@ -90,6 +91,13 @@ class ApprovalRequest:
     @property
     def offers_always(self) -> bool:
         return self.always_offered and not self.dangerous
+
+    @property
+    def offers_project(self) -> bool:
+        """Whether "always … in this project" may be offered: never for a path outside the
+        workspace or a command outside the sandbox (its "always" is bound to this session's
+        view of the files it runs; the scope then ends with that binding, not the suffix)."""
+        return self.offers_always and not self.outside_paths and not self.leaves_sandbox
 
 
 class Approver(Protocol):
@@ -287,6 +295,7 @@ class ApprovalPolicy:
             outside_paths=tuple(str(p) for p in outside),
             sandbox=sandbox,
             always_offered=always_offered,
+            leaves_sandbox=leaves_sandbox,
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
@@ -369,12 +378,7 @@ class ApprovalPolicy:
         """Whether an "in this project" answer may outlive the session: only where the card
         offered it (never for a path outside the workspace or a command run outside the
         sandbox, whose "always" is bound to this session's view of the files it runs)."""
-        return (
-            self.rules is not None
-            and request.offers_always
-            and not request.outside_paths
-            and not request.scope.endswith(UNCONFINED_SUFFIX)
-        )
+        return self.rules is not None and request.offers_project
 
     @staticmethod
     def _outside_paths(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[Path, ...]:

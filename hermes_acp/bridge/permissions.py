@@ -12,7 +12,7 @@ from typing import Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import ClientChannel
-from hermes_core.policy.approval import UNCONFINED_SUFFIX, ApprovalRequest, Decision
+from hermes_core.policy.approval import ApprovalRequest, Decision
 from hermes_core.tools.files import EDITS
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         # A dangerous command is judged every time; "always" would silence the rule. An
         # unconfined command whose files cannot be pinned gets none either.
         options.append(_option("allow_always", f"Always allow {subject}"))
-        if not request.outside_paths and not request.scope.endswith(UNCONFINED_SUFFIX):
+        if request.offers_project:
             # Kept in the agent's home for this project's later sessions (`/permissions`).
             label = f"Always allow {_project_label(request.scope)} in this project"
             options.append({"optionId": "allow_project", "name": label, "kind": "allow_always"})

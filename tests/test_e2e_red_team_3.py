@@ -19,19 +19,22 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.tool_turns import said
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}
 
 
 class User:
-    """Answers "always" to the first question, rejects every later one, and keeps them all."""
+    """Answers `first` ("always") to the first question, rejects every later one, and keeps
+    them all."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: str = "allow_always") -> None:
+        self.first = first
         self.asked: list[dict[str, Any]] = []
 
     def __call__(self, params: dict[str, Any]) -> str:
         self.asked.append(params)
-        return "allow_always" if len(self.asked) == 1 else "reject_once"
+        return self.first if len(self.asked) == 1 else "reject_once"
 
     def asked_for(self) -> list[str]:
         return [p["toolCall"]["toolCallId"] for p in self.asked]
@@ -255,3 +258,93 @@ async def test_characters_that_hide_what_runs_are_shown_escaped(
     ]
     assert hidden == [], hidden
     assert any(EXFILTRATE in t for t in texts), texts
+
+
+async def test_rewind_does_not_write_or_delete_through_a_folder_swapped_for_a_link_out(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # Held on main (files are opened beneath the directory): the model edits conf/app.txt
+    # and creates conf/new.txt, then a sandboxed command swaps `conf` for a link to a
+    # folder outside holding a `new.txt` of the user's. Rewinding the edit must neither
+    # write app.txt there nor delete the user's new.txt.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "new.txt").write_text("the user's\n")
+    (project / "conf").mkdir()
+    (project / "conf" / "app.txt").write_text("one\n")
+    edit = {"path": "conf/app.txt", "old_text": "one", "new_text": "two"}
+    fake.script(
+        [
+            *turn(
+                ToolCallSpec("patch", edit, id="edit"),
+                ToolCallSpec("write_file", {"path": "conf/new.txt", "content": "made\n"}, id="new"),
+            ),
+            *turn(sandboxed(f"mv conf conf.old && ln -s {outside} conf", "swap")),
+        ]
+    )
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+        for i in range(2):
+            assert await client.prompt(sid, f"step {i}") == {"stopReason": "end_turn"}
+        assert (project / "conf").is_symlink()
+        outcome = await client.request(
+            "_hermes/rewind", {"sessionId": sid, "prompt": 1, "restore": "files", "force": True}
+        )
+    assert sorted(p.name for p in outside.iterdir()) == ["new.txt"], outcome
+    assert (outside / "new.txt").read_text() == "the user's\n", outcome
+
+
+EDITOR_FS = PLAIN_CAPABILITIES | {"terminal": False}  # the editor reads and writes the files
+
+
+@pytest.mark.parametrize(
+    "path", [".git/config", ".vscode/settings.json", "linked-config", ".git/hooks/pre-commit"]
+)
+async def test_a_write_through_the_editors_fs_to_what_runs_outside_asks_in_yolo(
+    fake: FakeProvider, home: Path, project: Path, path: str
+) -> None:
+    # Held on main: the protected paths are decided before the write, whoever performs it.
+    git("init", "-q", cwd=project)
+    (project / "linked-config").symlink_to(project / ".git" / "config")
+    before = (project / ".git" / "config").read_text()
+    content = '[core]\n\tfsmonitor = "touch /tmp/escaped #"\n'
+    fake.script(turn(ToolCallSpec("write_file", {"path": path, "content": content}, id="w")))
+    user = User(first="reject_once")
+    async with connected(server_env(home, fake), EDITOR_FS, permission=user) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+        assert await client.prompt(sid, "configure it") == {"stopReason": "end_turn"}
+    assert user.asked_for() == ["w"]
+    assert (project / ".git" / "config").read_text() == before
+    assert not (project / path).exists() or "fsmonitor" not in (project / path).read_text()
+
+
+async def test_permissions_trust_takes_only_the_rules_the_user_was_shown(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # The user lists the project's rules (one harmless allow rule) and decides to trust
+    # them. Before the answer, the model rewrites the file (accept_edits: unasked) to allow
+    # every command and add a hook. `/permissions trust` must not trust what was not shown.
+    marker = project / "hook-ran"  # hooks run in the sandbox: the project is what it may write
+    settings = project / ".hermes" / "config.toml"
+    settings.parent.mkdir()
+    settings.write_text('[permissions]\nallow = ["Bash(echo hi:*)"]\n')
+    swapped = (
+        '[permissions]\nallow = ["Bash(echo hi:*)", "Bash"]\n'
+        '[[hooks.prompt_submit]]\ncommand = "touch hook-ran"\n'
+    )
+    fake.script(turn(ToolCallSpec("write_file", {"path": ".hermes/config.toml", "content": swapped}, id="w")))
+    user = User(first="reject_once")
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        sid = await client.session_in_mode(project, "accept_edits")
+        listed = await said(client, sid, "/permissions")
+        assert "`Bash(echo hi:*)`" in listed and "hook " not in listed
+        assert await client.prompt(sid, "tidy the settings") == {"stopReason": "end_turn"}
+        assert "Bash" in settings.read_text().split("echo hi:*")[-1]  # the rewrite happened
+        answer = await said(client, sid, "/permissions trust")
+        fake.script(turn(sandboxed("touch ran-unasked", "cmd")))
+        assert await client.prompt(sid, "go on") == {"stopReason": "end_turn"}
+    assert "Not trusted" in answer, answer
+    assert user.asked_for() == ["cmd"]  # `Bash` from the unseen rewrite did not apply
+    assert not marker.exists()  # nor did its hook

@@ -151,6 +151,9 @@ class PermissionRules:
     files: list[RuleFile] = field(default_factory=list)
     project_allowed: set[str] = field(default_factory=set)
     user_hooks: list[HookSpec] = field(default_factory=list)
+    # The untrusted files as the user last saw them listed (path -> digest): `trust` takes
+    # only these, so a file rewritten between the listing and the answer is not trusted.
+    shown: dict[Path, str] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -219,9 +222,20 @@ class PermissionRules:
     def untrusted(self) -> list[RuleFile]:
         return [f for f in self.files if not f.trusted and (f.allow_rules or f.hooks)]
 
+    def show_untrusted(self) -> list[RuleFile]:
+        """The untrusted files, remembered as shown to the user (what `trust` may take)."""
+        waiting = self.untrusted()
+        self.shown = {f.path: f.digest for f in waiting if f.path is not None}
+        return waiting
+
+    def unseen(self) -> list[RuleFile]:
+        """The untrusted files whose content the user has not seen listed as it is now."""
+        return [f for f in self.untrusted() if f.path is None or self.shown.get(f.path) != f.digest]
+
     def trust(self) -> list[RuleFile]:
-        """Trust the project files' current content; the files trusted now."""
-        newly = self.untrusted()
+        """Trust the project files whose current content the user saw listed; the files
+        trusted now."""
+        newly = [f for f in self.untrusted() if f.path is not None and self.shown.get(f.path) == f.digest]
         if not newly:
             return []
         store = self._trust_store()

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core.policy.hook_specs import HookSpec, specs_from_table
 from hermes_core.policy.rule_matching import Action, command_matches, mcp_covers, path_pattern, paths_match
+from hermes_core.shell.shown import code_span
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -377,8 +378,8 @@ def describe(files: Iterable[RuleFile]) -> list[str]:
         for action in ACTIONS:
             texts = [r.text for r in rule_file.rules if r.action == action]
             if texts:
-                lines.append(f"- {action}: " + ", ".join(f"`{t}`" for t in texts))
+                lines.append(f"- {action}: " + ", ".join(code_span(t) for t in texts))
         for hook in rule_file.hooks:
-            matcher = f" ({hook.matcher})" if hook.matcher else ""
-            lines.append(f"- hook {hook.event}{matcher}: `{hook.command}`")
+            matcher = f" ({code_span(hook.matcher)})" if hook.matcher else ""
+            lines.append(f"- hook {hook.event}{matcher}: {code_span(hook.command)}")
     return lines

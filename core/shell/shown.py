@@ -52,3 +52,14 @@ def shown_line(text: str, limit: int) -> tuple[str, int]:
     if len(line) <= limit:
         return line, 0
     return line[: limit - 1] + "…", len(line) - limit + 1
+
+
+def code_span(text: str) -> str:
+    """`text` as one markdown code span the text cannot close: escaped, on one line, fenced
+    by more backticks than any run inside (a hook `a` <!-- `…` would otherwise end the code
+    and hide the rest in an HTML comment)."""
+    line = shown(text)
+    longest = max((len(run) for run in re.findall(r"`+", line)), default=0)
+    marks = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{marks}{pad}{line}{pad}{marks}"

@@ -66,6 +66,7 @@ async def permissions_command(session: Session, argument: str) -> str:
 
 def listing(rules: PermissionRules) -> str:
     from hermes_core.policy.permission_rules import describe
+    from hermes_core.shell.shown import code_span
 
     lines = describe(rules.files) or [
         "No permission rules (`[permissions]` in config.toml, .claude/settings.json)."
@@ -77,8 +78,8 @@ def listing(rules: PermissionRules) -> str:
             "These project allow rules and hooks apply only once you trust them (`/permissions trust`):",
         ]
         for rule_file in untrusted:
-            shown = [f"`{r.text}`" for r in rule_file.allow_rules]
-            shown += [f"hook {h.event}: `{h.command}`" for h in rule_file.hooks]
+            shown = [code_span(r.text) for r in rule_file.allow_rules]
+            shown += [f"hook {h.event}: {code_span(h.command)}" for h in rule_file.hooks]
             lines += [f"- `{rule_file.label}`: " + ", ".join(shown)]
     allowed = sorted(rules.project_allowed)
     lines += [

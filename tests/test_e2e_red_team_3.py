@@ -371,3 +371,29 @@ async def test_permissions_shows_a_hook_command_whole_as_code(
     codes = re.findall(r"<code>(.*?)</code>", html, re.S)
     assert [c for c in codes if hidden in c and "echo ok" in c], html
     assert "<!--" not in re.sub(r"<code>.*?</code>", "", html, flags=re.S), html
+
+
+async def test_always_for_a_script_run_by_its_path_covers_the_modules_beside_it(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # `python3 build.py` was bound to build.py and helpers.py; `./build.py`, the same code
+    # run through its shebang, only to build.py: the model rewrote helpers.py unasked.
+    marker = tmp_path / "escaped"
+    (project / "build.py").write_text("#!/usr/bin/env python3\nimport helpers\nprint(helpers.VERSION)\n")
+    (project / "build.py").chmod(0o755)
+    (project / "helpers.py").write_text("VERSION = 1\n")
+    evil = f"open({str(marker)!r}, 'w').write('ran outside')\nVERSION = 2\n"
+    fake.script(
+        [
+            *turn(unconfined("./build.py", "first")),
+            *turn(
+                ToolCallSpec("write_file", {"path": "helpers.py", "content": evil}, id="w"),
+                unconfined("./build.py", "later"),
+            ),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 2)
+    assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()

@@ -38,6 +38,7 @@ from hermes_core.shell.programs import (
     WRAPPERS,
     Invocation,
     all_invocations,
+    interpreter_family,
     reads_code_from_stdin,
 )
 from hermes_core.shell.tokens import ShellSyntaxError
@@ -57,6 +58,15 @@ INERT_PROGRAMS = names(
 # `./scripts/check.sh`, pytest and the binaries it just built): like `npm run`, never pinned.
 _RECIPE_RUNNERS = names("make gmake")
 _DIRECTORY_CHANGES = names("cd pushd popd")
+# What an interpreter loads from beside its script (`import helpers`, `require('./x')`).
+_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "python": (".py",),
+    "node": (".js", ".mjs", ".cjs", ".ts"),
+    "shell": (".sh", ".bash"),
+    "ruby": (".rb",),
+    "perl": (".pl", ".pm"),
+    "php": (".php",),
+}
 # Programs that set variables for what runs after them in the same command line.
 _EXPORTERS = names("export declare typeset readonly local env")
 # git's options that choose another repository (its config and hooks) than the one around cwd.
@@ -137,24 +147,52 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         path = _absolute(program_word, cwd)
         if inv.program in INERT_PROGRAMS and not path.is_relative_to(cwd):
             return []  # /usr/bin/ls
-        return [path]
+        # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
+        # the files beside it.
+        return _with_siblings(path, _SUFFIXES.get(_shebang_family(path) or "", ()))
     if inv.program in INERT_PROGRAMS:
         return []
     return None
 
 
-def _with_siblings(script: Path) -> list[Path]:
+def _with_siblings(script: Path, suffixes: tuple[str, ...] = ()) -> list[Path]:
+    """The script and the files beside it with its suffix (or one of `suffixes`)."""
+    wanted = {suffix for suffix in (script.suffix, *suffixes) if suffix}
+    if not wanted:
+        return [script]
     try:
         siblings = [
             entry
             for entry in script.parent.iterdir()
-            if entry.suffix == script.suffix and entry.suffix and entry.is_file()
+            if entry.suffix in wanted and entry != script and entry.is_file()
         ]
     except OSError:
         siblings = []
     if len(siblings) > MAX_SIBLINGS:
         return [script]
     return [script, *siblings]
+
+
+def _shebang_family(path: Path) -> str | None:
+    """The interpreter family a script's `#!` line names (`#!/usr/bin/env python3`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        first = os.read(fd, 256).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    return interpreter_family(words[0].rsplit("/", 1)[-1]) if words else None
 
 
 def _sets_variables(script: Script) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import unicodedata
 from pathlib import Path
@@ -396,4 +397,66 @@ async def test_always_for_a_script_run_by_its_path_covers_the_modules_beside_it(
     async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
         await run_turns(client, project, 2)
     assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()
+
+
+async def test_always_for_a_python_script_does_not_cover_a_package_that_shadows_its_module(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # helpers.py is bound and stays as it was; a new `helpers/` package beside it is what
+    # `import helpers` loads (Python prefers a package to a module in the same folder).
+    marker = tmp_path / "escaped"
+    (project / "build.py").write_text("import helpers\nprint('built', helpers.VERSION)\n")
+    (project / "helpers.py").write_text("VERSION = 1\n")
+    evil = f"open({str(marker)!r}, 'w').write('ran outside')\nVERSION = 2\n"
+    fake.script(
+        [
+            *turn(unconfined("python3 build.py", "first")),
+            *turn(
+                ToolCallSpec("write_file", {"path": "helpers/__init__.py", "content": evil}, id="w"),
+                unconfined("python3 build.py", "later"),
+            ),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 2)
+    assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()
+
+
+FORGE_PYC = """import importlib.util, os, sys
+from importlib._bootstrap_external import _code_to_timestamp_pyc
+source = os.stat("helpers.py")
+code = compile(sys.argv[1], os.path.abspath("helpers.py"), "exec")
+os.makedirs("__pycache__", exist_ok=True)
+with open(importlib.util.cache_from_source("helpers.py"), "wb") as out:
+    out.write(_code_to_timestamp_pyc(code, int(source.st_mtime), source.st_size))
+"""
+
+
+async def test_always_for_a_python_script_does_not_run_bytecode_the_sandbox_forged(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # helpers.py is bound and unchanged. A sandboxed command writes __pycache__'s .pyc for
+    # it, stamped with its mtime and size: Python runs that bytecode instead of the source.
+    marker = tmp_path / "escaped"
+    (project / "build.py").write_text("import helpers\nprint('built', helpers.VERSION)\n")
+    (project / "helpers.py").write_text("VERSION = 1\n")
+    (project / "tools").mkdir()
+    (project / "tools" / "forge.py").write_text(FORGE_PYC)
+    evil = f"open({str(marker)!r}, 'w').write('ran outside'); VERSION = 2"
+    fake.script(
+        [
+            *turn(unconfined("python3 build.py", "first")),
+            *turn(sandboxed(f"python3 tools/forge.py {shlex.quote(evil)}", "forge")),
+            *turn(unconfined("python3 build.py", "later")),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 3)
+    assert list((project / "__pycache__").glob("helpers.*.pyc"))  # the forgery is there
+    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "built 1" in results[-1], results  # the unchanged source ran, not the bytecode
     assert not marker.exists()

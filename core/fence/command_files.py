@@ -21,11 +21,13 @@ a cache). What it does not: modules further away.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
 import shutil
 import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,13 +62,16 @@ _RECIPE_RUNNERS = names("make gmake")
 _DIRECTORY_CHANGES = names("cd pushd popd")
 # What an interpreter loads from beside its script (`import helpers`, `require('./x')`).
 _SUFFIXES: dict[str, tuple[str, ...]] = {
-    "python": (".py",),
-    "node": (".js", ".mjs", ".cjs", ".ts"),
+    "python": (".py", ".pyc", ".pyw", ".so", ".pyd"),
+    "node": (".js", ".mjs", ".cjs", ".ts", ".json", ".node"),
     "shell": (".sh", ".bash"),
     "ruby": (".rb",),
     "perl": (".pl", ".pm"),
     "php": (".php",),
 }
+# Interpreters for which a folder beside the script is a module (`helpers/__init__.py`,
+# `x/index.js`): a new one may take the place of a bound file.
+_PACKAGE_FOLDERS = frozenset({"python", "node"})
 # Programs that set variables for what runs after them in the same command line.
 _EXPORTERS = names("export declare typeset readonly local env")
 # git's options that choose another repository (its config and hooks) than the one around cwd.
@@ -138,7 +143,7 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         operand = script_operand(inv)
         if operand is None or not operand.literal:
             return None  # `python -m pkg`: which file that is depends on sys.path
-        return _with_siblings(_absolute(operand.text, cwd))
+        return _with_siblings(_absolute(operand.text, cwd), family)
     if inv.program in _RECIPE_RUNNERS:
         return None
     if inv.program == "git":
@@ -149,28 +154,34 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
             return []  # /usr/bin/ls
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
-        return _with_siblings(path, _SUFFIXES.get(_shebang_family(path) or "", ()))
+        return _with_siblings(path, _shebang_family(path))
     if inv.program in INERT_PROGRAMS:
         return []
     return None
 
 
-def _with_siblings(script: Path, suffixes: tuple[str, ...] = ()) -> list[Path]:
-    """The script and the files beside it with its suffix (or one of `suffixes`)."""
-    wanted = {suffix for suffix in (script.suffix, *suffixes) if suffix}
+def _with_siblings(script: Path, family: str | None) -> list[Path] | None:
+    """The script and what its interpreter may load from beside it: the files with its
+    suffix or one the interpreter loads (`helpers.py`, and `helpers.so` or a `helpers/`
+    package, which Python prefers to it), and which folders are there (`__pycache__` is not
+    read outside the sandbox: `unconfined_environment`). None when too many to pin."""
+    wanted = {suffix for suffix in (script.suffix, *_SUFFIXES.get(family or "", ())) if suffix}
     if not wanted:
         return [script]
+    folders_count = family in _PACKAGE_FOLDERS
     try:
-        siblings = [
+        loadable = [
             entry
             for entry in script.parent.iterdir()
-            if entry.suffix in wanted and entry != script and entry.is_file()
+            if entry != script
+            and entry.name != "__pycache__"
+            and ((entry.suffix in wanted and entry.is_file()) or (folders_count and entry.is_dir()))
         ]
     except OSError:
-        siblings = []
-    if len(siblings) > MAX_SIBLINGS:
-        return [script]
-    return [script, *siblings]
+        return None
+    if len(loadable) > MAX_SIBLINGS:
+        return None
+    return [script, *loadable]
 
 
 def _shebang_family(path: Path) -> str | None:
@@ -283,3 +294,19 @@ def _content_digest(path: Path) -> bytes:
 
 def _absolute(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw))))
+
+
+_PYCACHE_PREFIX: list[str] = []
+
+
+def unconfined_environment() -> dict[str, str]:
+    """What a command run outside the sandbox gets added to its environment: Python's
+    bytecode cache moved to a folder of this process's own (0700, in the temp dir the
+    sandbox sees empty). A sandboxed command could otherwise write a `__pycache__/*.pyc`
+    stamped with a bound module's mtime and size, which Python runs instead of that
+    unchanged source."""
+    if not _PYCACHE_PREFIX:
+        folder = tempfile.mkdtemp(prefix="hermes-pycache-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _PYCACHE_PREFIX.append(folder)
+    return {"PYTHONPYCACHEPREFIX": _PYCACHE_PREFIX[0]}

@@ -98,9 +98,14 @@ class TerminalTool(Tool[TerminalArgs]):
         limits = ctx.limits
         # Outside the sandbox only with the user's approval (the policy sets allow_outside
         # for an approved unconfined call): the model's flag alone never lifts it.
+        env = None
+        if ctx.allow_outside:
+            from hermes_core.fence.command_files import unconfined_environment
+
+            env = unconfined_environment()
         try:
             run = await ctx.workspace.start_command(
-                args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside
+                args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside, env=env
             )
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(f"Could not start the command: {exc}")

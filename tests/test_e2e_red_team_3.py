@@ -460,3 +460,32 @@ async def test_always_for_a_python_script_does_not_run_bytecode_the_sandbox_forg
     results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
     assert "built 1" in results[-1], results  # the unchanged source ran, not the bytecode
     assert not marker.exists()
+
+
+async def test_too_many_modules_beside_a_script_to_pin_means_no_always(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # With more than 200 modules beside it, the binding fell back to the script alone:
+    # the model made 201 files (sandboxed, unasked), then rewrote the module build.py imports.
+    marker = tmp_path / "escaped"
+    (project / "build.py").write_text("import helpers\nprint('built', helpers.VERSION)\n")
+    (project / "helpers.py").write_text("VERSION = 1\n")
+    (project / "tools").mkdir()
+    (project / "tools" / "pad.py").write_text("for i in range(201):\n    open(f'pad_{i}.py', 'w').close()\n")
+    evil = f"open({str(marker)!r}, 'w').write('ran outside')\nVERSION = 2\n"
+    fake.script(
+        [
+            *turn(sandboxed("python3 tools/pad.py", "pad")),
+            *turn(unconfined("python3 build.py", "first")),
+            *turn(
+                ToolCallSpec("write_file", {"path": "helpers.py", "content": evil}, id="w"),
+                unconfined("python3 build.py", "later"),
+            ),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 3)
+    assert len(list(project.glob("pad_*.py"))) == 201
+    assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()

@@ -489,3 +489,33 @@ async def test_too_many_modules_beside_a_script_to_pin_means_no_always(
     assert len(list(project.glob("pad_*.py"))) == 201
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
+
+
+async def test_always_for_a_node_script_is_not_offered_over_the_workspaces_node_modules(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # `node build.js` requires a package from ./node_modules, which a sandboxed `npm
+    # install` (or the model) changes unasked in auto: no binding can pin it.
+    marker = tmp_path / "escaped"
+    package = project / "node_modules" / "leftpad"
+    package.mkdir(parents=True)
+    (package / "index.js").write_text("module.exports = (s) => ' ' + s;\n")
+    (project / "build.js").write_text("console.log(require('leftpad')('built'));\n")
+    evil = f"require('fs').writeFileSync({json.dumps(str(marker))}, 'x');\nmodule.exports = (s) => s;\n"
+    fake.script(
+        [
+            *turn(unconfined("node build.js", "first")),
+            *turn(
+                ToolCallSpec(
+                    "write_file", {"path": "node_modules/leftpad/index.js", "content": evil}, id="w"
+                ),
+                unconfined("node build.js", "later"),
+            ),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 2)
+    assert "allow_always" not in {o["optionId"] for o in user.asked[0]["options"]}
+    assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()

@@ -143,7 +143,7 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         operand = script_operand(inv)
         if operand is None or not operand.literal:
             return None  # `python -m pkg`: which file that is depends on sys.path
-        return _with_siblings(_absolute(operand.text, cwd), family)
+        return _with_siblings(_absolute(operand.text, cwd), family, cwd)
     if inv.program in _RECIPE_RUNNERS:
         return None
     if inv.program == "git":
@@ -154,17 +154,21 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
             return []  # /usr/bin/ls
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
-        return _with_siblings(path, _shebang_family(path))
+        return _with_siblings(path, _shebang_family(path), cwd)
     if inv.program in INERT_PROGRAMS:
         return []
     return None
 
 
-def _with_siblings(script: Path, family: str | None) -> list[Path] | None:
+def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | None:
     """The script and what its interpreter may load from beside it: the files with its
     suffix or one the interpreter loads (`helpers.py`, and `helpers.so` or a `helpers/`
     package, which Python prefers to it), and which folders are there (`__pycache__` is not
-    read outside the sandbox: `unconfined_environment`). None when too many to pin."""
+    read outside the sandbox: `unconfined_environment`). None when too many to pin, or
+    when Node would load packages from a `node_modules` of the workspace (`npm install`
+    changes them in the sandbox, unasked)."""
+    if family == "node" and _workspace_node_modules(script, cwd):
+        return None
     wanted = {suffix for suffix in (script.suffix, *_SUFFIXES.get(family or "", ())) if suffix}
     if not wanted:
         return [script]
@@ -182,6 +186,12 @@ def _with_siblings(script: Path, family: str | None) -> list[Path] | None:
     if len(loadable) > MAX_SIBLINGS:
         return None
     return [script, *loadable]
+
+
+def _workspace_node_modules(script: Path, cwd: Path) -> bool:
+    """Whether a folder Node looks in for packages (`node_modules` beside the script or
+    above it) lies in the workspace."""
+    return any((folder / "node_modules").exists() for folder in script.parents if folder.is_relative_to(cwd))
 
 
 def _shebang_family(path: Path) -> str | None:

@@ -534,3 +534,35 @@ async def test_a_plan_entry_shows_what_would_hide_the_rest_escaped(
         [*_, plan] = client.session_updates(sid, "plan")
     [entry] = plan["entries"]
     assert "\u202e" not in entry["content"] and "\\u202e" in entry["content"], entry
+
+
+def peak_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM")
+
+
+async def test_a_flood_of_output_neither_grows_the_server_nor_stops_it(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Held on main: 100 MB of output in one line-less stream; the model gets the tail.
+    from tests.support.acp_harness import spawn_server
+
+    fake.script(
+        [
+            *turn(sandboxed("head -c 100000000 /dev/zero | tr '\\0' a; echo; echo the-end", "flood")),
+            Reply(text="Still here."),
+        ]
+    )
+    async with spawn_server(server_env(home, fake)) as server:
+        client = server.sdk_client(LOCAL, permission="allow_once")
+        await client.initialize()
+        sid = await client.session_in_mode(project, "auto")
+        before = peak_kb(server.pid)
+        assert await client.prompt(sid, "build it") == {"stopReason": "end_turn"}
+        grown_mb = (peak_kb(server.pid) - before) // 1024
+        assert await client.prompt(sid, "are you there?") == {"stopReason": "end_turn"}
+    results = [m["content"] for m in fake.requests[1].body["messages"] if m["role"] == "tool"]
+    assert "the-end" in results[-1] and len(results[-1]) < 70_000, len(results[-1])
+    assert grown_mb < 150, f"the flood took {grown_mb} MB more"

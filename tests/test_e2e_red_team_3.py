@@ -151,6 +151,8 @@ async def test_always_outside_does_not_cover_a_program_path_finds_in_the_workspa
         await run_turns(client, project, 3)
     assert "touch" in (bin_dir / "ls").read_text()  # the sandbox did replace it
     assert "allow_always" not in {o["optionId"] for o in user.asked[0]["options"]}
+    # and the question said whose `ls` it is
+    assert "`ls` is .venv/bin/ls, a file of the workspace" in user.asked[1]["toolCall"]["title"]
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
 

@@ -228,13 +228,31 @@ def _sets_variables(script: Script) -> bool:
     return False
 
 
-def _found_in_workspace(program: str, cwd: Path) -> bool:
-    """Whether PATH (as the unconfined command gets it) finds `program` inside the workspace."""
+def _found_in_workspace(program: str, cwd: Path) -> Path | None:
+    """Where PATH (as the unconfined command gets it) finds `program`, when that is inside
+    the workspace."""
     found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
     if found is None:
-        return False
+        return None
     where = Path(os.path.abspath(os.path.join(cwd, found)))
-    return where.is_relative_to(cwd) or Path(os.path.realpath(where)).is_relative_to(cwd)
+    inside = where.is_relative_to(cwd) or Path(os.path.realpath(where)).is_relative_to(cwd)
+    return where if inside else None
+
+
+def workspace_programs(command: str | CommandLine, cwd: Path) -> list[str]:
+    """The programs of `command` that PATH finds inside the workspace, as "`ls` is
+    .venv/bin/ls": outside the sandbox they run the workspace's file, not the system's."""
+    try:
+        script = CommandLine.of(command).parsed()
+    except ShellSyntaxError:
+        return []
+    found: dict[str, None] = {}
+    for inv in all_invocations(script):
+        word = inv.words[0].text
+        if inv.words[0].literal and "/" not in word and (where := _found_in_workspace(word, cwd)):
+            shown = where.relative_to(cwd) if where.is_relative_to(cwd) else where
+            found[f"`{word}` is {shown}"] = None
+    return list(found)
 
 
 def _git_files(inv: Invocation, cwd: Path) -> list[Path] | None:

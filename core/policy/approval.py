@@ -252,11 +252,18 @@ class ApprovalPolicy:
         confinement = confinement_of(tool, workspace)
         leaves_sandbox = would_leave_sandbox(facts, confinement)
         always_offered = True
+        title = tool.title(args, workspace)
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
-            from hermes_core.fence.command_files import binding  # loaded at the first command: see scope_key
+            # loaded at the first command: see scope_key
+            from hermes_core.fence.command_files import binding, workspace_programs
 
             pinned = binding(facts.command, workspace.scope.cwd) if facts.command is not None else None
+            if facts.command is not None and (
+                theirs := workspace_programs(facts.command, workspace.scope.cwd)
+            ):
+                # The user must see that `ls` here is the workspace's file (the sandbox may replace it).
+                title += f" ({', '.join(theirs)}, a file of the workspace)"
             if pinned is None:
                 always_offered = False
             elif pinned.digest:
@@ -286,7 +293,7 @@ class ApprovalPolicy:
         request = ApprovalRequest(
             call_id=call_id,
             tool=tool.name,
-            title=tool.title(args, workspace),
+            title=title,
             kind=tool.kind,
             arguments=args.model_dump(mode="json"),
             reason=reason,

@@ -568,3 +568,35 @@ async def test_a_flood_of_output_neither_grows_the_server_nor_stops_it(
     results = [m["content"] for m in fake.requests[1].body["messages"] if m["role"] == "tool"]
     assert "the-end" in results[-1] and len(results[-1]) < 70_000, len(results[-1])
     assert grown_mb < 150, f"the flood took {grown_mb} MB more"
+
+
+GIT_TOKEN = "ghp_remoteurltoken0123456789"
+HEADER_TOKEN = "eC1hY2Nlc3MtdG9rZW46Y2ktc2VjcmV0"
+GLOBAL_TOKEN = "glpat-insteadoftoken987"
+
+
+@pytest.mark.parametrize("where", ["local", "editor"])
+async def test_git_credentials_in_config_files_do_not_reach_a_sandboxed_command(
+    fake: FakeProvider, home: Path, project: Path, where: str
+) -> None:
+    # A token in a remote URL, CI's persisted `extraheader`, and one in the user's
+    # ~/.gitconfig `insteadOf`: git must read these files, so they are not hidden like
+    # ~/.git-credentials, and `cat` or `git remote -v` handed the tokens to the model.
+    git("init", "-q", cwd=project)
+    git("remote", "add", "origin", f"https://x-access-token:{GIT_TOKEN}@github.com/o/r.git", cwd=project)
+    git("config", "http.https://github.com/.extraheader", f"AUTHORIZATION: basic {HEADER_TOKEN}", cwd=project)
+    (home / ".gitconfig").write_text(
+        f'[url "https://oauth2:{GLOBAL_TOKEN}@gitlab.com/"]\n\tinsteadOf = https://gitlab.com/\n'
+    )
+    probe = (
+        "cat .git/config ~/.gitconfig; git remote -v; git config --list; git status --short && echo git-works"
+    )
+    fake.script(turn(sandboxed(probe, "probe")))
+    capabilities = LOCAL if where == "local" else PLAIN_CAPABILITIES  # the editor's terminal
+    async with connected(server_env(home, fake), capabilities) as (_, client):
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "where does this repository push?") == {"stopReason": "end_turn"}
+    [result] = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "git-works" in result and "github.com/o/r.git" in result, result
+    assert [t for t in (GIT_TOKEN, HEADER_TOKEN, GLOBAL_TOKEN) if t in result] == [], result
+    assert GIT_TOKEN in (project / ".git" / "config").read_text()  # the user's file is as it was

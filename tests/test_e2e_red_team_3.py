@@ -600,3 +600,29 @@ async def test_git_credentials_in_config_files_do_not_reach_a_sandboxed_command(
     assert "git-works" in result and "github.com/o/r.git" in result, result
     assert [t for t in (GIT_TOKEN, HEADER_TOKEN, GLOBAL_TOKEN) if t in result] == [], result
     assert GIT_TOKEN in (project / ".git" / "config").read_text()  # the user's file is as it was
+
+
+async def test_git_credentials_do_not_reach_the_model_through_read_file_or_search(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    git("init", "-q", cwd=project)
+    git("remote", "add", "origin", f"https://x-access-token:{GIT_TOKEN}@github.com/o/r.git", cwd=project)
+    (project / "cfg").symlink_to(".git/config")
+    fake.script(
+        [
+            Reply(
+                tool_calls=[
+                    ToolCallSpec("read_file", {"path": ".git/config"}, id="read"),
+                    ToolCallSpec("read_file", {"path": "cfg"}, id="linked"),
+                    ToolCallSpec("search", {"pattern": "url", "path": ".git/config"}, id="search"),
+                ]
+            ),
+            Reply(text="Done."),
+        ]
+    )
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "where does this repository push?") == {"stopReason": "end_turn"}
+    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert len(results) == 3 and all("github.com/o/r.git" in r for r in results), results
+    assert [r for r in results if GIT_TOKEN in r] == [], results

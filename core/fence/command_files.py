@@ -164,8 +164,8 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
 def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | None:
     """The script and what its interpreter may load from beside it: the files with its
     suffix or one the interpreter loads (`helpers.py`, and `helpers.so` or a `helpers/`
-    package, which Python prefers to it), and which folders are there (`__pycache__` is not
-    read outside the sandbox: `unconfined_environment`). None when too many to pin, or
+    package, which Python prefers to it: `_package_files`; `__pycache__` is not read
+    outside the sandbox: `unconfined_environment`). None when too many to pin, or
     when Node would load packages from a `node_modules` of the workspace (`npm install`
     changes them in the sandbox, unasked)."""
     if family == "node" and _workspace_node_modules(script, cwd):
@@ -173,20 +173,31 @@ def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | 
     wanted = {suffix for suffix in (script.suffix, *_SUFFIXES.get(family or "", ())) if suffix}
     if not wanted:
         return [script]
-    folders_count = family in _PACKAGE_FOLDERS
     try:
-        loadable = [
-            entry
-            for entry in script.parent.iterdir()
-            if entry != script
-            and entry.name != "__pycache__"
-            and ((entry.suffix in wanted and entry.is_file()) or (folders_count and entry.is_dir()))
-        ]
+        loadable: list[Path] = []
+        for entry in script.parent.iterdir():
+            if entry == script:
+                continue
+            if entry.suffix in wanted and entry.is_file():
+                loadable.append(entry)
+            elif family in _PACKAGE_FOLDERS and entry.is_dir():
+                loadable += _package_files(entry, family)
     except OSError:
         return None
     if len(loadable) > MAX_SIBLINGS:
         return None
     return [script, *loadable]
+
+
+def _package_files(folder: Path, family: str | None) -> list[Path]:
+    """What makes `folder` a module its interpreter would load in place of a file beside
+    it: for Python a regular package's `__init__` (a folder named like a module), for Node
+    the folder itself (`require('./x')` loads `x/index.js` or its package.json's main)."""
+    if family == "node":
+        return [] if folder.name.startswith(".") else [folder]
+    if not folder.name.isidentifier():
+        return []  # `.pytest_cache`, `build-output`: no `import` names them
+    return [entry for entry in folder.glob("__init__.*") if entry.suffix in _SUFFIXES["python"]]
 
 
 def _workspace_node_modules(script: Path, cwd: Path) -> bool:

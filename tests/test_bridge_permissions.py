@@ -74,6 +74,8 @@ async def test_each_option_maps_to_its_decision(pair, option_id, decision):
         "kind": "execute",
         "status": "pending",
         "rawInput": {"command": "git status"},
+        # the command decided on, whole: a title is one line and may be cut
+        "content": [{"type": "content", "content": {"type": "text", "text": "```\ngit status\n```"}}],
     }
     assert [(o["optionId"], o["kind"]) for o in asked["options"]] == [
         ("allow_once", "allow_once"),

@@ -135,6 +135,8 @@ def test_a_project_allow_rule_waits_for_trust_and_a_change_untrusts_it(workspace
     rules = rules_of(workspace, tmp_path)
     assert command(rules, workspace, "ls") is None
     assert command(rules, workspace, "rm x") == "deny"  # a repository may tighten at once
+    assert rules.trust() == []  # not shown to the user yet
+    rules.show_untrusted()
     assert [f.label for f in rules.trust()] == [".claude/settings.json"]
     assert command(rules_of(workspace, tmp_path), workspace, "ls") == "allow"  # kept in the home
     settings.write_text('{"permissions": {"allow": ["Bash(ls)", "Bash"]}}')

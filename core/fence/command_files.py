@@ -6,29 +6,44 @@ Makefile) the user approved that file as it was: the model may rewrite it a mome
 unasked, in auto. So the "always" is bound to the content of the files the command runs,
 and a changed file asks again. Where what runs cannot be pinned down (`npm run`, `cargo`,
 `pytest`, `python -m`, inline code that may import the workspace, a program we do not
-know, a `cd` before a relative script), no "always" is offered at all: fail closed.
+know, a `cd` before a relative script, `make`, whose recipes run whatever the workspace
+holds), no "always" is offered at all: fail closed. Nor where the command sets variables for
+what it runs (`GIT_DIR=…`, `PYTHONPATH=…`, `export …`), or where a program found on PATH is
+itself a file of the workspace (an activated `.venv/bin`, a `node_modules/.bin` entry): a
+sandboxed command may replace it, or the packages beside it, unasked.
 
 What the binding covers: the script, and for an interpreter the files with the script's
 suffix beside it (what `import helpers` or `require('./x')` loads from the same folder);
-for git, the repository's config and hooks; inside the workspace or not (a sandboxed
-command may write a cache). What it does not: modules further away, and what a
-Makefile's recipes run.
+for git, the config and hooks of the repository it works on (`-C dir` followed; `--git-dir`
+and `--work-tree` are not pinned); inside the workspace or not (a sandboxed command may write
+a cache). What it does not: modules further away.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import os
+import shutil
 import stat
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository
-from hermes_core.shell.parse import CommandLine
-from hermes_core.shell.programs import WRAPPERS, Invocation, all_invocations, reads_code_from_stdin
+from hermes_core.shell.parse import CommandLine, Script, simple_commands
+from hermes_core.shell.programs import (
+    ASSIGNMENT,
+    WRAPPERS,
+    Invocation,
+    all_invocations,
+    interpreter_family,
+    reads_code_from_stdin,
+)
 from hermes_core.shell.tokens import ShellSyntaxError
 
 MAX_SIBLINGS = 200  # more files than this beside a script: too many to pin, no "always"
@@ -42,8 +57,26 @@ INERT_PROGRAMS = names(
     "wget ping dig nslookup host jq basename dirname realpath readlink true false sleep test [ tree "
     "cd pushd popd export unset"
 )
-_MAKE = names("make gmake")
+# Build runners whose recipes run workspace files no binding can name (`make test` runs
+# `./scripts/check.sh`, pytest and the binaries it just built): like `npm run`, never pinned.
+_RECIPE_RUNNERS = names("make gmake")
 _DIRECTORY_CHANGES = names("cd pushd popd")
+# What an interpreter loads from beside its script (`import helpers`, `require('./x')`).
+_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "python": (".py", ".pyc", ".pyw", ".so", ".pyd"),
+    "node": (".js", ".mjs", ".cjs", ".ts", ".json", ".node"),
+    "shell": (".sh", ".bash"),
+    "ruby": (".rb",),
+    "perl": (".pl", ".pm"),
+    "php": (".php",),
+}
+# Interpreters for which a folder beside the script is a module (`helpers/__init__.py`,
+# `x/index.js`): a new one may take the place of a bound file.
+_PACKAGE_FOLDERS = frozenset({"python", "node"})
+# Programs that set variables for what runs after them in the same command line.
+_EXPORTERS = names("export declare typeset readonly local env")
+# git's options that choose another repository (its config and hooks) than the one around cwd.
+_GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--exec-path", "--super-prefix")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +106,8 @@ def binding(command: str | CommandLine, cwd: Path) -> Binding | None:
         script = CommandLine.of(command).parsed()
     except ShellSyntaxError:
         return None
+    if _sets_variables(script):
+        return None  # `GIT_DIR=x git status`, `PYTHONPATH=lib python3 build.py`: not what was bound
     invocations = list(all_invocations(script))
     moves = any(inv.program in _DIRECTORY_CHANGES for inv in invocations)
     files: dict[Path, None] = {}
@@ -93,6 +128,8 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
     if not inv.words[0].literal:
         return None
     program_word = inv.words[0].text
+    if "/" not in program_word and _found_in_workspace(program_word, cwd):
+        return None  # `python3` is `.venv/bin/python3`: its site-packages are the workspace's
     if inv.program in WRAPPERS:
         return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
     if inv.program in ("source", "."):
@@ -107,60 +144,147 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         operand = script_operand(inv)
         if operand is None or not operand.literal:
             return None  # `python -m pkg`: which file that is depends on sys.path
-        return _with_siblings(_absolute(operand.text, cwd))
-    if inv.program in _MAKE:
-        return _makefiles(inv, cwd)
+        return _with_siblings(_absolute(operand.text, cwd), family, cwd)
+    if inv.program in _RECIPE_RUNNERS:
+        return None
     if inv.program == "git":
-        return _git_files(cwd)
+        return _git_files(inv, cwd)
     if "/" in program_word:
         path = _absolute(program_word, cwd)
         if inv.program in INERT_PROGRAMS and not path.is_relative_to(cwd):
             return []  # /usr/bin/ls
-        return [path]
+        # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
+        # the files beside it.
+        return _with_siblings(path, _shebang_family(path), cwd)
     if inv.program in INERT_PROGRAMS:
         return []
     return None
 
 
-def _with_siblings(script: Path) -> list[Path]:
-    try:
-        siblings = [
-            entry
-            for entry in script.parent.iterdir()
-            if entry.suffix == script.suffix and entry.suffix and entry.is_file()
-        ]
-    except OSError:
-        siblings = []
-    if len(siblings) > MAX_SIBLINGS:
+def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | None:
+    """The script and what its interpreter may load from beside it: the files with its
+    suffix or one the interpreter loads (`helpers.py`, and `helpers.so` or a `helpers/`
+    package, which Python prefers to it: `_package_files`; `__pycache__` is not read
+    outside the sandbox: `unconfined_environment`). None when too many to pin, or
+    when Node would load packages from a `node_modules` of the workspace (`npm install`
+    changes them in the sandbox, unasked)."""
+    if family == "node" and _workspace_node_modules(script, cwd):
+        return None
+    wanted = {suffix for suffix in (script.suffix, *_SUFFIXES.get(family or "", ())) if suffix}
+    if not wanted:
         return [script]
-    return [script, *siblings]
+    try:
+        loadable: list[Path] = []
+        for entry in script.parent.iterdir():
+            if entry == script:
+                continue
+            if entry.suffix in wanted and entry.is_file():
+                loadable.append(entry)
+            elif family in _PACKAGE_FOLDERS and entry.is_dir():
+                loadable += _package_files(entry, family)
+    except OSError:
+        return None
+    if len(loadable) > MAX_SIBLINGS:
+        return None
+    return [script, *loadable]
 
 
-def _makefiles(inv: Invocation, cwd: Path) -> list[Path] | None:
-    args = [w.text for w in inv.words[1:]]
+def _package_files(folder: Path, family: str | None) -> list[Path]:
+    """What makes `folder` a module its interpreter would load in place of a file beside
+    it: for Python a regular package's `__init__` (a folder named like a module), for Node
+    the folder itself (`require('./x')` loads `x/index.js` or its package.json's main)."""
+    if family == "node":
+        return [] if folder.name.startswith(".") else [folder]
+    if not folder.name.isidentifier():
+        return []  # `.pytest_cache`, `build-output`: no `import` names them
+    return [entry for entry in folder.glob("__init__.*") if entry.suffix in _SUFFIXES["python"]]
+
+
+def _workspace_node_modules(script: Path, cwd: Path) -> bool:
+    """Whether a folder Node looks in for packages (`node_modules` beside the script or
+    above it) lies in the workspace."""
+    return any((folder / "node_modules").exists() for folder in script.parents if folder.is_relative_to(cwd))
+
+
+def _shebang_family(path: Path) -> str | None:
+    """The interpreter family a script's `#!` line names (`#!/usr/bin/env python3`)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        first = os.read(fd, 256).split(b"\n", 1)[0]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and words[0].rsplit("/", 1)[-1] == "env":
+        words = [w for w in words[1:] if not w.startswith("-")]
+    return interpreter_family(words[0].rsplit("/", 1)[-1]) if words else None
+
+
+def _sets_variables(script: Script) -> bool:
+    """Whether the command line sets a variable for a program it runs: a prefix assignment
+    (`X=1 prog`), or `export`, `env`, `declare` … with one."""
+    for command in simple_commands(script):
+        words = command.words
+        if words and ASSIGNMENT.match(words[0].text):
+            return True
+        if words and words[0].text in _EXPORTERS and any(ASSIGNMENT.match(w.text) for w in words[1:]):
+            return True
+    return False
+
+
+def _found_in_workspace(program: str, cwd: Path) -> Path | None:
+    """Where PATH (as the unconfined command gets it) finds `program`, when that is inside
+    the workspace."""
+    found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
+    if found is None:
+        return None
+    where = Path(os.path.abspath(os.path.join(cwd, found)))
+    inside = where.is_relative_to(cwd) or Path(os.path.realpath(where)).is_relative_to(cwd)
+    return where if inside else None
+
+
+def workspace_programs(command: str | CommandLine, cwd: Path) -> list[str]:
+    """The programs of `command` that PATH finds inside the workspace, as "`ls` is
+    .venv/bin/ls": outside the sandbox they run the workspace's file, not the system's."""
+    try:
+        script = CommandLine.of(command).parsed()
+    except ShellSyntaxError:
+        return []
+    found: dict[str, None] = {}
+    for inv in all_invocations(script):
+        word = inv.words[0].text
+        if inv.words[0].literal and "/" not in word and (where := _found_in_workspace(word, cwd)):
+            shown = where.relative_to(cwd) if where.is_relative_to(cwd) else where
+            found[f"`{word}` is {shown}"] = None
+    return list(found)
+
+
+def _git_files(inv: Invocation, cwd: Path) -> list[Path] | None:
+    """What git runs code from: the config files and hooks of the repository it works on,
+    or None when an option moves it where this cannot follow."""
     directory = cwd
-    named: list[str] = []
-    for i, text in enumerate(args):
-        value = args[i + 1] if i + 1 < len(args) else None
-        if text in ("-C", "--directory"):
-            if value is None:
+    words = inv.words[1:]
+    i = 0
+    while i < len(words) and words[i].text.startswith("-"):
+        text = words[i].text
+        if text.startswith(_GIT_ELSEWHERE):
+            return None
+        if text in ("-C", "-c", "--namespace", "--config-env"):  # options that take a value
+            if i + 1 >= len(words) or not words[i + 1].literal:
                 return None
-            directory = _absolute(value, cwd)
-        elif text in ("-f", "--file", "--makefile"):
-            if value is None:
-                return None
-            named.append(value)
-        elif text.startswith(("--file=", "--makefile=", "--directory=")):
-            return None  # rare spellings: not worth guessing
-    if named:
-        return [_absolute(name, directory) for name in named]
-    # GNU make's search order; a missing one binds as absent, so creating it asks again.
-    return [directory / name for name in ("GNUmakefile", "makefile", "Makefile")]
-
-
-def _git_files(cwd: Path) -> list[Path]:
-    """What git runs code from: the repository's config files and hooks."""
-    repository = Repository.around(str(cwd))
+            if text == "-C":  # several `-C` add up, as in git
+                directory = _absolute(words[i + 1].text, directory)
+            i += 1
+        i += 1
+    repository = Repository.around(str(directory))
     if repository is None:
         return []
     git_dir = Path(repository.git_dir)
@@ -210,3 +334,27 @@ def _content_digest(path: Path) -> bytes:
 
 def _absolute(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw))))
+
+
+_PYCACHE_PREFIX: list[str] = []
+
+
+def unconfined_environment(hidden: Iterable[str] = ()) -> dict[str, str]:
+    """What a command run outside the sandbox gets over the agent's environment.
+
+    Python's bytecode cache moves to a folder of this process's own (0700, in the temp dir
+    the sandbox sees empty): a sandboxed command could otherwise write a
+    `__pycache__/*.pyc` stamped with a bound module's mtime and size, which Python runs
+    instead of that unchanged source. And the agent's own model credentials (`hidden`: the
+    fallbacks' key variables too) are emptied, as for hooks and MCP servers: the user
+    approved the command, not handing it the agent's keys (`npm test` runs whatever
+    package.json says by then)."""
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
+
+    if not _PYCACHE_PREFIX:
+        folder = tempfile.mkdtemp(prefix="hermes-pycache-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _PYCACHE_PREFIX.append(folder)
+    env = {name: "" for name in os.environ if CREDENTIAL_ENV.fullmatch(name) or name in hidden}
+    env["PYTHONPYCACHEPREFIX"] = _PYCACHE_PREFIX[0]
+    return env

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
+from hermes_core.sandbox.git_credentials import is_git_config, redacted
 from hermes_core.sandbox.hidden_env import absolute_search_path
 from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
 
@@ -284,7 +285,10 @@ def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tu
             continue
         name = strip_dot_slash(path.decode("utf-8", errors="replace"))
         name = stdin_name if stdin_name is not None and name == _STDIN_NAME else prefix + name
-        matches.append(Match(name, int(number), text.decode("utf-8", errors="replace").strip()))
+        line = text.decode("utf-8", errors="replace").strip()
+        if is_git_config(name):  # as the sandbox shows it: without the tokens in its URLs
+            line = redacted(line)
+        matches.append(Match(name, int(number), line))
     matches.sort(key=lambda m: (m.path, m.line))
     return matches, notes
 

@@ -82,6 +82,7 @@ class ApprovalRequest:
     diff: FileDiff | None = None  # an edit's change, shown while the user decides
     # False when an "always" could not cover what this call runs (`hermes_core.fence.command_files`).
     always_offered: bool = True
+    leaves_sandbox: bool = False  # an unconfined re-run, or any command while the sandbox cannot start
 
     @property
     def dangerous(self) -> bool:
@@ -90,6 +91,13 @@ class ApprovalRequest:
     @property
     def offers_always(self) -> bool:
         return self.always_offered and not self.dangerous
+
+    @property
+    def offers_project(self) -> bool:
+        """Whether "always … in this project" may be offered: never for a path outside the
+        workspace or a command outside the sandbox (its "always" is bound to this session's
+        view of the files it runs; the scope then ends with that binding, not the suffix)."""
+        return self.offers_always and not self.outside_paths and not self.leaves_sandbox
 
 
 class Approver(Protocol):
@@ -244,11 +252,18 @@ class ApprovalPolicy:
         confinement = confinement_of(tool, workspace)
         leaves_sandbox = would_leave_sandbox(facts, confinement)
         always_offered = True
+        title = tool.title(args, workspace)
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
-            from hermes_core.fence.command_files import binding  # loaded at the first command: see scope_key
+            # loaded at the first command: see scope_key
+            from hermes_core.fence.command_files import binding, workspace_programs
 
             pinned = binding(facts.command, workspace.scope.cwd) if facts.command is not None else None
+            if facts.command is not None and (
+                theirs := workspace_programs(facts.command, workspace.scope.cwd)
+            ):
+                # The user must see that `ls` here is the workspace's file (the sandbox may replace it).
+                title += f" ({', '.join(theirs)}, a file of the workspace)"
             if pinned is None:
                 always_offered = False
             elif pinned.digest:
@@ -278,7 +293,7 @@ class ApprovalPolicy:
         request = ApprovalRequest(
             call_id=call_id,
             tool=tool.name,
-            title=tool.title(args, workspace),
+            title=title,
             kind=tool.kind,
             arguments=args.model_dump(mode="json"),
             reason=reason,
@@ -287,6 +302,7 @@ class ApprovalPolicy:
             outside_paths=tuple(str(p) for p in outside),
             sandbox=sandbox,
             always_offered=always_offered,
+            leaves_sandbox=leaves_sandbox,
         )
         ask = PolicyVerdict("ask", request, reason, allow_outside=bool(outside) or leaves_sandbox)
 
@@ -369,12 +385,7 @@ class ApprovalPolicy:
         """Whether an "in this project" answer may outlive the session: only where the card
         offered it (never for a path outside the workspace or a command run outside the
         sandbox, whose "always" is bound to this session's view of the files it runs)."""
-        return (
-            self.rules is not None
-            and request.offers_always
-            and not request.outside_paths
-            and not request.scope.endswith(UNCONFINED_SUFFIX)
-        )
+        return self.rules is not None and request.offers_project
 
     @staticmethod
     def _outside_paths(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> tuple[Path, ...]:

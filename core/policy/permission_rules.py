@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_core.policy.hook_specs import HookSpec, specs_from_table
 from hermes_core.policy.rule_matching import Action, command_matches, mcp_covers, path_pattern, paths_match
+from hermes_core.shell.shown import code_span
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -151,6 +152,9 @@ class PermissionRules:
     files: list[RuleFile] = field(default_factory=list)
     project_allowed: set[str] = field(default_factory=set)
     user_hooks: list[HookSpec] = field(default_factory=list)
+    # The untrusted files as the user last saw them listed (path -> digest): `trust` takes
+    # only these, so a file rewritten between the listing and the answer is not trusted.
+    shown: dict[Path, str] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -219,9 +223,20 @@ class PermissionRules:
     def untrusted(self) -> list[RuleFile]:
         return [f for f in self.files if not f.trusted and (f.allow_rules or f.hooks)]
 
+    def show_untrusted(self) -> list[RuleFile]:
+        """The untrusted files, remembered as shown to the user (what `trust` may take)."""
+        waiting = self.untrusted()
+        self.shown = {f.path: f.digest for f in waiting if f.path is not None}
+        return waiting
+
+    def unseen(self) -> list[RuleFile]:
+        """The untrusted files whose content the user has not seen listed as it is now."""
+        return [f for f in self.untrusted() if f.path is None or self.shown.get(f.path) != f.digest]
+
     def trust(self) -> list[RuleFile]:
-        """Trust the project files' current content; the files trusted now."""
-        newly = self.untrusted()
+        """Trust the project files whose current content the user saw listed; the files
+        trusted now."""
+        newly = [f for f in self.untrusted() if f.path is not None and self.shown.get(f.path) == f.digest]
         if not newly:
             return []
         store = self._trust_store()
@@ -363,8 +378,8 @@ def describe(files: Iterable[RuleFile]) -> list[str]:
         for action in ACTIONS:
             texts = [r.text for r in rule_file.rules if r.action == action]
             if texts:
-                lines.append(f"- {action}: " + ", ".join(f"`{t}`" for t in texts))
+                lines.append(f"- {action}: " + ", ".join(code_span(t) for t in texts))
         for hook in rule_file.hooks:
-            matcher = f" ({hook.matcher})" if hook.matcher else ""
-            lines.append(f"- hook {hook.event}{matcher}: `{hook.command}`")
+            matcher = f" ({code_span(hook.matcher)})" if hook.matcher else ""
+            lines.append(f"- hook {hook.event}{matcher}: {code_span(hook.command)}")
     return lines

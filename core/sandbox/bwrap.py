@@ -27,7 +27,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hermes_core.sandbox import caches, limits, listing, protected, secrets
+from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import (
@@ -297,6 +297,7 @@ class Sandbox:
         for path in (*self._own_code, *protected.home_protected(self.home)):
             if inside_changeable(path):
                 out.read_only.append(path)
+        self._hide_git_credentials(out)
         out.private = _private_temp_dirs([*changeable, *map(str, roots)])
         # What stays visible (read-only) inside an emptied temp dir: the roots of a
         # read-only session, the home folder, and the agent's own installation (a checkout
@@ -355,6 +356,18 @@ class Sandbox:
             if resolved.is_dir() and not self.is_secret(resolved):
                 out.append(resolved)
         return out
+
+    def _hide_git_credentials(self, out: Mounts) -> None:
+        """Bind a copy without credentials over each git config that holds some: the roots'
+        (read-only already) and the user's own (`git_credentials`)."""
+        configs = [p for p in out.read_only if p.name in ("config", "config.worktree")]
+        configs += [self.home / ".gitconfig", self.home / ".config" / "git" / "config"]
+        for config in configs:
+            copy = git_credentials.redacted_copy(config)
+            if copy is not None:
+                if config not in out.read_only:
+                    out.read_only.append(config)
+                out.substitutes[config] = copy
 
     def _secrets(self, roots: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
         dirs, files = secrets.home_secrets(self.home)

@@ -20,6 +20,8 @@ class Mounts:
     overlays: list[caches.Overlay] = field(default_factory=list)
     pinned: list[Path] = field(default_factory=list)
     read_only: list[Path] = field(default_factory=list)
+    # A read-only path bound from another file: a git config without its credentials.
+    substitutes: dict[Path, Path] = field(default_factory=dict)
     placeholders: list[Path] = field(default_factory=list)
     hidden_dirs: list[Path] = field(default_factory=list)
     hidden_files: list[Path] = field(default_factory=list)
@@ -82,7 +84,7 @@ def launch_argv(
     for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
         args += ["--bind", str(path), str(path)]
     for path in mounts.read_only:
-        args += ["--ro-bind", str(path), str(path)]
+        args += ["--ro-bind", str(mounts.substitutes.get(path, path)), str(path)]
     for path in mounts.placeholders:
         args += ["--tmpfs", str(path), "--remount-ro", str(path)]
     for path in mounts.hidden_dirs:

@@ -102,6 +102,7 @@ class ReadFileTool(Tool[ReadFileArgs]):
             text = await ctx.workspace.read_text(args.path, allow_outside=ctx.allow_outside)
         except (OSError, WorkspaceError) as exc:
             return path_failure(exc, args.path)
+        text = _without_git_credentials(args.path, text, ctx)
         lines = text_lines(text)
         if not lines:
             return ToolResult(f"{args.path} is empty.", raw_output={"lines": 0})
@@ -129,6 +130,15 @@ class ReadFileTool(Tool[ReadFileArgs]):
         if last < len(lines):
             body += f"\n\n[Showing lines {start}-{last} of {len(lines)}. Use offset={last + 1} to read more.]"
         return ToolResult(body, raw_output={"lines": len(lines), "first": start, "last": last})
+
+
+def _without_git_credentials(path: str, text: str, ctx: ToolContext) -> str:
+    """A git config as the sandbox shows it: a token in a remote URL is a secret too."""
+    from hermes_core.sandbox.git_credentials import is_git_config, redacted
+
+    if is_git_config(path) or is_git_config(ctx.workspace.scope.absolute(path)):
+        return redacted(text)
+    return text
 
 
 async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from hermes_core.events import ToolCallProgress, ToolKind
 from hermes_core.shell.parse import CommandLine
+from hermes_core.shell.shown import shown_line
 from hermes_core.tools.base import ApprovalFacts, Tool, ToolArgs, ToolContext, ToolResult
 from hermes_core.workspace import CommandExit, RunningCommand, Workspace, WorkspaceError
 
@@ -76,9 +77,11 @@ class TerminalTool(Tool[TerminalArgs]):
     interactive = True
 
     def title(self, args: TerminalArgs, workspace: Workspace) -> str:
-        command = " ".join(args.command.split())
-        if len(command) > _TITLE_CHARS:
-            command = command[: _TITLE_CHARS - 1] + "…"
+        # Escaped and on one line; a cut title is not the whole command, so the approval
+        # card also shows it whole (`hermes_acp/bridge/permissions.py`).
+        command, cut = shown_line(args.command, _TITLE_CHARS)
+        if cut:
+            command += f" [+{cut} characters]"
         verb = "Run in background" if args.background else "Run"
         if args.unconfined:
             verb += " outside the sandbox"
@@ -95,9 +98,15 @@ class TerminalTool(Tool[TerminalArgs]):
         limits = ctx.limits
         # Outside the sandbox only with the user's approval (the policy sets allow_outside
         # for an approved unconfined call): the model's flag alone never lifts it.
+        env = None
+        if ctx.allow_outside:
+            from hermes_core.fence.command_files import unconfined_environment
+
+            sandbox = ctx.workspace.sandbox
+            env = unconfined_environment(sandbox.hidden_env if sandbox is not None else ())
         try:
             run = await ctx.workspace.start_command(
-                args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside
+                args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside, env=env
             )
         except (WorkspaceError, OSError) as exc:
             return ToolResult.error(f"Could not start the command: {exc}")

@@ -34,6 +34,7 @@ from hermes_core.events import (
     ToolCallStarted,
     UsageUpdated,
 )
+from hermes_core.shell.shown import shown
 
 ANSWER_RESTARTED = (
     "The connection dropped mid-answer and the model answered again: the partial answer "
@@ -243,7 +244,8 @@ def plan_update(entries: Iterable[PlanEntry]) -> Update:
     return {
         "sessionUpdate": "plan",
         "entries": [
-            {"content": entry.content, "priority": entry.priority, "status": entry.status}
+            # The model's words, drawn as a list: nothing in them may hide the rest.
+            {"content": shown(entry.content), "priority": entry.priority, "status": entry.status}
             for entry in entries
         ],
     }

@@ -12,7 +12,9 @@ from typing import Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import ClientChannel
-from hermes_core.policy.approval import UNCONFINED_SUFFIX, ApprovalRequest, Decision
+from hermes_acp.bridge.tool_cards import fence, text_content
+from hermes_core.policy.approval import ApprovalRequest, Decision
+from hermes_core.shell.shown import shown
 from hermes_core.tools.files import EDITS
 
 log = logging.getLogger(__name__)
@@ -65,7 +67,7 @@ class AcpApprover:
 
 def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, Any]:
     """The `session/request_permission` params for one request."""
-    title = request.title
+    title = shown(request.title)  # a tool's own title is escaped already; an MCP tool's may not be
     if request.sandbox == "sandboxed":
         title += " (sandboxed)"
     elif request.sandbox == "unconfined":
@@ -78,10 +80,10 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         # A dangerous command is judged every time; "always" would silence the rule. An
         # unconfined command whose files cannot be pinned gets none either.
         options.append(_option("allow_always", f"Always allow {subject}"))
-        if not request.outside_paths and not request.scope.endswith(UNCONFINED_SUFFIX):
+        if request.offers_project:
             # Kept in the agent's home for this project's later sessions (`/permissions`).
             label = f"Always allow {_project_label(request.scope)} in this project"
-            options.append({"optionId": "allow_project", "name": label, "kind": "allow_always"})
+            options.append({"optionId": "allow_project", "name": shown(label), "kind": "allow_always"})
     options.append(_option("reject_once", "Reject"))
     options.append(_option("reject_always", f"Always reject {subject}"))
     hermes: dict[str, Any] = {"reason": request.reason, "scope": request.scope}
@@ -103,6 +105,9 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         tool_call["content"] = [
             {"type": "diff", "path": diff.path, "oldText": diff.old_text, "newText": diff.new_text}
         ]
+    elif isinstance(command := request.arguments.get("command"), str):
+        # The title is one line and cut; the command decided on is shown whole, escaped.
+        tool_call["content"] = [text_content(fence(shown(command, lines=True)))]
     return {
         "sessionId": session_id,
         "toolCall": tool_call,
@@ -134,4 +139,4 @@ def _project_label(scope: str) -> str:
 
 def _option(option_id: str, name: str) -> dict[str, str]:
     # The optionId doubles as the kind (allow_project, an allow_always too, is the one exception).
-    return {"optionId": option_id, "name": name, "kind": option_id}
+    return {"optionId": option_id, "name": shown(name), "kind": option_id}

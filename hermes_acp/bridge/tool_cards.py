@@ -27,6 +27,7 @@ from hermes_core.events import (
     ToolCallStarted,
 )
 from hermes_core.loop.tool_record import SHOWN_OUTPUT_CHARS
+from hermes_core.shell.shown import shown as shown_text
 
 if TYPE_CHECKING:
     from hermes_core.execution.jobs import JobEnded
@@ -136,7 +137,7 @@ class ToolCards:
         update: Update = {
             "sessionUpdate": "tool_call",
             "toolCallId": event.call_id,
-            "title": event.title,
+            "title": shown_text(event.title),  # the model's words: nothing invisible in them
             "kind": event.kind,
             "status": "pending",
             "rawInput": event.arguments,

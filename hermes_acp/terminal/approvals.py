@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_acp.terminal.display import command_of, proposed_change
+from hermes_core.shell.shown import shown
 
 Ask = Callable[[str], Awaitable[str | None]]  # None: the person gave up (Ctrl-C)
 REJECT_KINDS = ("reject_once", "reject_always")
@@ -40,15 +41,16 @@ class TerminalApprover:
         if not options:
             return {"outcome": {"outcome": "cancelled"}}
         raw_input = (params.get("toolCall") or {}).get("rawInput") or call.get("rawInput")
-        self.view.notice(f"Permission needed: {_title(params, call)}")
+        # Escaped again: a terminal obeys what an editor only shows (`\x1b[1A` moves back up).
+        self.view.notice(f"Permission needed: {shown(_title(params, call))}")
         if reason := _reason(params):
             self.view.notice(f"  why: {reason}")
         if command := command_of(raw_input):
-            self.view.notice(f"  $ {command}")
+            self.view.notice(f"  $ {shown(command, lines=True)}")
         if change := proposed_change(raw_input, self.cwd):
             self.view.diff(change)
         for number, option in enumerate(options, 1):
-            self.view.notice(f"  {number}) {option.get('name', option['optionId'])}")
+            self.view.notice(f"  {number}) {shown(str(option.get('name', option['optionId'])))}")
         while True:
             answer = await self.ask(f"Choose 1-{len(options)}: ")
             if answer is None:

@@ -6,6 +6,7 @@ JSON lines (`--json`: every session/update, for machines)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, TextIO
 
 from hermes_acp.terminal.display import content_text
@@ -13,6 +14,22 @@ from hermes_acp.terminal.markdown_blocks import MarkdownBlocks
 
 FINAL = ("completed", "failed")
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+
+_LINE_ENDS = re.compile(r"\r\n?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(value: Any) -> Any:
+    """`value` with every control character but newline and tab in its strings escaped
+    (`\x1b`); a carriage return ends a line."""
+    if isinstance(value, str):
+        return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", _LINE_ENDS.sub("\n", value))
+    if isinstance(value, dict):
+        return {key: _printable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    return value
 
 
 class PlainView:
@@ -30,6 +47,10 @@ class PlainView:
     # -- the View protocol -----------------------------------------------------------
 
     def update(self, update: dict[str, Any], params: dict[str, Any]) -> None:
+        # Everything here reaches a terminal, which obeys control sequences: the model's
+        # text or a command's output could set the clipboard (OSC 52), move the cursor back
+        # over an approval, or retitle the window. They are shown escaped instead.
+        update = _printable(update)
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk":
             self.answer_text(_text(update))

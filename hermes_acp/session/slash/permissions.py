@@ -27,16 +27,28 @@ async def permissions_command(session: Session, argument: str) -> str:
         return listing(rules)
     if words == ["trust"]:
         await asyncio.to_thread(rules.reload)
+        # Only what the user saw listed: the model may rewrite a file (unasked in auto) between
+        # the listing, or a question naming one rule, and this answer.
+        unseen = rules.unseen()
         trusted = await asyncio.to_thread(rules.trust)
-        if not trusted:
+        if not trusted and not unseen:
             return "No project allow rules or hooks wait for your trust."
-        names = ", ".join(f"`{f.label}`" for f in trusted)
-        if session.agent.hooks is not None:
-            session.agent.hooks.use(rules.hook_specs())
-        return (
-            f"Trusted the allow rules and hooks of {names} as they are now "
-            f"(a change to a file asks again).\n\n{listing(rules)}"
-        )
+        said = ""
+        if trusted:
+            names = ", ".join(f"`{f.label}`" for f in trusted)
+            if session.agent.hooks is not None:
+                session.agent.hooks.use(rules.hook_specs())
+            said = (
+                f"Trusted the allow rules and hooks of {names} as they are now "
+                "(a change to a file asks again).\n\n"
+            )
+        if unseen:
+            names = ", ".join(f"`{f.label}`" for f in unseen)
+            said += (
+                f"Not trusted: {names}, which you have not seen as it is now (it is new or changed since "
+                "`/permissions` listed it). Read it below; `/permissions trust` again trusts it as shown.\n\n"
+            )
+        return said + listing(rules)
     if len(words) == 2 and words[0] == "revoke" and words[1].isdigit():
         allowed = sorted(rules.project_allowed)
         number = int(words[1])
@@ -54,19 +66,20 @@ async def permissions_command(session: Session, argument: str) -> str:
 
 def listing(rules: PermissionRules) -> str:
     from hermes_core.policy.permission_rules import describe
+    from hermes_core.shell.shown import code_span
 
     lines = describe(rules.files) or [
         "No permission rules (`[permissions]` in config.toml, .claude/settings.json)."
     ]
-    untrusted = rules.untrusted()
+    untrusted = rules.show_untrusted()
     if untrusted:
         lines += [
             "",
             "These project allow rules and hooks apply only once you trust them (`/permissions trust`):",
         ]
         for rule_file in untrusted:
-            shown = [f"`{r.text}`" for r in rule_file.allow_rules]
-            shown += [f"hook {h.event}: `{h.command}`" for h in rule_file.hooks]
+            shown = [code_span(r.text) for r in rule_file.allow_rules]
+            shown += [f"hook {h.event}: {code_span(h.command)}" for h in rule_file.hooks]
             lines += [f"- `{rule_file.label}`: " + ", ".join(shown)]
     allowed = sorted(rules.project_allowed)
     lines += [

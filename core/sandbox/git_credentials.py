@@ -1,0 +1,90 @@
+"""Git config files as a confined command reads them: without the credentials they hold.
+
+A remote URL often carries a token (`url = https://x-access-token:ghp_…@github.com/o/r`,
+`https://user:pass@host`), CI checkouts keep one as an `extraheader = AUTHORIZATION: basic
+…`, and `~/.gitconfig` may hold one in an `insteadOf` URL. Git must read its config to work,
+so the file cannot be hidden like `~/.git-credentials`: the sandbox binds a copy with the
+user part of every URL and every `extraheader` line taken out over it instead. `read_file` and `search`
+show the model these files the same way. Git in the
+sandbox then works as before, except that it cannot authenticate with them (a push asks to
+run outside the sandbox anyway).
+
+The copies live in a folder of this process's own (0700) in the temp dir, which the sandbox
+sees empty; each is named by its content's hash, so sessions share them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials stay (rare)
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]+@")
+_EXTRAHEADER = re.compile(r"(?im)^[ \t]*extraheader[ \t]*=.*$")
+_folder: list[Path] = []
+
+
+def is_git_config(path: Path | str) -> bool:
+    """Whether git reads `path` as configuration: a repository's `config` (a submodule's
+    and worktree's too), `~/.gitconfig`, `~/.config/git/config`."""
+    parts = Path(path).parts
+    if not parts:
+        return False
+    name = parts[-1]
+    if name == ".gitconfig":
+        return True
+    if name in ("config", "config.worktree") and ".git" in parts[:-1]:
+        return True
+    return parts[-3:] == (".config", "git", "config")
+
+
+def redacted(text: str) -> str:
+    """`text` with the user part of every URL and every `extraheader` value taken out."""
+    text = _USERINFO.sub(r"\1", text)
+    return _EXTRAHEADER.sub("\textraheader = (hidden by the sandbox)", text)
+
+
+def redacted_copy(config: Path) -> Path | None:
+    """A read-only copy of `config` without its credentials, or None when it holds none
+    (or cannot be read: then there is nothing to copy either)."""
+    try:
+        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        return None
+    text = data.decode("utf-8", errors="surrogateescape")
+    clean = redacted(text)
+    if clean == text:
+        return None
+    encoded = clean.encode("utf-8", errors="surrogateescape")
+    copy = _copies() / hashlib.sha256(encoded).hexdigest()[:32]
+    if not copy.exists():
+        fd, temporary = tempfile.mkstemp(dir=copy.parent)
+        with os.fdopen(fd, "wb") as out:
+            out.write(encoded)
+        os.chmod(temporary, 0o400)
+        os.replace(temporary, copy)
+    return copy
+
+
+def _copies() -> Path:
+    if not _folder:
+        folder = Path(tempfile.mkdtemp(prefix="hermes-gitconfig-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _folder.append(folder)
+    return _folder[0]

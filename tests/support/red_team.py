@@ -1,0 +1,52 @@
+"""The third red-team round's turns: a user who answers "always" once (or what it is
+told) and rejects the rest, a model's commands in and outside the sandbox, turns in auto."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient
+from tests.support.fake_provider import Reply, ToolCallSpec
+
+LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}
+
+
+class User:
+    """Answers `first` ("always") to the first question, rejects every later one, and keeps
+    them all."""
+
+    def __init__(self, first: str = "allow_always") -> None:
+        self.first = first
+        self.asked: list[dict[str, Any]] = []
+
+    def __call__(self, params: dict[str, Any]) -> str:
+        self.asked.append(params)
+        return self.first if len(self.asked) == 1 else "reject_once"
+
+    def asked_for(self) -> list[str]:
+        return [p["toolCall"]["toolCallId"] for p in self.asked]
+
+
+def unconfined(command: str, call_id: str) -> ToolCallSpec:
+    return ToolCallSpec("terminal", {"command": command, "unconfined": True}, id=call_id)
+
+
+def sandboxed(command: str, call_id: str) -> ToolCallSpec:
+    return ToolCallSpec("terminal", {"command": command}, id=call_id)
+
+
+def turn(*calls: ToolCallSpec) -> list[Reply]:
+    return [Reply(tool_calls=list(calls)), Reply(text="Done.")]
+
+
+async def run_turns(client: AcpClient, project: Path, prompts: int) -> None:
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+    for i in range(prompts):
+        assert await client.prompt(sid, f"step {i}") == {"stopReason": "end_turn"}
+
+
+def git(*args: str, cwd: Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)

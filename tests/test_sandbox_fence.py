@@ -118,6 +118,25 @@ async def test_gits_config_hooks_and_info_cannot_be_changed_from_the_sandbox(rep
     assert "protected path" in (sandbox.explain_refusal(out) or ""), out
 
 
+async def test_a_command_has_no_capability_to_undo_the_mounts(repo: Path, home: Path) -> None:
+    # As root (a container, CI) bwrap kept every capability: with CAP_SYS_ADMIN a command
+    # unmounted the tmpfs hiding ~/.ssh and remounted .git/config writable.
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-42\n")
+    before = git_code(repo)
+    ws, _ = sandboxed(repo, home)
+    attack = (
+        f"umount {home / '.ssh'}; cat {home / '.ssh' / 'id_ed25519'}; "
+        f"mount -o remount,bind,rw {repo / '.git' / 'config'}; "
+        f"mount -o remount,rw {repo / '.git' / 'config'}; "
+        "echo '[core] fsmonitor = touch /tmp/pwned' >> .git/config; grep CapEff /proc/self/status"
+    )
+    _, out = await run(ws, attack, home)
+    assert "PRIVATE-KEY-42" not in out, out
+    assert git_code(repo) == before, out
+    assert "CapEff:\t0000000000000000" in out, out
+
+
 async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_too(
     repo: Path, home: Path
 ) -> None:

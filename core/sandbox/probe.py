@@ -74,8 +74,13 @@ def overlays_work(bwrap: str) -> bool:
 
 
 # Everything read-only, a private /dev and /proc, its own pid namespace so the whole tree
-# dies with bwrap, and bwrap dies with the agent.
+# dies with bwrap, and bwrap dies with the agent. No capabilities: bwrap keeps them all
+# when the agent runs as root (a container, CI), and with CAP_SYS_ADMIN a command could
+# unmount what hides a secret or remount a protected path writable. (A regular user's
+# bwrap drops them already; no_new_privs, which bwrap always sets, keeps an exec as root
+# from getting them back.)
 BASE_ARGS: tuple[str, ...] = (
+    "--cap-drop", "ALL",
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--tmpfs", "/dev/shm",

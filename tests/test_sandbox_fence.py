@@ -6,6 +6,7 @@ and a fork bomb or a disk fill ends inside the sandbox."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import os
 import shutil
@@ -161,6 +162,25 @@ async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_t
     assert sorted(p.name for p in (repo / ".husky").iterdir()) == ["pre-commit"]
     assert (repo / "team.gitconfig").read_text() == "[user]\n\tname = team\n"
     assert not (repo / "missing.gitconfig").exists()  # the empty mount point went with the command
+
+
+async def test_linked_worktree_and_submodule_state_cannot_be_planted_by_any_command(
+    repo: Path, home: Path
+) -> None:
+    # `git init` makes neither `.git/worktrees` nor `.git/modules`: both are empty read-only
+    # mount points, left in place between the session's commands (and gone with it).
+    assert not (repo / ".git" / "worktrees").exists() and not (repo / ".git" / "modules").exists()
+    ws, sandbox = sandboxed(repo, home)
+    for attempt in range(2):  # the second command finds the first one's empty folders
+        for name in ("worktrees", "modules"):
+            config = f".git/{name}/evil/config"
+            plant = f"mkdir -p .git/{name}/evil && echo '[core] fsmonitor = touch /tmp/pwned' > {config}"
+            code, out = await run(ws, plant, home)
+            assert code != 0 and "Read-only file system" in out, (attempt, name, out)
+            assert list((repo / ".git" / name).iterdir()) == [], (attempt, name)
+    del ws, sandbox
+    gc.collect()
+    assert not (repo / ".git" / "worktrees").exists() and not (repo / ".git" / "modules").exists()
 
 
 async def test_a_planted_commondir_is_moved_aside_when_the_command_ends(repo: Path, home: Path) -> None:

@@ -299,6 +299,7 @@ class Sandbox:
             if inside_changeable(path):
                 out.read_only.append(path)
         out.private = _private_temp_dirs([*changeable, *map(str, roots)])
+        private = [str(p) for p in out.private]
         # What stays visible (read-only) inside an emptied temp dir: the roots of a
         # read-only session, the home folder, and the agent's own installation (a checkout
         # or venv under /tmp: its interpreter runs the hooks and the user's tests), as
@@ -306,7 +307,7 @@ class Sandbox:
         out.kept = [
             path
             for path in (*roots, self.home, *self._own_code)
-            if any(path.is_relative_to(p) for p in out.private) and not inside_changeable(path)
+            if _inside_any(str(path), private) and not inside_changeable(path)
         ]
         exposed = [Path(p) for p in changeable] + list(out.kept)
         hidden_dirs, hidden_files = self._secrets(roots, _Emptied(out.private, exposed))
@@ -388,7 +389,7 @@ class Sandbox:
         hidden_dirs: list[Path] = []
         for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
             # Hiding a dir that holds a root would hide the workspace itself.
-            if not any(root == path or root.is_relative_to(path) for root in roots):
+            if not any(_inside_any(str(root), [str(path)]) for root in roots):
                 hidden_dirs.append(path)
         # (a tmpfs needs an existing mount point: what does not exist has nothing to hide)
         hidden_files = secrets.existing(Path("/"), tuple(str(f) for f in files), want_dir=False)
@@ -399,7 +400,8 @@ class Sandbox:
                 hidden_files = [f for f in hidden_files if f != Path(sock).resolve()]
         # A file inside a hidden dir is gone already (and bwrap cannot make its mount point
         # in that read-only tmpfs: a socket named in the environment may sit there).
-        hidden_files = [f for f in hidden_files if not any(f.is_relative_to(d) for d in hidden_dirs)]
+        dir_texts = [str(d) for d in hidden_dirs]
+        hidden_files = [f for f in hidden_files if not _inside_any(str(f), dir_texts)]
         hidden_dirs = [d for d in hidden_dirs if not emptied.hides(d)]
         hidden_files = [f for f in hidden_files if not emptied.hides(f)]
         return sorted(set(hidden_dirs)), sorted(set(hidden_files))
@@ -421,7 +423,7 @@ def _private_temp_dirs(kept: list[str]) -> list[Path]:
     out: list[Path] = []
     for raw in {*SHARED_TEMP_DIRS, tempfile.gettempdir()}:
         path = Path(os.path.realpath(raw))
-        if path.is_dir() and not any(path == Path(k) or path.is_relative_to(k) for k in kept):
+        if path.is_dir() and not _inside_any(str(path), kept):
             out.append(path)
     return sorted(set(out))
 

@@ -135,7 +135,24 @@ async def test_a_command_has_no_capability_to_undo_the_mounts(repo: Path, home: 
     _, out = await run(ws, attack, home)
     assert "PRIVATE-KEY-42" not in out, out
     assert git_code(repo) == before, out
-    assert "CapEff:\t0000000000000000" in out, out
+    effective = int(out.split("CapEff:")[1].split()[0], 16)
+    file_caps = 1 << 0 | 1 << 1 | 1 << 3  # CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER (root only)
+    assert effective & ~file_caps == 0, out
+
+
+async def test_a_root_agent_still_writes_in_a_workspace_another_user_owns(tmp_path: Path, home: Path) -> None:
+    # A dev container's agent runs as root on source bind-mounted from the host user.
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("v1\n")
+    owner = 4242 if os.geteuid() == 0 else os.geteuid()
+    for path in (project, project / "src", project / "src" / "app.py"):
+        os.chown(path, owner, owner)
+        path.chmod(0o644 if path.is_file() else 0o755)
+    ws, _ = sandboxed(project, home)
+    code, out = await run(ws, "echo v2 > src/app.py && mkdir build && touch build/out && rm -r build", home)
+    assert code == 0, out
+    assert (project / "src" / "app.py").read_text() == "v2\n"
 
 
 async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_too(

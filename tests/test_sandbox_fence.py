@@ -130,7 +130,9 @@ async def test_a_command_has_no_capability_to_undo_the_mounts(repo: Path, home: 
         f"umount {home / '.ssh'}; cat {home / '.ssh' / 'id_ed25519'}; "
         f"mount -o remount,bind,rw {repo / '.git' / 'config'}; "
         f"mount -o remount,rw {repo / '.git' / 'config'}; "
-        "echo '[core] fsmonitor = touch /tmp/pwned' >> .git/config; grep CapEff /proc/self/status"
+        "echo '[core] fsmonitor = touch /tmp/pwned' >> .git/config; grep CapEff /proc/self/status; "
+        # the same value written back: as root this needed no capability, only the file's mode
+        "cat /proc/sys/vm/swappiness > /proc/sys/vm/swappiness && echo SYSCTL-WRITTEN"
     )
     _, out = await run(ws, attack, home)
     assert "PRIVATE-KEY-42" not in out, out
@@ -138,6 +140,7 @@ async def test_a_command_has_no_capability_to_undo_the_mounts(repo: Path, home: 
     effective = int(out.split("CapEff:")[1].split()[0], 16)
     file_caps = 1 << 0 | 1 << 1 | 1 << 3  # CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER (root only)
     assert effective & ~file_caps == 0, out
+    assert "SYSCTL-WRITTEN" not in out, out
 
 
 async def test_a_root_agent_still_writes_in_a_workspace_another_user_owns(tmp_path: Path, home: Path) -> None:

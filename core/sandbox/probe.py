@@ -79,6 +79,7 @@ def overlays_work(bwrap: str) -> bool:
 # read-only bind stays read-only, a hidden path stays hidden. (Not CAP_DAC_READ_SEARCH:
 # `open_by_handle_at` opens a file by handle, past any mount.)
 ROOT_FILE_CAPS: tuple[str, ...] = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+_ROOT = os.geteuid() == 0
 
 # Everything read-only, a private /dev and /proc, its own pid namespace so the whole tree
 # dies with bwrap, and bwrap dies with the agent. No other capability: bwrap keeps them all
@@ -88,11 +89,14 @@ ROOT_FILE_CAPS: tuple[str, ...] = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER"
 # from getting them back.)
 BASE_ARGS: tuple[str, ...] = (
     "--cap-drop", "ALL",
-    *(part for cap in (ROOT_FILE_CAPS if os.geteuid() == 0 else ()) for part in ("--cap-add", cap)),
+    *(part for cap in (ROOT_FILE_CAPS if _ROOT else ()) for part in ("--cap-add", cap)),
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--tmpfs", "/dev/shm",
     "--proc", "/proc",
+    # Root may write the kernel's settings without any capability (`kernel.core_pattern =
+    # |/workspace/x` runs x as root, outside, at the next crash): read-only, as in Docker.
+    *(("--ro-bind", "/proc/sys", "/proc/sys") if _ROOT else ()),
     "--unshare-pid",
     "--die-with-parent",
 )  # fmt: skip

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import caches, limits, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
+from hermes_core.sandbox.emptied import Emptied, inside_any
 from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
@@ -307,10 +308,10 @@ class Sandbox:
         out.kept = [
             path
             for path in (*roots, self.home, *self._own_code)
-            if _inside_any(str(path), private) and not inside_changeable(path)
+            if inside_any(str(path), private) and not inside_changeable(path)
         ]
         exposed = [Path(p) for p in changeable] + list(out.kept)
-        hidden_dirs, hidden_files = self._secrets(roots, _Emptied(out.private, exposed))
+        hidden_dirs, hidden_files = self._secrets(roots, Emptied(out.private, exposed))
         out.hidden_dirs = hidden_dirs
         out.hidden_files += hidden_files
         agent = self.reachable_ssh_agent()
@@ -367,7 +368,7 @@ class Sandbox:
                 out.append(resolved)
         return out
 
-    def _secrets(self, roots: tuple[Path, ...], emptied: _Emptied) -> tuple[list[Path], list[Path]]:
+    def _secrets(self, roots: tuple[Path, ...], emptied: Emptied) -> tuple[list[Path], list[Path]]:
         """What to hide: the secrets that exist and are in view. One inside an emptied temp
         dir (and not in a root or kept path there) is gone already, so neither looked for
         in a busy /tmp nor mounted over."""
@@ -389,7 +390,7 @@ class Sandbox:
         hidden_dirs: list[Path] = []
         for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
             # Hiding a dir that holds a root would hide the workspace itself.
-            if not any(_inside_any(str(root), [str(path)]) for root in roots):
+            if not any(inside_any(str(root), [str(path)]) for root in roots):
                 hidden_dirs.append(path)
         # (a tmpfs needs an existing mount point: what does not exist has nothing to hide)
         hidden_files = secrets.existing(Path("/"), tuple(str(f) for f in files), want_dir=False)
@@ -401,7 +402,7 @@ class Sandbox:
         # A file inside a hidden dir is gone already (and bwrap cannot make its mount point
         # in that read-only tmpfs: a socket named in the environment may sit there).
         dir_texts = [str(d) for d in hidden_dirs]
-        hidden_files = [f for f in hidden_files if not _inside_any(str(f), dir_texts)]
+        hidden_files = [f for f in hidden_files if not inside_any(str(f), dir_texts)]
         hidden_dirs = [d for d in hidden_dirs if not emptied.hides(d)]
         hidden_files = [f for f in hidden_files if not emptied.hides(f)]
         return sorted(set(hidden_dirs)), sorted(set(hidden_files))
@@ -423,7 +424,7 @@ def _private_temp_dirs(kept: list[str]) -> list[Path]:
     out: list[Path] = []
     for raw in {*SHARED_TEMP_DIRS, tempfile.gettempdir()}:
         path = Path(os.path.realpath(raw))
-        if path.is_dir() and not _inside_any(str(path), kept):
+        if path.is_dir() and not inside_any(str(path), kept):
             out.append(path)
     return sorted(set(out))
 
@@ -448,7 +449,7 @@ def _ssh_agent_entry(name: str, is_dir: bool) -> bool:
     return is_dir and name.startswith("ssh-")
 
 
-def _ssh_agent_dirs(emptied: _Emptied) -> list[Path]:
+def _ssh_agent_dirs(emptied: Emptied) -> list[Path]:
     """`ssh-agent`'s default socket dirs (`/tmp/ssh-XXXX/agent.N`), started by hand."""
     folder = Path(tempfile.gettempdir())
     if emptied.hides_children(folder):
@@ -463,26 +464,3 @@ def check_line(settings: Settings) -> tuple[bool | None, str, str]:
     sandbox = Sandbox.from_settings(settings, WorkspaceScope(Path.cwd()))
     ok = {"sandboxed": True, "off": None, "unavailable": False}[sandbox.confinement]
     return ok, "sandbox", sandbox.describe()
-
-
-class _Emptied:
-    """What a launch's emptied temp dirs (`Mounts.private`) already hide: everything in
-    them but the paths mounted back there (`exposed`: roots, caches, kept paths)."""
-
-    def __init__(self, private: list[Path], exposed: list[Path]) -> None:
-        self.private = [str(p) for p in private]
-        self.exposed = [str(e) for e in exposed]
-        self._parents = {os.path.dirname(e) for e in self.exposed}
-
-    def hides(self, path: Path) -> bool:
-        text = str(path)
-        return _inside_any(text, self.private) and not _inside_any(text, self.exposed)
-
-    def hides_children(self, folder: Path) -> bool:
-        """Whether every entry of `folder` is hidden: then it need not be listed. (A child
-        is in view only through a path mounted back at the child itself or above it.)"""
-        return self.hides(folder) and str(folder) not in self._parents
-
-
-def _inside_any(path: str, folders: list[str]) -> bool:
-    return any(path == f or path.startswith(f.rstrip(os.sep) + os.sep) for f in folders)

@@ -198,9 +198,13 @@ async def test_linked_worktree_and_submodule_state_cannot_be_planted_by_any_comm
             code, out = await run(ws, plant, home)
             assert code != 0 and "Read-only file system" in out, (attempt, name, out)
             assert list((repo / ".git" / name).iterdir()) == [], (attempt, name)
-    del ws, sandbox
-    gc.collect()
-    assert not (repo / ".git" / "worktrees").exists() and not (repo / ".git" / "modules").exists()
+    del ws, sandbox  # the session ends (its last command's pipe callbacks may still hold it)
+
+    def gone() -> bool:
+        gc.collect()
+        return not (repo / ".git" / "worktrees").exists() and not (repo / ".git" / "modules").exists()
+
+    await until(gone, "the session's empty mount points to be removed with it")
 
 
 async def test_a_planted_commondir_is_moved_aside_when_the_command_ends(repo: Path, home: Path) -> None:

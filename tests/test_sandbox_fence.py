@@ -6,6 +6,7 @@ and a fork bomb or a disk fill ends inside the sandbox."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import hashlib
 import os
 import shutil
@@ -118,6 +119,45 @@ async def test_gits_config_hooks_and_info_cannot_be_changed_from_the_sandbox(rep
     assert "protected path" in (sandbox.explain_refusal(out) or ""), out
 
 
+async def test_a_command_has_no_capability_to_undo_the_mounts(repo: Path, home: Path) -> None:
+    # As root (a container, CI) bwrap kept every capability: with CAP_SYS_ADMIN a command
+    # unmounted the tmpfs hiding ~/.ssh and remounted .git/config writable.
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-42\n")
+    before = git_code(repo)
+    ws, _ = sandboxed(repo, home)
+    attack = (
+        f"umount {home / '.ssh'}; cat {home / '.ssh' / 'id_ed25519'}; "
+        f"mount -o remount,bind,rw {repo / '.git' / 'config'}; "
+        f"mount -o remount,rw {repo / '.git' / 'config'}; "
+        "echo '[core] fsmonitor = touch /tmp/pwned' >> .git/config; grep CapEff /proc/self/status; "
+        # the same value written back: as root this needed no capability, only the file's mode
+        "cat /proc/sys/vm/swappiness > /proc/sys/vm/swappiness && echo SYSCTL-WRITTEN"
+    )
+    _, out = await run(ws, attack, home)
+    assert "PRIVATE-KEY-42" not in out, out
+    assert git_code(repo) == before, out
+    effective = int(out.split("CapEff:")[1].split()[0], 16)
+    file_caps = 1 << 0 | 1 << 1 | 1 << 3  # CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER (root only)
+    assert effective & ~file_caps == 0, out
+    assert "SYSCTL-WRITTEN" not in out, out
+
+
+async def test_a_root_agent_still_writes_in_a_workspace_another_user_owns(tmp_path: Path, home: Path) -> None:
+    # A dev container's agent runs as root on source bind-mounted from the host user.
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text("v1\n")
+    owner = 4242 if os.geteuid() == 0 else os.geteuid()
+    for path in (project, project / "src", project / "src" / "app.py"):
+        os.chown(path, owner, owner)
+        path.chmod(0o644 if path.is_file() else 0o755)
+    ws, _ = sandboxed(project, home)
+    code, out = await run(ws, "echo v2 > src/app.py && mkdir build && touch build/out && rm -r build", home)
+    assert code == 0, out
+    assert (project / "src" / "app.py").read_text() == "v2\n"
+
+
 async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_too(
     repo: Path, home: Path
 ) -> None:
@@ -142,6 +182,29 @@ async def test_hooks_and_config_the_repositorys_config_points_to_are_read_only_t
     assert sorted(p.name for p in (repo / ".husky").iterdir()) == ["pre-commit"]
     assert (repo / "team.gitconfig").read_text() == "[user]\n\tname = team\n"
     assert not (repo / "missing.gitconfig").exists()  # the empty mount point went with the command
+
+
+async def test_linked_worktree_and_submodule_state_cannot_be_planted_by_any_command(
+    repo: Path, home: Path
+) -> None:
+    # `git init` makes neither `.git/worktrees` nor `.git/modules`: both are empty read-only
+    # mount points, left in place between the session's commands (and gone with it).
+    assert not (repo / ".git" / "worktrees").exists() and not (repo / ".git" / "modules").exists()
+    ws, sandbox = sandboxed(repo, home)
+    for attempt in range(2):  # the second command finds the first one's empty folders
+        for name in ("worktrees", "modules"):
+            config = f".git/{name}/evil/config"
+            plant = f"mkdir -p .git/{name}/evil && echo '[core] fsmonitor = touch /tmp/pwned' > {config}"
+            code, out = await run(ws, plant, home)
+            assert code != 0 and "Read-only file system" in out, (attempt, name, out)
+            assert list((repo / ".git" / name).iterdir()) == [], (attempt, name)
+    del ws, sandbox  # the session ends (its last command's pipe callbacks may still hold it)
+
+    def gone() -> bool:
+        gc.collect()
+        return not (repo / ".git" / "worktrees").exists() and not (repo / ".git" / "modules").exists()
+
+    await until(gone, "the session's empty mount points to be removed with it")
 
 
 async def test_a_planted_commondir_is_moved_aside_when_the_command_ends(repo: Path, home: Path) -> None:

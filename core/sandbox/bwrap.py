@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
+from hermes_core.sandbox.emptied import Emptied, inside_any
 from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
@@ -113,7 +114,8 @@ class Sandbox:
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._thread: limits.LaunchThread | None = None
         self._own_code = protected.own_code()
-        self._placeholders: set[Path] = set()
+        self._placeholders: set[Path] = set()  # removed after the session's last command
+        self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
@@ -289,7 +291,7 @@ class Sandbox:
                 for path in guard.placeholders:
                     if inside_changeable(path):
                         out.placeholders.append(path)
-                        self._remove_when_done(path)
+                        self._remove_when_done(path, per_command=path not in guard.inner_placeholders)
                 for path in guard.file_placeholders:
                     if inside_changeable(path):
                         out.hidden_files.append(path)  # an empty read-only file: git includes nothing
@@ -299,6 +301,7 @@ class Sandbox:
                 out.read_only.append(path)
         self._hide_git_credentials(out)
         out.private = _private_temp_dirs([*changeable, *map(str, roots)])
+        private = [str(p) for p in out.private]
         # What stays visible (read-only) inside an emptied temp dir: the roots of a
         # read-only session, the home folder, and the agent's own installation (a checkout
         # or venv under /tmp: its interpreter runs the hooks and the user's tests), as
@@ -306,9 +309,10 @@ class Sandbox:
         out.kept = [
             path
             for path in (*roots, self.home, *self._own_code)
-            if any(path.is_relative_to(p) for p in out.private) and not inside_changeable(path)
+            if inside_any(str(path), private) and not inside_changeable(path)
         ]
-        hidden_dirs, hidden_files = self._secrets(roots)
+        exposed = [Path(p) for p in changeable] + list(out.kept)
+        hidden_dirs, hidden_files = self._secrets(roots, Emptied(out.private, exposed))
         out.hidden_dirs = hidden_dirs
         out.hidden_files += hidden_files
         agent = self.reachable_ssh_agent()
@@ -339,12 +343,20 @@ class Sandbox:
             if aside is not None:
                 logger.warning("a sandboxed command planted %s/.git/commondir: moved to %s", root, aside)
 
-    def _remove_when_done(self, placeholder: Path) -> None:
+    def _remove_when_done(self, placeholder: Path, *, per_command: bool = True) -> None:
         """bwrap leaves the empty mount point behind on the host: removed with the session
-        (if still empty; a `git init` the user approved afterwards filled it)."""
-        if placeholder not in self._placeholders:
+        (if still empty; a `git init` the user approved afterwards filled it), and also after
+        each command when it would be seen (`per_command`: a `.git` where there was none, a
+        missing config file). An empty `modules` or `worktrees` inside an existing `.git`
+        (git ignores both when empty) stays until the session ends: removing and making it
+        again cost each command two directory changes in `.git`, which also invalidated the
+        cached listings of `.git` for the next launch."""
+        if placeholder in self._seen_placeholders:
+            return
+        self._seen_placeholders.add(placeholder)
+        if per_command:
             self._placeholders.add(placeholder)
-            weakref.finalize(self, _rmdir_quietly, str(placeholder))
+        weakref.finalize(self, _rmdir_quietly, str(placeholder))
 
     def _existing(self, raws: tuple[str, ...]) -> list[Path]:
         out = []
@@ -369,7 +381,10 @@ class Sandbox:
                     out.read_only.append(config)
                 out.substitutes[config] = copy
 
-    def _secrets(self, roots: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
+    def _secrets(self, roots: tuple[Path, ...], emptied: Emptied) -> tuple[list[Path], list[Path]]:
+        """What to hide: the secrets that exist and are in view. One inside an emptied temp
+        dir (and not in a root or kept path there) is gone already, so neither looked for
+        in a busy /tmp nor mounted over."""
         dirs, files = secrets.home_secrets(self.home)
         dirs += [p for p in self.hidden if p.is_dir()]
         runtime = os.environ.get("XDG_RUNTIME_DIR")
@@ -377,18 +392,18 @@ class Sandbox:
             dirs.append(Path(runtime))  # gpg-agent, the keyring, the session bus, ...
         # The same, where the editor's environment does not name it.
         dirs += [Path(f"/run/user/{os.getuid()}"), *map(Path, SOCKET_DIRS)]
-        dirs += _ssh_agent_dirs()
+        dirs += _ssh_agent_dirs(emptied)
         if not self.ssh_agent:
             sock = os.environ.get("SSH_AUTH_SOCK")
             if sock:
                 files.append(Path(sock))
         files += [Path(p) for p in HOST_SOCKETS]
         files += named_sockets(os.environ)
-        files += env_files(self.home, roots)
+        files += env_files(self.home, roots, skip=emptied.hides_children)
         hidden_dirs: list[Path] = []
         for path in secrets.existing(Path("/"), tuple(str(d) for d in dirs), want_dir=True):
             # Hiding a dir that holds a root would hide the workspace itself.
-            if not any(root == path or root.is_relative_to(path) for root in roots):
+            if not any(inside_any(str(root), [str(path)]) for root in roots):
                 hidden_dirs.append(path)
         # (a tmpfs needs an existing mount point: what does not exist has nothing to hide)
         hidden_files = secrets.existing(Path("/"), tuple(str(f) for f in files), want_dir=False)
@@ -399,7 +414,10 @@ class Sandbox:
                 hidden_files = [f for f in hidden_files if f != Path(sock).resolve()]
         # A file inside a hidden dir is gone already (and bwrap cannot make its mount point
         # in that read-only tmpfs: a socket named in the environment may sit there).
-        hidden_files = [f for f in hidden_files if not any(f.is_relative_to(d) for d in hidden_dirs)]
+        dir_texts = [str(d) for d in hidden_dirs]
+        hidden_files = [f for f in hidden_files if not inside_any(str(f), dir_texts)]
+        hidden_dirs = [d for d in hidden_dirs if not emptied.hides(d)]
+        hidden_files = [f for f in hidden_files if not emptied.hides(f)]
         return sorted(set(hidden_dirs)), sorted(set(hidden_files))
 
     def reachable_ssh_agent(self) -> Path | None:
@@ -419,7 +437,7 @@ def _private_temp_dirs(kept: list[str]) -> list[Path]:
     out: list[Path] = []
     for raw in {*SHARED_TEMP_DIRS, tempfile.gettempdir()}:
         path = Path(os.path.realpath(raw))
-        if path.is_dir() and not any(path == Path(k) or path.is_relative_to(k) for k in kept):
+        if path.is_dir() and not inside_any(str(path), kept):
             out.append(path)
     return sorted(set(out))
 
@@ -444,9 +462,11 @@ def _ssh_agent_entry(name: str, is_dir: bool) -> bool:
     return is_dir and name.startswith("ssh-")
 
 
-def _ssh_agent_dirs() -> list[Path]:
+def _ssh_agent_dirs(emptied: Emptied) -> list[Path]:
     """`ssh-agent`'s default socket dirs (`/tmp/ssh-XXXX/agent.N`), started by hand."""
     folder = Path(tempfile.gettempdir())
+    if emptied.hides_children(folder):
+        return []
     return [folder / name for name, _ in listing.entries_starting(str(folder), "ssh-", _ssh_agent_entry)]
 
 

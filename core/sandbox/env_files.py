@@ -4,6 +4,7 @@ one): in the home, in every folder above each root, and inside each root to a fe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from hermes_core.sandbox import listing, secrets
@@ -16,15 +17,19 @@ ENV_SCAN_SKIP = frozenset(
 )
 
 
-def env_files(home: Path, roots: tuple[Path, ...]) -> list[Path]:
+def env_files(
+    home: Path, roots: tuple[Path, ...], *, skip: Callable[[Path], bool] = lambda _: False
+) -> list[Path]:
     """`.env`-style files in the home, in every folder above each root and inside each
-    root (to `ENV_SCAN_DEPTH` levels)."""
+    root (to `ENV_SCAN_DEPTH` levels); not in a folder above a root that `skip` says is out
+    of view anyway (a shared /tmp the sandbox empties: large, and busy)."""
     found: list[Path] = []
     folders = {home}
     for root in roots:
         folders.update(root.parents)
     for folder in folders:
-        found += _env_files_in(folder)
+        if not skip(folder):
+            found += _env_files_in(folder)
     for root in roots:
         found += _env_files_below(root, ENV_SCAN_DEPTH)
     return found

@@ -73,13 +73,30 @@ def overlays_work(bwrap: str) -> bool:
         return done.returncode == 0 and os.path.exists(os.path.join(upper, "probe"))
 
 
+# What root keeps of its capabilities inside: only those over file ownership and modes,
+# so a root agent still works in a workspace owned by another user (a dev container's
+# bind-mounted source) and `tar` still restores owners. None of them gets past a mount: a
+# read-only bind stays read-only, a hidden path stays hidden. (Not CAP_DAC_READ_SEARCH:
+# `open_by_handle_at` opens a file by handle, past any mount.)
+ROOT_FILE_CAPS: tuple[str, ...] = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
+_ROOT = os.geteuid() == 0
+
 # Everything read-only, a private /dev and /proc, its own pid namespace so the whole tree
-# dies with bwrap, and bwrap dies with the agent.
+# dies with bwrap, and bwrap dies with the agent. No other capability: bwrap keeps them all
+# when the agent runs as root (a container, CI), and with CAP_SYS_ADMIN a command could
+# unmount what hides a secret or remount a protected path writable. (A regular user's
+# bwrap drops them already; no_new_privs, which bwrap always sets, keeps an exec as root
+# from getting them back.)
 BASE_ARGS: tuple[str, ...] = (
+    "--cap-drop", "ALL",
+    *(part for cap in (ROOT_FILE_CAPS if _ROOT else ()) for part in ("--cap-add", cap)),
     "--ro-bind", "/", "/",
     "--dev", "/dev",
     "--tmpfs", "/dev/shm",
     "--proc", "/proc",
+    # Root may write the kernel's settings without any capability (`kernel.core_pattern =
+    # |/workspace/x` runs x as root, outside, at the next crash): read-only, as in Docker.
+    *(("--ro-bind", "/proc/sys", "/proc/sys") if _ROOT else ()),
     "--unshare-pid",
     "--die-with-parent",
 )  # fmt: skip

@@ -93,6 +93,9 @@ class GitGuard:
     read_only: list[Path] = field(default_factory=list)
     placeholders: list[Path] = field(default_factory=list)
     file_placeholders: list[Path] = field(default_factory=list)  # missing included config files
+    # The placeholders inside an existing git dir (`modules`, `worktrees`, a missing `hooks`
+    # or `info`): empty, git ignores them, so their mount points may stay between commands.
+    inner_placeholders: list[Path] = field(default_factory=list)
 
 
 def git_guard(root: Path) -> GitGuard:
@@ -174,6 +177,7 @@ def _guard_gitdir(gitdir: Path, guard: GitGuard) -> None:
             guard.read_only.append(path)
         elif not path.exists():
             guard.placeholders.append(path)
+            guard.inner_placeholders.append(path)
     commondir = gitdir / "commondir"
     if commondir.is_file():
         guard.read_only.append(commondir)

@@ -17,8 +17,18 @@ from pathlib import Path
 import pytest
 
 from tests.support.acp_harness import connected, server_env
-from tests.support.fake_provider import FakeProvider, ToolCallSpec
-from tests.support.red_team import LOCAL, User, git, run_turns, sandboxed, turn, unconfined
+from tests.support.fake_provider import FakeProvider
+from tests.support.red_team import (
+    LOCAL,
+    User,
+    always_then_rewrite,
+    git,
+    offered_always,
+    run_turns,
+    sandboxed,
+    turn,
+    unconfined,
+)
 
 PLANT_FSMONITOR = """import sys
 with open("sub/.git/config", "a") as config:
@@ -59,21 +69,9 @@ async def test_always_for_make_outside_does_not_cover_what_its_recipe_runs(
     (project / "Makefile").write_text("all:\n\tsh scripts/build.sh\n")
     (project / "scripts").mkdir()
     (project / "scripts" / "build.sh").write_text("echo built\n")
-    fake.script(
-        [
-            *turn(unconfined("make", "first")),
-            *turn(
-                ToolCallSpec(
-                    "write_file", {"path": "scripts/build.sh", "content": f"touch {marker}\n"}, id="w"
-                ),
-                unconfined("make", "later"),
-            ),
-        ]
-    )
-    user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
-        await run_turns(client, project, 2)
-    assert "allow_always" not in {o["optionId"] for o in user.asked[0]["options"]}
+    env = server_env(home, fake)
+    user = await always_then_rewrite(fake, env, project, "make", "scripts/build.sh", f"touch {marker}\n")
+    assert not offered_always(user)
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
 
@@ -121,18 +119,7 @@ async def test_always_outside_does_not_cover_the_same_command_with_variables_set
     (project / "build.py").write_text("import helpers\nprint('built', helpers.VERSION)\n")
     command = "PYTHONPATH=lib python3 build.py"
     evil = f"open({str(marker)!r}, 'w').write('ran outside')\n"
-    fake.script(
-        [
-            *turn(unconfined(command, "first")),
-            *turn(
-                ToolCallSpec("write_file", {"path": "lib/helpers.py", "content": evil}, id="w"),
-                unconfined(command, "later"),
-            ),
-        ]
-    )
-    user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
-        await run_turns(client, project, 2)
+    user = await always_then_rewrite(fake, server_env(home, fake), project, command, "lib/helpers.py", evil)
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
 
@@ -161,18 +148,7 @@ async def test_always_for_a_script_run_by_its_path_covers_the_modules_beside_it(
     (project / "build.py").chmod(0o755)
     (project / "helpers.py").write_text("VERSION = 1\n")
     evil = f"open({str(marker)!r}, 'w').write('ran outside')\nVERSION = 2\n"
-    fake.script(
-        [
-            *turn(unconfined("./build.py", "first")),
-            *turn(
-                ToolCallSpec("write_file", {"path": "helpers.py", "content": evil}, id="w"),
-                unconfined("./build.py", "later"),
-            ),
-        ]
-    )
-    user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
-        await run_turns(client, project, 2)
+    user = await always_then_rewrite(fake, server_env(home, fake), project, "./build.py", "helpers.py", evil)
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
 
@@ -186,18 +162,8 @@ async def test_always_for_a_python_script_does_not_cover_a_package_that_shadows_
     (project / "build.py").write_text("import helpers\nprint('built', helpers.VERSION)\n")
     (project / "helpers.py").write_text("VERSION = 1\n")
     evil = f"open({str(marker)!r}, 'w').write('ran outside')\nVERSION = 2\n"
-    fake.script(
-        [
-            *turn(unconfined("python3 build.py", "first")),
-            *turn(
-                ToolCallSpec("write_file", {"path": "helpers/__init__.py", "content": evil}, id="w"),
-                unconfined("python3 build.py", "later"),
-            ),
-        ]
-    )
-    user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
-        await run_turns(client, project, 2)
+    env = server_env(home, fake)
+    user = await always_then_rewrite(fake, env, project, "python3 build.py", "helpers/__init__.py", evil)
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
 
@@ -250,19 +216,9 @@ async def test_too_many_modules_beside_a_script_to_pin_means_no_always(
     (project / "tools").mkdir()
     (project / "tools" / "pad.py").write_text("for i in range(201):\n    open(f'pad_{i}.py', 'w').close()\n")
     evil = f"open({str(marker)!r}, 'w').write('ran outside')\nVERSION = 2\n"
-    fake.script(
-        [
-            *turn(sandboxed("python3 tools/pad.py", "pad")),
-            *turn(unconfined("python3 build.py", "first")),
-            *turn(
-                ToolCallSpec("write_file", {"path": "helpers.py", "content": evil}, id="w"),
-                unconfined("python3 build.py", "later"),
-            ),
-        ]
-    )
-    user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
-        await run_turns(client, project, 3)
+    pad = turn(sandboxed("python3 tools/pad.py", "pad"))
+    env = server_env(home, fake)
+    user = await always_then_rewrite(fake, env, project, "python3 build.py", "helpers.py", evil, before=pad)
     assert len(list(project.glob("pad_*.py"))) == 201
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()
@@ -279,20 +235,10 @@ async def test_always_for_a_node_script_is_not_offered_over_the_workspaces_node_
     (package / "index.js").write_text("module.exports = (s) => ' ' + s;\n")
     (project / "build.js").write_text("console.log(require('leftpad')('built'));\n")
     evil = f"require('fs').writeFileSync({json.dumps(str(marker))}, 'x');\nmodule.exports = (s) => s;\n"
-    fake.script(
-        [
-            *turn(unconfined("node build.js", "first")),
-            *turn(
-                ToolCallSpec(
-                    "write_file", {"path": "node_modules/leftpad/index.js", "content": evil}, id="w"
-                ),
-                unconfined("node build.js", "later"),
-            ),
-        ]
+    env = server_env(home, fake)
+    user = await always_then_rewrite(
+        fake, env, project, "node build.js", "node_modules/leftpad/index.js", evil
     )
-    user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
-        await run_turns(client, project, 2)
-    assert "allow_always" not in {o["optionId"] for o in user.asked[0]["options"]}
+    assert not offered_always(user)
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()

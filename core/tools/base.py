@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -160,7 +159,7 @@ class Tool(ABC, Generic[Args]):
                     cls.args_model = named[0]
 
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, copy.deepcopy(_parameters(self.args_model)))
+        return ToolSpec(self.name, self.description, _parameters(self.args_model))  # frozen: a copy
 
     def parse(self, arguments: dict[str, Any]) -> Args:
         return self.args_model.model_validate(arguments)  # type: ignore[return-value]

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient
+from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, connected
 from tests.support.fake_provider import Reply, ToolCallSpec
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}
@@ -46,6 +46,32 @@ async def run_turns(client: AcpClient, project: Path, prompts: int) -> None:
     await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
     for i in range(prompts):
         assert await client.prompt(sid, f"step {i}") == {"stopReason": "end_turn"}
+
+
+async def always_then_rewrite(
+    fake: Any,
+    env: dict[str, str],
+    project: Path,
+    command: str,
+    path: str,
+    content: str,
+    *,
+    before: list[Reply] | None = None,
+) -> User:
+    """The user answers "always" for `command` outside the sandbox; in the next turn the
+    model rewrites `path` (unasked, in auto) and runs `command` outside again. `before`:
+    turns of the model's first. The user, to read what was asked."""
+    before = before or []
+    rewrite = ToolCallSpec("write_file", {"path": path, "content": content}, id="w")
+    fake.script([*before, *turn(unconfined(command, "first")), *turn(rewrite, unconfined(command, "later"))])
+    user = User()
+    async with connected(env, LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, len(before) // 2 + 2)
+    return user
+
+
+def offered_always(user: User) -> bool:
+    return "allow_always" in {o["optionId"] for o in user.asked[0]["options"]}
 
 
 def git(*args: str, cwd: Path) -> None:

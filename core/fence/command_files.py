@@ -34,7 +34,7 @@ from pathlib import Path
 
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
-from hermes_core.fence.gitignore import Repository
+from hermes_core.fence.gitignore import Repository, read_regular
 from hermes_core.shell.parse import CommandLine, Script, simple_commands
 from hermes_core.shell.programs import (
     ASSIGNMENT,
@@ -208,18 +208,10 @@ def _workspace_node_modules(script: Path, cwd: Path) -> bool:
 
 def _shebang_family(path: Path) -> str | None:
     """The interpreter family a script's `#!` line names (`#!/usr/bin/env python3`)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block
-    except OSError:
+    data = read_regular(str(path), 256)  # a FIFO must not block the approval
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        first = os.read(fd, 256).split(b"\n", 1)[0]
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    first = data.split(b"\n", 1)[0]
     if not first.startswith(b"#!"):
         return None
     words = first[2:].decode("utf-8", "replace").split()

@@ -20,9 +20,10 @@ import hashlib
 import os
 import re
 import shutil
-import stat
 import tempfile
 from pathlib import Path
+
+from hermes_core.fence.gitignore import read_regular
 
 MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials stay (rare)
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]+@")
@@ -53,18 +54,9 @@ def redacted(text: str) -> str:
 def redacted_copy(config: Path) -> Path | None:
     """A read-only copy of `config` without its credentials, or None when it holds none
     (or cannot be read: then there is nothing to copy either)."""
-    try:
-        fd = os.open(config, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block
-    except OSError:
+    data = read_regular(str(config), MAX_CONFIG_BYTES + 1)  # a FIFO must not block
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_CONFIG_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     if len(data) > MAX_CONFIG_BYTES:
         return None
     text = data.decode("utf-8", errors="surrogateescape")

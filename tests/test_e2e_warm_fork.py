@@ -20,6 +20,7 @@ from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, ServerProce
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.processes import pids_running, unique_seconds, wait_gone
 from tests.support.tool_turns import commands, tool_results
+from tests.support.waiting import until
 from tests.support.warm_servers import one_server, parent, served_by, servers, stop_servers
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}  # commands run by the agent, in its sandbox
@@ -153,6 +154,32 @@ async def test_sigterm_to_the_stub_ends_the_child(
         stub.process.send_signal(signal.SIGTERM)
         await wait_gone(child, "warm child")
         assert await stub.wait() == 0  # the child's own code after a SIGTERM shutdown
+
+
+async def test_a_stopped_server_is_waited_for_briefly_then_the_spawn_runs_cold_alone(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # A server that cannot answer (stopped here; stuck in general) must not hang every
+    # spawn. The stub gives up and serves itself; the child the server forks once it runs
+    # again finds the stub gone and ends without reading a byte of the editor's input.
+    env = warm_env(home, fake, runtime, HERMES_ACP_WARM_WAIT="0.3")
+    server = await warm_server(env, project)
+    log = Path(env["HERMES_ACP_HOME"]) / "warm-server.log"
+    forks_before = log.read_text().count("forked ")
+    os.kill(server, signal.SIGSTOP)
+    try:
+        async with editor(env, project) as (stub, client):
+            assert served_by(stub.process) is None  # cold
+            sid = (await client.new_session(project))["sessionId"]
+            os.kill(server, signal.SIGCONT)
+            await until(lambda: log.read_text().count("forked ") > forks_before, "the late fork")
+            late = int(log.read_text().rsplit("forked ", 1)[1].split()[0])
+            await wait_gone(late, "the late child")
+            fake.script([Reply(text="answered by the cold process")])
+            assert await client.prompt(sid, "still yours?") == {"stopReason": "end_turn"}
+            assert "answered by the cold process" in client.text(sid)
+    finally:
+        os.kill(server, signal.SIGCONT)
 
 
 async def test_a_child_that_dies_without_its_exit_code_fails_the_stub(

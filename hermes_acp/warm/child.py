@@ -18,7 +18,7 @@ import sys
 import threading
 from typing import Any, NoReturn
 
-from hermes_acp.warm.stub import REPLY
+from hermes_acp.warm.stub import GO, GONE, REPLY
 
 
 def become(
@@ -27,8 +27,7 @@ def become(
     code = 1
     try:
         _adopt(fds, header, closing)
-        connection.settimeout(None)
-        connection.sendall(REPLY.pack(b"P", os.getpid()))
+        _handshake(connection)
         threading.Thread(target=_watch, args=(connection,), name="hermes-acp-stub", daemon=True).start()
         atexit.register(_tell, connection, 0)  # run_stdio's own exits (cli._exit_now) pass here
         from hermes_acp.cli import run_stdio
@@ -43,6 +42,19 @@ def become(
     _tell(connection, code)
     sys.stderr.flush()
     os._exit(code)
+
+
+def _handshake(connection: socket.socket) -> None:
+    """Our pid to the stub, then its go. A stub that gave up waiting runs cold: its input
+    is not ours, so end without a word (stderr is its editor's)."""
+    try:
+        connection.settimeout(None)
+        connection.sendall(REPLY.pack(b"P", os.getpid()))
+        go = connection.recv(1)
+    except OSError:
+        go = b""
+    if go != GO:
+        os._exit(GONE)
 
 
 def _adopt(fds: list[int], header: dict[str, Any], closing: tuple[int, ...]) -> None:
@@ -65,7 +77,7 @@ def _adopt(fds: list[int], header: dict[str, Any], closing: tuple[int, ...]) -> 
 
 
 def _watch(connection: socket.socket) -> None:
-    """The stub sends nothing after its header: anything returned here is its end."""
+    """The stub sends nothing after its go: anything returned here is its end."""
     with contextlib.suppress(OSError):
         connection.recv(1)
     os.kill(os.getpid(), signal.SIGHUP)

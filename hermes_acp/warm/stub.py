@@ -8,7 +8,10 @@ signals to it and exits with its exit code. No server, or a server that says no 
 another key): None, and the caller runs cold.
 
 Wire (stream socket): stub -> `!I` length + header, with SCM_RIGHTS fds 0, 1, 2 and cwd;
-server -> `N` (no), or the child's `P` + `!i` pid, later `X` + `!i` exit code.
+server -> `N` (no), or the child's `P` + `!i` pid; stub -> `G` (go); child -> `X` + `!i`
+exit code. The child touches the input only after the `G`: a stub that gave up waiting
+(a server stopped or stuck) closes the socket instead and runs cold, and a child forked
+later sees the close and ends without reading a byte.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ if TYPE_CHECKING:
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 REPLY = struct.Struct("!ci")
+GO = b"G"
 GONE = 1  # the exit code when the child vanished without saying its own
+WAIT_SECONDS = 2.0  # for the child's pid; a server answers in milliseconds when it runs at all
 
 
 def hand_over(environ: Mapping[str, str]) -> int | None:
@@ -76,16 +81,27 @@ def _send_self(connection: socket.socket, environ: Mapping[str, str]) -> int | N
         return None
     try:
         fds = array.array("i", [0, 1, 2, cwd])
+        connection.settimeout(_wait_seconds(environ))
         connection.sendmsg(
             [struct.pack("!I", len(header)) + header], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
         )
         reply = _reply(connection)
-    except OSError:
+        if reply is None or reply[0] != b"P":
+            return None
+        connection.settimeout(None)
+        connection.sendall(GO)
+    except OSError:  # the timeout too: the socket closes unanswered, so no child will read
         return None
     finally:
         os.close(cwd)
-    # Nothing but a `P` means no child read a byte of our input: running cold is safe.
-    return reply[1] if reply is not None and reply[0] == b"P" else None
+    return reply[1]
+
+
+def _wait_seconds(environ: Mapping[str, str]) -> float:
+    try:
+        return max(0.01, float(environ.get("HERMES_ACP_WARM_WAIT", WAIT_SECONDS)))
+    except ValueError:
+        return WAIT_SECONDS
 
 
 def _stand_in(connection: socket.socket, child: int) -> int:

@@ -218,7 +218,7 @@ test("with no model configured the view offers to set Hermes up", async () => {
   const host = new TestHost(root, {
     command: path.resolve(__dirname, "..", "..", "..", "..", ".venv", "bin", "hermes-acp"),
     args: ["--stdio"],
-    env: { HOME: root, HERMES_ACP_HOME: path.join(root, ".hermes-acp"), OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", OPENROUTER_API_KEY: "", HERMES_ACP_API_KEY: "" },
+    env: { HOME: root, HERMES_ACP_HOME: path.join(root, ".hermes-acp"), HERMES_ACP_WARM: "0", OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", OPENROUTER_API_KEY: "", HERMES_ACP_API_KEY: "" },
     source: "test",
   });
   hosts.push(host);

@@ -21,13 +21,11 @@ a cache). What it does not: modules further away.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import hashlib
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,9 +326,6 @@ def _absolute(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw))))
 
 
-_PYCACHE_PREFIX: list[str] = []
-
-
 def unconfined_environment(hidden: Iterable[str] = ()) -> dict[str, str]:
     """What a command run outside the sandbox gets over the agent's environment.
 
@@ -342,11 +337,8 @@ def unconfined_environment(hidden: Iterable[str] = ()) -> dict[str, str]:
     approved the command, not handing it the agent's keys (`npm test` runs whatever
     package.json says by then)."""
     from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
+    from hermes_core.sandbox.own_folders import own_folder
 
-    if not _PYCACHE_PREFIX:
-        folder = tempfile.mkdtemp(prefix="hermes-pycache-")
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _PYCACHE_PREFIX.append(folder)
     env = {name: "" for name in os.environ if CREDENTIAL_ENV.fullmatch(name) or name in hidden}
-    env["PYTHONPYCACHEPREFIX"] = _PYCACHE_PREFIX[0]
+    env["PYTHONPYCACHEPREFIX"] = str(own_folder("hermes-pycache-"))
     return env

@@ -15,20 +15,18 @@ sees empty; each is named by its content's hash, so sessions share them.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
 from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox.own_folders import own_folder
 
 MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials stay (rare)
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]+@")
 _EXTRAHEADER = re.compile(r"(?im)^[ \t]*extraheader[ \t]*=.*$")
-_folder: list[Path] = []
 
 
 def is_git_config(path: Path | str) -> bool:
@@ -64,7 +62,7 @@ def redacted_copy(config: Path) -> Path | None:
     if clean == text:
         return None
     encoded = clean.encode("utf-8", errors="surrogateescape")
-    copy = _copies() / hashlib.sha256(encoded).hexdigest()[:32]
+    copy = own_folder("hermes-gitconfig-") / hashlib.sha256(encoded).hexdigest()[:32]
     if not copy.exists():
         fd, temporary = tempfile.mkstemp(dir=copy.parent)
         with os.fdopen(fd, "wb") as out:
@@ -72,11 +70,3 @@ def redacted_copy(config: Path) -> Path | None:
         os.chmod(temporary, 0o400)
         os.replace(temporary, copy)
     return copy
-
-
-def _copies() -> Path:
-    if not _folder:
-        folder = Path(tempfile.mkdtemp(prefix="hermes-gitconfig-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        _folder.append(folder)
-    return _folder[0]

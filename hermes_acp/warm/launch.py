@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sys
 import threading
 from collections.abc import Mapping
 
 import hermes_acp
-from hermes_acp.warm.place import enabled, key, open_dir, socket_dir
+from hermes_acp.warm.place import enabled, hold_lock, key, open_dir, socket_dir
 
 SERVE = "import sys; sys.path.insert(0, {path!r}); from hermes_acp.warm.serve import main; main()"
 
@@ -23,17 +22,12 @@ def start_server(environ: Mapping[str, str]) -> None:
     if dir_fd is None:  # not ours, or open to others: never served from
         return
     try:
-        lock = os.open(f"{key(environ)}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    except OSError:
-        return
+        lock = hold_lock(dir_fd, key(environ))
     finally:
         os.close(dir_fd)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    if lock is None:
         return  # held: a server is there (two cold spawns at once: the server's own lock decides)
-    finally:
-        os.close(lock)
+    os.close(lock)
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(hermes_acp.__file__)))
     null = os.devnull
     try:

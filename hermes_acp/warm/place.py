@@ -88,6 +88,23 @@ def open_dir(path: str, *, create: bool) -> int | None:
     return fd
 
 
+def hold_lock(dir_fd: int, name: str) -> int | None:
+    """A descriptor holding the lock of key `name` in the folder (one server per key lives
+    while it holds it); None when another process holds it, or it cannot be made."""
+    import fcntl  # not at the top: the stub never locks
+
+    try:
+        lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(lock)
+        return None
+    return lock
+
+
 def through(dir_fd: int, name: str) -> str:
     """`name` in the directory open as `dir_fd`, as a path short enough for a socket."""
     return f"/proc/self/fd/{dir_fd}/{name}"

@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from hermes_acp.warm import fingerprint
-from hermes_acp.warm.place import SERVERS_PER_USER, key, open_dir, socket_dir, through
+from hermes_acp.warm.place import SERVERS_PER_USER, hold_lock, key, open_dir, socket_dir, through
 from hermes_acp.warm.stub import REPLY
 
 IDLE_SECONDS = 600.0
@@ -57,10 +57,8 @@ def main() -> None:
     dir_fd = open_dir(socket_dir(environ), create=True)
     if dir_fd is None:
         return
-    lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    lock = hold_lock(dir_fd, name)
+    if lock is None:
         return  # another server of this key is starting or serving
     _log_fd = _open_log(environ)
     started = time.time_ns()

@@ -225,6 +225,7 @@ test("an approval asked while the view is hidden: a badge and a notification tha
   ]);
   await send("Run the echo");
   await f.chat.locator(".permission:not(.settled)").waitFor();
+  await f.shot("command-permission-card"); // the command shown whole, escaped, under its title
   await f.page.keyboard.press("Control+Shift+E"); // the Explorer takes the sidebar: the chat is hidden
   await f.page.locator(".explorer-folders-view, .explorer-viewlet").first().waitFor();
   const badge = f.page.locator('.activitybar .action-item:has(.action-label[aria-label^="Hermes"]) .badge-content');

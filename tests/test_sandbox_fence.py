@@ -292,9 +292,11 @@ async def test_caches_are_private_to_the_sandbox_and_the_users_stay_unchanged(
         path.write_text("original\n")
     before = snapshot(home)
     ws, _ = sandboxed(project, home)
-    rewrite = " && ".join(f"echo planted > {p}" for p in code_in_caches)
+    rewrite = "".join(f"echo planted > {p}\n" for p in code_in_caches)
     plant_pth = f"echo 'import os' > {home}/.cache/uv/archive-v0/abc/lib/python3.11/site-packages/evil.pth"
-    code, out = await run(ws, f"{rewrite} && {plant_pth}", home)
+    # A script of the workspace's (it may run any build tool): every cache is writable.
+    (project / "warm.sh").write_text(f"set -e\n{rewrite}{plant_pth}\n")
+    code, out = await run(ws, "sh warm.sh", home)
     assert code == 0, out  # the build tools' writes succeed ...
     code, out = await run(ws, f"cat {code_in_caches[0]}", home)
     assert out == "planted\n"  # ... and stay for the sandbox's next command

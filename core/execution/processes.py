@@ -81,7 +81,13 @@ async def start_local_command(
     if sandbox is not None:
         thread = sandbox.launch_thread()
         in_cgroup = await asyncio.wrap_future(thread.in_cgroup)
-        argv = sandbox.wrap(argv, cwd=directory.resolve(), in_cgroup=in_cgroup)
+        argv = sandbox.wrap(
+            argv,
+            cwd=directory.resolve(),
+            in_cgroup=in_cgroup,
+            command=command,
+            search_path=full_env.get("PATH"),
+        )
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)

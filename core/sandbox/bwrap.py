@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
+from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
 from hermes_core.sandbox.emptied import Emptied, inside_any
 from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import (
@@ -218,12 +219,30 @@ class Sandbox:
     # -- the launch ------------------------------------------------------------------
 
     def wrap(
-        self, argv: list[str], *, cwd: Path, new_session: bool = False, in_cgroup: bool = False
+        self,
+        argv: list[str],
+        *,
+        cwd: Path,
+        new_session: bool = False,
+        in_cgroup: bool = False,
+        command: str | None = None,
+        search_path: str | None = None,
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
-        `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in."""
+        `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in.
+        `command`: the bash command line `argv` runs, with its PATH (`search_path`): only the
+        caches its programs write get an overlay (`cache_needs`); None, all of them."""
         assert self.bwrap is not None
+        need: CacheNeed = ALL
+        if command is not None and self.mode == "workspace-write" and self.state is not None:
+            need = cache_need(
+                command,
+                cwd=cwd,
+                home=self.home,
+                search_path=search_path,
+                workspace=[*self.scope.roots, *self._existing(self.writable)],
+            )
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
         cgroup = self._pids_cgroup()
         prefix = cgroup.launcher() if cgroup is not None and not in_cgroup else []
@@ -231,7 +250,7 @@ class Sandbox:
             *prefix,
             *launch_argv(
                 self.bwrap,
-                self.mounts(),
+                self.mounts(need),
                 argv=limits.limited(argv, self.max_processes),
                 cwd=cwd,
                 tmp=self.temp_dir,
@@ -267,15 +286,20 @@ class Sandbox:
             )
         return self._cgroup
 
-    def mounts(self) -> Mounts:
-        """What the next command mounts, from the file system as it is now."""
+    def mounts(self, need: CacheNeed = ALL) -> Mounts:
+        """What the next command mounts, from the file system as it is now. `need`: the
+        caches that get an overlay (`cache_needs`); the others stay read-only."""
         roots = self.scope.roots
         out = Mounts()
+        read_only_caches: list[Path] = []
         if self.mode == "workspace-write":
             out.writable += roots
             out.writable += self._existing(self.writable)
             if self.state is not None and self.bwrap is not None and overlays_work(self.bwrap):
-                out.overlays = caches.overlays(self.caches, self.home, self.state)
+                every = caches.overlays(self.caches, self.home, self.state)
+                cache_mounts = caches.split(every, need, self.home, out.writable)
+                out.overlays, out.read_only_overlays = cache_mounts.writable, cache_mounts.read_only
+                read_only_caches = cache_mounts.bound
         changeable = [str(p) for p in (*out.writable, *(o.lower for o in out.overlays))]
 
         def inside_changeable(path: Path) -> bool:
@@ -296,6 +320,9 @@ class Sandbox:
                     if inside_changeable(path):
                         out.hidden_files.append(path)  # an empty read-only file: git includes nothing
                         self._remove_when_done(path)
+        # A cache left without its overlay inside a writable root (the home as a root):
+        # read-only, like everywhere else; first, so paths bound inside it still apply.
+        out.read_only[:0] = read_only_caches
         for path in (*self._own_code, *protected.home_protected(self.home)):
             if inside_changeable(path):
                 out.read_only.append(path)

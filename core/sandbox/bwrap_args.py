@@ -18,6 +18,8 @@ class Mounts:
 
     writable: list[Path] = field(default_factory=list)
     overlays: list[caches.Overlay] = field(default_factory=list)
+    # Caches a command does not write: their layers stacked, read-only.
+    read_only_overlays: list[caches.Overlay] = field(default_factory=list)
     pinned: list[Path] = field(default_factory=list)
     read_only: list[Path] = field(default_factory=list)
     # A read-only path bound from another file: a git config without its credentials.
@@ -75,6 +77,9 @@ def launch_argv(
             str(layer.lower),
         ]
         layers.append((layer.lower, overlay))
+    for layer in mounts.read_only_overlays:  # the last source is the top layer
+        stacked = ["--overlay-src", str(layer.lower), "--overlay-src", str(layer.upper)]
+        layers.append((layer.lower, [*stacked, "--ro-overlay", str(layer.lower)]))
     for path in mounts.private:  # before the roots and caches inside it, which stay as they are
         kept = [p for s in mounts.sockets if s.is_relative_to(path) for p in ("--bind", str(s), str(s))]
         layers.append((path, ["--tmpfs", str(path), *kept]))

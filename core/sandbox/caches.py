@@ -66,3 +66,57 @@ def _layer(raw: str, home: Path, state: Path) -> Overlay:
     tag = hashlib.sha256(str(lower).encode()).hexdigest()[:12]
     base = state / f"{lower.name.lstrip('.') or 'root'}-{tag}"
     return Overlay(lower, base / "upper", base / "work")
+
+
+@dataclass(slots=True)
+class CacheMounts:
+    """How one command sees the caches: `writable` ones as private overlays; `read_only`
+    ones as the sandbox's own view (the user's cache under the sandbox's layer), read-only:
+    no work dir to prepare and nothing to sync at unmount; `bound` ones (no layer of the
+    sandbox's yet) bound read-only where a writable root holds them."""
+
+    writable: list[Overlay]
+    read_only: list[Overlay]
+    bound: list[Path]
+
+
+def split(every: list[Overlay], need: frozenset[str] | None, home: Path, writable: list[Path]) -> CacheMounts:
+    """The caches a command writes (`need`: default caches by name, None for all; a cache
+    the user added counts for any command that writes one) keep a writable overlay; the
+    others are read-only, seen as later sandboxed commands see them. A cache holding a
+    writable place keeps its overlay (a read-only bind would cover that place)."""
+    if need is None:
+        return CacheMounts(every, [], [])
+    wanted = {expand(raw, home) for raw in need}
+    defaults = {expand(raw, home) for raw in DEFAULT_CACHES}
+    out = CacheMounts([], [], [])
+    for layer in every:
+        if layer.lower in wanted or (need and layer.lower not in defaults):
+            out.writable.append(layer)
+        elif _has_entries(layer.upper):
+            (out.writable if index_on() else out.read_only).append(layer)
+        elif not any(layer.lower.is_relative_to(w) for w in writable):
+            continue  # read-only already: the home's read-only view
+        elif any(w.is_relative_to(layer.lower) for w in writable):
+            out.writable.append(layer)
+        else:
+            out.bound.append(layer.lower)
+    return out
+
+
+def _has_entries(folder: Path) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return next(entries, None) is not None
+    except OSError:
+        return False
+
+
+@functools.cache
+def index_on() -> bool:
+    """Whether overlayfs's `index` feature is on: then a layer that another command's
+    overlay writes cannot be mounted as a read-only layer (EBUSY), so none is."""
+    try:
+        return Path("/sys/module/overlay/parameters/index").read_text().strip() == "Y"
+    except OSError:
+        return False

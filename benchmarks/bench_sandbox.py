@@ -1,16 +1,20 @@
 """The cost of the command sandbox per command, measured against unconfined runs in one run.
 
-Runs `true` through `LocalWorkspace.start_command` (start, wait, output, release: what the
-terminal tool does) with the sandbox off, on (workspace-write, network on), on with the
-network off and on without the cache overlays, and on as launched before the session's
-launch thread (forked on the event loop's thread, moved into the pids cgroup by a `sh`
-per command), interleaved so load on the machine hits all alike. The workspace is a git
-repository (its config, hooks and info bound read-only) in a home with the usual toolchain
-caches (each an overlay) and secrets (hidden), so every launch carries the full fence.
-The per-command cost is each variant's median and p90 minus the unconfined median and
-p90 of the same run; the ratio is of the medians. Then the same for everyday git work
-(`git add`, `commit`, `status`, `log`, `diff`, `branch`, `stash`). The load average is
-printed with the figures: on a shared machine they move with it.
+Runs three classes of command line through `LocalWorkspace.start_command` (start, wait,
+output, release: what the terminal tool does): a utility (`true`: no writable cache
+overlay), a known build program (`pip install -r requirements.txt`, a stand-in `pip`
+installed outside the workspace: `~/.cache`'s overlay only) and an unknown program (a
+workspace script, `./build.sh`: every overlay). Each with the sandbox off, on (network
+on), on with the network off, on with every overlay whatever the command (the launch
+before commands were told apart) and on without caches, all shuffled in one loop so load
+on the machine hits all alike. The workspace is a git repository (its config, hooks and
+info bound read-only) in a home with the usual toolchain caches, whose sandbox layers
+hold something (as after a build), and secrets (hidden), so every launch carries the full
+fence. The per-command cost is each variant's median and p90 minus the unconfined median
+and p90 of the same class; the ratio is of the medians. Then the same for everyday git
+work (`git add`, `commit`, `status`, `log`, `diff`, `branch`, `stash`; no hook installed:
+no writable overlay). The load average and `uptime` are printed with the figures: on a
+shared machine they move with it.
 
 With --landlock (needs `pip install --pre landlock`, not a dependency), also the
 alternative the README weighs: the same command confined by Landlock, applied in the
@@ -19,7 +23,8 @@ which runs a command line, would need).
 
 With --breakdown, where a launch's time goes, in one shuffled loop (started directly with
 `subprocess.run`, not through the agent): bare `bash -c true`; bwrap with only its base
-arguments; plus the fence's mounts without the cache overlays; plus the overlays (the full
+arguments; plus the fence's mounts without the cache overlays; the same with each cache
+seen read-only through its layers (what a utility gets); plus the overlays (the full
 launch where no pids cgroup is writable); the full launch moved into the session's pids
 cgroup by a `sh` before bwrap (what an editor's terminal gets); the full launch started
 from the session's thread that joined the cgroup once (what a local command gets); the
@@ -28,7 +33,8 @@ mounts down: what the agent waited for before it took bwrap's exit as the end); 
 Python side, building one launch (`Sandbox.wrap`).
 
 Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
-Exits non-zero when the sandbox adds 20 ms or more per command (median).
+Exits non-zero when the sandbox adds 20 ms or more (median) to the utility class (network
+on or off) or to the git work.
 """
 
 from __future__ import annotations
@@ -45,8 +51,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from hermes_core.sandbox import limits
+from hermes_core.sandbox import caches, limits
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.sandbox.bwrap_args import launch_argv
 from hermes_core.sandbox.probe import BASE_ARGS
@@ -77,32 +84,6 @@ async def one(workspace: LocalWorkspace, command: str, env: dict[str, str]) -> f
     return elapsed
 
 
-async def one_as_before(workspace: LocalWorkspace, command: str, env: dict[str, str]) -> float:
-    """`one` the way the agent launched before this round: asyncio's `subprocess_exec`, which
-    forks on the event loop's thread (and waits for the exit on a thread of its own), with
-    the `sh` before bwrap that moves each command into the session's pids cgroup."""
-    sandbox = workspace.sandbox
-    assert sandbox is not None
-    started = time.perf_counter()
-    project = workspace.scope.cwd
-    argv = sandbox.wrap(["/bin/bash", "-c", command], cwd=project.resolve())
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=project,
-        env=sandbox.environment({**os.environ, **env}),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    output, _ = await process.communicate()
-    sandbox.after_command()
-    elapsed = (time.perf_counter() - started) * 1000
-    if process.returncode != 0:
-        raise SystemExit(f"`{command}` failed in the benchmark (as before): {output.decode()}")
-    return elapsed
-
-
 def lay_out(base: Path) -> tuple[Path, Path]:
     """A home with caches and secrets, and a git repository in it as the workspace."""
     home = base / "home"
@@ -111,8 +92,14 @@ def lay_out(base: Path) -> tuple[Path, Path]:
     for secret in SECRETS:
         (home / secret).parent.mkdir(parents=True, exist_ok=True)
         (home / secret).write_text("secret\n")
+    tools = home / "tools"  # an installed tool, outside the workspace: a stand-in pip
+    tools.mkdir()
+    (tools / "pip").write_text("#!/bin/sh\nexit 0\n")
+    (tools / "pip").chmod(0o755)
     project = home / "project"
     project.mkdir()
+    (project / "build.sh").write_text("#!/bin/sh\nexit 0\n")  # the workspace's own script
+    (project / "build.sh").chmod(0o755)
     (project / "notes.txt").write_text("start\n")
     (project / ".env").write_text("TOKEN=x\n")
     (project / ".gitignore").write_text(".env\n")
@@ -122,7 +109,25 @@ def lay_out(base: Path) -> tuple[Path, Path]:
     return home, project
 
 
-async def measure(runs: int, command: str) -> dict[str, float]:
+class EveryOverlay(Sandbox):
+    """The launch as it was before commands were told apart: every cache's overlay,
+    whatever the command (what an editor's terminal and a hook still get)."""
+
+    def wrap(self, argv: list[str], **options: Any) -> list[str]:
+        options.pop("command", None)
+        return super().wrap(argv, **options)
+
+
+# The command classes measured (see the module's doc): the overlays each one gets.
+CLASSES = {
+    "utility": "true",  # no writable overlay
+    "build": "pip install -r requirements.txt",  # a stand-in pip on PATH: ~/.cache's overlay only
+    "unknown": "./build.sh",  # a workspace script: every overlay
+}
+
+
+async def measure(runs: int, commands: dict[str, str]) -> dict[str, float]:
+    """Added ms per command for each class and variant, all interleaved in one loop."""
     with tempfile.TemporaryDirectory() as folder:
         home, project = lay_out(Path(folder))
         scope = WorkspaceScope(project)
@@ -132,41 +137,45 @@ async def measure(runs: int, command: str) -> dict[str, float]:
             "unconfined": LocalWorkspace(scope, sandbox=Sandbox(scope, mode="off")),
             "sandboxed": LocalWorkspace(scope, sandbox=Sandbox(scope, **common)),  # type: ignore[arg-type]
             "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False, **common)),  # type: ignore[arg-type]
-            # sandbox_caches = []: what the caches' overlays cost (the caches are then read-only)
+            # Before this round: every overlay for every command.
+            "sandboxed_every_overlay": LocalWorkspace(scope, sandbox=EveryOverlay(scope, **common)),  # type: ignore[arg-type]
+            # sandbox_caches = []: no overlay at all (the caches are then read-only)
             "sandboxed_no_caches": LocalWorkspace(scope, sandbox=Sandbox(scope, caches=(), **common)),  # type: ignore[arg-type]
-            # The launch as it was before the session's launch thread (see `one_as_before`).
-            "sandboxed_as_before": LocalWorkspace(scope, sandbox=Sandbox(scope, **common)),  # type: ignore[arg-type]
         }
+        # As after some builds: each cache's layer holds something, so a command that does
+        # not write a cache sees it through a read-only overlay (a cache the sandbox never
+        # wrote is simply the user's, read-only: cheaper still).
+        for layer in caches.overlays(caches.DEFAULT_CACHES, home, state):
+            (layer.upper / "from-a-build").write_text("cached\n")
         env = {
             "HOME": str(home),
             "GIT_CONFIG_GLOBAL": "/dev/null",
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "PATH": f"{home / 'tools'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
         }
         for workspace in variants.values():
             sandbox = workspace.sandbox
             if sandbox is not None and sandbox.mode != "off" and sandbox.confinement != "sandboxed":
                 raise SystemExit(f"the sandbox cannot start here: {sandbox.availability.reason}")
-        runners = {name: one_as_before if name == "sandboxed_as_before" else one for name in variants}
-        for name, workspace in variants.items():
-            for _ in range(5):  # warm-up: page cache, the probe
-                await runners[name](workspace, command, env)
-        samples: dict[str, list[float]] = {name: [] for name in variants}
+        pairs = [(kind, name) for kind in commands for name in variants]
+        for kind, name in pairs:
+            for _ in range(3):  # warm-up: page cache, the probe
+                await one(variants[name], commands[kind], env)
+        samples: dict[tuple[str, str], list[float]] = {pair: [] for pair in pairs}
         for _ in range(runs):
-            for name, workspace in variants.items():
-                samples[name].append(await runners[name](workspace, command, env))
+            random.shuffle(pairs)
+            for kind, name in pairs:
+                samples[(kind, name)].append(await one(variants[name], commands[kind], env))
     out: dict[str, float] = {}
-    for name, values in samples.items():
-        out[f"{name}_ms"] = statistics.median(values)
-        out[f"{name}_p90_ms"] = p90(values)
-    for name, suffix in (
-        ("sandboxed", ""),
-        ("sandboxed_no_network", "_no_network"),
-        ("sandboxed_no_caches", "_no_caches"),
-        ("sandboxed_as_before", "_as_before"),
-    ):
-        out[f"added{suffix}_ms"] = out[f"{name}_ms"] - out["unconfined_ms"]
-        out[f"added{suffix}_p90_ms"] = out[f"{name}_p90_ms"] - out["unconfined_p90_ms"]
-    out["ratio"] = out["sandboxed_ms"] / out["unconfined_ms"]
+    for kind in commands:
+        base, base_p90 = statistics.median(samples[(kind, "unconfined")]), p90(samples[(kind, "unconfined")])
+        out[f"{kind}_unconfined_ms"] = base
+        for name in variants:
+            if name == "unconfined":
+                continue
+            suffix = name.removeprefix("sandboxed")
+            out[f"{kind}_added{suffix}_ms"] = statistics.median(samples[(kind, name)]) - base
+            out[f"{kind}_added{suffix}_p90_ms"] = p90(samples[(kind, name)]) - base_p90
+        out[f"{kind}_ratio"] = statistics.median(samples[(kind, "sandboxed")]) / base
     return out
 
 
@@ -193,12 +202,20 @@ def measure_breakdown(runs: int) -> dict[str, float]:
         no_cgroup = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
         mounts.overlays = []
         no_overlays = launch_argv(sandbox.bwrap, mounts, argv=capped, new_session=False, unset=[], **common)  # type: ignore[arg-type]
+        for layer in caches.overlays(caches.DEFAULT_CACHES, home, state):
+            (layer.upper / "from-a-build").write_text("cached\n")
+        utility = sandbox.mounts(frozenset())  # what a utility gets: each cache read-only, layered
+        read_only_caches = launch_argv(
+            sandbox.bwrap, utility, argv=capped, new_session=False, unset=[], **common
+        )  # type: ignore[arg-type]
         thread = sandbox.launch_thread()
         joined = thread.in_cgroup.result()
         steps = {
             "bare": shell,
             "bwrap_base": [sandbox.bwrap, *BASE_ARGS, "--", *shell],
             "fence_no_overlays_no_cgroup": no_overlays,
+            # The same with the caches as a utility sees them: six read-only overlays.
+            "fence_read_only_caches_no_cgroup": read_only_caches,
             # Where no pids cgroup is writable (a regular user, as a rule): no join at all.
             "full_no_cgroup": no_cgroup,
             # The same, until its output pipe closes (what the agent waited for before): bwrap's
@@ -277,7 +294,7 @@ def measure_landlock(runs: int) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=100, help="runs per class and variant")
     parser.add_argument("--git-runs", type=int, default=40, help="everyday git runs per variant")
     parser.add_argument("--landlock", action="store_true", help="also measure Landlock (see above)")
     parser.add_argument(
@@ -285,14 +302,15 @@ def main() -> int:
     )
     args = parser.parse_args()
     result: dict[str, float | str] = {"load_before": os.getloadavg()[0], "cores": float(os.cpu_count() or 0)}
-    result.update(asyncio.run(measure(args.runs, "true")))
-    git = asyncio.run(measure(args.git_runs, EVERYDAY_GIT))
-    result.update({f"git_{name}": value for name, value in git.items()})
+    result["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    result.update(asyncio.run(measure(args.runs, CLASSES)))
+    result.update(asyncio.run(measure(args.git_runs, {"git": EVERYDAY_GIT})))
     if args.landlock:
         result.update(measure_landlock(args.runs))
     if args.breakdown:
         result.update(measure_breakdown(args.runs))
-    worst = max(float(result["added_ms"]), float(result["added_no_network_ms"]))
+    held = ("utility_added_ms", "utility_added_no_network_ms", "git_added_ms", "git_added_no_network_ms")
+    worst = max(float(result[name]) for name in held)
     result["load_after"] = os.getloadavg()[0]
     result["target_added_ms"] = TARGET_ADDED_MS
     result["verdict"] = "ok" if worst < TARGET_ADDED_MS else "MISSED"

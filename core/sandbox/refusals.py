@@ -25,9 +25,17 @@ def explain_refusal(
                 "it runs outside it later (git's config, hooks or repository, the agent's own "
                 f"install, shell start-up files, tool installs) ({line.strip()[:200]})"
             )
-    for line in output.splitlines():
-        if "Read-only file system" in line:
-            return f"it tried to write outside the sandbox's writable places ({line.strip()[:200]})"
+    read_only = [line for line in output.splitlines() if "Read-only file system" in line]
+    if read_only:
+        caches = [str(o.lower) for o in mounts().overlays]
+        for line in read_only:
+            if any(f"{cache}/" in line for cache in caches):
+                return (
+                    "it wrote to a toolchain cache, which in the sandbox only that toolchain's own "
+                    "programs (pip, npm, cargo, go, ...) and scripts may write; a line of other "
+                    f"utilities sees the caches read-only ({line.strip()[:200]})"
+                )
+        return f"it tried to write outside the sandbox's writable places ({read_only[0].strip()[:200]})"
     hidden = [str(p) for p in mounts().hidden_dirs]
     for line in output.splitlines():
         if any(h in line for h in hidden) and _DENIED.search(line):

@@ -99,8 +99,9 @@ def cache_need(
     if programs is None:
         return ALL
     need: set[str] = set()
+    moves = any(program in ("cd", "pushd") for program, _ in programs)  # to another repository?
     for program, hooked in programs:
-        if hooked and _git_hooks(cwd, home):
+        if hooked and (moves or _git_hooks(cwd, home)):
             return ALL
         if _found_in(program, search_path, cwd, workspace):
             return ALL

@@ -303,6 +303,22 @@ async def test_caches_are_private_to_the_sandbox_and_the_users_stay_unchanged(
     assert snapshot(home) == before  # the user's own caches: byte for byte
 
 
+async def test_a_secret_the_sandboxs_layer_hides_does_not_break_a_utilitys_launch(
+    tmp_path: Path, home: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "build.sh").write_text("rm -rf ~/.cache/huggingface && mkdir ~/.cache/huggingface\n")
+    (home / ".cache" / "huggingface").mkdir()
+    ws, _ = sandboxed(project, home)
+    code, out = await run(ws, "sh build.sh", home)  # the folder made anew in the sandbox's layer
+    assert code == 0, out
+    (home / ".cache" / "huggingface" / "token").write_text("hf-secret\n")  # the user logs in
+    code, out = await run(ws, "echo started && ls ~/.cache; cat ~/.cache/huggingface/token", home)
+    assert out.startswith("started\nhuggingface"), out  # it starts (bwrap made its mount point)
+    assert "hf-secret" not in out, out  # and the secret stays hidden
+
+
 PYPROJECT = """[build-system]
 requires = []
 build-backend = "tiny_backend"

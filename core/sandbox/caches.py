@@ -104,6 +104,40 @@ def split(every: list[Overlay], need: frozenset[str] | None, home: Path, writabl
     return out
 
 
+def layer_covers(layer: Overlay, paths: list[Path]) -> bool:
+    """Whether the sandbox's layer hides one of `paths` inside the cache from the read-only
+    view (a whiteout, a folder made anew on its way): a mount point there would be missing."""
+    for path in paths:
+        if path == layer.lower or not path.is_relative_to(layer.lower):
+            continue
+        step = layer.upper
+        parts = path.relative_to(layer.lower).parts
+        for depth, part in enumerate(parts, 1):
+            step = step / part
+            try:
+                info = os.lstat(step)
+            except OSError:
+                break  # the layer holds nothing further on: the user's cache shows through
+            if stat.S_ISCHR(info.st_mode) and info.st_rdev == 0:
+                return True  # a whiteout: removed in the sandbox's view
+            if stat.S_ISDIR(info.st_mode):
+                if _opaque(step):
+                    return True  # made anew: the user's entries below do not show
+            elif depth < len(parts):
+                return True  # not a folder on the way
+    return False
+
+
+def _opaque(folder: Path) -> bool:
+    for name in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(folder, name, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            continue
+    return False
+
+
 def _has_entries(folder: Path) -> bool:
     try:
         with os.scandir(folder) as entries:

@@ -107,11 +107,13 @@ def split(every: list[Overlay], need: frozenset[str] | None, home: Path, writabl
 def layer_covers(layer: Overlay, paths: list[Path]) -> bool:
     """Whether the sandbox's layer hides one of `paths` inside the cache from the read-only
     view (a whiteout, a folder made anew on its way): a mount point there would be missing."""
+    prefix = f"{layer.lower}{os.sep}"
     for path in paths:
-        if path == layer.lower or not path.is_relative_to(layer.lower):
+        text = str(path)
+        if not text.startswith(prefix):
             continue
         step = layer.upper
-        parts = path.relative_to(layer.lower).parts
+        parts = text[len(prefix) :].split(os.sep)
         for depth, part in enumerate(parts, 1):
             step = step / part
             try:

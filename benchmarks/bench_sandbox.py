@@ -30,7 +30,8 @@ cgroup by a `sh` before bwrap (what an editor's terminal gets); the full launch 
 from the session's thread that joined the cgroup once (what a local command gets); the
 full launch until its output pipe closes (bwrap's pid 1 holds it while the kernel tears the
 mounts down: what the agent waited for before it took bwrap's exit as the end); and the
-Python side, building one launch (`Sandbox.wrap`).
+Python side, building one launch (`Sandbox.wrap`) for a local utility command (its line read
+for the caches it may write) and for an editor terminal (every overlay, no line read).
 
 Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
 Exits non-zero when the sandbox adds 20 ms or more (median) to the utility class (network
@@ -227,7 +228,8 @@ def measure_breakdown(runs: int) -> dict[str, float]:
             steps["full_from_cgroup_thread"] = no_cgroup  # a local command's launch
         env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         samples: dict[str, list[float]] = {name: [] for name in steps}
-        samples["python_wrap"] = []
+        samples["python_wrap"] = []  # a local utility command's launch: its line read too
+        samples["python_wrap_every_overlay"] = []  # an editor terminal's: no line to read
         order = list(steps)
 
         def timed(argv: list[str], *, until_eof: bool = False) -> float:
@@ -246,10 +248,11 @@ def measure_breakdown(runs: int) -> dict[str, float]:
                     samples[name].append(thread.submit(functools.partial(timed, argv)).result())
                 else:
                     samples[name].append(timed(argv, until_eof=name == "full_until_pipe_closes"))
-            started = time.perf_counter()
-            sandbox.wrap(shell, cwd=project)
-            samples["python_wrap"].append((time.perf_counter() - started) * 1000)
-            sandbox.after_command()
+            for name, line in (("python_wrap", "true"), ("python_wrap_every_overlay", None)):
+                started = time.perf_counter()
+                sandbox.wrap(shell, cwd=project, command=line, search_path=env["PATH"])
+                samples[name].append((time.perf_counter() - started) * 1000)
+                sandbox.after_command()
     return {f"breakdown_{name}_ms": statistics.median(values) for name, values in samples.items()}
 
 

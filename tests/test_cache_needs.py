@@ -57,6 +57,9 @@ def need(line: str, repo: Path, path: str | None = None) -> frozenset[str] | Non
         ("git st", EVERY),  # an alias: anything
         ("cd sub && git commit -m x", EVERY),  # another repository's hooks
         ("echo 'unclosed", EVERY),
+        ("PATH=./bin:$PATH ls", EVERY),  # which `ls` runs is the line's to say
+        ("export PATH=node_modules/.bin:$PATH && npm install", EVERY),
+        ("LD_PRELOAD=./hook.so cat x", EVERY),
     ],
 )
 def test_what_a_command_line_may_write(line: str, expected: frozenset[str] | None, repo: Path) -> None:

@@ -85,6 +85,8 @@ _GIT_PLAIN = _words(
 # repository has no hook to run. What talks to a remote (fetch, pull, push, clone: helpers,
 # credential caches) is not judged: every cache.
 _GIT_HOOKED = _words("commit merge checkout switch rebase cherry-pick revert am")
+# Variables that change which code a known name runs.
+_RELOCATING = ("PATH=", "LD_PRELOAD", "LD_LIBRARY_PATH", "BASH_ENV", "PYTHONPATH", "NODE_OPTIONS")
 # `git -c key=value`: keys that run nothing.
 _GIT_SAFE_KEYS = ("user.", "color.", "advice.", "core.quotepath", "init.defaultbranch", "safe.directory")
 
@@ -113,6 +115,8 @@ def cache_need(
 def _programs(command: str) -> tuple[tuple[str, bool], ...] | None:
     """(program, runs git hooks) for every program the line runs; None when one of them may
     write any cache (or the line cannot be read). Depends only on the text: cached."""
+    if any(name in command for name in _RELOCATING):
+        return None  # `PATH=./bin:$PATH npm …`: where a name is found is not the agent's PATH
     try:
         script = parse_command(command)
     except ShellSyntaxError:

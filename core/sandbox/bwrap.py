@@ -345,7 +345,7 @@ class Sandbox:
         agent = self.reachable_ssh_agent()
         if agent is not None:
             out.sockets.append(agent.resolve())
-        _unlayer_mount_points(out)
+        out.unlayer_mount_points()
         return out
 
     def after_command(self) -> None:
@@ -457,22 +457,6 @@ class Sandbox:
     def explain_refusal(self, output: str) -> str | None:
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
         return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)
-
-
-def _unlayer_mount_points(out: Mounts) -> None:
-    """A read-only overlay cannot take a mount point it does not show: a secret inside a
-    cache (`~/.cache/huggingface/token`) that the sandbox's layer covers (it removed that
-    folder once, before the file existed) would fail every launch. Such a cache is seen as
-    it is on the host instead: read-only all the same."""
-    inside = [*out.hidden_dirs, *out.hidden_files, *out.sockets, *out.read_only, *out.placeholders]
-    for layer in list(out.read_only_overlays):
-        if not caches.layer_covers(layer, inside):
-            continue
-        out.read_only_overlays.remove(layer)
-        if any(w.is_relative_to(layer.lower) for w in out.writable):
-            out.overlays.append(layer)  # writable inside it: as before, its own overlay
-        elif any(layer.lower.is_relative_to(w) for w in out.writable):
-            out.read_only.insert(0, layer.lower)
 
 
 def _private_temp_dirs(kept: list[str]) -> list[Path]:

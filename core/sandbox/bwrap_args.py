@@ -31,6 +31,21 @@ class Mounts:
     private: list[Path] = field(default_factory=list)  # shared temp dirs: empty and read-only
     kept: list[Path] = field(default_factory=list)  # read-only again inside a private dir
 
+    def unlayer_mount_points(self) -> None:
+        """A read-only overlay cannot take a mount point it does not show: a secret inside a
+        cache (`~/.cache/huggingface/token`) that the sandbox's layer covers (it removed that
+        folder once, before the file existed) would fail every launch. Such a cache is seen
+        as it is on the host instead: read-only all the same."""
+        inside = [*self.hidden_dirs, *self.hidden_files, *self.sockets, *self.read_only, *self.placeholders]
+        for layer in list(self.read_only_overlays):
+            if not caches.layer_covers(layer, inside):
+                continue
+            self.read_only_overlays.remove(layer)
+            if any(w.is_relative_to(layer.lower) for w in self.writable):
+                self.overlays.append(layer)  # writable inside it: as before, its own overlay
+            elif any(layer.lower.is_relative_to(w) for w in self.writable):
+                self.read_only.insert(0, layer.lower)
+
 
 def _outermost(paths: list[Path]) -> list[Path]:
     """Drop paths inside another one of the list: binding the outer one covers them."""

@@ -27,6 +27,9 @@ from hermes_core.sandbox.own_folders import own_folder
 MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials stay (rare)
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]+@")
 _EXTRAHEADER = re.compile(r"(?im)^[ \t]*extraheader[ \t]*=.*$")
+# Section names only git's config uses: a file with one reads as a git config whatever its
+# name (a link to `.git/config` by another name, a file `include.path` names).
+_GIT_SECTION = re.compile(r"(?im)^[ \t]*\[[ \t]*(remote|url|http|credential|includeIf|submodule)([ \t.]|\])")
 
 
 def is_git_config(path: Path | str) -> bool:
@@ -47,6 +50,16 @@ def redacted(text: str) -> str:
     """`text` with the user part of every URL and every `extraheader` value taken out."""
     text = _USERINFO.sub(r"\1", text)
     return _EXTRAHEADER.sub("\textraheader = (hidden by the sandbox)", text)
+
+
+def shown(text: str, *places: Path | str | None) -> str:
+    """`text` as the model may see it: `redacted` when one of `places` (the name as written,
+    where it was opened) is a git config or the text itself reads as one. By content too,
+    because a name can be swapped between the read and this check, and a workspace may
+    commit a link (`AGENTS.md -> .git/config`) that its readers follow."""
+    if any(place is not None and is_git_config(place) for place in places) or _GIT_SECTION.search(text):
+        return redacted(text)
+    return text
 
 
 def redacted_copy(config: Path) -> Path | None:

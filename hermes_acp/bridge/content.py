@@ -119,7 +119,10 @@ async def _linked(
         return TextPart(f"[Attached file {uri} was not read: it is a binary file]")
     except (WorkspaceError, OSError, UnicodeDecodeError) as exc:
         return TextPart(f"[Attached file {uri} could not be read: {exc}]")
-    text, lines = _select_lines(text, parsed.fragment)
+    from hermes_core.sandbox.git_credentials import shown
+
+    # `@.git/config` (or a link to it) shows what read_file would: no token in a remote's URL.
+    text, lines = _select_lines(shown(text, name, path), parsed.fragment)
     return TextPart(_wrapped(uri, text, max_bytes, lines))
 
 

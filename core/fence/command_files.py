@@ -33,6 +33,7 @@ from pathlib import Path
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository, read_regular
+from hermes_core.sandbox.protected import configured_code
 from hermes_core.shell.parse import CommandLine, Script, simple_commands
 from hermes_core.shell.programs import (
     ASSIGNMENT,
@@ -279,10 +280,19 @@ def _git_files(inv: Invocation, cwd: Path) -> list[Path] | None:
         return []
     git_dir = Path(repository.git_dir)
     common = Path(repository.common_dir)
-    files = [git_dir / "config", git_dir / "config.worktree", common / "config"]
-    hooks = common / "hooks"
-    with contextlib.suppress(OSError):
-        files += sorted(hooks.iterdir())
+    configs = [git_dir / "config", git_dir / "config.worktree", common / "config"]
+    files = list(configs)
+    hook_folders = [common / "hooks"]
+    # What the config points git at outside `.git`: `core.hooksPath = .githooks`, and the
+    # files `include.path` names (their `core.fsmonitor` runs as well as the config's own).
+    for key, target in configured_code(configs, Path(repository.top)):
+        if key == "hookspath":
+            hook_folders.append(target)
+        else:
+            files.append(target)
+    for hooks in hook_folders:
+        with contextlib.suppress(OSError):
+            files += sorted(hooks.iterdir())
     return files
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from hermes_core.events import ToolKind
-from hermes_core.fence.protected_paths import lexical, protected_reason
+from hermes_core.fence.protected_paths import GIT_REASON, lexical, protected_reason
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
@@ -32,11 +32,35 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
     # The agent's own home, where the sandbox knows it (it hides it from commands).
     homes = workspace.sandbox.hidden if workspace.sandbox is not None else ()
     own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
+    configured: list[tuple[str, Path]] | None = None
     for raw in tool.paths(args):
         resolved = scope.absolute(raw)
-        if why := protected_reason(lexical(raw, scope.cwd), resolved, own=own):
+        named = lexical(raw, scope.cwd)
+        if why := protected_reason(named, resolved, own=own):
             return scope.display(resolved), why
+        if configured is None:
+            configured = _configured_code(scope.roots)
+        for key, target in configured:
+            # A hook is a file directly in the hooks folder; an included config, the file.
+            if any(
+                p == target or (key == "hookspath" and p.parent == target) for p in (Path(named), resolved)
+            ):
+                return scope.display(resolved), GIT_REASON
     return None
+
+
+def _configured_code(roots: tuple[Path, ...]) -> list[tuple[str, Path]]:
+    """The hooks folders and included config files each root's repository config names
+    (`core.hooksPath = .githooks`, `include.path = ../tools/git.cfg`), by name and where
+    they lead: git runs what they hold or name outside the sandbox, which binds them
+    read-only; the file tools ask."""
+    from hermes_core.sandbox.protected import git_guard
+
+    found: list[tuple[str, Path]] = []
+    for root in roots:
+        for key, target in git_guard(root).configured:
+            found += [(key, target), (key, target.resolve())]
+    return found
 
 
 def confinement_of(tool: Tool[Any], workspace: Workspace) -> str | None:

@@ -1,0 +1,86 @@
+"""A fourth attack round, git: the repository's config can name code that lives in the
+work tree (`core.hooksPath = .githooks`, the common way to share hooks; `include.path =
+../tools/git.cfg` to share aliases and filters). The sandbox binds those read-only, but the
+file tools judged a path by its name alone, and the "always" for an unconfined git was
+bound to `.git/config` and `.git/hooks` only: in auto the model rewrote them unasked, and
+the user's next `git commit` (or the editor's own `git status`) ran the code outside.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.acp_harness import connected, server_env
+from tests.support.fake_provider import FakeProvider, ToolCallSpec
+from tests.support.red_team import LOCAL, User, git, run_turns, turn, unconfined
+
+FSMONITOR = '[core]\n\tfsmonitor = "touch {marker} #"\n'
+HOOK = "#!/bin/sh\ntouch {marker}\n"
+
+
+def configured_repository(project: Path) -> None:
+    git("init", "-q", cwd=project)
+    git("config", "core.hooksPath", ".githooks", cwd=project)
+    git("config", "include.path", "../tools/git.cfg", cwd=project)
+    (project / ".githooks").mkdir()
+    (project / ".githooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (project / "tools").mkdir()
+    (project / "tools" / "git.cfg").write_text("[alias]\n\tst = status\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "content"),
+    [
+        (".githooks/pre-commit", HOOK),
+        (".githooks/pre-push", HOOK),  # a hook that is not there yet
+        ("tools/git.cfg", FSMONITOR),
+    ],
+)
+async def test_writing_what_the_repositorys_config_names_asks_in_auto(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path, path: str, content: str
+) -> None:
+    configured_repository(project)
+    before = (project / path).read_text() if (project / path).exists() else None
+    text = content.format(marker=tmp_path / "escaped")
+    fake.script(turn(ToolCallSpec("write_file", {"path": path, "content": text}, id="w")))
+    user = User(first="reject_once")
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 1)
+    assert user.asked_for() == ["w"]
+    assert "git runs" in user.asked[0]["toolCall"]["title"], user.asked[0]["toolCall"]["title"]
+    after = (project / path).read_text() if (project / path).exists() else None
+    assert after == before
+
+
+async def test_always_for_git_outside_is_bound_to_the_hooks_folder_its_config_names(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # The user lets `git status` run outside the sandbox, always; later the included config
+    # gains a `core.fsmonitor` (a write the user let through once, not knowing): the next
+    # `git status` outside asks again instead of running it.
+    marker = tmp_path / "escaped"
+    configured_repository(project)
+    rewrite = ToolCallSpec(
+        "write_file", {"path": "tools/git.cfg", "content": FSMONITOR.format(marker=marker)}, id="w"
+    )
+    fake.script([*turn(unconfined("git status", "first")), *turn(rewrite, unconfined("git status", "later"))])
+    user = Answers("allow_always", "allow_once", "reject_once")
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 2)
+    assert user.asked_for() == ["first", "w", "later"]
+    assert not marker.exists()
+
+
+class Answers(User):
+    """Gives these answers in turn."""
+
+    def __init__(self, *answers: str) -> None:
+        super().__init__()
+        self.answers = list(answers)
+
+    def __call__(self, params: dict[str, Any]) -> str:
+        self.asked.append(params)
+        return self.answers.pop(0)

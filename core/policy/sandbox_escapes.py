@@ -38,6 +38,8 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
         named = lexical(raw, scope.cwd)
         if why := protected_reason(named, resolved, own=own):
             return scope.display(resolved), why
+        if any(p == code or p.is_relative_to(code) for p in (Path(named), resolved) for code in _own_code()):
+            return scope.display(resolved), INSTALL_REASON
         if configured is None:
             configured = _configured_code(scope.roots)
         for key, target in configured:
@@ -47,6 +49,18 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
             ):
                 return scope.display(resolved), GIT_REASON
     return None
+
+
+INSTALL_REASON = "it is hermes-acp's own installation, which runs outside the sandbox at its next start"
+
+
+def _own_code() -> list[Path]:
+    """The agent's interpreter prefix, site-packages and entry script: the sandbox binds
+    them read-only, even inside the workspace (the README's install puts `.venv` there); a
+    `.pth` or a rewritten entry script would run unconfined at the next start."""
+    from hermes_core.sandbox.protected import own_code
+
+    return own_code()
 
 
 def _configured_code(roots: tuple[Path, ...]) -> list[tuple[str, Path]]:

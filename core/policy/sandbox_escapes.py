@@ -40,6 +40,8 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
             return scope.display(resolved), why
         if any(p == code or p.is_relative_to(code) for p in (Path(named), resolved) for code in _own_code()):
             return scope.display(resolved), INSTALL_REASON
+        if _in_home_protected(Path(named), resolved):
+            return scope.display(resolved), HOME_REASON
         if configured is None:
             configured = _configured_code(scope.roots)
         for key, target in configured:
@@ -61,6 +63,27 @@ def _own_code() -> list[Path]:
     from hermes_core.sandbox.protected import own_code
 
     return own_code()
+
+
+HOME_REASON = (
+    "it runs outside the sandbox at your next login, shell or build (a start-up file or tool install)"
+)
+
+
+def _in_home_protected(*paths: Path) -> bool:
+    """Whether a path is one the sandbox keeps read-only in the home folder
+    (`protected.HOME_PROTECTED`: `.config/autostart`, `.config/systemd`, `~/.local/bin`,
+    `~/.cargo/bin`, `.vimrc`...), when a root holds the home: the file tools ask the same."""
+    from hermes_core.sandbox.protected import HOME_PROTECTED
+
+    homes = {Path.home(), Path.home().resolve()}
+    for path in paths:
+        for home in homes:
+            if path.is_relative_to(home):
+                relative = path.relative_to(home).as_posix()
+                if any(relative == p or relative.startswith(p + "/") for p in HOME_PROTECTED):
+                    return True
+    return False
 
 
 def _configured_code(roots: tuple[Path, ...]) -> list[tuple[str, Path]]:

@@ -70,14 +70,21 @@ async def test_an_instruction_file_linked_to_the_git_config_does_not_hand_over_i
 ) -> None:
     # A cloned repository commits `AGENTS.md -> .git/config`: the link stays inside the
     # repository, so it is followed, and the clone's token went into every system prompt.
-    # The user's own `@.git/config` mention is shown as read_file shows it too.
+    # The user's own `@.git/config` mention, linked or embedded by the editor, is shown as
+    # read_file shows it too.
     repository_with_credentials(project)
     (project / "AGENTS.md").symlink_to(".git/config")
     fake.script(turn())
-    mention = {"type": "resource_link", "uri": (project / ".git" / "config").as_uri(), "name": "config"}
+    uri = (project / ".git" / "config").as_uri()
+    mention = {"type": "resource_link", "uri": uri, "name": "config"}
+    # Zed embeds a mentioned file's text itself (embeddedContext): the same text arrives.
+    embedded = {
+        "type": "resource",
+        "resource": {"uri": uri, "text": (project / ".git" / "config").read_text()},
+    }
     async with connected(server_env(home, fake), LOCAL) as (_, client):
         sid = await client.session_in_mode(project, "auto")
-        prompt = [{"type": "text", "text": "where does this push?"}, mention]
+        prompt = [{"type": "text", "text": "where does this push?"}, mention, embedded]
         assert await client.prompt(sid, prompt) == {"stopReason": "end_turn"}
     sent = everything_sent(fake)
     assert "github.com/o/r.git" in sent

@@ -147,7 +147,11 @@ def _embedded(resource: dict[str, Any], *, accepts_images: bool, max_bytes: int)
     uri = _required(resource, "uri")
     mime = resource.get("mimeType") or ""
     if "text" in resource:
-        return TextPart(_wrapped(uri, _required(resource, "text"), max_bytes))
+        from hermes_core.sandbox.git_credentials import shown
+
+        # An editor embeds what `@.git/config` (or a link to it) holds: shown as read_file shows it.
+        path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else None
+        return TextPart(_wrapped(uri, shown(_required(resource, "text"), path), max_bytes))
     blob = _required(resource, "blob")
     size = _decoded_size(blob)
     if mime.startswith("image/"):

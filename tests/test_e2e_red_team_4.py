@@ -131,3 +131,27 @@ async def test_always_outside_the_sandbox_does_not_stretch_to_a_secret(
     assert user.asked_for() == ["first", "later"]
     assert leaked(everything_sent(fake)) == [] and KEY not in everything_sent(fake)
     assert not (project / "copy.md").exists() or KEY not in (project / "copy.md").read_text()
+
+
+SMTP_PASSWORD = "smtp-hunter2-0123"
+GITHUB_TOKEN = "ghp_configtoken9876543210"
+
+
+async def test_git_config_values_named_for_a_secret_stay_hidden(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Only URLs' user parts and `extraheader` were taken out: `git send-email`'s
+    # `sendemail.smtpPass` and the `github.token` older tools keep reached a sandboxed
+    # `cat` and read_file as they are.
+    git("init", "-q", cwd=project)
+    git("config", "sendemail.smtpPass", SMTP_PASSWORD, cwd=project)
+    git("config", "github.token", GITHUB_TOKEN, cwd=project)
+    probe = "cat .git/config; git config --list; git status --short && echo git-works"
+    fake.script(
+        turn(sandboxed(probe, "probe"), ToolCallSpec("read_file", {"path": ".git/config"}, id="read"))
+    )
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        await run_turns(client, project, 1)
+    results = "\n".join(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
+    assert "git-works" in results and "smtppass" in results.lower(), results
+    assert SMTP_PASSWORD not in results and GITHUB_TOKEN not in results, results

@@ -75,6 +75,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.fence.ripgrep",  # the port's listing and search
             "hermes_core.execution.jobs",
             "hermes_core.command_rules",
+            "hermes_core.fence.named_paths",
             "hermes_core.fence.command_files",
             "hermes_core.fence.protected_paths",
         ),

@@ -33,6 +33,8 @@ from pathlib import Path
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository, read_regular
+from hermes_core.fence.named_paths import names_beyond_workspace
+from hermes_core.sandbox.protected import configured_code
 from hermes_core.shell.parse import CommandLine, Script, simple_commands
 from hermes_core.shell.programs import (
     ASSIGNMENT,
@@ -97,13 +99,17 @@ class Binding:
         return f"while {shown} {verb} unchanged ({self.digest[:12]})"
 
 
-def binding(command: str | CommandLine, cwd: Path) -> Binding | None:
+def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ()) -> Binding | None:
     """The files of the workspace `command` runs and their content now, or None when what
-    it runs cannot be pinned down (then no "always" is offered)."""
+    it runs cannot be pinned down (then no "always" is offered), or when, given the
+    workspace's `roots`, it names a file elsewhere, a secret or a git config
+    (`named_paths`: outside the sandbox nothing is hidden)."""
     try:
         script = CommandLine.of(command).parsed()
     except ShellSyntaxError:
         return None
+    if roots and names_beyond_workspace(script, cwd, roots):
+        return None  # `cat ~/.ssh/id_ed25519` under an "always" given for `cat README.md`
     if _sets_variables(script):
         return None  # `GIT_DIR=x git status`, `PYTHONPATH=lib python3 build.py`: not what was bound
     invocations = list(all_invocations(script))
@@ -279,10 +285,19 @@ def _git_files(inv: Invocation, cwd: Path) -> list[Path] | None:
         return []
     git_dir = Path(repository.git_dir)
     common = Path(repository.common_dir)
-    files = [git_dir / "config", git_dir / "config.worktree", common / "config"]
-    hooks = common / "hooks"
-    with contextlib.suppress(OSError):
-        files += sorted(hooks.iterdir())
+    configs = [git_dir / "config", git_dir / "config.worktree", common / "config"]
+    files = list(configs)
+    hook_folders = [common / "hooks"]
+    # What the config points git at outside `.git`: `core.hooksPath = .githooks`, and the
+    # files `include.path` names (their `core.fsmonitor` runs as well as the config's own).
+    for key, target in configured_code(configs, Path(repository.top)):
+        if key == "hookspath":
+            hook_folders.append(target)
+        else:
+            files.append(target)
+    for hooks in hook_folders:
+        with contextlib.suppress(OSError):
+            files += sorted(hooks.iterdir())
     return files
 
 

@@ -258,7 +258,8 @@ class ApprovalPolicy:
             # loaded at the first command: see scope_key
             from hermes_core.fence.command_files import binding, workspace_programs
 
-            pinned = binding(facts.command, workspace.scope.cwd) if facts.command is not None else None
+            scope = workspace.scope
+            pinned = binding(facts.command, scope.cwd, scope.roots) if facts.command is not None else None
             if facts.command is not None and (
                 theirs := workspace_programs(facts.command, workspace.scope.cwd)
             ):
@@ -328,11 +329,13 @@ class ApprovalPolicy:
         if rule or asks_why:
             return ask
         if outside:
-            if key in self.memory.allowed:
+            if key in self.memory.allowed and always_offered:
                 return PolicyVerdict("run", None, "allowed always outside the workspace", allow_outside=True)
             return ask
         if leaves_sandbox:
-            if key in self.memory.allowed:
+            # A command no "always" could be offered for is covered by none given earlier
+            # to its scope (`cat ~/.ssh/id_ed25519` after "always" for `cat README.md`).
+            if key in self.memory.allowed and always_offered:
                 return PolicyVerdict("run", None, "allowed always outside the sandbox", allow_outside=True)
             return ask
         if ruled is not None and ruled.action == "ask":  # in every mode

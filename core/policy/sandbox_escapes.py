@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from hermes_core.events import ToolKind
-from hermes_core.fence.protected_paths import lexical, protected_reason
+from hermes_core.fence.protected_paths import GIT_REASON, lexical, protected_reason
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
@@ -32,11 +32,72 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
     # The agent's own home, where the sandbox knows it (it hides it from commands).
     homes = workspace.sandbox.hidden if workspace.sandbox is not None else ()
     own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
+    configured: list[tuple[str, Path]] | None = None
     for raw in tool.paths(args):
         resolved = scope.absolute(raw)
-        if why := protected_reason(lexical(raw, scope.cwd), resolved, own=own):
+        named = lexical(raw, scope.cwd)
+        if why := protected_reason(named, resolved, own=own):
             return scope.display(resolved), why
+        if any(p == code or p.is_relative_to(code) for p in (Path(named), resolved) for code in _own_code()):
+            return scope.display(resolved), INSTALL_REASON
+        if _in_home_protected(Path(named), resolved):
+            return scope.display(resolved), HOME_REASON
+        if configured is None:
+            configured = _configured_code(scope.roots)
+        for key, target in configured:
+            # A hook is a file directly in the hooks folder; an included config, the file.
+            if any(
+                p == target or (key == "hookspath" and p.parent == target) for p in (Path(named), resolved)
+            ):
+                return scope.display(resolved), GIT_REASON
     return None
+
+
+INSTALL_REASON = "it is hermes-acp's own installation, which runs outside the sandbox at its next start"
+
+
+def _own_code() -> list[Path]:
+    """The agent's interpreter prefix, site-packages and entry script: the sandbox binds
+    them read-only, even inside the workspace (the README's install puts `.venv` there); a
+    `.pth` or a rewritten entry script would run unconfined at the next start."""
+    from hermes_core.sandbox.protected import own_code
+
+    return own_code()
+
+
+HOME_REASON = (
+    "it runs outside the sandbox at your next login, shell or build (a start-up file or tool install)"
+)
+
+
+def _in_home_protected(*paths: Path) -> bool:
+    """Whether a path is one the sandbox keeps read-only in the home folder
+    (`protected.HOME_PROTECTED`: `.config/autostart`, `.config/systemd`, `~/.local/bin`,
+    `~/.cargo/bin`, `.vimrc`...), when a root holds the home: the file tools ask the same."""
+    from hermes_core.sandbox.protected import HOME_PROTECTED
+
+    homes = {Path.home(), Path.home().resolve()}
+    for path in paths:
+        for home in homes:
+            if path.is_relative_to(home):
+                relative = path.relative_to(home).as_posix()
+                if any(relative == p or relative.startswith(p + "/") for p in HOME_PROTECTED):
+                    return True
+    return False
+
+
+def _configured_code(roots: tuple[Path, ...]) -> list[tuple[str, Path]]:
+    """The hooks folders and included config files each root's repository config names
+    (`core.hooksPath = .githooks`, `include.path = ../tools/git.cfg`), by name and where
+    they lead: git runs what they hold or name outside the sandbox, which binds them
+    read-only; the file tools ask."""
+    from hermes_core.sandbox.protected import git_guard
+
+    found: list[tuple[str, Path]] = []
+    for root in roots:
+        for key, target in git_guard(root).configured:
+            found += [(key, target), (key, target.resolve())]
+    return found
 
 
 def confinement_of(tool: Tool[Any], workspace: Workspace) -> str | None:

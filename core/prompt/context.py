@@ -76,10 +76,13 @@ def read_context_file(path: Path, limit: int = CONTEXT_FILE_MAX_BYTES, *, root: 
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
         data = handle.read(limit + 1)
+    from hermes_core.sandbox.git_credentials import shown
+
+    # A committed `AGENTS.md -> .git/config` stays inside, so it is read: without its tokens.
     if len(data) <= limit:
-        return data.decode("utf-8", errors="replace").strip()
+        return shown(data.decode("utf-8", errors="replace").strip())
     # "ignore" drops a multi-byte character the cut split in half.
-    text = data[:limit].decode("utf-8", errors="ignore").rstrip()
+    text = shown(data[:limit].decode("utf-8", errors="ignore").rstrip())
     return f"{text}\n\n[Truncated: showing the first {limit} of {size} bytes of {path}.]"
 
 

@@ -181,4 +181,6 @@ def _read(path: Path, root: Path) -> str:
         raise SkillError(f"it is larger than {MAX_SKILL_BYTES:,} bytes") from None
     except WorkspaceError as exc:
         raise SkillError(str(exc)) from None
-    return data.decode("utf-8")
+    from hermes_core.sandbox.git_credentials import shown
+
+    return shown(data.decode("utf-8"))  # a skill may be a link to `.git/config`, inside

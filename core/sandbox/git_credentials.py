@@ -27,6 +27,12 @@ from hermes_core.sandbox.own_folders import own_folder
 MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials stay (rare)
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s\"'@]+@")
 _EXTRAHEADER = re.compile(r"(?im)^[ \t]*extraheader[ \t]*=.*$")
+# Keys whose value is a secret by their name: `sendemail.smtpPass`, `github.token`,
+# `hub.oauthtoken`, `gitlab.token`, a tool's `apiSecret`.
+_SECRET_KEY = re.compile(r"(?im)^([ \t]*[a-z0-9-]*(?:pass|passwd|password|token|secret)[ \t]*=).*$")
+# Section names only git's config uses: a file with one reads as a git config whatever its
+# name (a link to `.git/config` by another name, a file `include.path` names).
+_GIT_SECTION = re.compile(r"(?im)^[ \t]*\[[ \t]*(remote|url|http|credential|includeIf|submodule)([ \t.]|\])")
 
 
 def is_git_config(path: Path | str) -> bool:
@@ -44,9 +50,21 @@ def is_git_config(path: Path | str) -> bool:
 
 
 def redacted(text: str) -> str:
-    """`text` with the user part of every URL and every `extraheader` value taken out."""
+    """`text` with the user part of every URL, every `extraheader` value and every value
+    of a key named for a secret (`smtpPass`, `token`) taken out."""
     text = _USERINFO.sub(r"\1", text)
+    text = _SECRET_KEY.sub(r"\1 (hidden by the sandbox)", text)
     return _EXTRAHEADER.sub("\textraheader = (hidden by the sandbox)", text)
+
+
+def shown(text: str, *places: Path | str | None) -> str:
+    """`text` as the model may see it: `redacted` when one of `places` (the name as written,
+    where it was opened) is a git config or the text itself reads as one. By content too,
+    because a name can be swapped between the read and this check, and a workspace may
+    commit a link (`AGENTS.md -> .git/config`) that its readers follow."""
+    if any(place is not None and is_git_config(place) for place in places) or _GIT_SECTION.search(text):
+        return redacted(text)
+    return text
 
 
 def redacted_copy(config: Path) -> Path | None:

@@ -96,6 +96,9 @@ class GitGuard:
     # The placeholders inside an existing git dir (`modules`, `worktrees`, a missing `hooks`
     # or `info`): empty, git ignores them, so their mount points may stay between commands.
     inner_placeholders: list[Path] = field(default_factory=list)
+    # Every hooks folder and included config file the config names, there or not: what the
+    # file tools ask before writing (`core/policy/sandbox_escapes.py`).
+    configured: list[tuple[str, Path]] = field(default_factory=list)
 
 
 def git_guard(root: Path) -> GitGuard:
@@ -118,14 +121,26 @@ def git_guard(root: Path) -> GitGuard:
         return guard
     # Where the read-only config points git for code: a hooks folder in the work tree
     # (husky's `.husky/_`) and included config files would be as good as `.git/hooks`.
-    for config in [p for p in guard.read_only if p.name in ("config", "config.worktree")]:
-        for key, value in _config_paths(config):
-            target = _expand(value, base=root if key == "hookspath" else config.parent)
-            if target.exists():
-                guard.read_only.append(target)
-            elif target.parent.is_dir():
-                (guard.placeholders if key == "hookspath" else guard.file_placeholders).append(target)
+    configs = [p for p in guard.read_only if p.name in ("config", "config.worktree")]
+    for key, target in configured_code(configs, root):
+        guard.configured.append((key, target))
+        if target.exists():
+            guard.read_only.append(target)
+        elif target.parent.is_dir():
+            (guard.placeholders if key == "hookspath" else guard.file_placeholders).append(target)
     return guard
+
+
+def configured_code(configs: list[Path], work_tree: Path) -> list[tuple[str, Path]]:
+    """(`hookspath` | `path`, where) for each place these config files point git for code
+    outside its own directory: the hooks folder `core.hooksPath` names (relative to the
+    work tree) and the config files `include.path` / `includeIf` name (relative to the
+    config), there or not yet."""
+    return [
+        (key, _expand(value, base=work_tree if key == "hookspath" else config.parent))
+        for config in configs
+        for key, value in _config_paths(config)
+    ]
 
 
 _SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]')

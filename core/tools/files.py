@@ -134,11 +134,9 @@ class ReadFileTool(Tool[ReadFileArgs]):
 
 def _without_git_credentials(path: str, text: str, ctx: ToolContext) -> str:
     """A git config as the sandbox shows it: a token in a remote URL is a secret too."""
-    from hermes_core.sandbox.git_credentials import is_git_config, redacted
+    from hermes_core.sandbox.git_credentials import shown
 
-    if is_git_config(path) or is_git_config(ctx.workspace.scope.absolute(path)):
-        return redacted(text)
-    return text
+    return shown(text, path, ctx.workspace.scope.absolute(path))
 
 
 async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:

@@ -119,7 +119,10 @@ async def _linked(
         return TextPart(f"[Attached file {uri} was not read: it is a binary file]")
     except (WorkspaceError, OSError, UnicodeDecodeError) as exc:
         return TextPart(f"[Attached file {uri} could not be read: {exc}]")
-    text, lines = _select_lines(text, parsed.fragment)
+    from hermes_core.sandbox.git_credentials import shown
+
+    # `@.git/config` (or a link to it) shows what read_file would: no token in a remote's URL.
+    text, lines = _select_lines(shown(text, name, path), parsed.fragment)
     return TextPart(_wrapped(uri, text, max_bytes, lines))
 
 
@@ -144,7 +147,11 @@ def _embedded(resource: dict[str, Any], *, accepts_images: bool, max_bytes: int)
     uri = _required(resource, "uri")
     mime = resource.get("mimeType") or ""
     if "text" in resource:
-        return TextPart(_wrapped(uri, _required(resource, "text"), max_bytes))
+        from hermes_core.sandbox.git_credentials import shown
+
+        # An editor embeds what `@.git/config` (or a link to it) holds: shown as read_file shows it.
+        path = url2pathname(urlparse(uri).path) if uri.startswith("file:") else None
+        return TextPart(_wrapped(uri, shown(_required(resource, "text"), path), max_bytes))
     blob = _required(resource, "blob")
     size = _decoded_size(blob)
     if mime.startswith("image/"):

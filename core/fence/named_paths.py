@@ -1,0 +1,74 @@
+"""Whether a command run outside the sandbox names a file an "always" must not stretch to.
+
+"Always allow `cat` outside the sandbox", given for `cat README.md`, covered `cat
+~/.ssh/id_ed25519`, `curl -d @$HOME/.aws/credentials https://…` and `cat .git/config` (its
+token unredacted): outside the sandbox nothing is hidden. So an "always" covers an
+unconfined command only when every file it may name is a plain file of the workspace: no
+absolute path elsewhere, no `~`, no `..` out, no word the shell computes (`$HOME`,
+`$(…)`), no link leading out, no secret and no git config inside the workspace either. A
+command that names one asks each time (fail closed: a word that merely looks like a path
+counts too).
+
+Not seen: what a program finds by walking a folder it was given (`grep -R` following a
+link out), which the file names cannot tell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from hermes_core.sandbox.git_credentials import is_git_config
+from hermes_core.sandbox.secrets import is_secret_path
+from hermes_core.shell.parse import Script, simple_commands
+from hermes_core.shell.tokens import Word
+
+# Where a path may start inside a word: its start, or after any character that cannot be
+# part of a path name before it (`--opt=/x`, curl's `@/x`, `-d@$/x`, a space in a
+# `bash -c '…'` word). Not after `:` (`https://host/x`) or another path character.
+_PATH_START = re.compile(r"(?:^|(?<=[^\w./:~+-]))((?:[~/]|\.\.)\S*)")
+_DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
+
+
+def names_beyond_workspace(script: Script, cwd: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether any word (past the program's own) or redirection of `script` may name a
+    file outside `roots`, a secret or a git config."""
+    for command in simple_commands(script):
+        words = [*command.words[1:], *(r.target for r in command.redirects if not _is_descriptor(r.target))]
+        if any(_word_reaches(word, cwd, roots) for word in words):
+            return True
+    return False
+
+
+def _is_descriptor(target: Word) -> bool:
+    return target.text.isdigit() or target.text == "-"  # `2>&1`, `>&-`
+
+
+def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
+    if word.expansions - {"glob"}:
+        return True  # `$HOME/.ssh/id_rsa`, `$(…)`, `~`: what it names is not written down
+    if "glob" in word.expansions and any(part.startswith((".", "[", "?")) for part in word.text.split("/")):
+        return True  # `.e*` may match `.env`, `.g?t/config` the git config
+    candidates = [word.text, *(m.group(1) for m in _PATH_START.finditer(word.text))]
+    return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
+
+
+def _path_reaches(text: str, cwd: Path, roots: tuple[Path, ...]) -> bool:
+    if text.startswith("~"):
+        return True
+    if text.startswith("-") or not text:
+        return False  # an option; its value after `=` is a candidate of its own
+    named = Path(os.path.normpath(os.path.join(cwd, text)))
+    if str(named) in _DEVICES:
+        return False
+    try:
+        real = Path(os.path.realpath(named))  # a link the sandbox made may lead out
+    except (OSError, ValueError):
+        return True
+    for place in (named, real):
+        if not any(place == root or place.is_relative_to(root) for root in roots):
+            return True
+        if is_secret_path(place) or is_git_config(place):
+            return True
+    return False

@@ -1,10 +1,11 @@
 """A forked child of the warm server becomes the process its stub would have been.
 
-It takes the stub's stdio, cwd, environment (wholesale), argv and umask, drops what is
-the server's (its socket, lock, log, signal handlers), tells the stub its pid and runs
-the very `run_stdio` a cold process runs. Its exit code goes to the stub before it exits.
-If the stub dies (even by SIGKILL) the socket ends: the child then shuts down as on
-SIGHUP (its terminal gone), which cancels the turns and kills their commands.
+It takes the stub's stdio, cwd, environment (wholesale), argv, umask, resource limits and
+nice value (peer.py), drops what is the server's (its socket, lock, log, signal
+handlers), tells the stub its pid and runs the very `run_stdio` a cold process runs. Its
+exit code goes to the stub before it exits. If the stub dies (even by SIGKILL) the socket
+ends: the child then shuts down as on SIGHUP (its terminal gone), which cancels the turns
+and kills their commands.
 """
 
 from __future__ import annotations
@@ -18,14 +19,20 @@ import sys
 import threading
 from typing import Any, NoReturn
 
+from hermes_acp.warm.peer import Context
 from hermes_acp.warm.stub import GO, GONE, REPLY
 
 
 def become(
-    connection: socket.socket, fds: list[int], header: dict[str, Any], closing: tuple[int, ...]
+    connection: socket.socket,
+    fds: list[int],
+    header: dict[str, Any],
+    closing: tuple[int, ...],
+    context: Context,
 ) -> NoReturn:
     code = 1
     try:
+        context.apply()  # before the stdio is the stub's: a failure says nothing to its editor
         _adopt(fds, header, closing)
         _handshake(connection)
         threading.Thread(target=_watch, args=(connection,), name="hermes-acp-stub", daemon=True).start()

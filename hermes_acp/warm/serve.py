@@ -7,9 +7,10 @@ forking thread's nice value and could not lower it again), then that thread ends
 heap is frozen (`gc.freeze`: children do not copy it on their first collection) and the
 server serves: single-threaded, no event loop, reaping its children as SIGCHLD comes.
 
-Before each fork it checks the peer (our uid, our mount namespace: a sandboxed command
-has its own, and should never have reached the socket in the first place), the header's
-key and the code (fingerprint.py): stale, it says no and exits. It exits too after
+Before each fork it checks the peer (peer.py: our uid, and our namespaces, privileges,
+filters and LSM label, as the kernel reports them: a sandboxed command has its own, and
+should never have reached the socket in the first place; limits a child cannot match make
+it retire), the header's key and the code (fingerprint.py): stale, it says no and exits. It exits too after
 `HERMES_ACP_WARM_IDLE` seconds (600) without children or connections, and when a newer
 server finds more than SERVERS_PER_USER alive and asks the oldest to retire.
 """
@@ -31,9 +32,9 @@ import threading
 import time
 from typing import Any
 
-from hermes_acp.warm import fingerprint
+from hermes_acp.warm import fingerprint, peer
 from hermes_acp.warm.place import SERVERS_PER_USER, hold_lock, key, open_dir, socket_dir, through
-from hermes_acp.warm.stub import REPLY
+from hermes_acp.warm.stub import READY, REPLY
 
 IDLE_SECONDS = 600.0
 HEADER_LIMIT = 4 * 1024 * 1024
@@ -114,7 +115,7 @@ def _listen(dir_fd: int, name: str) -> socket.socket:
         os.unlink(f"{name}.sock", dir_fd=dir_fd)  # a dead server's: the lock is ours
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    listener.listen(16)
+    listener.listen(socket.SOMAXCONN)  # a burst of spawns queues rather than running cold
     return listener
 
 
@@ -135,7 +136,9 @@ def retire_oldest(dir_fd: int, name: str) -> None:
         return
     oldest = min(alive)[1]
     with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+        connection.settimeout(PEER_SECONDS)
         connection.connect(through(dir_fd, f"{oldest}.sock"))
+        connection.recv(REPLY.size)  # its READY
         header = json.dumps({"op": "retire"}).encode()
         connection.sendall(struct.pack("!I", len(header)) + header)
     log(f"asked {oldest} to retire")
@@ -231,15 +234,19 @@ class Server:
         fds: list[int] = []
         try:
             connection.settimeout(PEER_SECONDS)
-            if not _trusted(connection):
-                log("refused a peer: another user or mount namespace")
-                return
+            context = peer.examine(connection)
+            connection.sendall(REPLY.pack(READY, 0))  # only now its descriptors (stub.py)
             header, fds = _receive(connection)
             if header.get("op") == "retire":
                 log("retiring: a newer server asked")
                 self.stop_listening()
                 return
-            self.serve(connection, header, fds)
+            self.serve(connection, header, fds, context)
+        except peer.Refused as refused:
+            log(f"refused a peer: {refused}")
+            if refused.retire:
+                log("retiring: a cold start will launch a server that can serve it")
+                self.stop_listening()
         except (OSError, ValueError) as exc:
             log(f"dropped a connection: {exc!r}")
         finally:
@@ -247,7 +254,9 @@ class Server:
                 os.close(fd)
             connection.close()
 
-    def serve(self, connection: socket.socket, header: dict[str, Any], fds: list[int]) -> None:
+    def serve(
+        self, connection: socket.socket, header: dict[str, Any], fds: list[int], context: peer.Context
+    ) -> None:
         env = header.get("env")
         if len(fds) != 4 or not isinstance(env, dict) or key(env) != self.name:
             connection.sendall(REPLY.pack(b"N", 0))
@@ -269,20 +278,9 @@ class Server:
 
             assert self.listener is not None
             closing = (self.listener.fileno(), self.wake_read, self.wake_write, self.dir_fd, self.lock)
-            become(connection, fds, header, (*closing, _log_fd))
+            become(connection, fds, header, (*closing, _log_fd), context)
         self.children.add(pid)
         log(f"forked {pid} for stub {header.get('pid')}")
-
-
-def _trusted(connection: socket.socket) -> bool:
-    creds = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _ = struct.unpack("3i", creds)
-    if uid != os.getuid() or pid <= 0:
-        return False
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
-    except OSError:
-        return False
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:

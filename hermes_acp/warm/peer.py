@@ -1,0 +1,123 @@
+"""Which stubs a warm server may serve, and what its child takes over from the stub.
+
+A forked child runs in the server's process context, not the stub's: whatever confines a
+process and is not in the environment (namespaces, no_new_privs, seccomp, capabilities,
+the LSM label) would be the server's. A stub started in a jail (`unshare -rn` to keep an
+agent offline, a container, a seccomp filter) served by a server outside it would leave
+the jail, so the server serves only a peer of its uid whose confinement is its own, read
+from the peer's /proc entry (the kernel's word, not the header's).
+
+Resource limits and the nice value a child can take over: it lowers them to the stub's,
+so `nice hermes-acp` or `ulimit -v` hold as in a cold process. A stub allowed more than
+the server (a higher hard limit, a lower nice value) cannot be matched: the server says
+no and retires, and the stub's cold start launches a server of its own context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import socket
+import struct
+from dataclasses import dataclass
+
+# What confines a process beside its namespaces, in /proc/PID/status.
+STATUS_FIELDS = (
+    "NoNewPrivs",
+    "Seccomp",
+    "Seccomp_filters",
+    "CapInh",
+    "CapPrm",
+    "CapEff",
+    "CapBnd",
+    "CapAmb",
+)
+LIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a child takes over from its stub: its resource limits and nice value."""
+
+    limits: tuple[tuple[int, int, int], ...]  # (resource, soft, hard)
+    nice: int
+
+    def apply(self) -> None:
+        """Lower this process's limits and priority to the stub's (called in the child)."""
+        for which, soft, hard in self.limits:
+            resource.setrlimit(which, (soft, hard))
+        if os.getpriority(os.PRIO_PROCESS, 0) != self.nice:
+            os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+
+
+class Refused(Exception):
+    """A peer this server may not serve; `retire`: one a server of its own context could."""
+
+    def __init__(self, why: str, *, retire: bool = False) -> None:
+        super().__init__(why)
+        self.retire = retire
+
+
+def examine(connection: socket.socket) -> Context:
+    """The context a child must take over to serve this peer, or Refused."""
+    creds = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _ = struct.unpack("3i", creds)
+    if uid != os.getuid() or pid <= 0:  # pid 0: a process in a pid namespace we cannot see
+        raise Refused(f"another user or an unseen process (uid {uid}, pid {pid})")
+    mine, theirs = confinement("self") or {}, confinement(str(pid)) or {}
+    if not theirs or mine != theirs:
+        differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+        raise Refused(f"another confinement: {', '.join(differ) or 'unreadable'}")
+    try:
+        context = Context(tuple(_limits(pid)), os.getpriority(os.PRIO_PROCESS, pid))
+    except OSError as exc:
+        raise Refused(f"its limits are unreadable: {exc}") from exc
+    if wider := _wider_than_mine(context):
+        raise Refused(f"it may have more than this server: {wider}", retire=True)
+    return context
+
+
+def confinement(pid: str) -> dict[str, str] | None:
+    """The namespaces, privilege and filter state and LSM label of a process; None when
+    unreadable (a peer that went away, or one we may not look at)."""
+    root = f"/proc/{pid}"
+    out: dict[str, str] = {}
+    try:
+        for name in sorted(os.listdir("/proc/self/ns")):
+            out[f"ns/{name}"] = os.readlink(f"{root}/ns/{name}")
+        with open(f"{root}/status", encoding="utf-8") as status:
+            for line in status:
+                field, _, value = line.partition(":")
+                if field in STATUS_FIELDS:
+                    out[field] = value.strip()
+    except OSError:
+        return None
+    with contextlib.suppress(OSError), open(f"{root}/attr/current", encoding="utf-8") as label:
+        out["lsm"] = label.read().strip("\0\n ")  # AppArmor / SELinux; absent without an LSM
+    return out
+
+
+def _limits(pid: int) -> list[tuple[int, int, int]]:
+    return [(which, *resource.prlimit(pid, which)) for which in LIMITS]
+
+
+def _wider_than_mine(context: Context) -> str:
+    """The first thing the peer may have that a child of this server could not get back."""
+    for which, _, hard in context.limits:
+        if _more(hard, resource.getrlimit(which)[1]):
+            return f"hard limit {_name(which)}"
+    if context.nice < os.getpriority(os.PRIO_PROCESS, 0):
+        return "a higher priority"
+    return ""
+
+
+def _more(limit: int, than: int) -> bool:
+    def size(value: int) -> float:
+        return float("inf") if value == resource.RLIM_INFINITY else value
+
+    return size(limit) > size(than)
+
+
+def _name(which: int) -> str:
+    return next(n for n in dir(resource) if n.startswith("RLIMIT_") and getattr(resource, n) == which)

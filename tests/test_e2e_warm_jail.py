@@ -1,0 +1,110 @@
+"""Who a warm server serves (hermes_acp/warm/peer.py, stub.py), end to end: a forked child
+runs in the server's process context, so a spawn whose context differs must either get its
+own back in the child (limits, priority) or run cold (a jail, a stopped server)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.processes import wait_gone
+from tests.support.tool_turns import commands, tool_results
+from tests.support.warm_servers import (
+    editor,
+    one_server,
+    parent,
+    served_by,
+    stop_servers,
+    warm_env,
+    warm_server,
+)
+
+HERMES = (sys.executable, "-m", "hermes_acp", "--stdio")
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Path]:
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    yield folder
+    await stop_servers(f"XDG_RUNTIME_DIR={folder}")
+
+
+async def test_a_spawn_kept_offline_in_a_network_namespace_is_not_served_from_outside_it(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # `unshare -rn` is how one keeps an agent offline: same files, same environment (so the
+    # same key), same mount namespace, but no network. A child of the server outside would
+    # have the server's network.
+    env = warm_env(home, fake, runtime, HERMES_ACP_MAX_RETRIES="0")
+    server = await warm_server(env, project)
+    fake.script([Reply(text="reached from the jail")])
+    async with editor(env, project, command=("unshare", "-rn", *HERMES), check_exit=False) as (stub, client):
+        child = served_by(stub.process)
+        assert child is None or parent(child) != server
+        sid = (await client.new_session(project))["sessionId"]
+        with contextlib.suppress(Exception):  # the model is unreachable from in there
+            await client.prompt(sid, "hello?")
+    assert fake.requests == [], "a jailed spawn reached the network"
+
+
+async def test_a_spawn_started_nicer_and_with_lower_limits_keeps_them_in_the_warm_child(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    env = warm_env(home, fake, runtime)
+    server = await warm_server(env, project)
+    restricted = ("nice", "-n", "7", "prlimit", "--nofile=345:345", "--", *HERMES)
+    fake.script(commands("ulimit -n; nice"))
+    async with editor(env, project, command=restricted) as (stub, client):
+        child = served_by(stub.process)
+        assert child is not None and parent(child) == server  # served warm, not cold
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "limits?") == {"stopReason": "end_turn"}
+    [result] = tool_results(fake)
+    assert "345\n7" in result, result  # the agent's commands live under the user's limits
+
+
+async def test_a_server_that_cannot_grant_a_spawn_its_limits_retires_for_one_that_can(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    env = warm_env(home, fake, runtime)
+    async with editor(env, project, command=("prlimit", "--nofile=300:300", "--", *HERMES)) as (_, client):
+        await client.new_session(project)  # this cold start launches a server under its limit
+    tight = await one_server(f"XDG_RUNTIME_DIR={runtime}")
+    async with editor(env, project) as (stub, client):
+        child = served_by(stub.process)
+        assert child is None or parent(child) != tight  # no child can raise a hard limit
+        await client.new_session(project)
+    await wait_gone(tight, "the server that could not serve")
+    roomy = await one_server(f"XDG_RUNTIME_DIR={runtime}")
+    async with editor(env, project) as (stub, _):
+        child = served_by(stub.process)
+        assert child is not None and parent(child) == roomy
+        assert os.getpriority(os.PRIO_PROCESS, child) == os.getpriority(os.PRIO_PROCESS, 0)
+
+
+async def test_spawns_queued_on_a_stopped_server_run_cold_instead_of_hanging(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # More spawns than a server's listen queue holds, while it cannot accept (stopped here;
+    # stuck in general): each must still answer its editor, cold.
+    env = warm_env(home, fake, runtime, HERMES_ACP_WARM_WAIT="0.3")
+    server = await warm_server(env, project)
+    os.kill(server, signal.SIGSTOP)
+    try:
+
+        async def one() -> None:
+            async with editor(env, project) as (stub, _):
+                assert served_by(stub.process) is None
+
+        await asyncio.gather(*(one() for _ in range(24)))
+    finally:
+        os.kill(server, signal.SIGCONT)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import array
 import contextlib
-import fcntl
 import gc
 import json
 import os
@@ -33,6 +32,7 @@ import time
 from typing import Any
 
 from hermes_acp.warm import fingerprint, peer
+from hermes_acp.warm.control import alive, ask_to_retire
 from hermes_acp.warm.place import SERVERS_PER_USER, hold_lock, key, open_dir, socket_dir, through
 from hermes_acp.warm.stub import READY, REPLY
 
@@ -61,6 +61,9 @@ def main() -> None:
     lock = hold_lock(dir_fd, name)
     if lock is None:
         return  # another server of this key is starting or serving
+    with contextlib.suppress(OSError):  # who holds it, for `hermes-acp warm status`
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)
     _log_fd = _open_log(environ)
     started = time.time_ns()
     warm_up()
@@ -121,7 +124,7 @@ def _listen(dir_fd: int, name: str) -> socket.socket:
 
 def retire_oldest(dir_fd: int, name: str) -> None:
     """More than SERVERS_PER_USER alive: ask the one that started first to go."""
-    alive: list[tuple[float, str]] = []
+    others: list[tuple[float, str]] = []
     for entry in os.listdir(dir_fd):
         other = entry.removesuffix(".sock")
         if other in (entry, name):
@@ -130,35 +133,13 @@ def retire_oldest(dir_fd: int, name: str) -> None:
             started = os.stat(entry, dir_fd=dir_fd).st_mtime
         except OSError:
             continue
-        if _alive(dir_fd, other):
-            alive.append((started, other))
-    if len(alive) + 1 <= SERVERS_PER_USER:
+        if alive(dir_fd, other):
+            others.append((started, other))
+    if len(others) + 1 <= SERVERS_PER_USER:
         return
-    oldest = min(alive)[1]
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.settimeout(PEER_SECONDS)
-        connection.connect(through(dir_fd, f"{oldest}.sock"))
-        connection.recv(REPLY.size)  # its READY
-        header = json.dumps({"op": "retire"}).encode()
-        connection.sendall(struct.pack("!I", len(header)) + header)
+    oldest = min(others)[1]
+    ask_to_retire(dir_fd, oldest)
     log(f"asked {oldest} to retire")
-
-
-def _alive(dir_fd: int, name: str) -> bool:
-    """Whether a server holds the lock of `name` (a dead one's socket is removed)."""
-    try:
-        lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(lock)
-    with contextlib.suppress(OSError):
-        os.unlink(f"{name}.sock", dir_fd=dir_fd)
-    return False
 
 
 class Server:
@@ -238,8 +219,9 @@ class Server:
             connection.sendall(REPLY.pack(READY, 0))  # only now its descriptors (stub.py)
             header, fds = _receive(connection)
             if header.get("op") == "retire":
-                log("retiring: a newer server asked")
+                log("retiring: asked to (a newer server, `hermes-acp warm stop`)")
                 self.stop_listening()
+                connection.sendall(REPLY.pack(b"N", 0))  # done: new spawns run cold
                 return
             self.serve(connection, header, fds, context)
         except peer.Refused as refused:

@@ -84,7 +84,7 @@ def _open_log(environ: dict[str, str]) -> int:
     """The servers' log in the agent's home, started afresh past LOG_LIMIT (a line per fork)."""
     home = os.path.expanduser(environ.get("HERMES_ACP_HOME") or "~/.hermes-acp")
     path = os.path.join(home, "warm-server.log")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW  # never a planted link
     try:
         os.makedirs(home, mode=0o700, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):

@@ -56,16 +56,17 @@ async def test_a_spawn_kept_offline_in_a_network_namespace_is_not_served_from_ou
     assert fake.requests == [], "a jailed spawn reached the network"
 
 
-async def test_a_spawn_started_nicer_and_with_lower_limits_keeps_them_in_the_warm_child(
+async def test_a_spawn_started_nicer_on_fewer_cpus_and_with_lower_limits_keeps_them_when_warm(
     fake: FakeProvider, home: Path, project: Path, runtime: Path
 ) -> None:
     env = warm_env(home, fake, runtime)
     server = await warm_server(env, project)
-    restricted = ("nice", "-n", "7", "prlimit", "--nofile=345:345", "--", *HERMES)
+    restricted = ("taskset", "-c", "0", "nice", "-n", "7", "prlimit", "--nofile=345:345", "--", *HERMES)
     fake.script(commands("ulimit -n; nice"))
     async with editor(env, project, command=restricted) as (stub, client):
         child = served_by(stub.process)
         assert child is not None and parent(child) == server  # served warm, not cold
+        assert os.sched_getaffinity(child) == {0}
         sid = await client.session_in_mode(project, "auto")
         assert await client.prompt(sid, "limits?") == {"stopReason": "end_turn"}
     [result] = tool_results(fake)

@@ -7,10 +7,11 @@ agent offline, a container, a seccomp filter) served by a server outside it woul
 the jail, so the server serves only a peer of its uid whose confinement is its own, read
 from the peer's /proc entry (the kernel's word, not the header's).
 
-Resource limits and the nice value a child can take over: it lowers them to the stub's,
-so `nice hermes-acp` or `ulimit -v` hold as in a cold process. A stub allowed more than
-the server (a higher hard limit, a lower nice value) cannot be matched: the server says
-no and retires, and the stub's cold start launches a server of its own context.
+Resource limits, the nice value and the CPUs allowed a child takes over: it lowers them
+to the stub's, so `nice hermes-acp`, `ulimit -v` or `taskset` hold as in a cold process.
+A stub allowed more than the server (a higher hard limit, a lower nice value) cannot be
+matched: the server says no and retires, and the stub's cold start launches a server of
+its own context.
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ LIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name
 
 @dataclass(frozen=True)
 class Context:
-    """What a child takes over from its stub: its resource limits and nice value."""
+    """What a child takes over from its stub: its resource limits, nice value and CPUs."""
 
     limits: tuple[tuple[int, int, int], ...]  # (resource, soft, hard)
     nice: int
+    cpus: frozenset[int]
 
     def apply(self) -> None:
         """Lower this process's limits and priority to the stub's (called in the child)."""
@@ -49,6 +51,8 @@ class Context:
             resource.setrlimit(which, (soft, hard))
         if os.getpriority(os.PRIO_PROCESS, 0) != self.nice:
             os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+        if os.sched_getaffinity(0) != self.cpus:
+            os.sched_setaffinity(0, self.cpus)
 
 
 class Refused(Exception):
@@ -70,7 +74,8 @@ def examine(connection: socket.socket) -> Context:
         differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
         raise Refused(f"another confinement: {', '.join(differ) or 'unreadable'}")
     try:
-        context = Context(tuple(_limits(pid)), os.getpriority(os.PRIO_PROCESS, pid))
+        nice, cpus = os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid))
+        context = Context(tuple(_limits(pid)), nice, cpus)
     except OSError as exc:
         raise Refused(f"its limits are unreadable: {exc}") from exc
     if wider := _wider_than_mine(context):

@@ -8,6 +8,8 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
+import struct
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +19,7 @@ import pytest
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.processes import wait_gone
 from tests.support.tool_turns import commands, tool_results
+from tests.support.waiting import until
 from tests.support.warm_servers import (
     editor,
     one_server,
@@ -109,3 +112,40 @@ async def test_spawns_queued_on_a_stopped_server_run_cold_instead_of_hanging(
         await asyncio.gather(*(one() for _ in range(24)))
     finally:
         os.kill(server, signal.SIGCONT)
+
+
+async def test_a_peer_that_trickles_its_header_is_dropped_and_spawns_are_served_again(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # A process of the user's (not a sandboxed one: it cannot reach the socket) that sends
+    # a byte now and then holds the single-threaded server; it must be cut off whole.
+    env = warm_env(home, fake, runtime)
+    server = await warm_server(env, project)
+    log = Path(env["HERMES_ACP_HOME"]) / "warm-server.log"
+    drops = log.read_text().count("dropped a connection")
+    [sock] = (runtime / "hermes-acp").glob("*.sock")
+    folder = os.open(sock.parent, os.O_RDONLY | os.O_DIRECTORY)
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(f"/proc/self/fd/{folder}/{sock.name}")  # past the 108-byte limit
+    finally:
+        os.close(folder)
+    reader, writer = await asyncio.open_unix_connection(sock=connection)
+    await reader.readexactly(5)  # the server's ready
+    writer.write(struct.pack("!I", 1000) + b"{")
+
+    async def trickle() -> None:
+        while True:
+            writer.write(b" ")
+            await writer.drain()
+            await asyncio.sleep(0.5)  # the attacker's pace, not a wait
+
+    task = asyncio.create_task(trickle())
+    try:
+        await until(lambda: log.read_text().count("dropped a connection") > drops, "the slow peer's drop")
+        async with editor(env, project) as (stub, _):
+            child = served_by(stub.process)
+            assert child is not None and parent(child) == server
+    finally:
+        task.cancel()
+        writer.close()

@@ -266,6 +266,9 @@ class Server:
 
 
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The header and descriptors, whole within PEER_SECONDS of the ready: the server
+    serves one peer at a time, and one that sends a byte now and then must not hold it."""
+    deadline = time.monotonic() + PEER_SECONDS
     fds = array.array("i")
     data, ancillary, _, _ = connection.recvmsg(4096, socket.CMSG_SPACE(4 * fds.itemsize))
     for level, kind, payload in ancillary:
@@ -280,6 +283,10 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
             raise ValueError("header too large")
         body = data[4:]
         while len(body) < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ValueError("header too slow")
+            connection.settimeout(left)
             chunk = connection.recv(min(65536, size - len(body)))
             if not chunk:
                 raise ValueError("header cut short")

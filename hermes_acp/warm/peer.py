@@ -17,6 +17,7 @@ its own context.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import resource
 import socket
@@ -69,7 +70,7 @@ def examine(connection: socket.socket) -> Context:
     pid, uid, _ = struct.unpack("3i", creds)
     if uid != os.getuid() or pid <= 0:  # pid 0: a process in a pid namespace we cannot see
         raise Refused(f"another user or an unseen process (uid {uid}, pid {pid})")
-    mine, theirs = confinement("self") or {}, confinement(str(pid)) or {}
+    mine, theirs = _mine(), confinement(str(pid)) or {}
     if not theirs or mine != theirs:
         differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
         raise Refused(f"another confinement: {', '.join(differ) or 'unreadable'}")
@@ -101,6 +102,12 @@ def confinement(pid: str) -> dict[str, str] | None:
     with contextlib.suppress(OSError), open(f"{root}/attr/current", encoding="utf-8") as label:
         out["lsm"] = label.read().strip("\0\n ")  # AppArmor / SELinux; absent without an LSM
     return out
+
+
+@functools.cache
+def _mine() -> dict[str, str]:
+    """The server's own confinement: it does not change while it serves."""
+    return confinement("self") or {}
 
 
 def _limits(pid: int) -> list[tuple[int, int, int]]:

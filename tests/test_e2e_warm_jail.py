@@ -149,3 +149,16 @@ async def test_a_peer_that_trickles_its_header_is_dropped_and_spawns_are_served_
     finally:
         task.cancel()
         writer.close()
+
+
+async def test_a_spawn_with_other_interpreter_options_is_not_served_by_a_server_without_them(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # `python -O` drops the asserts, `-X dev` turns warnings on: a child of a server
+    # started without them would run without them.
+    env = warm_env(home, fake, runtime)
+    server = await warm_server(env, project)
+    for options in (("-O",), ("-X", "dev")):
+        async with editor(env, project, command=(sys.executable, *options, *HERMES[1:])) as (stub, _):
+            child = served_by(stub.process)
+            assert child is None or parent(child) != server, options

@@ -162,3 +162,30 @@ async def test_a_spawn_with_other_interpreter_options_is_not_served_by_a_server_
         async with editor(env, project, command=(sys.executable, *options, *HERMES[1:])) as (stub, _):
             child = served_by(stub.process)
             assert child is None or parent(child) != server, options
+
+
+def ignored_signals(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigIgn:")), 16)
+
+
+async def test_signals_the_editor_ignored_stay_ignored_in_the_warm_child(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # A background job of a script (`hermes-acp --stdio < requests &`) starts with SIGINT
+    # and SIGQUIT ignored, and so do the commands a cold agent runs: Ctrl-C in that
+    # terminal does not reach them.
+    env = warm_env(home, fake, runtime)
+    server = await warm_server(env, project)
+    shell = ("sh", "-c", f"trap '' INT QUIT; exec {' '.join(HERMES)}")
+    interrupt_and_quit = 1 << (signal.SIGINT - 1) | 1 << (signal.SIGQUIT - 1)
+    fake.script(commands("grep SigIgn /proc/self/status"))
+    async with editor(env, project, command=shell) as (stub, client):
+        child = served_by(stub.process)
+        assert child is not None and parent(child) == server
+        assert ignored_signals(child) & interrupt_and_quit == interrupt_and_quit
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "signals?") == {"stopReason": "end_turn"}
+    [result] = tool_results(fake)
+    ignored = int(result.split("SigIgn:")[1].split()[0], 16)
+    assert ignored & interrupt_and_quit == interrupt_and_quit, result

@@ -7,8 +7,9 @@ agent offline, a container, a seccomp filter) served by a server outside it woul
 the jail, so the server serves only a peer of its uid whose confinement is its own, read
 from the peer's /proc entry (the kernel's word, not the header's).
 
-Resource limits, the nice value and the CPUs allowed a child takes over: it lowers them
-to the stub's, so `nice hermes-acp`, `ulimit -v` or `taskset` hold as in a cold process.
+Resource limits, the nice value, the CPUs allowed and the ignored and blocked signals a
+child takes over: it lowers them to the stub's, so `nice hermes-acp`, `ulimit -v`,
+`taskset` or `trap '' INT` hold as in a cold process.
 A stub allowed more than the server (a higher hard limit, a lower nice value) cannot be
 matched: the server says no and retires, and the stub's cold start launches a server of
 its own context.
@@ -20,9 +21,11 @@ import contextlib
 import functools
 import os
 import resource
+import signal
 import socket
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 # What confines a process beside its namespaces, in /proc/PID/status.
 STATUS_FIELDS = (
@@ -45,6 +48,8 @@ class Context:
     limits: tuple[tuple[int, int, int], ...]  # (resource, soft, hard)
     nice: int
     cpus: frozenset[int]
+    ignored: frozenset[int]  # signals, as the stub's interpreter started (commands inherit them)
+    blocked: frozenset[int]
 
     def apply(self) -> None:
         """Lower this process's limits and priority to the stub's (called in the child)."""
@@ -54,6 +59,24 @@ class Context:
             os.setpriority(os.PRIO_PROCESS, 0, self.nice)
         if os.sched_getaffinity(0) != self.cpus:
             os.sched_setaffinity(0, self.cpus)
+        self._signals()
+
+    def _signals(self) -> None:
+        """The stub's ignored and blocked signals. Both are Python processes examined before
+        either changed a handler, so the stub's state is what a cold start would have
+        begun with; SIGINT gets Python's own handler unless it was ignored."""
+        for signum in signal.valid_signals():
+            if signum in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            if signum == signal.SIGINT:
+                default: Any = signal.default_int_handler
+            else:
+                default = signal.SIG_DFL
+            want = signal.SIG_IGN if signum in self.ignored else default
+            with contextlib.suppress(OSError, ValueError):
+                if signal.getsignal(signum) in (signal.SIG_IGN, signal.SIG_DFL, signal.default_int_handler):
+                    signal.signal(signum, want)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.blocked)
 
 
 class Refused(Exception):
@@ -76,7 +99,8 @@ def examine(connection: socket.socket) -> Context:
         raise Refused(f"another confinement: {', '.join(differ) or 'unreadable'}")
     try:
         nice, cpus = os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid))
-        context = Context(tuple(_limits(pid)), nice, cpus)
+        ignored, blocked = _signal_sets(pid)
+        context = Context(tuple(_limits(pid)), nice, cpus, ignored, blocked)
     except OSError as exc:
         raise Refused(f"its limits are unreadable: {exc}") from exc
     if wider := _wider_than_mine(context):
@@ -102,6 +126,22 @@ def confinement(pid: str) -> dict[str, str] | None:
     with contextlib.suppress(OSError), open(f"{root}/attr/current", encoding="utf-8") as label:
         out["lsm"] = label.read().strip("\0\n ")  # AppArmor / SELinux; absent without an LSM
     return out
+
+
+def _signal_sets(pid: int) -> tuple[frozenset[int], frozenset[int]]:
+    """The signals a process ignores and blocks (/proc/PID/status: bit N-1 is signal N)."""
+    masks: dict[str, int] = {}
+    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+        for line in status:
+            field, _, value = line.partition(":")
+            if field in ("SigIgn", "SigBlk"):
+                masks[field] = int(value.strip(), 16)
+    valid = signal.valid_signals()
+
+    def members(mask: int) -> frozenset[int]:
+        return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1 and n in valid)
+
+    return members(masks.get("SigIgn", 0)), members(masks.get("SigBlk", 0))
 
 
 @functools.cache

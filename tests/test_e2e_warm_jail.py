@@ -189,3 +189,39 @@ async def test_signals_the_editor_ignored_stay_ignored_in_the_warm_child(
     [result] = tool_results(fake)
     ignored = int(result.split("SigIgn:")[1].split()[0], 16)
     assert ignored & interrupt_and_quit == interrupt_and_quit, result
+
+
+def own_cgroup(name: str) -> tuple[Path, str]:
+    """A new cgroup (v1 `pids` where mounted, else the v2 hierarchy): its folder, and its
+    line's key in /proc/PID/cgroup."""
+    for mount, key in ((Path("/sys/fs/cgroup/pids"), "pids"), (Path("/sys/fs/cgroup/unified"), "")):
+        if (mount / "cgroup.procs").exists():
+            (mount / name).mkdir()
+            return mount / name, key
+    (Path("/sys/fs/cgroup") / name).mkdir()
+    return Path("/sys/fs/cgroup") / name, ""
+
+
+def cgroup_of(pid: int, key: str) -> str:
+    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+    return next(line.split(":", 2)[2] for line in lines if line.split(":", 2)[1] == key)
+
+
+async def test_a_spawn_confined_to_a_cgroup_of_its_own_is_served_inside_it(
+    fake: FakeProvider, home: Path, project: Path, runtime: Path
+) -> None:
+    # `systemd-run --user -p MemoryMax=2G hermes-acp`, a pids limit: the user's limit is the
+    # cgroup, and a child left in the server's would run the whole session outside it.
+    env = warm_env(home, fake, runtime)
+    server = await warm_server(env, project)
+    group, key = own_cgroup(f"warm-start-test-{os.getpid()}-{runtime.parent.name}")
+    try:
+        shell = ("sh", "-c", f"echo $$ > {group}/cgroup.procs && exec {' '.join(HERMES)}")
+        async with editor(env, project, command=shell) as (stub, _):
+            child = served_by(stub.process)
+            assert child is not None and parent(child) == server
+            assert cgroup_of(child, key) == cgroup_of(stub.pid, key) == f"/{group.name}"
+        await wait_gone(child, "warm child")
+    finally:
+        await until(lambda: not (group / "cgroup.procs").read_text().strip(), "the test cgroup to empty")
+        group.rmdir()

@@ -7,9 +7,10 @@ agent offline, a container, a seccomp filter) served by a server outside it woul
 the jail, so the server serves only a peer of its uid whose confinement is its own, read
 from the peer's /proc entry (the kernel's word, not the header's).
 
-Resource limits, the nice value, the CPUs allowed and the ignored and blocked signals a
-child takes over: it lowers them to the stub's, so `nice hermes-acp`, `ulimit -v`,
-`taskset` or `trap '' INT` hold as in a cold process.
+Resource limits, the nice value, the CPUs allowed, the ignored and blocked signals and
+the cgroups (cgroups.py) a child takes over: it lowers them to the stub's, so `nice
+hermes-acp`, `ulimit -v`, `taskset`, `trap '' INT` or `systemd-run -p MemoryMax=` hold
+as in a cold process.
 A stub allowed more than the server (a higher hard limit, a lower nice value) cannot be
 matched: the server says no and retires, and the stub's cold start launches a server of
 its own context.
@@ -26,6 +27,8 @@ import socket
 import struct
 from dataclasses import dataclass
 from typing import Any
+
+from hermes_acp.warm import cgroups
 
 # What confines a process beside its namespaces, in /proc/PID/status.
 STATUS_FIELDS = (
@@ -50,6 +53,7 @@ class Context:
     cpus: frozenset[int]
     ignored: frozenset[int]  # signals, as the stub's interpreter started (commands inherit them)
     blocked: frozenset[int]
+    cgroups: tuple[str, ...]  # the `cgroup.procs` of the stub's cgroups that are not ours
 
     def apply(self) -> None:
         """Lower this process's limits and priority to the stub's (called in the child)."""
@@ -60,6 +64,7 @@ class Context:
         if os.sched_getaffinity(0) != self.cpus:
             os.sched_setaffinity(0, self.cpus)
         self._signals()
+        cgroups.join(self.cgroups)
 
     def _signals(self) -> None:
         """The stub's ignored and blocked signals. Both are Python processes examined before
@@ -100,7 +105,10 @@ def examine(connection: socket.socket) -> Context:
     try:
         nice, cpus = os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid))
         ignored, blocked = _signal_sets(pid)
-        context = Context(tuple(_limits(pid)), nice, cpus, ignored, blocked)
+        joins = cgroups.moves_to(pid)
+        if joins is None:
+            raise Refused("it is in a cgroup a child of this server may not join")
+        context = Context(tuple(_limits(pid)), nice, cpus, ignored, blocked, joins)
     except OSError as exc:
         raise Refused(f"its limits are unreadable: {exc}") from exc
     if wider := _wider_than_mine(context):

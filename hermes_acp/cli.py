@@ -1,5 +1,6 @@
 """`hermes-acp`: the ACP server on stdio (the default), `--check`, `--version`; `setup` and
-`logout` are `hermes_acp.account`, `run` and `chat` `hermes_acp.terminal`."""
+`logout` are `hermes_acp.account`, `run` and `chat` `hermes_acp.terminal`, `warm`
+`hermes_acp.warm.control`."""
 
 from __future__ import annotations
 
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         from hermes_acp.account import run_logout
 
         return run_logout(sys.stderr)
+    if args.command == "warm":
+        from hermes_acp.warm.control import run_warm
+
+        return run_warm(args.action, os.environ, sys.stdout)
     if args.command in ("run", "chat"):
         from hermes_acp.terminal.commands import run_command
 
@@ -84,6 +89,8 @@ def _parser(*, terminal_commands: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     sub.add_parser("setup", help="interactive set-up: provider, API key, model; writes config.toml")
     sub.add_parser("logout", help="remove the API keys setup wrote to config.toml")
+    warm = sub.add_parser("warm", help="the warm servers that start new threads fast (README: Warm start)")
+    warm.add_argument("action", choices=("status", "stop"), help="list them, or stop them listening")
     if terminal_commands:
         from hermes_acp.terminal.arguments import add_terminal_commands
 
@@ -303,6 +310,9 @@ async def _check(out: TextIO) -> int:
     from hermes_core.sandbox.bwrap import check_line
 
     line(*check_line(settings))
+    from hermes_acp.warm.control import check_line as warm_line
+
+    line(*warm_line(os.environ))
     if not has_credentials(settings):
         line(False, "credentials", "no API key: run `hermes-acp setup`, or set OPENAI_API_KEY etc.")
         return 1

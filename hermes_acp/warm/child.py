@@ -1,10 +1,11 @@
 """A forked child of the warm server becomes the process its stub would have been.
 
-It takes the stub's stdio, cwd, environment (wholesale), argv and umask, drops what is
-the server's (its socket, lock, log, signal handlers), tells the stub its pid and runs
-the very `run_stdio` a cold process runs. Its exit code goes to the stub before it exits.
-If the stub dies (even by SIGKILL) the socket ends: the child then shuts down as on
-SIGHUP (its terminal gone), which cancels the turns and kills their commands.
+It takes the stub's stdio, cwd, environment (wholesale), argv, umask, resource limits,
+nice value, CPUs and signal dispositions (peer.py), drops what is the server's (its
+socket, lock, log, signal handlers), tells the stub its pid and runs the very `run_stdio`
+a cold process runs. Its exit code goes to the stub before it exits. If the stub dies
+(even by SIGKILL) the socket ends: the child then shuts down as on SIGHUP (its terminal
+gone), which cancels the turns and kills their commands.
 """
 
 from __future__ import annotations
@@ -18,15 +19,20 @@ import sys
 import threading
 from typing import Any, NoReturn
 
+from hermes_acp.warm.peer import Context
 from hermes_acp.warm.stub import GO, GONE, REPLY
 
 
 def become(
-    connection: socket.socket, fds: list[int], header: dict[str, Any], closing: tuple[int, ...]
+    connection: socket.socket,
+    fds: list[int],
+    header: dict[str, Any],
+    closing: tuple[int, ...],
+    context: Context,
 ) -> NoReturn:
     code = 1
     try:
-        _adopt(fds, header, closing)
+        _adopt(fds, header, closing, context)
         _handshake(connection)
         threading.Thread(target=_watch, args=(connection,), name="hermes-acp-stub", daemon=True).start()
         atexit.register(_tell, connection, 0)  # run_stdio's own exits (cli._exit_now) pass here
@@ -57,10 +63,11 @@ def _handshake(connection: socket.socket) -> None:
         os._exit(GONE)
 
 
-def _adopt(fds: list[int], header: dict[str, Any], closing: tuple[int, ...]) -> None:
+def _adopt(fds: list[int], header: dict[str, Any], closing: tuple[int, ...], context: Context) -> None:
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    context.apply()  # before the stdio is the stub's: a failure says nothing to its editor
     for fd in closing:
         if fd >= 0:
             os.close(fd)

@@ -6,7 +6,8 @@ file of our own packages (edited in place, so each file counts), the folder of e
 loaded module (an installer replaces files, which changes their folder), the listing of
 every folder under our packages (a module added or removed: not their mtime, which a
 child's first byte-code cache changes), the import path's folders (a distribution
-installed or removed) and the interpreter.
+installed or removed), the interpreter and, when the server made a TLS context, the
+certificates it trusts (a CA added or removed: a fresh process would see it).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def loaded() -> dict[str, Stamp | None]:
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             paths.add(LISTING + folder)
     paths.update(entry for entry in sys.path if os.path.isabs(entry) and os.path.isdir(entry))
+    paths.update(_trust_store())
     return {path: _stamp(path) for path in paths if not path.endswith("__pycache__")}
 
 
@@ -73,3 +75,19 @@ def written_since(recorded: dict[str, Stamp | None], started_ns: int) -> list[st
 def changed(recorded: dict[str, Stamp | None]) -> list[str]:
     """What changed since `recorded` was taken (empty: the code is as loaded)."""
     return [path for path, stamp in recorded.items() if _stamp(path) != stamp]
+
+
+def _trust_store() -> list[str]:
+    """The certificate file and folder behind the TLS context made once for every child
+    (hermes_core.providers.http.ssl_context), when it was made; their folder's stamp
+    changes when a certificate is added or removed, the file's when it is rewritten."""
+    http = sys.modules.get("hermes_core.providers.http")
+    made = getattr(getattr(http, "ssl_context", None), "cache_info", None)
+    if made is None or not made().currsize:
+        return []
+    import ssl
+
+    defaults = ssl.get_default_verify_paths()
+    named = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    found = [p for p in (*named, defaults.openssl_cafile, defaults.openssl_capath) if p and os.path.exists(p)]
+    return sorted({os.path.realpath(p) for p in found})

@@ -11,7 +11,11 @@ from collections.abc import Mapping
 import hermes_acp
 from hermes_acp.warm.place import enabled, hold_lock, key, open_dir, socket_dir
 
-SERVE = "import sys; sys.path.insert(0, {path!r}); from hermes_acp.warm.serve import main; main()"
+# The installation's folder goes last on the import path, not first: first, whatever else
+# it holds (a site-packages) would shadow the standard library in the server and its
+# children, and not in a cold process. (Another hermes_acp found before it has another
+# key, and serves no one.)
+SERVE = "import sys; sys.path.append({path!r}); from hermes_acp.warm.serve import main; main()"
 
 
 def start_server(environ: Mapping[str, str]) -> None:

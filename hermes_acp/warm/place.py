@@ -36,12 +36,28 @@ def key(environ: Mapping[str, str]) -> str:
     """The server's name: equal keys mean a child forked from it is the process the stub would be."""
     digest = _sha256()
     install = os.path.dirname(os.path.abspath(hermes_acp.__file__))
-    for part in (os.path.realpath(sys.executable), sys.version, hermes_acp.__version__, install, os.getuid()):
+    for part in (
+        os.path.realpath(sys.executable),
+        sys.version,
+        _interpreter_options(),
+        hermes_acp.__version__,
+        install,
+        os.getuid(),
+    ):
         digest.update(f"{part}\0".encode("utf-8", "surrogateescape"))
     for name in sorted(environ):
         if name not in VOLATILE_ENV:
             digest.update(f"{name}={environ[name]}\0".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]
+
+
+def _interpreter_options() -> str:
+    """The interpreter's options (`-O`, `-X dev`, `-I`, ...): a server launched without
+    them cannot serve a spawn that has them. `safe_path` is left out: the server's own
+    `-P`, which changes nothing but where it looks for its entry point."""
+    names = [n for n in dir(sys.flags) if not n.startswith(("_", "n_")) and n != "safe_path"]
+    flags = [(n, v) for n in names if not callable(v := getattr(sys.flags, n))]
+    return repr((flags, sorted(sys._xoptions.items())))
 
 
 def _sha256() -> Any:

@@ -7,9 +7,10 @@ forking thread's nice value and could not lower it again), then that thread ends
 heap is frozen (`gc.freeze`: children do not copy it on their first collection) and the
 server serves: single-threaded, no event loop, reaping its children as SIGCHLD comes.
 
-Before each fork it checks the peer (our uid, our mount namespace: a sandboxed command
-has its own, and should never have reached the socket in the first place), the header's
-key and the code (fingerprint.py): stale, it says no and exits. It exits too after
+Before each fork it checks the peer (peer.py: our uid, and our namespaces, privileges,
+filters and LSM label, as the kernel reports them: a sandboxed command has its own, and
+should never have reached the socket in the first place; limits a child cannot match make
+it retire), the header's key and the code (fingerprint.py): stale, it says no and exits. It exits too after
 `HERMES_ACP_WARM_IDLE` seconds (600) without children or connections, and when a newer
 server finds more than SERVERS_PER_USER alive and asks the oldest to retire.
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import array
 import contextlib
-import fcntl
 import gc
 import json
 import os
@@ -31,9 +31,10 @@ import threading
 import time
 from typing import Any
 
-from hermes_acp.warm import fingerprint
+from hermes_acp.warm import fingerprint, peer
+from hermes_acp.warm.control import alive, ask_to_retire
 from hermes_acp.warm.place import SERVERS_PER_USER, hold_lock, key, open_dir, socket_dir, through
-from hermes_acp.warm.stub import REPLY
+from hermes_acp.warm.stub import READY, REPLY
 
 IDLE_SECONDS = 600.0
 HEADER_LIMIT = 4 * 1024 * 1024
@@ -60,6 +61,9 @@ def main() -> None:
     lock = hold_lock(dir_fd, name)
     if lock is None:
         return  # another server of this key is starting or serving
+    with contextlib.suppress(OSError):  # who holds it, for `hermes-acp warm status`
+        os.ftruncate(lock, 0)
+        os.pwrite(lock, f"{os.getpid()}\n".encode(), 0)
     _log_fd = _open_log(environ)
     started = time.time_ns()
     warm_up()
@@ -80,7 +84,7 @@ def _open_log(environ: dict[str, str]) -> int:
     """The servers' log in the agent's home, started afresh past LOG_LIMIT (a line per fork)."""
     home = os.path.expanduser(environ.get("HERMES_ACP_HOME") or "~/.hermes-acp")
     path = os.path.join(home, "warm-server.log")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW  # never a planted link
     try:
         os.makedirs(home, mode=0o700, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
@@ -114,13 +118,13 @@ def _listen(dir_fd: int, name: str) -> socket.socket:
         os.unlink(f"{name}.sock", dir_fd=dir_fd)  # a dead server's: the lock is ours
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    listener.listen(16)
+    listener.listen(socket.SOMAXCONN)  # a burst of spawns queues rather than running cold
     return listener
 
 
 def retire_oldest(dir_fd: int, name: str) -> None:
     """More than SERVERS_PER_USER alive: ask the one that started first to go."""
-    alive: list[tuple[float, str]] = []
+    others: list[tuple[float, str]] = []
     for entry in os.listdir(dir_fd):
         other = entry.removesuffix(".sock")
         if other in (entry, name):
@@ -129,33 +133,13 @@ def retire_oldest(dir_fd: int, name: str) -> None:
             started = os.stat(entry, dir_fd=dir_fd).st_mtime
         except OSError:
             continue
-        if _alive(dir_fd, other):
-            alive.append((started, other))
-    if len(alive) + 1 <= SERVERS_PER_USER:
+        if alive(dir_fd, other):
+            others.append((started, other))
+    if len(others) + 1 <= SERVERS_PER_USER:
         return
-    oldest = min(alive)[1]
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-        connection.connect(through(dir_fd, f"{oldest}.sock"))
-        header = json.dumps({"op": "retire"}).encode()
-        connection.sendall(struct.pack("!I", len(header)) + header)
+    oldest = min(others)[1]
+    ask_to_retire(dir_fd, oldest)
     log(f"asked {oldest} to retire")
-
-
-def _alive(dir_fd: int, name: str) -> bool:
-    """Whether a server holds the lock of `name` (a dead one's socket is removed)."""
-    try:
-        lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CLOEXEC, dir_fd=dir_fd)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(lock)
-    with contextlib.suppress(OSError):
-        os.unlink(f"{name}.sock", dir_fd=dir_fd)
-    return False
 
 
 class Server:
@@ -231,15 +215,20 @@ class Server:
         fds: list[int] = []
         try:
             connection.settimeout(PEER_SECONDS)
-            if not _trusted(connection):
-                log("refused a peer: another user or mount namespace")
-                return
+            context = peer.examine(connection)
+            connection.sendall(REPLY.pack(READY, 0))  # only now its descriptors (stub.py)
             header, fds = _receive(connection)
             if header.get("op") == "retire":
-                log("retiring: a newer server asked")
+                log("retiring: asked to (a newer server, `hermes-acp warm stop`)")
                 self.stop_listening()
+                connection.sendall(REPLY.pack(b"N", 0))  # done: new spawns run cold
                 return
-            self.serve(connection, header, fds)
+            self.serve(connection, header, fds, context)
+        except peer.Refused as refused:
+            log(f"refused a peer: {refused}")
+            if refused.retire:
+                log("retiring: a cold start will launch a server that can serve it")
+                self.stop_listening()
         except (OSError, ValueError) as exc:
             log(f"dropped a connection: {exc!r}")
         finally:
@@ -247,7 +236,9 @@ class Server:
                 os.close(fd)
             connection.close()
 
-    def serve(self, connection: socket.socket, header: dict[str, Any], fds: list[int]) -> None:
+    def serve(
+        self, connection: socket.socket, header: dict[str, Any], fds: list[int], context: peer.Context
+    ) -> None:
         env = header.get("env")
         if len(fds) != 4 or not isinstance(env, dict) or key(env) != self.name:
             connection.sendall(REPLY.pack(b"N", 0))
@@ -269,23 +260,15 @@ class Server:
 
             assert self.listener is not None
             closing = (self.listener.fileno(), self.wake_read, self.wake_write, self.dir_fd, self.lock)
-            become(connection, fds, header, (*closing, _log_fd))
+            become(connection, fds, header, (*closing, _log_fd), context)
         self.children.add(pid)
         log(f"forked {pid} for stub {header.get('pid')}")
 
 
-def _trusted(connection: socket.socket) -> bool:
-    creds = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    pid, uid, _ = struct.unpack("3i", creds)
-    if uid != os.getuid() or pid <= 0:
-        return False
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt") == os.readlink("/proc/self/ns/mnt")
-    except OSError:
-        return False
-
-
 def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """The header and descriptors, whole within PEER_SECONDS of the ready: the server
+    serves one peer at a time, and one that sends a byte now and then must not hold it."""
+    deadline = time.monotonic() + PEER_SECONDS
     fds = array.array("i")
     data, ancillary, _, _ = connection.recvmsg(4096, socket.CMSG_SPACE(4 * fds.itemsize))
     for level, kind, payload in ancillary:
@@ -300,6 +283,10 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
             raise ValueError("header too large")
         body = data[4:]
         while len(body) < size:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ValueError("header too slow")
+            connection.settimeout(left)
             chunk = connection.recv(min(65536, size - len(body)))
             if not chunk:
                 raise ValueError("header cut short")

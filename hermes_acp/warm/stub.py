@@ -7,11 +7,14 @@ from then on only stands in for the child the server forks: it forwards the shut
 signals to it and exits with its exit code. No server, or a server that says no (stale,
 another key): None, and the caller runs cold.
 
-Wire (stream socket): stub -> `!I` length + header, with SCM_RIGHTS fds 0, 1, 2 and cwd;
-server -> `N` (no), or the child's `P` + `!i` pid; stub -> `G` (go); child -> `X` + `!i`
-exit code. The child touches the input only after the `G`: a stub that gave up waiting
-(a server stopped or stuck) closes the socket instead and runs cold, and a child forked
-later sees the close and ends without reading a byte.
+Wire (stream socket): server -> `R` + `!i` 0 (ready: accepted, the peer checked); stub
+-> `!I` length + header, with SCM_RIGHTS fds 0, 1, 2 and cwd; server -> `N` (no), or the
+child's `P` + `!i` pid; stub -> `G` (go); child -> `X` + `!i` exit code. The descriptors
+go only to a server that answered: sent into the queue of one that stopped accepting,
+they would keep the editor's pipes open (no end of output) until it ran again. The child
+touches the input only after the `G`: a stub that gave up waiting (a server stopped or
+stuck) closes the socket instead and runs cold, and a child forked later sees the close
+and ends without reading a byte.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 REPLY = struct.Struct("!ci")
+READY = b"R"
 GO = b"G"
 GONE = 1  # the exit code when the child vanished without saying its own
 WAIT_SECONDS = 2.0  # for the child's pid; a server answers in milliseconds when it runs at all
@@ -46,7 +50,7 @@ def hand_over(environ: Mapping[str, str]) -> int | None:
     if dir_fd is None:
         return None
     try:
-        connection = _connect(dir_fd, key(environ) + ".sock")
+        connection = _connect(dir_fd, key(environ) + ".sock", _wait_seconds(environ))
     finally:
         os.close(dir_fd)
     if connection is None:
@@ -58,11 +62,14 @@ def hand_over(environ: Mapping[str, str]) -> int | None:
         return _stand_in(connection, child)
 
 
-def _connect(dir_fd: int, name: str) -> socket.socket | None:
+def _connect(dir_fd: int, name: str, seconds: float) -> socket.socket | None:
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    # Not blocking: a server that stopped accepting has a full queue, in which a blocking
+    # connect would wait for as long as the server does (EAGAIN instead: cold).
+    connection.settimeout(seconds)
     try:
         connection.connect(through(dir_fd, name))
-    except OSError:  # no server (or a dead one's socket): cold
+    except OSError:  # no server (or a dead one's socket, or a full queue): cold
         connection.close()
         return None
     return connection
@@ -82,6 +89,9 @@ def _send_self(connection: socket.socket, environ: Mapping[str, str]) -> int | N
     try:
         fds = array.array("i", [0, 1, 2, cwd])
         connection.settimeout(_wait_seconds(environ))
+        ready = _reply(connection)
+        if ready is None or ready[0] != READY:
+            return None
         connection.sendmsg(
             [struct.pack("!I", len(header)) + header], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
         )

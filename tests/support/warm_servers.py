@@ -6,12 +6,40 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, ServerProcess, server_env, spawn_server
+from tests.support.fake_provider import FakeProvider
 from tests.support.processes import alive, wait_gone
 from tests.support.waiting import until
 
 SERVER_MODULE = b"hermes_acp.warm.serve"
+LOCAL = PLAIN_CAPABILITIES | {"terminal": False}  # commands run by the agent, in its sandbox
+
+
+def warm_env(home: Path, fake: FakeProvider, runtime: Path, **extra: str) -> dict[str, str]:
+    return server_env(home, fake, **{"HERMES_ACP_WARM": "1", "XDG_RUNTIME_DIR": str(runtime), **extra})
+
+
+@asynccontextmanager
+async def editor(
+    env: dict[str, str], cwd: Path | None = None, **kwargs: Any
+) -> AsyncIterator[tuple[ServerProcess, AcpClient]]:
+    """A spawn of `hermes-acp --stdio` (a stub when a server runs), initialized."""
+    async with spawn_server(env, cwd=cwd, **kwargs) as process:
+        client = process.sdk_client(LOCAL, permission="allow_once")
+        await client.initialize()
+        yield process, client
+
+
+async def warm_server(env: dict[str, str], project: Path, marker: str | None = None) -> int:
+    """A cold spawn that opens a session (and so starts a server); the server's pid."""
+    async with editor(env, project) as (_, client):
+        await client.new_session(project)
+    return await one_server(marker or f"XDG_RUNTIME_DIR={env['XDG_RUNTIME_DIR']}")
 
 
 def _read(path: Path) -> bytes:

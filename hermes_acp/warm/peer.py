@@ -1,0 +1,183 @@
+"""Which stubs a warm server may serve, and what its child takes over from the stub.
+
+A forked child runs in the server's process context, not the stub's: whatever confines a
+process and is not in the environment (namespaces, no_new_privs, seccomp, capabilities,
+the LSM label) would be the server's. A stub started in a jail (`unshare -rn` to keep an
+agent offline, a container, a seccomp filter) served by a server outside it would leave
+the jail, so the server serves only a peer of its uid whose confinement is its own, read
+from the peer's /proc entry (the kernel's word, not the header's).
+
+Resource limits, the nice value, the CPUs allowed, the ignored and blocked signals and
+the cgroups (cgroups.py) a child takes over: it lowers them to the stub's, so `nice
+hermes-acp`, `ulimit -v`, `taskset`, `trap '' INT` or `systemd-run -p MemoryMax=` hold
+as in a cold process.
+A stub allowed more than the server (a higher hard limit, a lower nice value) cannot be
+matched: the server says no and retires, and the stub's cold start launches a server of
+its own context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import resource
+import signal
+import socket
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_acp.warm import cgroups
+
+# What confines a process beside its namespaces, in /proc/PID/status.
+STATUS_FIELDS = (
+    "NoNewPrivs",
+    "Seccomp",
+    "Seccomp_filters",
+    "CapInh",
+    "CapPrm",
+    "CapEff",
+    "CapBnd",
+    "CapAmb",
+)
+LIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a child takes over from its stub: its resource limits, nice value and CPUs."""
+
+    limits: tuple[tuple[int, int, int], ...]  # (resource, soft, hard)
+    nice: int
+    cpus: frozenset[int]
+    ignored: frozenset[int]  # signals, as the stub's interpreter started (commands inherit them)
+    blocked: frozenset[int]
+    cgroups: tuple[str, ...]  # the `cgroup.procs` of the stub's cgroups that are not ours
+
+    def apply(self) -> None:
+        """Lower this process's limits and priority to the stub's (called in the child)."""
+        for which, soft, hard in self.limits:
+            resource.setrlimit(which, (soft, hard))
+        if os.getpriority(os.PRIO_PROCESS, 0) != self.nice:
+            os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+        if os.sched_getaffinity(0) != self.cpus:
+            os.sched_setaffinity(0, self.cpus)
+        self._signals()
+        cgroups.join(self.cgroups)
+
+    def _signals(self) -> None:
+        """The stub's ignored and blocked signals. Both are Python processes examined before
+        either changed a handler, so the stub's state is what a cold start would have
+        begun with; SIGINT gets Python's own handler unless it was ignored."""
+        for signum in signal.valid_signals():
+            if signum in (signal.SIGKILL, signal.SIGSTOP):
+                continue
+            if signum == signal.SIGINT:
+                default: Any = signal.default_int_handler
+            else:
+                default = signal.SIG_DFL
+            want = signal.SIG_IGN if signum in self.ignored else default
+            with contextlib.suppress(OSError, ValueError):
+                if signal.getsignal(signum) in (signal.SIG_IGN, signal.SIG_DFL, signal.default_int_handler):
+                    signal.signal(signum, want)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.blocked)
+
+
+class Refused(Exception):
+    """A peer this server may not serve; `retire`: one a server of its own context could."""
+
+    def __init__(self, why: str, *, retire: bool = False) -> None:
+        super().__init__(why)
+        self.retire = retire
+
+
+def examine(connection: socket.socket) -> Context:
+    """The context a child must take over to serve this peer, or Refused."""
+    creds = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _ = struct.unpack("3i", creds)
+    if uid != os.getuid() or pid <= 0:  # pid 0: a process in a pid namespace we cannot see
+        raise Refused(f"another user or an unseen process (uid {uid}, pid {pid})")
+    mine, theirs = _mine(), confinement(str(pid)) or {}
+    if not theirs or mine != theirs:
+        differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
+        raise Refused(f"another confinement: {', '.join(differ) or 'unreadable'}")
+    try:
+        nice, cpus = os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid))
+        ignored, blocked = _signal_sets(pid)
+        joins = cgroups.moves_to(pid)
+        if joins is None:
+            raise Refused("it is in a cgroup a child of this server may not join")
+        context = Context(tuple(_limits(pid)), nice, cpus, ignored, blocked, joins)
+    except OSError as exc:
+        raise Refused(f"its limits are unreadable: {exc}") from exc
+    if wider := _wider_than_mine(context):
+        raise Refused(f"it may have more than this server: {wider}", retire=True)
+    return context
+
+
+def confinement(pid: str) -> dict[str, str] | None:
+    """The namespaces, privilege and filter state and LSM label of a process; None when
+    unreadable (a peer that went away, or one we may not look at)."""
+    root = f"/proc/{pid}"
+    out: dict[str, str] = {}
+    try:
+        for name in sorted(os.listdir("/proc/self/ns")):
+            out[f"ns/{name}"] = os.readlink(f"{root}/ns/{name}")
+        with open(f"{root}/status", encoding="utf-8") as status:
+            for line in status:
+                field, _, value = line.partition(":")
+                if field in STATUS_FIELDS:
+                    out[field] = value.strip()
+    except OSError:
+        return None
+    with contextlib.suppress(OSError), open(f"{root}/attr/current", encoding="utf-8") as label:
+        out["lsm"] = label.read().strip("\0\n ")  # AppArmor / SELinux; absent without an LSM
+    return out
+
+
+def _signal_sets(pid: int) -> tuple[frozenset[int], frozenset[int]]:
+    """The signals a process ignores and blocks (/proc/PID/status: bit N-1 is signal N)."""
+    masks: dict[str, int] = {}
+    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+        for line in status:
+            field, _, value = line.partition(":")
+            if field in ("SigIgn", "SigBlk"):
+                masks[field] = int(value.strip(), 16)
+    valid = signal.valid_signals()
+
+    def members(mask: int) -> frozenset[int]:
+        return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1 and n in valid)
+
+    return members(masks.get("SigIgn", 0)), members(masks.get("SigBlk", 0))
+
+
+@functools.cache
+def _mine() -> dict[str, str]:
+    """The server's own confinement: it does not change while it serves."""
+    return confinement("self") or {}
+
+
+def _limits(pid: int) -> list[tuple[int, int, int]]:
+    return [(which, *resource.prlimit(pid, which)) for which in LIMITS]
+
+
+def _wider_than_mine(context: Context) -> str:
+    """The first thing the peer may have that a child of this server could not get back."""
+    for which, _, hard in context.limits:
+        if _more(hard, resource.getrlimit(which)[1]):
+            return f"hard limit {_name(which)}"
+    if context.nice < os.getpriority(os.PRIO_PROCESS, 0):
+        return "a higher priority"
+    return ""
+
+
+def _more(limit: int, than: int) -> bool:
+    def size(value: int) -> float:
+        return float("inf") if value == resource.RLIM_INFINITY else value
+
+    return size(limit) > size(than)
+
+
+def _name(which: int) -> str:
+    return next(n for n in dir(resource) if n.startswith("RLIMIT_") and getattr(resource, n) == which)

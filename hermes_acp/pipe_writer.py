@@ -3,12 +3,6 @@
 `PipeWriter` is the pipe's asyncio protocol: `write()` waits while the client is not
 reading (flow control), `close()` lets the pipe flush, briefly. Wired to a LineTransport
 on real file descriptors by hermes_acp/startup/fd_transport.py.
-
-The messages written within one turn of the event loop go to the pipe together, in the
-order they were written, at the start of the next turn: one system call (and one wake-up
-of the client) for all of them instead of one each. With fifty sessions' turns in flight
-a turn of the loop writes several; a lone message waits for nothing but the rest of the
-turn it was written in.
 """
 
 from __future__ import annotations
@@ -27,7 +21,6 @@ class PipeWriter(asyncio.Protocol):
         self._paused = False
         self._waiters: list[asyncio.Future[None]] = []
         self._lost = asyncio.Event()
-        self._pending: list[bytes] = []  # written since the last flush, in order
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._pipe = transport  # type: ignore[assignment]
@@ -53,9 +46,7 @@ class PipeWriter(asyncio.Protocol):
         assert self._pipe is not None
         if self._pipe.is_closing():
             raise ConnectionError("output closed")
-        if not self._pending:
-            self._loop.call_soon(self._flush)
-        self._pending.append(data)
+        self._pipe.write(data)
         if self._paused and not self._lost.is_set():
             waiter = self._loop.create_future()
             self._waiters.append(waiter)
@@ -63,15 +54,9 @@ class PipeWriter(asyncio.Protocol):
         if self._lost.is_set():
             raise ConnectionError("output closed")
 
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, []
-        if self._pipe is not None and pending and not self._pipe.is_closing():
-            self._pipe.write(b"".join(pending))
-
     async def close(self) -> None:
         # close() writes out what the pipe has not taken yet (the last responses) before
         # it lets go of the fd; wait for that, a little.
-        self._flush()
         if self._pipe is not None:
             self._pipe.close()
         with contextlib.suppress(TimeoutError):

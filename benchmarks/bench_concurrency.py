@@ -97,28 +97,42 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) process `pid` has used, its ended threads included."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def io_calls(pid: int) -> tuple[int, int]:
+    """The read and write system calls process `pid` (all its threads) has made."""
+    fields = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["syscr"]), int(fields["syscw"])
+
+
+def cpu_seconds(pid: int, thread: int | None = None) -> float:
+    """CPU time (user + system) process `pid` has used, its ended threads included; or
+    only its thread `thread` (the main thread's id is the pid)."""
+    where = f"/proc/{pid}" if thread is None else f"/proc/{pid}/task/{thread}"
+    fields = Path(f"{where}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class CpuMeter:
-    """CPU time of the server, the fake model and this client over a stretch of wall time."""
+    """CPU time of the server, the fake model and this client over a stretch of wall time;
+    and of the server's main thread alone: the event loop, which every turn queues for,
+    while other threads (workers, watchers) may run beside it on the other core."""
 
     def __init__(self, server_pid: int, fake_pid: int) -> None:
         self._pids = (server_pid, fake_pid)
         self._start = self._read()
 
-    def _read(self) -> tuple[float, float, float, float]:
+    def _read(self) -> tuple[float, float, float, float, float]:
         server, fake = (cpu_seconds(pid) for pid in self._pids)
-        return server, fake, time.process_time(), time.perf_counter()
+        loop = cpu_seconds(self._pids[0], self._pids[0])
+        return server, fake, time.process_time(), time.perf_counter(), loop
 
     def spent(self) -> tuple[float, float, float, float]:
         """(server, fake, client) CPU seconds and the wall seconds since the meter started."""
-        now = self._read()
-        server, fake, client, wall = (b - a for a, b in zip(self._start, now, strict=True))
+        server, fake, client, wall, _ = (b - a for a, b in zip(self._start, self._read(), strict=True))
         return server, fake, client, wall
+
+    def loop_spent(self) -> float:
+        """CPU seconds of the server's main thread (its event loop) since the meter started."""
+        return cpu_seconds(self._pids[0], self._pids[0]) - self._start[4]
 
 
 def tool_turn_replies(turns: int) -> list[Reply]:
@@ -197,8 +211,11 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
             if count_gc:
                 os.kill(server.pid, signal.SIGUSR1)
             meter = CpuMeter(server.pid, fake.pid)
+            calls_before = io_calls(server.pid)
             by_index = await run_turns(server, sessions[1:], turns, 30_000)
             server_cpu, fake_cpu, client_cpu, wall = meter.spent()
+            loop_cpu = meter.loop_spent()
+            reads, writes = (b - a for a, b in zip(calls_before, io_calls(server.pid), strict=True))
             if count_gc:
                 os.kill(server.pid, signal.SIGUSR2)
             rss = rss_mb(server.pid)
@@ -215,7 +232,15 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
         f"fake model {fake_cpu / wall:.0%}, "
         f"this client {client_cpu / wall:.0%}; server CPU {server_cpu / len(together) * 1e3:.1f} ms a turn"
     )
+    print(
+        f"the server's event loop (its main thread): {loop_cpu / len(together) * 1e3:.1f} ms of CPU "
+        f"a crowd turn, busy {loop_cpu / wall:.0%} of the wall time"
+    )
     print(f"server RSS after the crowd: {rss:.1f} MB")
+    print(
+        f"server system calls a crowd turn: {reads / len(together):.1f} reads, "
+        f"{writes / len(together):.1f} writes (stdout, sockets, files, thread wake-ups)"
+    )
     for line in server.stderr_lines:
         if line.startswith("gc-stats "):
             counts, seconds, threshold, tracked = ast.literal_eval(line.removeprefix("gc-stats "))

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 VOLATILE_ENV = frozenset({"PWD", "OLDPWD", "_", "SHLVL"})
+# The stub-server wire (stub.py), in the key: a server of an older wire that has not seen
+# it is stale (an editable install, whose version did not move) is never waited for.
+WIRE = 2
 SERVERS_PER_USER = 4
 DIR_NAME = "hermes-acp"  # under $XDG_RUNTIME_DIR
 HOME_DIR_NAME = "warm"  # under the agent's home
@@ -37,6 +40,7 @@ def key(environ: Mapping[str, str]) -> str:
     digest = _sha256()
     install = os.path.dirname(os.path.abspath(hermes_acp.__file__))
     for part in (
+        WIRE,
         os.path.realpath(sys.executable),
         sys.version,
         _interpreter_options(),

@@ -3,6 +3,11 @@
 `PipeWriter` is the pipe's asyncio protocol: `write()` waits while the client is not
 reading (flow control), `close()` lets the pipe flush, briefly. Wired to a LineTransport
 on real file descriptors by hermes_acp/startup/fd_transport.py.
+
+The first message of a turn of the event loop is written at once; the ones written after
+it in the same turn go out together at the start of the next: with many sessions' turns
+in flight one system call (and one wake-up of the client) carries several messages, and a
+lone message (the first chunk of a reply) waits for nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ class PipeWriter(asyncio.Protocol):
         self._paused = False
         self._waiters: list[asyncio.Future[None]] = []
         self._lost = asyncio.Event()
+        self._batch: list[bytes] | None = None  # None: nothing written yet this loop turn
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._pipe = transport  # type: ignore[assignment]
@@ -46,7 +52,12 @@ class PipeWriter(asyncio.Protocol):
         assert self._pipe is not None
         if self._pipe.is_closing():
             raise ConnectionError("output closed")
-        self._pipe.write(data)
+        if self._batch is None:
+            self._pipe.write(data)
+            self._batch = []
+            self._loop.call_soon(self._flush)
+        else:
+            self._batch.append(data)
         if self._paused and not self._lost.is_set():
             waiter = self._loop.create_future()
             self._waiters.append(waiter)
@@ -54,9 +65,15 @@ class PipeWriter(asyncio.Protocol):
         if self._lost.is_set():
             raise ConnectionError("output closed")
 
+    def _flush(self) -> None:
+        batch, self._batch = self._batch, None
+        if batch and self._pipe is not None and not self._pipe.is_closing():
+            self._pipe.write(b"".join(batch))
+
     async def close(self) -> None:
         # close() writes out what the pipe has not taken yet (the last responses) before
         # it lets go of the fd; wait for that, a little.
+        self._flush()
         if self._pipe is not None:
             self._pipe.close()
         with contextlib.suppress(TimeoutError):

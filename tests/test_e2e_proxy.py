@@ -1,5 +1,6 @@
 """The model calls go through the proxy the environment names (HTTP_PROXY, as httpx and
-curl read it), and straight to a host NO_PROXY lists (core/providers/http.py `proxy_for`).
+curl read it), and straight to a host NO_PROXY lists (core/providers/http.py `proxy_for`);
+a ~/.netrc changes nothing.
 
 The proxy is a real forwarding HTTP proxy on 127.0.0.1: it takes each request in absolute
 form, notes its target, and passes it on to the fake model, one request a connection.
@@ -96,3 +97,15 @@ async def test_a_host_no_proxy_lists_is_called_directly(
     env = server_env(tmp_path, fake, HTTP_PROXY=proxy_url, NO_PROXY="localhost,127.0.0.1")
     assert await _one_turn(env, fake, project) == "Hello through the proxy."
     assert forwarding.seen == []
+
+
+async def test_a_netrc_naming_the_endpoint_leaves_the_calls_as_they_are(
+    fake: FakeProvider, tmp_path: Path, project: Path
+) -> None:
+    # A client reading ~/.netrc for every request (aiohttp's trust_env) refuses any request
+    # to a host it names, as ours carry an Authorization header; and it is not the key.
+    (tmp_path / ".netrc").write_text("machine 127.0.0.1 login someone password not-the-key\n")
+    env = server_env(tmp_path, fake)
+    assert await _one_turn(env, fake, project) == "Hello through the proxy."
+    calls = [r for r in fake.requests if r.path.endswith("/chat/completions")]
+    assert calls and all(r.headers["authorization"] == "Bearer test" for r in calls)

@@ -9,6 +9,7 @@ form, notes its target, and passes it on to the fake model, one request a connec
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,10 +24,12 @@ pytestmark = pytest.mark.asyncio
 
 
 class ForwardingProxy:
-    """Notes the request line of every request it forwards (`seen`)."""
+    """Notes the request line of every request it forwards (`seen`), and the credentials
+    it was given for it."""
 
     def __init__(self) -> None:
         self.seen: list[str] = []
+        self.credentials: list[str] = []  # the Proxy-Authorization headers it was sent
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -34,6 +37,11 @@ class ForwardingProxy:
             request_line, _, fields = head.decode("latin-1").partition("\r\n")
             method, target, version = request_line.split(" ")
             self.seen.append(f"{method} {target}")
+            self.credentials += [
+                line.split(":", 1)[1].strip()
+                for line in fields.split("\r\n")
+                if line.lower().startswith("proxy-authorization:")
+            ]
             length = next(
                 (
                     int(line.split(":", 1)[1])
@@ -85,9 +93,11 @@ async def test_model_calls_go_through_the_proxy_the_environment_names(
     proxy: tuple[ForwardingProxy, str], fake: FakeProvider, tmp_path: Path, project: Path
 ) -> None:
     forwarding, proxy_url = proxy
-    env = server_env(tmp_path, fake, HTTP_PROXY=proxy_url)
+    env = server_env(tmp_path, fake, HTTP_PROXY=proxy_url.replace("http://", "http://someone:s%40cret@"))
     assert await _one_turn(env, fake, project) == "Hello through the proxy."
     assert f"POST {fake.openai_base_url}/chat/completions" in forwarding.seen
+    # the proxy URL's user and password, as the proxy reads them
+    assert set(forwarding.credentials) == {"Basic " + base64.b64encode(b"someone:s@cret").decode()}
 
 
 async def test_a_host_no_proxy_lists_is_called_directly(

@@ -15,6 +15,7 @@ streamed POST (README, Benchmarks: "Fifty sessions at once").
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import urllib.request
@@ -45,6 +46,20 @@ def proxy_for(url: str) -> str | None:
     if not proxy or urllib.request.proxy_bypass(host):
         return None
     return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def _proxy_and_credentials(proxy: str | None) -> tuple[Any, str | None]:
+    """The proxy's URL without its user and password, and those as a Proxy-Authorization
+    value (aiohttp sends none for a proxy URL's credentials, and deprecates `proxy_auth`)."""
+    if proxy is None:
+        return None, None
+    from yarl import URL
+
+    url = URL(proxy)
+    if url.user is None:
+        return url, None
+    pair = f"{url.user}:{url.password or ''}".encode()
+    return url.with_user(None), f"Basic {base64.b64encode(pair).decode('ascii')}"
 
 
 class Response:
@@ -93,7 +108,15 @@ class Client:
         self._timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
         )
-        self._proxy = proxy_for(base_url)
+        self._proxy, credentials = _proxy_and_credentials(proxy_for(base_url))
+        # A proxy's credentials: on a plain-http request, which the proxy forwards, in its
+        # headers; for TLS, on the CONNECT that opens the tunnel (aiohttp's proxy_headers).
+        self._proxy_headers = None
+        if credentials is not None:
+            if base_url.lower().startswith("http://"):
+                self._headers["proxy-authorization"] = credentials
+            else:
+                self._proxy_headers = {"proxy-authorization": credentials}
         self._session: Any = None
 
     def _open(self) -> Any:
@@ -103,9 +126,10 @@ class Client:
             # TLS: aiohttp's verified default context (the system's trust store, honouring
             # SSL_CERT_FILE / SSL_CERT_DIR), made by its import, which the warm-up does.
             connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_SECONDS)
+            # No default headers: aiohttp builds a proxy's CONNECT from them, and would send
+            # our Authorization (the API key) to the proxy as its Proxy-Authorization.
             self._session = aiohttp.ClientSession(
                 connector=connector,
-                headers=self._headers,
                 timeout=self._timeout,
                 proxy=self._proxy,
                 trust_env=False,  # proxy_for says why
@@ -120,13 +144,18 @@ class Client:
         return url
 
     async def post(self, path: str, body: bytes) -> Response:
-        return Response(await self._open().post(self.url(path), data=body))
+        session = self._open()
+        raw = await session.post(
+            self.url(path), data=body, headers=self._headers, proxy_headers=self._proxy_headers
+        )
+        return Response(raw)
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> Response:
         url = self.url(path)
         if params:
             url = url.update_query(params)
-        return Response(await self._open().get(url))
+        session = self._open()
+        return Response(await session.get(url, headers=self._headers, proxy_headers=self._proxy_headers))
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

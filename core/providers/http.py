@@ -120,21 +120,25 @@ class Client:
         self._session: Any = None
 
     def _open(self) -> Any:
+        session = self._session
+        if session is None:
+            session = self._session = self._new_session()
+        return session
+
+    def _new_session(self) -> Any:
         import aiohttp
 
-        if self._session is None:
-            # TLS: aiohttp's verified default context (the system's trust store, honouring
-            # SSL_CERT_FILE / SSL_CERT_DIR), made by its import, which the warm-up does.
-            connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_SECONDS)
-            # No default headers: aiohttp builds a proxy's CONNECT from them, and would send
-            # our Authorization (the API key) to the proxy as its Proxy-Authorization.
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                timeout=self._timeout,
-                proxy=self._proxy,
-                trust_env=False,  # proxy_for says why
-            )
-        return self._session
+        # TLS: aiohttp's verified default context (the system's trust store, honouring
+        # SSL_CERT_FILE / SSL_CERT_DIR), made by its import, which the warm-up does.
+        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_SECONDS)
+        # No default headers: aiohttp builds a proxy's CONNECT from them, and would send
+        # our Authorization (the API key) to the proxy as its Proxy-Authorization.
+        return aiohttp.ClientSession(
+            connector=connector,
+            timeout=self._timeout,
+            proxy=self._proxy,
+            trust_env=False,  # proxy_for says why
+        )
 
     def url(self, path: str) -> Any:
         """`path` under the base URL, its path kept (`…/v1` + `/models` -> `…/v1/models`)."""

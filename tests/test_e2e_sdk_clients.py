@@ -1,5 +1,5 @@
 """A session on chat completions, Responses or Anthropic streams its answer without the
-provider SDKs: the requests go out with httpx2 (core/providers/http.py), and the first
+provider SDKs: the requests go out with aiohttp (core/providers/http.py), and the first
 prompt of a fresh process no longer waits for an SDK's import (0.3-1 s of CPU).
 
 The server runs with PYTHONVERBOSE, so its stderr names every module it imports.
@@ -35,5 +35,5 @@ async def test_a_session_streams_without_the_provider_sdks(
         await client.wait_for(lambda: f"session {session} closed" in server.stderr)
 
         modules = imported(server)
-        assert "httpx2" in modules  # the -v lines are there, and HTTP went through httpx2
+        assert "aiohttp" in modules  # the -v lines are there, and HTTP went through aiohttp
         assert {"openai", "anthropic"} & modules == set()

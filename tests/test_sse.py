@@ -235,15 +235,13 @@ class _Reads:
     test lets it (`next_read`), as a later read off the network would."""
 
     def __init__(self, *reads: list[bytes]) -> None:
-        self.http_response = self
-        self.headers: dict[str, str] = {}
         self._reads = reads
         self._next = asyncio.Semaphore(0)
 
     def next_read(self) -> None:
         self._next.release()
 
-    async def aiter_raw(self):  # type: ignore[no-untyped-def]
+    async def chunks(self):  # type: ignore[no-untyped-def]
         for index, read in enumerate(self._reads):
             if index:
                 await self._next.acquire()

@@ -31,6 +31,8 @@ _CONNECTION_CLASSES = {
     "TransportError",  # httpx: connect/read errors, a peer that closed mid-body
     "TimeoutException",
     "StreamError",
+    "ClientConnectionError",  # aiohttp: refused, reset, a peer that closed before answering
+    "ClientPayloadError",  # aiohttp: a body cut short (mid-stream disconnect, bad chunking)
 }
 
 

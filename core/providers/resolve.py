@@ -1,6 +1,6 @@
 """From settings to providers: which API shape, which key, which base URL, which chain.
 
-Importing this module stays cheap: httpx2 loads when a provider makes its first call,
+Importing this module stays cheap: aiohttp loads when a provider makes its first call,
 or earlier, off the event loop (the protocol side's warm-up).
 """
 
@@ -175,12 +175,6 @@ def _is_local(url: str) -> bool:
     except ValueError:
         return False
     return address.is_loopback or address.is_private
-
-
-def speaks_tls(settings: Settings) -> bool:
-    """Whether the configured endpoint is called over TLS (anything but a plain-http URL)."""
-    _, base_url = _key_and_base(settings, settings.provider)
-    return not (base_url or "").lower().startswith("http://")
 
 
 def provider_module(settings: Settings) -> None:

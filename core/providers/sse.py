@@ -1,11 +1,11 @@
-"""A model's stream: Server-Sent Events read straight off an SDK's raw streaming response,
+"""A model's stream: Server-Sent Events read straight off a streaming HTTP response,
 as plain dicts (the wire format: core/providers/sse_decoder.py), under a watch that ends a
 stream gone stale (core/providers/stale_watch.py).
 
-The SDKs still authenticate and send the request, and still turn a non-2xx status into
-their status error (`SdkProvider.open_stream`). Only the response body is read here:
-their stream classes build a pydantic model per event, which costs more than everything
-else on the path of a long answer; here each event is one `json.loads`.
+The request and its status errors are core/providers/http.py's (`SdkProvider.open_stream`).
+Only the response body is read here: the SDKs' stream classes built a pydantic model per
+event, which cost more than everything else on the path of a long answer; here each event
+is one `json.loads`.
 """
 
 from __future__ import annotations
@@ -215,13 +215,9 @@ def merged(deltas: list[Any]) -> list[Any]:
 
 
 def _body(response: Any) -> AsyncIterator[bytes]:
-    """The body's bytes as they arrive, from httpx's response (or an SDK's raw one around
-    it). Raw when not compressed: the decoding layers of `aiter_bytes()` cost a little on
-    each of a long answer's thousands of chunks."""
-    http = getattr(response, "http_response", response)
-    if http.headers.get("content-encoding", "identity").strip().lower() in ("", "identity"):
-        return aiter(http.aiter_raw())
-    return aiter(http.aiter_bytes())
+    """The body's bytes as they arrive (core/providers/http.py `Response.chunks`)."""
+    chunks: AsyncIterator[bytes] = response.chunks()
+    return chunks
 
 
 async def drain(events: AsyncIterator[Any]) -> None:

@@ -36,7 +36,7 @@ class Warmup:
     """Imports what the first session and the first prompt need, in a thread: the session
     modules once the initialize response is out and the input goes on (a client that only
     wanted the hello ends first: early_hello.input_ends_next), then, once a session opens,
-    what a model call needs (httpx2, and its TLS context for an https endpoint, ~0.15 s;
+    what a model call needs (aiohttp, whose import makes its TLS context, ~0.3 s;
     no provider SDK is on that path any more: core/providers/http.py). Start-up does not pay for them, and a
     prompt sent with its session/new waits only for what is left of them.
 
@@ -111,22 +111,18 @@ def _probe_sandbox() -> None:
 
 
 def _import_provider_sdk() -> None:
-    """Import what a model call needs (httpx2, ~0.05 s) and the module of the configured
-    API shape; make the TLS context (the system's certificates, ~0.05-0.15 s of CPU) only
-    for an endpoint that speaks TLS: a plain-http one (a local model) never needs it."""
-    import httpx2  # noqa: F401
+    """Import what a model call needs (aiohttp, whose import also loads the system's
+    certificates into its TLS context: ~0.3 s of CPU) and the module of the configured
+    API shape."""
+    import aiohttp  # noqa: F401
 
     from hermes_core.config import load_settings
-    from hermes_core.providers.resolve import provider_module, speaks_tls
+    from hermes_core.providers.resolve import provider_module
 
     try:
         settings = load_settings()
     except Exception:
         return
-    if speaks_tls(settings):
-        from hermes_core.providers.http import ssl_context
-
-        ssl_context()
     provider_module(settings)
 
 

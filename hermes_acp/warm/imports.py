@@ -19,6 +19,7 @@ MODULES = (
     "hermes_core.config",
     "hermes_core.config_plain",
     "httpx2",
+    "aiohttp",  # the providers' HTTP; its import makes its TLS context (the trust store)
     "hermes_acp.cli",
     # what building a session and its first turn import (measured: a child's new modules)
     "hermes_acp.session.early_build",
@@ -61,17 +62,11 @@ def import_everything() -> list[str]:
 
 
 def _provider() -> None:
-    """The configured API shape's module and, for a TLS endpoint, the TLS context: made
-    once here, shared by every child (the same certificates a fresh process would load)."""
+    """The configured API shape's module (the TLS context comes with aiohttp's import)."""
     from hermes_core.config import load_settings
-    from hermes_core.providers.resolve import provider_module, speaks_tls
+    from hermes_core.providers.resolve import provider_module
 
-    settings = load_settings()
-    if speaks_tls(settings):
-        from hermes_core.providers.http import ssl_context
-
-        ssl_context()
-    provider_module(settings)
+    provider_module(load_settings())
 
 
 def _sandbox_probe() -> None:

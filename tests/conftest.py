@@ -24,6 +24,7 @@ from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spaw
 from tests.support.fake_provider import FakeProvider
 from tests.support.homes import user_home
 from tests.support.server_setup import ServerSetup, write_config
+from tests.support.warm_servers import stop_servers
 
 # A spawn whose environment comes from this process's starts no warm server either (the
 # harness's server_env says the same; tests/test_e2e_warm_fork.py turns it on for itself).
@@ -126,3 +127,13 @@ def raw(server: ServerProcess) -> Iterator[ServerProcess]:
 async def session(client: AcpClient, project: Path) -> str:
     """A new session in an empty project."""
     return (await client.new_session(project))["sessionId"]
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path) -> AsyncIterator[Path]:
+    """A private `XDG_RUNTIME_DIR` for the warm start's tests (its servers listen there),
+    with every server started in it stopped after the test."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    yield folder
+    await stop_servers(f"XDG_RUNTIME_DIR={folder}")

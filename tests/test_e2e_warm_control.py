@@ -6,23 +6,12 @@ credentials and config as they are now, not as they were when its server started
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from tests.support.acp_harness import run_hermes
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.processes import wait_gone
-from tests.support.warm_servers import editor, parent, served_by, stop_servers, warm_env, warm_server
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Path]:
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
-    yield folder
-    await stop_servers(f"XDG_RUNTIME_DIR={folder}")
+from tests.support.warm_servers import editor, parent, served_by, warm_env, warm_server
 
 
 async def test_check_names_the_running_server_and_warm_stop_stops_it(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,14 +29,6 @@ from tests.support.warm_servers import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Path]:
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
-    yield folder
-    await stop_servers(f"XDG_RUNTIME_DIR={folder}")
 
 
 async def test_a_client_that_only_wanted_the_hello_starts_no_server(

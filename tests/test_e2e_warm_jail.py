@@ -11,10 +11,7 @@ import signal
 import socket
 import struct
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.processes import wait_gone
@@ -25,20 +22,11 @@ from tests.support.warm_servers import (
     one_server,
     parent,
     served_by,
-    stop_servers,
     warm_env,
     warm_server,
 )
 
 HERMES = (sys.executable, "-m", "hermes_acp", "--stdio")
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Path]:
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
-    yield folder
-    await stop_servers(f"XDG_RUNTIME_DIR={folder}")
 
 
 async def test_a_spawn_kept_offline_in_a_network_namespace_is_not_served_from_outside_it(

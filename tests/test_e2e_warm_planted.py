@@ -7,21 +7,12 @@ from __future__ import annotations
 import os
 import shutil
 import ssl
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.fake_provider import FakeProvider
-from tests.support.warm_servers import editor, parent, served_by, servers, stop_servers, warm_env, warm_server
-
-
-@pytest.fixture
-async def runtime(tmp_path: Path) -> AsyncIterator[Path]:
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
-    yield folder
-    await stop_servers(f"XDG_RUNTIME_DIR={folder}")
+from tests.support.warm_servers import editor, parent, served_by, servers, warm_env, warm_server
 
 
 @pytest.mark.parametrize("planted", ["a link to a folder of ours", "a folder others may enter"])

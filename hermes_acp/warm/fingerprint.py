@@ -6,7 +6,7 @@ file of our own packages (edited in place, so each file counts), the folder of e
 loaded module (an installer replaces files, which changes their folder), the listing of
 every folder under our packages (a module added or removed: not their mtime, which a
 child's first byte-code cache changes), the import path's folders (a distribution
-installed or removed), the interpreter and, when the server made a TLS context, the
+installed or removed), the interpreter and, when the server made a TLS context (aiohttp's import), the
 certificates it trusts (a CA added or removed: a fresh process would see it).
 """
 
@@ -78,12 +78,11 @@ def changed(recorded: dict[str, Stamp | None]) -> list[str]:
 
 
 def _trust_store() -> list[str]:
-    """The certificate file and folder behind the TLS context made once for every child
-    (hermes_core.providers.http.ssl_context), when it was made; their folder's stamp
-    changes when a certificate is added or removed, the file's when it is rewritten."""
-    http = sys.modules.get("hermes_core.providers.http")
-    made = getattr(getattr(http, "ssl_context", None), "cache_info", None)
-    if made is None or not made().currsize:
+    """The certificate file and folder behind the TLS context every child shares (aiohttp
+    makes its verified context when it is imported: the providers' HTTP), once it was
+    made; their folder's stamp changes when a certificate is added or removed, the file's
+    when it is rewritten."""
+    if "aiohttp.connector" not in sys.modules:
         return []
     import ssl
 

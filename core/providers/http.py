@@ -118,10 +118,18 @@ class Client:
             else:
                 self._proxy_headers = {"proxy-authorization": credentials}
         self._session: Any = None
+        self._closed = False
+
+    @property
+    def is_closed(self) -> bool:
+        """Closed by its last user: its connections are gone and it takes no request."""
+        return self._closed
 
     def _open(self) -> Any:
         session = self._session
         if session is None:
+            if self._closed:
+                raise RuntimeError("the client has been closed")  # as httpx's did
             session = self._session = self._new_session()
         return session
 
@@ -162,6 +170,7 @@ class Client:
         return Response(await session.get(url, headers=self._headers, proxy_headers=self._proxy_headers))
 
     async def aclose(self) -> None:
+        self._closed = True
         session, self._session = self._session, None
         if session is not None:
             await session.close()

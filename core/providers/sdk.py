@@ -104,7 +104,7 @@ class SdkProvider:
     models_path = "/models"
 
     async def open_stream(self, path: str, params: dict[str, Any], order: tuple[str, ...]) -> Any:
-        """Start a streaming call: POST `params` to `path`; the raw response (httpx2's) once
+        """Start a streaming call: POST `params` to `path`; the response (http.Response) once
         its headers arrived; a non-2xx status -> its ProviderError.
 
         The body is written here (`encode_body`: the history's part from bytes kept per
@@ -120,7 +120,7 @@ class SdkProvider:
 
     async def client(self) -> Any:
         """The HTTP client, taken from the shared ones or made on first use in a thread:
-        importing httpx2 and loading the system's certificates is blocking disk work."""
+        importing aiohttp (which loads the system's certificates) is blocking disk work."""
         if self._client is None:
             if not self.api_key and self._needs_key():
                 raise ProviderError(ErrorKind.AUTH, f"{self.name}: no API key configured", provider=self.name)

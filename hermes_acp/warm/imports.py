@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 
 # What the cold path imports beside the warm-up's list (hermes_acp/startup/warmup.py):
-# the early answers, the server, logging, the settings and the HTTP client.
+# the early answers, the server, logging, the settings and the HTTP client; and what a
+# session handed MCP servers imports (httpx2 and anyio: the mcp package's client).
 MODULES = (
     "asyncio",
     "hermes_acp.logs",
@@ -18,7 +19,7 @@ MODULES = (
     "hermes_acp.server",
     "hermes_core.config",
     "hermes_core.config_plain",
-    "httpx2",
+    "httpx2",  # MCP over HTTP
     "aiohttp",  # the providers' HTTP; its import makes its TLS context (the trust store)
     "hermes_acp.cli",
     # what building a session and its first turn import (measured: a child's new modules)
@@ -35,7 +36,7 @@ MODULES = (
     "hermes_core.sandbox.probe",
     "hermes_core.store.writer",
     "hermes_core.tools.skill",
-    "anyio._backends._asyncio",  # httpx2's first request
+    "anyio._backends._asyncio",  # an MCP client's first stream
     "anyio.streams.memory",
     "anyio.streams.stapled",
     "concurrent.futures.thread",

@@ -25,6 +25,7 @@ import resource
 import signal
 import socket
 import struct
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,11 +125,7 @@ def confinement(pid: str) -> dict[str, str] | None:
     try:
         for name in sorted(os.listdir("/proc/self/ns")):
             out[f"ns/{name}"] = os.readlink(f"{root}/ns/{name}")
-        with open(f"{root}/status", encoding="utf-8") as status:
-            for line in status:
-                field, _, value = line.partition(":")
-                if field in STATUS_FIELDS:
-                    out[field] = value.strip()
+        out.update(_status(pid, STATUS_FIELDS))
     except OSError:
         return None
     with contextlib.suppress(OSError), open(f"{root}/attr/current", encoding="utf-8") as label:
@@ -138,18 +135,24 @@ def confinement(pid: str) -> dict[str, str] | None:
 
 def _signal_sets(pid: int) -> tuple[frozenset[int], frozenset[int]]:
     """The signals a process ignores and blocks (/proc/PID/status: bit N-1 is signal N)."""
-    masks: dict[str, int] = {}
-    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
-        for line in status:
-            field, _, value = line.partition(":")
-            if field in ("SigIgn", "SigBlk"):
-                masks[field] = int(value.strip(), 16)
+    masks = {field: int(value, 16) for field, value in _status(str(pid), ("SigIgn", "SigBlk")).items()}
     valid = signal.valid_signals()
 
     def members(mask: int) -> frozenset[int]:
         return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1 and n in valid)
 
     return members(masks.get("SigIgn", 0)), members(masks.get("SigBlk", 0))
+
+
+def _status(pid: str, fields: Collection[str]) -> dict[str, str]:
+    """`fields` of /proc/PID/status, as their text."""
+    out: dict[str, str] = {}
+    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+        for line in status:
+            field, _, value = line.partition(":")
+            if field in fields:
+                out[field] = value.strip()
+    return out
 
 
 @functools.cache

@@ -20,6 +20,8 @@ import functools
 import os
 from pathlib import Path
 
+from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox.file_memo import read_through
 from hermes_core.shell.invocation import Invocation
 from hermes_core.shell.parse import Script, SimpleCommand, parse_command, simple_commands
 from hermes_core.shell.programs import MAX_NESTING, unwrap
@@ -43,6 +45,12 @@ UTILITIES = _words(
     "od xxd hexdump md5sum sha1sum sha256sum sha512sum base64 seq yes tac rev expr jq yq "
     "tar gzip gunzip zcat bzip2 xz unzip zip whoami id uname hostname nproc free uptime ps "
     "kill git for [[ : local declare return shift wait trap"
+)
+# bash's builtins and keywords among them: run by bash itself, never looked up on PATH
+# (`enable -n` and `hash -p`, which would change that, are not utilities).
+BUILTINS = _words(
+    "echo printf true false test [ pwd type command cd pushd popd export unset set exit read "
+    "kill for [[ : local declare return shift wait trap"
 )
 # Wrappers `unwrap` takes off: the program they run is judged instead.
 _WRAPPERS = _words("env nohup time nice timeout stdbuf xargs command builtin exec")
@@ -87,6 +95,7 @@ _GIT_PLAIN = _words(
 _GIT_HOOKED = _words("commit merge checkout switch rebase cherry-pick revert am")
 # Variables that change which code a known name runs.
 _RELOCATING = ("PATH=", "LD_PRELOAD", "LD_LIBRARY_PATH", "BASH_ENV", "PYTHONPATH", "NODE_OPTIONS")
+MAX_CONFIG_BYTES = 1 << 22  # a git config read for `hooksPath`; a larger one counts as naming one
 # `git -c key=value`: keys that run nothing.
 _GIT_SAFE_KEYS = ("user.", "color.", "advice.", "core.quotepath", "init.defaultbranch", "safe.directory")
 
@@ -102,10 +111,12 @@ def cache_need(
         return ALL
     need: set[str] = set()
     moves = any(program in ("cd", "pushd") for program, _ in programs)  # to another repository?
-    for program, hooked in programs:
-        if hooked and (moves or _git_hooks(cwd, home)):
-            return ALL
-        if _found_in(program, search_path, cwd, workspace):
+    if any(hooked for _, hooked in programs) and (moves or _git_hooks(cwd, home)):
+        return ALL
+    # Each name is looked up once (`git add && git commit && git status`), and a bash
+    # builtin never: bash runs its own `echo` whatever file PATH holds by that name.
+    for program in dict.fromkeys(program for program, _ in programs):
+        if program not in BUILTINS and _found_in(program, search_path, cwd, workspace):
             return ALL
         need |= TOOLCHAINS.get(program, frozenset())
     return frozenset(need)
@@ -223,8 +234,8 @@ def _python_module(invocation: Invocation) -> str | None:
 def _found_in(program: str, search_path: str | None, cwd: Path, workspace: list[Path]) -> bool:
     """Whether bash would run `program` from a file inside the workspace."""
     for entry in (search_path or os.defpath).split(os.pathsep):
-        folder = Path(entry) if entry and os.path.isabs(entry) else cwd / entry
-        candidate = folder / program
+        folder = entry if entry and os.path.isabs(entry) else os.path.join(cwd, entry)
+        candidate = os.path.join(folder, program)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             text = os.path.realpath(candidate)
             return any(text == str(w) or text.startswith(str(w) + os.sep) for w in workspace)
@@ -265,9 +276,16 @@ def _git_hooks(cwd: Path, home: Path) -> bool:
 
 
 def _names_hooks_path(config: Path) -> bool:
-    """`core.hooksPath`, or an include that might set it (not followed: in doubt, yes)."""
-    try:
-        text = config.read_text(encoding="utf-8", errors="replace").lower()
-    except OSError:
+    """`core.hooksPath`, or an include that might set it (not followed: in doubt, yes).
+    Read again only when the file changed (`file_memo`)."""
+    return read_through(str(config), _reads_hooks_path)
+
+
+def _reads_hooks_path(config: str) -> bool:
+    data = read_regular(config, MAX_CONFIG_BYTES)  # a FIFO planted as a config must not block
+    if data is None:
         return False
+    if len(data) >= MAX_CONFIG_BYTES:
+        return True  # not read to its end: in doubt, yes
+    text = data.decode("utf-8", errors="replace").lower()
     return "hookspath" in text or "include" in text

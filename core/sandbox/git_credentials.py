@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox.file_memo import read_through
 from hermes_core.sandbox.own_folders import own_folder
 
 MAX_CONFIG_BYTES = 1 << 20  # a larger config is not copied: its credentials stay (rare)
@@ -69,17 +70,11 @@ def shown(text: str, *places: Path | str | None) -> str:
 
 def redacted_copy(config: Path) -> Path | None:
     """A read-only copy of `config` without its credentials, or None when it holds none
-    (or cannot be read: then there is nothing to copy either)."""
-    data = read_regular(str(config), MAX_CONFIG_BYTES + 1)  # a FIFO must not block
-    if data is None:
+    (or cannot be read: then there is nothing to copy either). The file is read and
+    redacted again only when it changed (`file_memo`): every launch asks."""
+    encoded = read_through(str(config), _redacted_bytes)
+    if encoded is None:
         return None
-    if len(data) > MAX_CONFIG_BYTES:
-        return None
-    text = data.decode("utf-8", errors="surrogateescape")
-    clean = redacted(text)
-    if clean == text:
-        return None
-    encoded = clean.encode("utf-8", errors="surrogateescape")
     copy = own_folder("hermes-gitconfig-") / hashlib.sha256(encoded).hexdigest()[:32]
     if not copy.exists():
         fd, temporary = tempfile.mkstemp(dir=copy.parent)
@@ -88,3 +83,15 @@ def redacted_copy(config: Path) -> Path | None:
         os.chmod(temporary, 0o400)
         os.replace(temporary, copy)
     return copy
+
+
+def _redacted_bytes(config: str) -> bytes | None:
+    """The config's text without its credentials; None when it holds none."""
+    data = read_regular(config, MAX_CONFIG_BYTES + 1)  # a FIFO must not block
+    if data is None or len(data) > MAX_CONFIG_BYTES:
+        return None
+    text = data.decode("utf-8", errors="surrogateescape")
+    clean = redacted(text)
+    if clean == text:
+        return None
+    return clean.encode("utf-8", errors="surrogateescape")

@@ -18,6 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox.file_memo import read_through
+
 # Inside a `.git` directory: what git reads as configuration or runs as code. `commondir`
 # is left out: creating an empty one as a mount point breaks git (see `GitGuard`).
 GIT_FILES: tuple[str, ...] = ("config", "config.worktree")
@@ -147,12 +150,17 @@ _SECTION = re.compile(r'\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]')
 _ENTRY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*)")
 
 
-def _config_paths(config: Path) -> list[tuple[str, str]]:
-    """(`hookspath` | `path`, value) for `core.hooksPath` and `include(If).path` entries."""
-    try:
-        text = config.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
-        return []
+def _config_paths(config: Path) -> tuple[tuple[str, str], ...]:
+    """(`hookspath` | `path`, value) for `core.hooksPath` and `include(If).path` entries.
+    Read again only when the file changed (`file_memo`): every launch asks."""
+    return read_through(str(config), _read_config_paths)
+
+
+def _read_config_paths(config: str) -> tuple[tuple[str, str], ...]:
+    data = read_regular(config, 200_000)  # a FIFO planted as a config must not block
+    if data is None:
+        return ()
+    text = data.decode("utf-8", errors="replace")
     found = []
     section = ""
     for line in text.splitlines():
@@ -169,7 +177,7 @@ def _config_paths(config: Path) -> list[tuple[str, str]]:
         )
         if wanted and value:
             found.append((key, value))
-    return found
+    return tuple(found)
 
 
 def _expand(value: str, *, base: Path) -> Path:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.sandbox import caches
+from hermes_core.sandbox.empty_layers import overlay_args
 from hermes_core.sandbox.probe import BASE_ARGS
 
 
@@ -30,6 +31,9 @@ class Mounts:
     sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
     private: list[Path] = field(default_factory=list)  # shared temp dirs: empty and read-only
     kept: list[Path] = field(default_factory=list)  # read-only again inside a private dir
+    # Two empty folders whose read-only overlay is an empty read-only folder cheaper than
+    # a tmpfs remounted read-only (`empty_layers`); None: the tmpfs.
+    empty: tuple[Path, Path] | None = None
 
     def unlayer_mount_points(self) -> None:
         """A read-only overlay cannot take a mount point it does not show: a secret inside a
@@ -55,6 +59,15 @@ def _outermost(paths: list[Path]) -> list[Path]:
         if not any(path.is_relative_to(o) for o in out):
             out.append(path)
     return out
+
+
+def _empty_read_only(empty: tuple[Path, Path] | None, path: Path, *, perms: str | None = None) -> list[str]:
+    """An empty read-only folder at `path`: the empty layers' overlay where there are
+    some (mode 0700, theirs), else a tmpfs remounted read-only (a bind's price)."""
+    if empty is not None:
+        return overlay_args(empty, path)
+    mode = ["--perms", perms] if perms else []
+    return [*mode, "--tmpfs", str(path), "--remount-ro", str(path)]
 
 
 def launch_argv(
@@ -106,12 +119,14 @@ def launch_argv(
     for path in mounts.read_only:
         args += ["--ro-bind", str(mounts.substitutes.get(path, path)), str(path)]
     for path in mounts.placeholders:
-        args += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        args += _empty_read_only(mounts.empty, path)
     for path in mounts.hidden_dirs:
-        args += ["--perms", "0700", "--tmpfs", str(path)]
-        args += [
-            part for s in mounts.sockets if s.is_relative_to(path) for part in ("--bind", str(s), str(s))
-        ]
+        sockets = [s for s in mounts.sockets if s.is_relative_to(path)]
+        if not sockets:
+            args += _empty_read_only(mounts.empty, path, perms="0700")
+            continue
+        args += ["--perms", "0700", "--tmpfs", str(path)]  # mount points for the sockets
+        args += [part for s in sockets for part in ("--bind", str(s), str(s))]
         args += ["--remount-ro", str(path)]
     for path in mounts.hidden_files:
         args += ["--ro-bind", "/dev/null", str(path)]

@@ -358,7 +358,8 @@ class Sandbox:
         layers = empty_layers(self.bwrap)
         if layers is None or Path(os.path.realpath(layers[0].parent.parent)) not in private:
             return None
-        return layers
+        # (a temp dir cleaner may have taken them since: then the tmpfs, as before)
+        return layers if all(os.path.isdir(layer) for layer in layers) else None
 
     def after_command(self) -> None:
         """After a local sandboxed command: remove the empty mount points bwrap left for the

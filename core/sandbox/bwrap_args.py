@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.sandbox import caches
-from hermes_core.sandbox.empty_layers import overlay_args
+from hermes_core.sandbox.empty_layers import overlay_args, skeleton_args
 from hermes_core.sandbox.probe import BASE_ARGS
 
 
@@ -34,6 +34,21 @@ class Mounts:
     # Two empty folders whose read-only overlay is an empty read-only folder cheaper than
     # a tmpfs remounted read-only (`empty_layers`); None: the tmpfs.
     empty: tuple[Path, Path] | None = None
+
+    def targets(self, tmp: Path) -> list[Path]:
+        """Every place this launch mounts something on (the private dirs aside)."""
+        return [
+            *self.writable,
+            *(o.lower for o in (*self.overlays, *self.read_only_overlays)),
+            *self.pinned,
+            *self.read_only,
+            *self.placeholders,
+            *self.hidden_dirs,
+            *self.hidden_files,
+            *self.sockets,
+            *self.kept,
+            tmp,
+        ]
 
     def unlayer_mount_points(self) -> None:
         """A read-only overlay cannot take a mount point it does not show: a secret inside a
@@ -108,8 +123,21 @@ def launch_argv(
     for layer in mounts.read_only_overlays:  # the last source is the top layer
         stacked = ["--overlay-src", str(layer.lower), "--overlay-src", str(layer.upper)]
         layers.append((layer.lower, [*stacked, "--ro-overlay", str(layer.lower)]))
+    # A private dir nothing is mounted inside (/var/tmp, as a rule) is the empty layers'
+    # overlay: read-only at once, without the remount (a bind's price) the tmpfs needs.
+    # The one that holds some (/tmp: TMPDIR's mount point, a root there) shows just their
+    # empty mount points, read-only from the start.
+    targets = [*mounts.targets(tmp), *mounts.private]
+    remount = [] if mounts.empty is not None else list(mounts.private)
     for path in mounts.private:  # before the roots and caches inside it, which stay as they are
         kept = [p for s in mounts.sockets if s.is_relative_to(path) for p in ("--bind", str(s), str(s))]
+        if mounts.empty is not None:
+            inner = _outermost([t for t in targets if t != path and t.is_relative_to(path)])
+            view = skeleton_args(mounts.empty, path, inner) if inner else overlay_args(mounts.empty, path)
+            if view is not None:
+                layers.append((path, [*view, *kept]))
+                continue
+            remount.append(path)  # no skeleton could be made: the tmpfs, as before
         layers.append((path, ["--tmpfs", str(path), *kept]))
     layers += [(path, ["--ro-bind", str(path), str(path)]) for path in mounts.kept]
     for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
@@ -135,7 +163,7 @@ def launch_argv(
     # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
     for name in unset:
         args += ["--unsetenv", name]
-    for path in mounts.private:  # once every mount point inside it is made; not recursive
+    for path in remount:  # once every mount point inside it is made; not recursive
         args += ["--remount-ro", str(path)]
     args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]
     return args

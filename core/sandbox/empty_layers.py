@@ -17,6 +17,7 @@ machine where a read-only overlay of them does not mount (asked once per process
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import subprocess
 import tempfile
@@ -29,6 +30,42 @@ from hermes_core.sandbox.probe import BASE_ARGS
 def overlay_args(layers: tuple[Path, Path], target: Path) -> list[str]:
     """bwrap's arguments for an empty read-only folder at `target`."""
     return ["--overlay-src", str(layers[0]), "--overlay-src", str(layers[1]), "--ro-overlay", str(target)]
+
+
+def skeleton_args(layers: tuple[Path, Path], target: Path, inside: list[Path]) -> list[str] | None:
+    """bwrap's arguments for a read-only folder at `target` that holds nothing but empty
+    mount points for `inside` (paths in it that the launch mounts on, outermost first):
+    an emptied temp dir without the remount (a bind's price) a tmpfs would need. None when
+    the skeleton cannot be made."""
+    skeleton = _skeleton(target, tuple(inside))
+    if skeleton is None:
+        return None
+    # the skeleton on top: the folder's mode is its
+    return ["--overlay-src", str(layers[1]), "--overlay-src", str(skeleton), "--ro-overlay", str(target)]
+
+
+def _skeleton(target: Path, inside: tuple[Path, ...]) -> Path | None:
+    """A folder of ours with an empty folder (or file, for a file) at each of `inside`'s
+    places relative to `target`: made once per set of places (again if it was removed)."""
+    digest = hashlib.sha256("\0".join(map(str, (target, *inside))).encode()).hexdigest()[:16]
+    folder = own_folder("hermes-acp-skeleton-") / digest
+    if folder.is_dir():
+        return folder
+    try:
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        draft = Path(tempfile.mkdtemp(dir=folder.parent))
+        for place in inside:
+            spot = draft / place.relative_to(target)
+            spot.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            if place.is_dir():
+                spot.mkdir(mode=0o755, exist_ok=True)
+            else:
+                spot.touch(mode=0o600, exist_ok=True)
+        draft.chmod(0o755)
+        os.replace(draft, folder)
+    except OSError:
+        return None if not folder.is_dir() else folder
+    return folder
 
 
 @functools.cache

@@ -32,6 +32,10 @@ full launch until its output pipe closes (bwrap's pid 1 holds it while the kerne
 mounts down: what the agent waited for before it took bwrap's exit as the end); and the
 Python side, building one launch (`Sandbox.wrap`) for a local utility command (its line read
 for the caches it may write) and for an editor terminal (every overlay, no line read).
+Then the price of one mount of each kind bwrap makes (`mount_price_*`: 20 of a kind
+against none): a tmpfs; a tmpfs remounted read-only (what an empty read-only folder cost
+before); a read-only bind of /dev/null over a file (a hidden secret file); a read-only
+overlay of two empty folders (`empty_layers`, what an empty read-only folder costs now).
 
 Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
 Exits non-zero when the sandbox adds 20 ms or more (median) to the utility class (network
@@ -57,6 +61,7 @@ from typing import Any
 from hermes_core.sandbox import caches, limits
 from hermes_core.sandbox.bwrap import Sandbox
 from hermes_core.sandbox.bwrap_args import launch_argv
+from hermes_core.sandbox.empty_layers import overlay_args
 from hermes_core.sandbox.probe import BASE_ARGS
 from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 
@@ -256,6 +261,45 @@ def measure_breakdown(runs: int) -> dict[str, float]:
     return {f"breakdown_{name}_ms": statistics.median(values) for name, values in samples.items()}
 
 
+def measure_mount_prices(runs: int, count: int = 20) -> dict[str, float]:
+    """What one mount of each kind adds to a launch, in ms: `count` of them against none,
+    shuffled. bwrap reads and parses /proc/self/mountinfo for every bind and remount, so
+    those cost several times a plain tmpfs or a read-only overlay (`empty_layers`)."""
+    bwrap = Sandbox(WorkspaceScope(Path.cwd()), mode="off").bwrap
+    if bwrap is None:
+        raise SystemExit("no bwrap here")
+    with tempfile.TemporaryDirectory() as folder:
+        places = [Path(folder) / f"d{i}" for i in range(count)]
+        for place in places:
+            place.mkdir()
+            (place.parent / f"{place.name}.file").write_text("")
+        empty = (Path(folder) / "empty-a", Path(folder) / "empty-b")
+        for layer in empty:
+            layer.mkdir()
+        base = [bwrap, *BASE_ARGS, "--bind", folder, folder]
+        kinds = {
+            "none": [],
+            "tmpfs": [a for p in places for a in ("--tmpfs", str(p))],
+            "tmpfs_remount_ro": [a for p in places for a in ("--tmpfs", str(p), "--remount-ro", str(p))],
+            "ro_bind_file": [a for p in places for a in ("--ro-bind", "/dev/null", f"{p}.file")],
+            "ro_overlay_empty": [a for p in places for a in overlay_args(empty, p)],
+        }
+        samples: dict[str, list[float]] = {name: [] for name in kinds}
+        order = list(kinds)
+        for _ in range(runs):
+            random.shuffle(order)
+            for name in order:
+                started = time.perf_counter()
+                subprocess.run([*base, *kinds[name], "--", "/bin/true"], check=True)
+                samples[name].append((time.perf_counter() - started) * 1000)
+    none = statistics.median(samples["none"])
+    return {
+        f"mount_price_{name}_ms": (statistics.median(values) - none) / count
+        for name, values in samples.items()
+        if name != "none"
+    }
+
+
 _LANDLOCK_RULES = """
 import landlock
 rules = landlock.Ruleset()
@@ -312,6 +356,7 @@ def main() -> int:
         result.update(measure_landlock(args.runs))
     if args.breakdown:
         result.update(measure_breakdown(args.runs))
+        result.update(measure_mount_prices(args.runs))
     held = ("utility_added_ms", "utility_added_no_network_ms", "git_added_ms", "git_added_no_network_ms")
     worst = max(float(result[name]) for name in held)
     result["load_after"] = os.getloadavg()[0]

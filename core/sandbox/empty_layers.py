@@ -74,8 +74,11 @@ def empty_layers(bwrap: str) -> tuple[Path, Path] | None:
     empty folder nothing can be written to; None: use a tmpfs."""
     folder = own_folder("hermes-acp-empty-")
     layers = (folder / "lower", folder / "upper")
-    for layer in layers:
-        layer.mkdir(mode=0o700, exist_ok=True)
+    try:
+        for layer in layers:
+            layer.mkdir(mode=0o700, parents=True, exist_ok=True)  # (the folder too, if cleaned away)
+    except OSError:
+        return None
     with tempfile.TemporaryDirectory(prefix="hermes-acp-probe-") as probe:
         target = Path(probe) / "target"
         target.mkdir()

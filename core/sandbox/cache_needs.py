@@ -23,8 +23,8 @@ from pathlib import Path
 from hermes_core.fence.gitignore import read_regular
 from hermes_core.sandbox.file_memo import read_through
 from hermes_core.shell.invocation import Invocation
-from hermes_core.shell.parse import Script, SimpleCommand, parse_command, simple_commands
-from hermes_core.shell.programs import MAX_NESTING, unwrap
+from hermes_core.shell.parse import parse_command
+from hermes_core.shell.programs import Unreadable, walk_invocations
 from hermes_core.shell.tokens import ShellSyntaxError
 
 
@@ -133,38 +133,16 @@ def _programs(command: str) -> tuple[tuple[str, bool], ...] | None:
     except ShellSyntaxError:
         return None
     out: list[tuple[str, bool]] = []
-    if not _collect(script, out, 0):
-        return None
-    return tuple(out)
-
-
-def _collect(script: Script, out: list[tuple[str, bool]], depth: int) -> bool:
-    if depth > MAX_NESTING:
-        return False
-    for command in simple_commands(script):
-        for sub in command.substitutions():
-            try:
-                if not _collect(parse_command(sub), out, depth + 1):
-                    return False
-            except ShellSyntaxError:
-                return False
-        invocations, nested = unwrap(command.words)
-        for item in nested:
-            try:
-                inner: Script = (
-                    parse_command(item) if isinstance(item, str) else [[SimpleCommand(list(item))]]
-                )
-            except ShellSyntaxError:
-                return False
-            if not _collect(inner, out, depth + 1):
-                return False
-        for invocation in invocations:
-            judged = _judge(invocation, handed_on=bool(nested))
+    try:
+        for invocation, handed_code in walk_invocations(script, strict=True):
+            judged = _judge(invocation, handed_on=handed_code)
             if judged is None:
-                return False
+                return None
             if judged:
                 out.append(judged)
-    return True
+    except Unreadable:
+        return None  # a part that cannot be read may run anything
+    return tuple(out)
 
 
 def _judge(invocation: Invocation, *, handed_on: bool) -> tuple[str, bool] | tuple[()] | None:

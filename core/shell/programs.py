@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 
 from hermes_core.shell.invocation import Invocation, Nested
-from hermes_core.shell.parse import Script, SimpleCommand, parse_or_empty, simple_commands
-from hermes_core.shell.tokens import Word
+from hermes_core.shell.parse import Script, SimpleCommand, parse_command, parse_or_empty, simple_commands
+from hermes_core.shell.tokens import ShellSyntaxError, Word
 
 
 def _names(text: str) -> frozenset[str]:
@@ -310,13 +310,40 @@ MAX_NESTING = 8  # how deep substitutions and code handed to shells are followed
 
 def all_invocations(script: Script, depth: int = 0) -> Iterator[Invocation]:
     """Every program the script may run, however deeply it is wrapped or substituted."""
+    return (invocation for invocation, _ in walk_invocations(script, depth))
+
+
+class Unreadable(Exception):
+    """A part of a command line a strict walk cannot follow: code that is not shell syntax,
+    or nested deeper than MAX_NESTING."""
+
+
+def walk_invocations(
+    script: Script, depth: int = 0, *, strict: bool = False
+) -> Iterator[tuple[Invocation, bool]]:
+    """(invocation, its command handed code to run: `bash -c '…'`, `xargs sh -c`) for every
+    program the script may run. Where a part cannot be read, the lenient walk skips it (the
+    danger rules judge the text as well); a `strict` one raises `Unreadable`, for a caller
+    to whom an unread program means "anything" (`sandbox/cache_needs.py`)."""
     if depth > MAX_NESTING:
+        if strict:
+            raise Unreadable("nested too deep")
         return
     for command in simple_commands(script):
         for sub in command.substitutions():
-            yield from all_invocations(parse_or_empty(sub), depth + 1)
+            yield from walk_invocations(_parsed(sub, strict), depth + 1, strict=strict)
         invocations, nested = unwrap(command.words)
-        yield from invocations
+        for invocation in invocations:
+            yield invocation, bool(nested)
         for item in nested:
-            inner: Script = parse_or_empty(item) if isinstance(item, str) else [[SimpleCommand(list(item))]]
-            yield from all_invocations(inner, depth + 1)
+            inner: Script = _parsed(item, strict) if isinstance(item, str) else [[SimpleCommand(list(item))]]
+            yield from walk_invocations(inner, depth + 1, strict=strict)
+
+
+def _parsed(source: str, strict: bool) -> Script:
+    if not strict:
+        return parse_or_empty(source)
+    try:
+        return parse_command(source)
+    except ShellSyntaxError as exc:
+        raise Unreadable(str(exc)) from exc

@@ -31,7 +31,7 @@ from hermes_core.sandbox import caches, git_credentials, limits, listing, protec
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
 from hermes_core.sandbox.emptied import Emptied, inside_any
-from hermes_core.sandbox.empty_layers import empty_layers
+from hermes_core.sandbox.empty_layers import usable_layers
 from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
@@ -347,19 +347,9 @@ class Sandbox:
         if agent is not None:
             out.sockets.append(agent.resolve())
         out.unlayer_mount_points()
-        out.empty = self._empty_layers(out.private)
+        if self.bwrap is not None and overlays_work(self.bwrap):
+            out.empty = usable_layers(self.bwrap, out.private)
         return out
-
-    def _empty_layers(self, private: list[Path]) -> tuple[Path, Path] | None:
-        """The empty layers for this launch, where no command can reach them: in a temp
-        dir the launch empties (`empty_layers`)."""
-        if self.bwrap is None or not overlays_work(self.bwrap):
-            return None
-        layers = empty_layers(self.bwrap)
-        if layers is None or Path(os.path.realpath(layers[0].parent.parent)) not in private:
-            return None
-        # (a temp dir cleaner may have taken them since: then the tmpfs, as before)
-        return layers if all(os.path.isdir(layer) for layer in layers) else None
 
     def after_command(self) -> None:
         """After a local sandboxed command: remove the empty mount points bwrap left for the

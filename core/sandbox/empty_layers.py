@@ -91,3 +91,13 @@ def empty_layers(bwrap: str) -> tuple[Path, Path] | None:
             return None
         empty = not os.listdir(layers[0]) and not os.listdir(layers[1])
         return layers if done.returncode == 0 and empty else None
+
+
+def usable_layers(bwrap: str, private: list[Path]) -> tuple[Path, Path] | None:
+    """The empty layers for a launch that empties the temp dirs `private`: only where no
+    command can reach them (their temp dir is one of those), and only while they are there
+    (a temp dir cleaner may have taken them: then a tmpfs, as before)."""
+    layers = empty_layers(bwrap)
+    if layers is None or Path(os.path.realpath(layers[0].parent.parent)) not in private:
+        return None
+    return layers if all(os.path.isdir(layer) for layer in layers) else None

@@ -97,6 +97,14 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def thread_count(pid: int) -> int:
+    """The threads process `pid` has now (a workspace watcher is one, or more)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads line in /proc/PID/status")
+
+
 def io_calls(pid: int) -> tuple[int, int]:
     """The read and write system calls process `pid` (all its threads) has made."""
     fields = dict(line.split(": ", 1) for line in Path(f"/proc/{pid}/io").read_text().splitlines())
@@ -219,6 +227,7 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
             if count_gc:
                 os.kill(server.pid, signal.SIGUSR2)
             rss = rss_mb(server.pid)
+            threads = thread_count(server.pid)
             await stop_profiler(recorder)
     together = [t for turn_times in by_index for t in turn_times]
     lone = statistics.median(alone)
@@ -236,7 +245,7 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
         f"the server's event loop (its main thread): {loop_cpu / len(together) * 1e3:.1f} ms of CPU "
         f"a crowd turn, busy {loop_cpu / wall:.0%} of the wall time"
     )
-    print(f"server RSS after the crowd: {rss:.1f} MB")
+    print(f"server RSS after the crowd: {rss:.1f} MB, {threads} threads ({count + 1} sessions open)")
     print(
         f"server system calls a crowd turn: {reads / len(together):.1f} reads, "
         f"{writes / len(together):.1f} writes (stdout, sockets, files, thread wake-ups)"

@@ -154,14 +154,13 @@ class InotifyNotifier:
             os.close(fd)
 
     def _read(self, changes: set[tuple[int, str]]) -> None:
-        while True:
-            try:
-                data = os.read(self._fd, _READ_SIZE)
-            except BlockingIOError:
-                return
-            if not data:
-                return
-            self._decode(data, changes)
+        # One read per wake-up: a workspace that writes without pause must not keep us
+        # from the debounce deadline or the stop (poll answers at once while more waits).
+        try:
+            data = os.read(self._fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        self._decode(data, changes)
 
     def _decode(self, data: bytes, changes: set[tuple[int, str]]) -> None:
         offset = 0

@@ -315,9 +315,18 @@ def join(spec: TreeSpec, subscriber: Subscriber) -> WatchedTree:
     with _lock:
         tree = _trees.get(spec)
         if tree is None or tree._stop.is_set():
-            tree = _trees[spec] = WatchedTree(spec)
+            tree = WatchedTree(spec)
+            try:
+                tree._thread.start()
+            except RuntimeError as exc:  # no thread to be had: watch nothing rather than fail the turn
+                log.warning("Not watching the workspace for changes: %s", exc)
+                tree._stop.set()
+                tree.ready.set_result(False)
+                tree.exited.set_result(None)
+                tree._stop.close()
+                return tree
+            _trees[spec] = tree
             _members[spec] = set()
-            tree._thread.start()
         _members[spec].add(subscriber)
         tree._subscribers = tuple(_members[spec])
         return tree

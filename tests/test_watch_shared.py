@@ -3,8 +3,12 @@ instance), each judging the changes against its own turns; the last to close sto
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 from pathlib import Path
+
+import pytest
 
 from hermes_core.changes.watch import WorkspaceWatcher
 from tests.test_watch import LATE, drain_settled, until, write
@@ -86,3 +90,27 @@ async def test_a_change_in_one_sessions_turn_is_the_user_s_to_the_other(tmp_path
     finally:
         await in_turn.aclose()
         await idle.aclose()
+
+
+async def test_a_workspace_that_writes_without_pause_still_reports_and_stops(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The workspace is the attacker's: a process appending to a file as fast as it can must
+    not hold the watcher in one endless batch, away from its sessions and its stop."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    caplog.set_level(logging.WARNING, logger="hermes_core.changes.watch")
+    watcher = WorkspaceWatcher([root], debounce_ms=10, grace_ms=LATE)
+    await watcher.start()
+    writer = await asyncio.create_subprocess_exec(
+        "sh", "-c", 'while :; do echo x >> "$1"; done', "sh", str(root / "flood.log")
+    )
+    try:
+        await until(lambda: watcher.pending >= 1)
+        await watcher.aclose()
+        assert "did not stop" not in caplog.text
+        await until(lambda: watcher_threads() == 0)
+    finally:
+        writer.kill()
+        await writer.wait()
+        await watcher.aclose()

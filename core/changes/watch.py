@@ -135,7 +135,8 @@ class WorkspaceWatcher(ChangeLedger, Subscriber):
     # -- judging (the tree's thread) --------------------------------------------------
 
     def take(self, batch: Batch) -> None:
-        self._attribute(batch.changes, batch.since, batch)
+        if not self._closed:  # a batch already on its way when this session closed
+            self._attribute(batch.changes, batch.since, batch)
 
     def _attribute(self, changes: dict[str, set[Change]], since: float, batch: Batch | None = None) -> None:
         """Whose changes these are. Near a turn boundary, or past one since the batch

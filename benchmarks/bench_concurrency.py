@@ -45,6 +45,7 @@ from tests.support.acp_harness import ServerProcess, server_env, spawn_server  #
 from tests.support.fake_provider import Reply, ToolCallSpec  # noqa: E402
 
 TARGET_SECONDS = 1.0
+IDLE_SECONDS = 3.0  # the server at rest after the crowd: what its open sessions cost doing nothing
 
 # Run in the server before it starts (`--gc`): the collections by generation, counted and
 # timed; SIGUSR1 starts the count over, SIGUSR2 keeps what it holds, written to stderr at exit.
@@ -95,6 +96,21 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+async def idle_cpu_seconds(pid: int, seconds: float) -> float:
+    """CPU time process `pid` spends over `seconds` of wall time while nobody asks it anything."""
+    before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)
+    return cpu_seconds(pid) - before
+
+
+def thread_count(pid: int) -> int:
+    """The threads process `pid` has now (a workspace watcher is one, or more)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    raise AssertionError("no Threads line in /proc/PID/status")
 
 
 def io_calls(pid: int) -> tuple[int, int]:
@@ -219,6 +235,8 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
             if count_gc:
                 os.kill(server.pid, signal.SIGUSR2)
             rss = rss_mb(server.pid)
+            threads = thread_count(server.pid)
+            idle_cpu = await idle_cpu_seconds(server.pid, IDLE_SECONDS)
             await stop_profiler(recorder)
     together = [t for turn_times in by_index for t in turn_times]
     lone = statistics.median(alone)
@@ -236,7 +254,8 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
         f"the server's event loop (its main thread): {loop_cpu / len(together) * 1e3:.1f} ms of CPU "
         f"a crowd turn, busy {loop_cpu / wall:.0%} of the wall time"
     )
-    print(f"server RSS after the crowd: {rss:.1f} MB")
+    print(f"server RSS after the crowd: {rss:.1f} MB, {threads} threads ({count + 1} sessions open)")
+    print(f"server CPU at rest with them open: {idle_cpu / IDLE_SECONDS * 1e3:.1f} ms a second")
     print(
         f"server system calls a crowd turn: {reads / len(together):.1f} reads, "
         f"{writes / len(together):.1f} writes (stdout, sockets, files, thread wake-ups)"

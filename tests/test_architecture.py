@@ -61,6 +61,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.loop.model_link",
             "hermes_core.changes.watch",
             "hermes_core.changes.watch_tree",
+            "hermes_core.changes.watch_shared",  # one kernel watcher per workspace, shared by its sessions
+            "hermes_core.changes.inotify",
             "hermes_core.loop.tool_record",  # what the store keeps of a tool call: events, from and back
         ),
     ),

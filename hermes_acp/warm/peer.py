@@ -48,6 +48,8 @@ STATUS_FIELDS = (
     "CapBnd",
     "CapAmb",
 )
+# What a child needs to lower its oom_score_adj, or to take a real-time I/O class.
+CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE = 21, 23, 24
 LIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
 
 
@@ -216,9 +218,6 @@ def _wider_than_mine(context: Context) -> str:
     if realtime and not (_capable(CAP_SYS_ADMIN) or _capable(CAP_SYS_NICE)):
         return "a real-time I/O priority"
     return ""
-
-
-CAP_SYS_NICE, CAP_SYS_RESOURCE, CAP_SYS_ADMIN = 23, 24, 21
 
 
 def _capable(capability: int) -> bool:

@@ -25,14 +25,12 @@ _OVERFLOW = re.compile(
 _OVERFLOW_CODES = {"context_length_exceeded", "model_context_window_exceeded", "request_too_large"}
 _RATE_LIMIT_TYPES = {"rate_limit_error", "rate_limit_exceeded", "overloaded_error", "overloaded"}
 _AUTH_CODES = {"invalid_api_key", "insufficient_quota", "authentication_error", "permission_error"}
+# What the providers' HTTP (aiohttp, core/providers/http.py) raises when the connection
+# fails; Bedrock's botocore errors are classified in bedrock.py, and MCP over HTTP (httpx2)
+# never comes here.
 _CONNECTION_CLASSES = {
-    "APIConnectionError",
-    "APITimeoutError",
-    "TransportError",  # httpx: connect/read errors, a peer that closed mid-body
-    "TimeoutException",
-    "StreamError",
-    "ClientConnectionError",  # aiohttp: refused, reset, a peer that closed before answering
-    "ClientPayloadError",  # aiohttp: a body cut short (mid-stream disconnect, bad chunking)
+    "ClientConnectionError",  # refused, reset, a peer that closed before answering
+    "ClientPayloadError",  # a body cut short (mid-stream disconnect, bad chunking)
 }
 
 
@@ -84,8 +82,6 @@ def classify(exc: BaseException, *, provider: str) -> ProviderError:
         cause = exc.__cause__ or exc.__context__
         detail = f"{message} ({cause})" if cause is not None and str(cause) not in message else message
         return ProviderError(ErrorKind.TRANSIENT, f"connection failed: {detail}", provider=provider)
-    if "APIError" in names:  # a stream-level error without a status or code
-        return ProviderError(ErrorKind.TRANSIENT, message, provider=provider)
     return ProviderError(ErrorKind.FATAL, f"{type(exc).__name__}: {message}", provider=provider)
 
 

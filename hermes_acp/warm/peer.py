@@ -7,13 +7,19 @@ agent offline, a container, a seccomp filter) served by a server outside it woul
 the jail, so the server serves only a peer of its uid whose confinement is its own, read
 from the peer's /proc entry (the kernel's word, not the header's).
 
-Resource limits, the nice value, the CPUs allowed, the ignored and blocked signals and
-the cgroups (cgroups.py) a child takes over: it lowers them to the stub's, so `nice
-hermes-acp`, `ulimit -v`, `taskset`, `trap '' INT` or `systemd-run -p MemoryMax=` hold
-as in a cold process.
-A stub allowed more than the server (a higher hard limit, a lower nice value) cannot be
-matched: the server says no and retires, and the stub's cold start launches a server of
-its own context.
+Resource limits, the nice value, the I/O priority, the OOM killer's adjustment, the CPUs
+allowed, the ignored and blocked signals and the cgroups (cgroups.py) a child takes over:
+it lowers them to the stub's, so `nice hermes-acp`, `ionice -c 3`, `choom -n 500`,
+`ulimit -v`, `taskset`, `trap '' INT` or `systemd-run -p MemoryMax=` hold as in a cold
+process.
+A stub allowed more than the server (a higher hard limit, a lower nice value, a lower
+`oom_score_adj` or a real-time I/O class the server may not set) cannot be matched: the
+server says no and retires, and the stub's cold start launches a server of its own context.
+
+The peer is the process that connected (SO_PEERCRED's pid). Where the kernel hands a pidfd
+of it (SO_PEERPIDFD, Linux 6.5+), the server checks after reading its /proc entry that it
+is still alive, so a peer that exited and whose pid went to another process is refused
+rather than judged by that process's confinement. Older kernels keep that window.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_acp.warm import cgroups
+from hermes_acp.warm import cgroups, kernel
 
 # What confines a process beside its namespaces, in /proc/PID/status.
 STATUS_FIELDS = (
@@ -42,15 +48,19 @@ STATUS_FIELDS = (
     "CapBnd",
     "CapAmb",
 )
+# What a child needs to lower its oom_score_adj, or to take a real-time I/O class.
+CAP_SYS_ADMIN, CAP_SYS_NICE, CAP_SYS_RESOURCE = 21, 23, 24
 LIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a child takes over from its stub: its resource limits, nice value and CPUs."""
+    """What a child takes over from its stub: its resource limits, priorities and CPUs."""
 
     limits: tuple[tuple[int, int, int], ...]  # (resource, soft, hard)
     nice: int
+    ioprio: int  # class and level, as ioprio_get reports them
+    oom_score_adj: int
     cpus: frozenset[int]
     ignored: frozenset[int]  # signals, as the stub's interpreter started (commands inherit them)
     blocked: frozenset[int]
@@ -62,6 +72,13 @@ class Context:
             resource.setrlimit(which, (soft, hard))
         if os.getpriority(os.PRIO_PROCESS, 0) != self.nice:
             os.setpriority(os.PRIO_PROCESS, 0, self.nice)
+        # After the nice value: a process without an I/O class of its own reports one
+        # derived from it, so a stub and a child of the same nice value compare equal.
+        if kernel.ioprio_get(0) != self.ioprio:
+            kernel.ioprio_set(self.ioprio)
+        if oom_score_adj("self") != self.oom_score_adj:
+            with open("/proc/self/oom_score_adj", "w", encoding="ascii") as adj:
+                adj.write(str(self.oom_score_adj))
         if os.sched_getaffinity(0) != self.cpus:
             os.sched_setaffinity(0, self.cpus)
         self._signals()
@@ -99,22 +116,43 @@ def examine(connection: socket.socket) -> Context:
     pid, uid, _ = struct.unpack("3i", creds)
     if uid != os.getuid() or pid <= 0:  # pid 0: a process in a pid namespace we cannot see
         raise Refused(f"another user or an unseen process (uid {uid}, pid {pid})")
+    try:
+        pidfd = kernel.peer_pidfd(connection)
+    except OSError as exc:
+        raise Refused(f"it has gone: {exc}") from exc
+    try:
+        context = _read(pid)
+        if pidfd is not None and not kernel.pidfd_alive(pidfd):
+            raise Refused(f"it exited while it was examined (pid {pid} may be another process now)")
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+    if wider := _wider_than_mine(context):
+        raise Refused(f"it may have more than this server: {wider}", retire=True)
+    return context
+
+
+def _read(pid: int) -> Context:
+    """The peer's confinement checked against ours, and what a child must take over."""
     mine, theirs = _mine(), confinement(str(pid)) or {}
     if not theirs or mine != theirs:
         differ = sorted(k for k in {*mine, *theirs} if mine.get(k) != theirs.get(k))
         raise Refused(f"another confinement: {', '.join(differ) or 'unreadable'}")
     try:
         nice, cpus = os.getpriority(os.PRIO_PROCESS, pid), frozenset(os.sched_getaffinity(pid))
+        ioprio, adj = kernel.ioprio_get(pid), oom_score_adj(str(pid))
         ignored, blocked = _signal_sets(pid)
         joins = cgroups.moves_to(pid)
         if joins is None:
             raise Refused("it is in a cgroup a child of this server may not join")
-        context = Context(tuple(_limits(pid)), nice, cpus, ignored, blocked, joins)
+        return Context(tuple(_limits(pid)), nice, ioprio, adj, cpus, ignored, blocked, joins)
     except OSError as exc:
         raise Refused(f"its limits are unreadable: {exc}") from exc
-    if wider := _wider_than_mine(context):
-        raise Refused(f"it may have more than this server: {wider}", retire=True)
-    return context
+
+
+def oom_score_adj(pid: str) -> int:
+    with open(f"/proc/{pid}/oom_score_adj", encoding="ascii") as adj:
+        return int(adj.read())
 
 
 def confinement(pid: str) -> dict[str, str] | None:
@@ -172,7 +210,19 @@ def _wider_than_mine(context: Context) -> str:
             return f"hard limit {_name(which)}"
     if context.nice < os.getpriority(os.PRIO_PROCESS, 0):
         return "a higher priority"
+    # Lowering oom_score_adj below what a privileged writer last set needs CAP_SYS_RESOURCE;
+    # that floor is not readable, so the server's own value stands for it.
+    if context.oom_score_adj < oom_score_adj("self") and not _capable(CAP_SYS_RESOURCE):
+        return "a lower oom_score_adj"
+    realtime = kernel.is_realtime(context.ioprio) and context.ioprio != kernel.ioprio_get(0)
+    if realtime and not (_capable(CAP_SYS_ADMIN) or _capable(CAP_SYS_NICE)):
+        return "a real-time I/O priority"
     return ""
+
+
+def _capable(capability: int) -> bool:
+    """Whether this process holds `capability` in its effective set."""
+    return bool(int(_status("self", ("CapEff",)).get("CapEff", "0"), 16) >> capability & 1)
 
 
 def _more(limit: int, than: int) -> bool:

@@ -9,8 +9,9 @@ server serves: single-threaded, no event loop, reaping its children as SIGCHLD c
 
 Before each fork it checks the peer (peer.py: our uid, and our namespaces, privileges,
 filters and LSM label, as the kernel reports them: a sandboxed command has its own, and
-should never have reached the socket in the first place; limits a child cannot match make
-it retire), the header's key and the code (fingerprint.py): stale, it says no and exits.
+should never have reached the socket in the first place; through a pidfd where the kernel
+gives one, that the process it read is still the one that connected; limits a child
+cannot match make it retire), the header's key and the code (fingerprint.py): stale, it says no and exits.
 It exits too after `HERMES_ACP_WARM_IDLE` seconds (600) without children or connections,
 and when asked to retire (`hermes-acp warm stop`, or a newer server that finds more than
 SERVERS_PER_USER alive).

@@ -155,8 +155,12 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         return _git_files(inv, cwd)
     if "/" in program_word:
         path = _absolute(program_word, cwd)
-        if inv.program in INERT_PROGRAMS and not path.is_relative_to(cwd):
-            return []  # /usr/bin/ls
+        if not path.is_relative_to(cwd):
+            # `/usr/bin/ls` runs nothing of the workspace's. `/usr/bin/npm install` or
+            # `~/.cargo/bin/cargo build` do: what runs is the workspace's package.json
+            # scripts, build.rs, `.npmrc` or `.cargo/config.toml`, not the program's own
+            # file, so pinning that file pins nothing (as for `npm` found on PATH).
+            return [] if inv.program in INERT_PROGRAMS else None
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
         return _with_siblings(path, _shebang_family(path), cwd)

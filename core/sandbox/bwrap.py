@@ -415,6 +415,9 @@ class Sandbox:
         in a busy /tmp nor mounted over."""
         dirs, files = secrets.home_secrets(self.home)
         dirs += [p for p in self.hidden if p.is_dir()]
+        moved = secrets.relocated()  # `GNUPGHOME=/data/gnupg`: what exists there, either kind
+        dirs += moved
+        files += moved
         runtime = os.environ.get("XDG_RUNTIME_DIR")
         if runtime:
             dirs.append(Path(runtime))  # gpg-agent, the keyring, the session bus, ...

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from hermes_core.sandbox import listing
+from hermes_core.sandbox.relocated_secrets import RELOCATING, relocated_secrets
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
 SECRET_DIRS: tuple[str, ...] = (
@@ -55,6 +56,12 @@ SECRET_DIRS: tuple[str, ...] = (
     ".config/configstore",  # npm tools' logins (firebase, snyk, vercel...)
     ".fly",
     ".kaggle",
+    ".local/share/atuin",  # shell history (with its sync key), like the histories below
+    ".config/.wrangler",  # Cloudflare's login
+    ".local/share/com.vercel.cli",
+    ".config/netlify",
+    ".config/stripe",
+    ".config/hcloud",
 )
 # Single files holding credentials, and shell and REPL histories (pasted tokens).
 SECRET_FILES: tuple[str, ...] = (
@@ -81,6 +88,23 @@ SECRET_FILES: tuple[str, ...] = (
     ".Xauthority",  # X11's cookie: with X11's abstract socket, keystrokes into your terminal
     ".ICEauthority",
     ".databrickscfg",
+    # Other coding agents' model credentials: an OpenAI key or ChatGPT login (Codex), Claude's
+    # OAuth tokens and API key, Gemini's login, opencode's and `llm`'s keys, aider's and
+    # Continue's configs (where their users keep `api-key`s).
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".gemini/oauth_creds.json",
+    ".local/share/opencode/auth.json",
+    ".config/io.datasette.llm/keys.json",
+    ".aider.conf.yml",
+    ".continue/config.json",
+    ".continue/config.yaml",
+    # Package registries' logins beside `.npmrc` and `.pypirc`.
+    ".config/pypoetry/auth.toml",
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    ".cache/huggingface/stored_tokens",
     ".bash_history",
     ".zsh_history",
     ".zhistory",
@@ -117,17 +141,26 @@ def is_secret_path(path: Path, *, home: Path | None = None, extra: tuple[Path, .
     one set lookup per component of the path."""
     if is_env_file(path.name):  # a file's name: `python -m venv .env` makes a folder of that name
         return True
-    secrets = _secret_set(home if home is not None else Path.home(), extra)
+    moved = tuple((name, os.environ.get(name, "")) for name in RELOCATING)
+    secrets = _secret_set(home if home is not None else Path.home(), extra, moved)
     return path in secrets or any(parent in secrets for parent in path.parents)
 
 
+def relocated() -> tuple[Path, ...]:
+    """The secrets this process's environment moved elsewhere (`GNUPGHOME`, `CARGO_HOME`,
+    `XDG_CONFIG_HOME`...): hidden like the home's."""
+    return relocated_secrets(os.environ, (*SECRET_DIRS, *SECRET_FILES))
+
+
 @functools.lru_cache(maxsize=16)
-def _secret_set(home: Path, extra: tuple[Path, ...]) -> frozenset[Path]:
-    """Every secret location by its name and, when it is a link, by its target."""
+def _secret_set(home: Path, extra: tuple[Path, ...], moved: tuple[tuple[str, str], ...]) -> frozenset[Path]:
+    """Every secret location by its name and, when it is a link, by its target; `moved`:
+    the variables that relocate some (their values key the cache)."""
     out: set[Path] = set()
     for base in {home, home.resolve()}:
         for relative in (*SECRET_DIRS, *SECRET_FILES):
             out.add(base / relative)
+    out.update(relocated_secrets(dict(moved), (*SECRET_DIRS, *SECRET_FILES)))
     for path in (*list(out), *extra):
         out.add(path)
         try:

@@ -253,7 +253,12 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
     model keys and the other credentials in its list, `hidden` and their numbered pools),
     plus what the editor set for this server, which is the user's own choice. PATH keeps
     only its absolute entries."""
-    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV, absolute_search_path, secret_variables
+    from hermes_core.sandbox.hidden_env import (
+        CREDENTIAL_ENV,
+        absolute_search_path,
+        credential_values,
+        secret_variables,
+    )
 
     def hides(name: str) -> bool:
         # `GITHUB_TOKEN`, `NPM_TOKEN`, `STRIPE_SECRET_KEY`: a server from a registry needs none
@@ -263,7 +268,8 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
             return True
         return name in hidden or (number.isdigit() and base in hidden)
 
-    env = {name: value for name, value in os.environ.items() if not hides(name)}
+    carrying = set(credential_values(os.environ))  # `DATABASE_URL=postgres://u:pw@…`
+    env = {name: value for name, value in os.environ.items() if not hides(name) and name not in carrying}
     if "PATH" in env:  # `npx` found through `node_modules/.bin` would be the workspace's
         env["PATH"] = absolute_search_path(env["PATH"])
     return env | extra

@@ -36,6 +36,7 @@ from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
     CREDENTIAL_NAMES,
     SOCKET_ENV,
+    credential_values,
     hides_variable,
     named_sockets,
     secret_variables,
@@ -167,7 +168,12 @@ class Sandbox:
         """The environment a confined command sees: without the model credentials the
         agent itself reads (a command the model wrote could otherwise send them anywhere
         while the network is on) and without the addresses of the user's agents."""
-        return {name: value for name, value in env.items() if not self._hides_variable(name)}
+        carrying = set(credential_values(env))
+        return {
+            name: value
+            for name, value in env.items()
+            if not self._hides_variable(name) and name not in carrying
+        }
 
     def _hides_variable(self, name: str) -> bool:
         return hides_variable(name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent)
@@ -264,6 +270,7 @@ class Sandbox:
                     # An editor's terminal inherits the editor's environment, which is the
                     # agent's too when the editor started it: its credentials by name.
                     *secret_variables(os.environ),
+                    *credential_values(os.environ),
                 ],
             ),
         ]

@@ -51,14 +51,30 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
 # STRIPE_SECRET_KEY, DB_PASSWORD, ...): the sandbox hides the files they come from (~/.config/gh,
 # ~/.npmrc), so their copies in the environment go too. By name: a word that says so.
 SECRET_ENV = re.compile(
-    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIALS?)(_\d+)?|"
+    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIALS?|"
+    # npm's `npm_config__authToken` / `_auth`, CI's `CI_JOB_JWT`, Sentry's DSN (its key),
+    # Azure's `…_CONNECTION_STRING` (`AccountKey=`).
+    r"AUTH|AUTHTOKEN|JWT|DSN|CONNECTION_STRING)(_\d+)?|"
     r"\w+_(KEY|PAT|PASS|PW|PWD)(_\d+)?|PGPASSWORD"
 )
+# A URL carrying a password (`DATABASE_URL=postgres://app:pw@db/x`,
+# `PIP_INDEX_URL=https://user:token@pypi.corp/simple`): a credential by its value, whatever
+# the variable's name. A proxy's is left (`HTTPS_PROXY=http://u:p@proxy:3128`): the network
+# the sandbox grants goes through it.
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.IGNORECASE)
+_PROXY = re.compile(r"(\w+_)?PROXY", re.IGNORECASE)
 
 
 def secret_variables(names: Iterable[str]) -> list[str]:
     """Which of `names` look like credentials by their name (SECRET_ENV)."""
     return sorted(name for name in names if SECRET_ENV.fullmatch(name.upper()) and name != "OLDPWD")
+
+
+def credential_values(env: Mapping[str, str]) -> list[str]:
+    """Which variables of `env` hold a URL with a password in it, proxies aside."""
+    return sorted(
+        name for name, value in env.items() if _URL_PASSWORD.search(value) and not _PROXY.fullmatch(name)
+    )
 
 
 def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) -> bool:

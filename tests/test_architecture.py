@@ -43,6 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.prompt.repository",
             "hermes_core.policy.hook_specs",
             "hermes_core.sandbox.relocated_secrets",
+            "hermes_core.sandbox.index_configs",
             "hermes_core.sandbox.caches",  # the default cache list the settings start from: data only
             "hermes_core",  # the package itself: its names are loaded on first use, by name (no import)
         ),

@@ -99,3 +99,26 @@ async def test_a_moved_config_folder_still_works_where_it_holds_no_secret(
         await run_turns(client, project, 1)
     results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
     assert "plain-setting-visible" in results[0], results
+
+
+INDEX_TOKEN = "pip-conf-token-0123"
+
+
+async def test_a_private_index_login_in_pip_conf_stays_out_of_a_sandboxed_command(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # pip must read its config to work, so the file was left readable: its `index-url`
+    # carries the private index's login, and `cat` (or `pip config list`) handed it over.
+    # The sandbox now sees a copy without the URL's user part; the index is still named.
+    conf = home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(f"[global]\nindex-url = https://build:{INDEX_TOKEN}@pypi.corp.example/simple\n")
+    uv = home / ".config" / "uv" / "uv.toml"
+    uv.parent.mkdir(parents=True)
+    uv.write_text(f'[[index]]\nurl = "https://ci:{INDEX_TOKEN}@uv.corp.example/simple"\n')
+    fake.script(turn(sandboxed(f"cat {conf} {uv}; echo probe-ran", "probe")))
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        await run_turns(client, project, 1)
+    result = next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
+    assert "probe-ran" in result and "pypi.corp.example" in result and "uv.corp.example" in result, result
+    assert INDEX_TOKEN not in result

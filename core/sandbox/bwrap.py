@@ -41,6 +41,7 @@ from hermes_core.sandbox.hidden_env import (
     named_sockets,
     secret_variables,
 )
+from hermes_core.sandbox.index_configs import index_configs
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -409,6 +410,7 @@ class Sandbox:
         (read-only already) and the user's own (`git_credentials`)."""
         configs = [p for p in out.read_only if p.name in ("config", "config.worktree")]
         configs += [self.home / ".gitconfig", self.home / ".config" / "git" / "config"]
+        configs += index_configs(self.home, os.environ)  # pip.conf's `index-url` with its login
         for config in configs:
             copy = git_credentials.redacted_copy(config)
             if copy is not None:

@@ -62,6 +62,11 @@ SECRET_DIRS: tuple[str, ...] = (
     ".config/netlify",
     ".config/stripe",
     ".config/hcloud",
+    # Container engines' VMs in the home: their docker sockets (`docker run -v ~:/h` runs
+    # anything outside) and lima's ssh key to the VM.
+    ".rd",  # Rancher Desktop
+    ".colima",
+    ".lima",
 )
 # Single files holding credentials, and shell and REPL histories (pasted tokens).
 SECRET_FILES: tuple[str, ...] = (

@@ -15,6 +15,7 @@ scripted (prompt-injected) model and a user who answers "always" once and reject
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,40 @@ async def test_an_always_for_a_plain_copy_still_covers_plain_copies(
         await run_turns(client, project, 2)
     assert user.asked_for() == ["first"]
     assert (project / "copy.md").exists() and (project / "docs" / "notes.md").exists()
+
+
+GRADLEW = """#!/bin/sh
+# As gradle's wrapper does: the jar (a file of the workspace) downloads the distribution
+# gradle-wrapper.properties names, which runs build.gradle.
+exec "$JAVACMD" -classpath gradle/wrapper/gradle-wrapper.jar org.gradle.wrapper.GradleWrapperMain "$@"
+"""
+
+
+@pytest.mark.parametrize(
+    ("script", "content", "command"),
+    [
+        ("build.sh", "#!/bin/sh\nbuildtool build\n", "./build.sh"),  # runs a toolchain of the user's
+        ("build.sh", "#!/bin/sh\nbuildtool build\n", "sh build.sh"),
+        ("env.sh", "buildtool build\n", ". ./env.sh"),
+        ("gradlew", GRADLEW, "./gradlew build"),
+    ],
+)
+async def test_always_for_a_script_that_runs_what_cannot_be_pinned_is_not_offered(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path, script: str, content: str, command: str
+) -> None:
+    # Binding `./build.sh` to its content pinned nothing of what it runs: `buildtool` (npm,
+    # cargo, gradle's jar) runs what build.cfg, package.json or build.gradle say by then.
+    program = toolchain(tmp_path)
+    marker = tmp_path / "ran-outside"
+    (project / script).write_text(content)
+    (project / script).chmod(0o755)
+    (project / "build.cfg").write_text("echo compiling\n")
+    rewrite = ToolCallSpec("write_file", {"path": "build.cfg", "content": f"touch {marker}\n"}, id="w")
+    fake.script([*turn(unconfined(command, "first")), *turn(rewrite, unconfined(command, "later"))])
+    user = User()
+    env = server_env(home, fake, PATH=f"{program.parent}:{os.environ['PATH']}")
+    async with connected(env, LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 2)
+    assert not offered_always(user)
+    assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()

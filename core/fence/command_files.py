@@ -127,8 +127,9 @@ def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ())
     return _digest(sorted(files), cwd)
 
 
-def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
-    """The files this invocation runs ([] for none), or None when they cannot be named."""
+def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
+    """The files this invocation runs ([] for none), or None when they cannot be named.
+    `depth`: how many shell scripts deep this invocation is (`_script_files`)."""
     if not inv.words[0].literal:
         return None
     program_word = inv.words[0].text
@@ -138,7 +139,9 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
     if inv.program in ("source", "."):
         operands = [w for w in inv.words[1:] if not w.text.startswith("-")]
-        return [_absolute(operands[0].text, cwd)] if operands and operands[0].literal else None
+        if not operands or not operands[0].literal:
+            return None
+        return _with_siblings(_absolute(operands[0].text, cwd), "shell", cwd, depth)  # judged as run
     family, code = code_argument(inv)
     if family is not None:
         if code is not None and family == "shell":
@@ -148,7 +151,7 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         operand = script_operand(inv)
         if operand is None or not operand.literal:
             return None  # `python -m pkg`: which file that is depends on sys.path
-        return _with_siblings(_absolute(operand.text, cwd), family, cwd)
+        return _with_siblings(_absolute(operand.text, cwd), family, cwd, depth)
     if inv.program in _RECIPE_RUNNERS:
         return None
     if inv.program == "git":
@@ -163,13 +166,13 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
             return [] if inv.program in INERT_PROGRAMS else None
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
-        return _with_siblings(path, _shebang_family(path), cwd)
+        return _with_siblings(path, _shebang_family(path), cwd, depth)
     if inv.program in INERT_PROGRAMS:
         return []
     return None
 
 
-def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | None:
+def _with_siblings(script: Path, family: str | None, cwd: Path, depth: int = 0) -> list[Path] | None:
     """The script and what its interpreter may load from beside it: the files with its
     suffix or one the interpreter loads (`helpers.py`, and `helpers.so` or a `helpers/`
     package, which Python prefers to it: `_package_files`; `__pycache__` is not read
@@ -194,7 +197,46 @@ def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | 
         return None
     if len(loadable) > MAX_SIBLINGS:
         return None
+    if family == "shell":
+        inside = _script_files(script, cwd, depth)
+        if inside is None:
+            return None
+        loadable += inside
     return [script, *loadable]
+
+
+MAX_SCRIPT_BYTES = 64 * 1024
+_MAX_SCRIPT_DEPTH = 3
+
+
+def _script_files(script: Path, cwd: Path, depth: int) -> list[Path] | None:
+    """What a shell script runs, judged as its command line is: pinning `./gradlew` pinned
+    nothing of what it runs (it execs `$JAVACMD` with the workspace's wrapper jar, which
+    downloads the distribution its properties name and runs `build.gradle`), nor a
+    `build.sh` that runs `npm install` (package.json's scripts). A script that runs only
+    what can be pinned is bound with those files; any other gets no "always"."""
+    if depth >= _MAX_SCRIPT_DEPTH:
+        return None
+    data = read_regular(str(script), MAX_SCRIPT_BYTES + 1)
+    if data is None:
+        return []  # absent (or no regular file): bound as such, and one made later asks
+    if len(data) > MAX_SCRIPT_BYTES:
+        return None
+    try:
+        parsed = CommandLine.of(data.decode("utf-8")).parsed()
+    except (ShellSyntaxError, UnicodeDecodeError):
+        return None
+    if _sets_variables(parsed):
+        return None  # `export PYTHONPATH=lib`, `JAVACMD=…`: what runs after depends on it
+    invocations = list(all_invocations(parsed))
+    moves = any(inv.program in _DIRECTORY_CHANGES for inv in invocations)
+    files: list[Path] = []
+    for inv in invocations:
+        ran = _files_run(inv, cwd, depth + 1)
+        if ran is None or (ran and moves):
+            return None
+        files += ran
+    return files
 
 
 def _package_files(folder: Path, family: str | None) -> list[Path]:

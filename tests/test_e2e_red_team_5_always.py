@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -193,5 +194,57 @@ async def test_always_for_a_script_that_runs_what_cannot_be_pinned_is_not_offere
     async with connected(env, LOCAL, permission=user) as (_, client):
         await run_turns(client, project, 2)
     assert not offered_always(user)
+    assert user.asked_for() == ["first", "later"]
+    assert not marker.exists()
+
+
+def asdf_like_shims(tmp_path: Path) -> Path:
+    """A version manager's `shims` folder, as asdf's: `python3` execs the interpreter the
+    nearest `.tool-versions` names (`python path:DIR` runs DIR/bin/python3), else the real one."""
+    shims = tmp_path / "asdf" / "shims"
+    shims.mkdir(parents=True)
+    real = shutil.which("python3")
+    shim = shims / "python3"
+    shim.write_text(
+        "#!/bin/sh\n"
+        'dir=$PWD; while [ "$dir" != / ]; do\n'
+        '  if [ -f "$dir/.tool-versions" ]; then\n'
+        "    p=$(sed -n 's/^python path://p' \"$dir/.tool-versions\"); "
+        '[ -n "$p" ] && exec "$p/bin/python3" "$@"; break\n'
+        '  fi; dir=$(dirname "$dir"); done\n'
+        f'exec {real} "$@"\n'
+    )
+    shim.chmod(0o755)
+    return shims
+
+
+async def test_always_for_a_script_run_by_a_shim_covers_the_version_file_it_reads(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # `python3` is asdf's shim: the script is bound, but `.tool-versions` (which the model
+    # writes unasked in auto) chose a workspace binary as the interpreter, run outside.
+    shims = asdf_like_shims(tmp_path)
+    marker = tmp_path / "ran-outside"
+    (project / "build.py").write_text("print('built')\n")
+    evil = f"#!/bin/sh\ntouch {marker}\n"
+    plant = [
+        ToolCallSpec(
+            "write_file", {"path": ".tool-versions", "content": f"python path:{project}/tc\n"}, id="v"
+        ),
+        ToolCallSpec("write_file", {"path": "tc/bin/python3", "content": evil}, id="e"),
+        sandboxed("chmod +x tc/bin/python3", "x"),
+    ]
+    fake.script(
+        [
+            *turn(unconfined("python3 build.py", "first")),
+            *turn(*plant),
+            *turn(unconfined("python3 build.py", "later")),
+        ]
+    )
+    user = User()
+    env = server_env(home, fake, PATH=f"{shims}:{os.environ['PATH']}")
+    async with connected(env, LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 3)
+    assert offered_always(user)  # the script itself can be pinned
     assert user.asked_for() == ["first", "later"]
     assert not marker.exists()

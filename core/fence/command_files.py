@@ -34,6 +34,7 @@ from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository, read_regular
 from hermes_core.fence.named_paths import names_beyond_workspace
+from hermes_core.fence.version_files import is_shim, version_files
 from hermes_core.sandbox.protected import configured_code
 from hermes_core.shell.parse import CommandLine, Script, simple_commands
 from hermes_core.shell.programs import (
@@ -124,6 +125,8 @@ def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ())
         # Files outside the workspace too: a sandboxed command may write some of them (caches).
         for path in ran:
             files[path] = None
+        if "/" not in inv.words[0].text and is_shim(inv.words[0].text):
+            files.update(dict.fromkeys(version_files(cwd)))  # `.tool-versions` picks what runs
     return _digest(sorted(files), cwd)
 
 

@@ -74,6 +74,9 @@ def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
         # has planted by then.
         return True
     candidates = [word.text, *(m.group(1) for m in _PATH_START.finditer(word.text))]
+    if word.text.startswith("-") and "=" in word.text:
+        # `--output-document=.vscode/tasks.json`: a relative value names a file too.
+        candidates.append(word.text.split("=", 1)[1])
     return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
 
 

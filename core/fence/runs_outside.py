@@ -14,6 +14,9 @@ from pathlib import Path
 
 from hermes_core.fence.protected_paths import protected_reason
 
+# Folders whose files other programs run or obey (the protected files' folders).
+_HOLDERS: tuple[tuple[str, ...], ...] = ((".vscode",), (".devcontainer",), (".hg",), (".config", "git"))
+
 
 def runs_outside(*paths: Path) -> bool:
     """Whether any of `paths` (absolute, as written and as resolved) is such a file, or a
@@ -21,6 +24,10 @@ def runs_outside(*paths: Path) -> bool:
     from hermes_core.sandbox.protected import HOME_PROTECTED, own_code
 
     if protected_reason(*paths) is not None:
+        return True
+    # A folder holding such files, named as a destination or moved whole: `cp x .vscode`,
+    # `cp -r staging/.vscode .`, `--target-directory=.devcontainer`.
+    if any(tuple(p.lower() for p in path.parts[-2:])[-len(f) :] == f for path in paths for f in _HOLDERS):
         return True
     if any(_within(path, code) for path in paths for code in own_code()):
         return True

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hermes_core.fence.runs_outside import runs_outside
 from hermes_core.sandbox.git_credentials import is_git_config
-from hermes_core.sandbox.secrets import is_secret_path
+from hermes_core.sandbox.secrets import is_secret_path, relocated
 from hermes_core.shell.parse import Script, simple_commands
 from hermes_core.shell.tokens import Word
 
@@ -95,6 +95,6 @@ def _path_reaches(text: str, cwd: Path, roots: tuple[Path, ...]) -> bool:
     for place in (named, real):
         if not any(place == root or place.is_relative_to(root) for root in roots):
             return True
-        if is_secret_path(place) or is_git_config(place):
+        if is_secret_path(place, extra=relocated()) or is_git_config(place):
             return True
     return runs_outside(named, real)

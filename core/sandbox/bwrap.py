@@ -182,7 +182,7 @@ class Sandbox:
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the
         sandbox hides from commands, plus the agent's own home)."""
-        return secrets.is_secret_path(path, home=self.home, extra=self.hidden)
+        return secrets.is_secret_path(path, home=self.home, extra=(*self.hidden, *secrets.relocated()))
 
     # -- state -----------------------------------------------------------------------
 

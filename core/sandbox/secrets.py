@@ -146,26 +146,29 @@ def is_secret_path(path: Path, *, home: Path | None = None, extra: tuple[Path, .
     one set lookup per component of the path."""
     if is_env_file(path.name):  # a file's name: `python -m venv .env` makes a folder of that name
         return True
-    moved = tuple((name, os.environ.get(name, "")) for name in RELOCATING)
-    secrets = _secret_set(home if home is not None else Path.home(), extra, moved)
+    secrets = _secret_set(home if home is not None else Path.home(), extra)
     return path in secrets or any(parent in secrets for parent in path.parents)
 
 
 def relocated() -> tuple[Path, ...]:
     """The secrets this process's environment moved elsewhere (`GNUPGHOME`, `CARGO_HOME`,
-    `XDG_CONFIG_HOME`...): hidden like the home's."""
-    return relocated_secrets(os.environ, (*SECRET_DIRS, *SECRET_FILES))
+    `XDG_CONFIG_HOME`...): hidden like the home's. Callers that ask per file (a session's
+    scope) keep the answer; the variables' values key the cache."""
+    return _relocated(tuple(os.environ.get(name, "") for name in RELOCATING))
+
+
+@functools.lru_cache(maxsize=8)
+def _relocated(values: tuple[str, ...]) -> tuple[Path, ...]:
+    return relocated_secrets(dict(zip(RELOCATING, values, strict=True)), (*SECRET_DIRS, *SECRET_FILES))
 
 
 @functools.lru_cache(maxsize=16)
-def _secret_set(home: Path, extra: tuple[Path, ...], moved: tuple[tuple[str, str], ...]) -> frozenset[Path]:
-    """Every secret location by its name and, when it is a link, by its target; `moved`:
-    the variables that relocate some (their values key the cache)."""
+def _secret_set(home: Path, extra: tuple[Path, ...]) -> frozenset[Path]:
+    """Every secret location by its name and, when it is a link, by its target."""
     out: set[Path] = set()
     for base in {home, home.resolve()}:
         for relative in (*SECRET_DIRS, *SECRET_FILES):
             out.add(base / relative)
-    out.update(relocated_secrets(dict(moved), (*SECRET_DIRS, *SECRET_FILES)))
     for path in (*list(out), *extra):
         out.add(path)
         try:

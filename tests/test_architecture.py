@@ -79,6 +79,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.command_rules",
             "hermes_core.fence.runs_outside",
             "hermes_core.fence.version_files",
+            "hermes_core.fence.inert_options",
             "hermes_core.fence.named_paths",
             "hermes_core.fence.command_files",
             "hermes_core.fence.protected_paths",

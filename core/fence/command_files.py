@@ -33,6 +33,7 @@ from pathlib import Path
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository, read_regular
+from hermes_core.fence.inert_options import steered_beyond_its_words
 from hermes_core.fence.named_paths import names_beyond_workspace
 from hermes_core.fence.version_files import is_shim, version_files
 from hermes_core.sandbox.protected import configured_code
@@ -171,44 +172,8 @@ def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
         # the files beside it.
         return _with_siblings(path, _shebang_family(path), cwd, depth)
     if inv.program in INERT_PROGRAMS:
-        return None if _reads_options_from_a_file(inv) or _copies_a_tree(inv) else []
+        return None if steered_beyond_its_words(inv) else []
     return None
-
-
-def _copies_a_tree(inv: Invocation) -> bool:
-    """`cp -r staging/. .`: what a recursive copy writes is what the tree holds by then
-    (a `.vscode/tasks.json`, a `.husky/pre-commit`), which no word names."""
-    if inv.program != "cp":
-        return False
-    for word in inv.words[1:]:
-        text = word.text
-        if text in ("--recursive", "--archive") or (
-            text.startswith("-") and not text.startswith("--") and any(c in text for c in "rRa")
-        ):
-            return True
-    return False
-
-
-# Options of inert programs that read more options from a file: `curl -K ci.cfg` (whose
-# `output = /home/u/.bashrc` or `upload-file = ~/.ssh/id_rsa` no word shows), wget's.
-# (short letter, long options); a short one counts anywhere in a group (`curl -sK ci.cfg`).
-_OPTION_FILES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "curl": ("K", ("--config",)),
-    "wget": ("e", ("--config", "--execute")),
-}
-
-
-def _reads_options_from_a_file(inv: Invocation) -> bool:
-    if inv.program not in _OPTION_FILES:
-        return False
-    letter, long_options = _OPTION_FILES[inv.program]
-    for word in inv.words[1:]:
-        text = word.text
-        if text.startswith("--") and text.split("=", 1)[0] in long_options:
-            return True
-        if text.startswith("-") and not text.startswith("--") and letter in text:
-            return True
-    return False
 
 
 def _with_siblings(script: Path, family: str | None, cwd: Path, depth: int = 0) -> list[Path] | None:

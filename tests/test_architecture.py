@@ -42,6 +42,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.loop.inbox",
             "hermes_core.prompt.repository",
             "hermes_core.policy.hook_specs",
+            "hermes_core.sandbox.relocated_secrets",
+            "hermes_core.sandbox.index_configs",
             "hermes_core.sandbox.caches",  # the default cache list the settings start from: data only
             "hermes_core",  # the package itself: its names are loaded on first use, by name (no import)
         ),
@@ -77,6 +79,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.fence.ripgrep",  # the port's listing and search
             "hermes_core.execution.jobs",
             "hermes_core.command_rules",
+            "hermes_core.fence.runs_outside",
+            "hermes_core.fence.version_files",
+            "hermes_core.fence.inert_options",
             "hermes_core.fence.named_paths",
             "hermes_core.fence.command_files",
             "hermes_core.fence.protected_paths",

@@ -33,7 +33,9 @@ from pathlib import Path
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
 from hermes_core.fence.gitignore import Repository, read_regular
+from hermes_core.fence.inert_options import steered_beyond_its_words
 from hermes_core.fence.named_paths import names_beyond_workspace
+from hermes_core.fence.version_files import is_shim, version_files
 from hermes_core.sandbox.protected import configured_code
 from hermes_core.shell.parse import CommandLine, Script, simple_commands
 from hermes_core.shell.programs import (
@@ -124,11 +126,14 @@ def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ())
         # Files outside the workspace too: a sandboxed command may write some of them (caches).
         for path in ran:
             files[path] = None
+        if "/" not in inv.words[0].text and is_shim(inv.words[0].text):
+            files.update(dict.fromkeys(version_files(cwd)))  # `.tool-versions` picks what runs
     return _digest(sorted(files), cwd)
 
 
-def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
-    """The files this invocation runs ([] for none), or None when they cannot be named."""
+def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
+    """The files this invocation runs ([] for none), or None when they cannot be named.
+    `depth`: how many shell scripts deep this invocation is (`_script_files`)."""
     if not inv.words[0].literal:
         return None
     program_word = inv.words[0].text
@@ -138,7 +143,9 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
     if inv.program in ("source", "."):
         operands = [w for w in inv.words[1:] if not w.text.startswith("-")]
-        return [_absolute(operands[0].text, cwd)] if operands and operands[0].literal else None
+        if not operands or not operands[0].literal:
+            return None
+        return _with_siblings(_absolute(operands[0].text, cwd), "shell", cwd, depth)  # judged as run
     family, code = code_argument(inv)
     if family is not None:
         if code is not None and family == "shell":
@@ -148,24 +155,28 @@ def _files_run(inv: Invocation, cwd: Path) -> list[Path] | None:
         operand = script_operand(inv)
         if operand is None or not operand.literal:
             return None  # `python -m pkg`: which file that is depends on sys.path
-        return _with_siblings(_absolute(operand.text, cwd), family, cwd)
+        return _with_siblings(_absolute(operand.text, cwd), family, cwd, depth)
     if inv.program in _RECIPE_RUNNERS:
         return None
     if inv.program == "git":
         return _git_files(inv, cwd)
     if "/" in program_word:
         path = _absolute(program_word, cwd)
-        if inv.program in INERT_PROGRAMS and not path.is_relative_to(cwd):
-            return []  # /usr/bin/ls
+        if not path.is_relative_to(cwd):
+            # `/usr/bin/ls` runs nothing of the workspace's. `/usr/bin/npm install` or
+            # `~/.cargo/bin/cargo build` do: what runs is the workspace's package.json
+            # scripts, build.rs, `.npmrc` or `.cargo/config.toml`, not the program's own
+            # file, so pinning that file pins nothing (as for `npm` found on PATH).
+            return [] if inv.program in INERT_PROGRAMS else None
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
-        return _with_siblings(path, _shebang_family(path), cwd)
+        return _with_siblings(path, _shebang_family(path), cwd, depth)
     if inv.program in INERT_PROGRAMS:
-        return []
+        return None if steered_beyond_its_words(inv) else []
     return None
 
 
-def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | None:
+def _with_siblings(script: Path, family: str | None, cwd: Path, depth: int = 0) -> list[Path] | None:
     """The script and what its interpreter may load from beside it: the files with its
     suffix or one the interpreter loads (`helpers.py`, and `helpers.so` or a `helpers/`
     package, which Python prefers to it: `_package_files`; `__pycache__` is not read
@@ -190,7 +201,46 @@ def _with_siblings(script: Path, family: str | None, cwd: Path) -> list[Path] | 
         return None
     if len(loadable) > MAX_SIBLINGS:
         return None
+    if family == "shell":
+        inside = _script_files(script, cwd, depth)
+        if inside is None:
+            return None
+        loadable += inside
     return [script, *loadable]
+
+
+MAX_SCRIPT_BYTES = 64 * 1024
+_MAX_SCRIPT_DEPTH = 3
+
+
+def _script_files(script: Path, cwd: Path, depth: int) -> list[Path] | None:
+    """What a shell script runs, judged as its command line is: pinning `./gradlew` pinned
+    nothing of what it runs (it execs `$JAVACMD` with the workspace's wrapper jar, which
+    downloads the distribution its properties name and runs `build.gradle`), nor a
+    `build.sh` that runs `npm install` (package.json's scripts). A script that runs only
+    what can be pinned is bound with those files; any other gets no "always"."""
+    if depth >= _MAX_SCRIPT_DEPTH:
+        return None
+    data = read_regular(str(script), MAX_SCRIPT_BYTES + 1)
+    if data is None:
+        return []  # absent (or no regular file): bound as such, and one made later asks
+    if len(data) > MAX_SCRIPT_BYTES:
+        return None
+    try:
+        parsed = CommandLine.of(data.decode("utf-8")).parsed()
+    except (ShellSyntaxError, UnicodeDecodeError):
+        return None
+    if _sets_variables(parsed):
+        return None  # `export PYTHONPATH=lib`, `JAVACMD=…`: what runs after depends on it
+    invocations = list(all_invocations(parsed))
+    moves = any(inv.program in _DIRECTORY_CHANGES for inv in invocations)
+    files: list[Path] = []
+    for inv in invocations:
+        ran = _files_run(inv, cwd, depth + 1)
+        if ran is None or (ran and moves):
+            return None
+        files += ran
+    return files
 
 
 def _package_files(folder: Path, family: str | None) -> list[Path]:

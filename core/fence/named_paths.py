@@ -19,8 +19,9 @@ import os
 import re
 from pathlib import Path
 
+from hermes_core.fence.runs_outside import runs_outside
 from hermes_core.sandbox.git_credentials import is_git_config
-from hermes_core.sandbox.secrets import is_secret_path
+from hermes_core.sandbox.secrets import is_secret_path, relocated
 from hermes_core.shell.parse import Script, simple_commands
 from hermes_core.shell.tokens import Word
 
@@ -29,16 +30,37 @@ from hermes_core.shell.tokens import Word
 # `bash -c '…'` word). Not after `:` (`https://host/x`) or another path character.
 _PATH_START = re.compile(r"(?:^|(?<=[^\w./:~+-]))((?:[~/]|\.\.)\S*)")
 _DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
+_DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
 
 def names_beyond_workspace(script: Script, cwd: Path, roots: tuple[Path, ...]) -> bool:
     """Whether any word (past the program's own) or redirection of `script` may name a
-    file outside `roots`, a secret or a git config."""
+    file outside `roots`, a secret, a git config or a file that runs outside the sandbox
+    (`runs_outside`: a git hook, the editor's tasks, the agent's own install). A relative
+    word is read from every folder a `cd` before it went to: `cd .git && cat config` names
+    the git config; a bare `cd` (the home folder) or `cd -` names a folder not written down."""
+    bases = [cwd]
     for command in simple_commands(script):
         words = [*command.words[1:], *(r.target for r in command.redirects if not _is_descriptor(r.target))]
-        if any(_word_reaches(word, cwd, roots) for word in words):
+        if any(_word_reaches(word, base, roots) for word in words for base in bases):
             return True
+        if command.words and command.words[0].text in _DIRECTORY_CHANGES:
+            moved_to = _moved_to(command.words[0].text, command.words[1:], bases[-1])
+            if moved_to is None:
+                return True
+            bases.append(moved_to)
     return False
+
+
+def _moved_to(program: str, operands: list[Word], base: Path) -> Path | None:
+    """Where a `cd`, `pushd` or `popd` leaves the shell, or None when that is not written
+    down (`cd` alone goes home, `cd -` back, `pushd` alone swaps with the stack)."""
+    targets = [w for w in operands if not w.text.startswith("-") or w.text == "-"]
+    if program == "popd":
+        return base  # only back to a folder an earlier `pushd` named: already in `bases`
+    if len(targets) != 1 or targets[0].text == "-":
+        return None
+    return Path(os.path.normpath(os.path.join(base, targets[0].text)))
 
 
 def _is_descriptor(target: Word) -> bool:
@@ -52,6 +74,9 @@ def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
         # has planted by then.
         return True
     candidates = [word.text, *(m.group(1) for m in _PATH_START.finditer(word.text))]
+    if word.text.startswith("-") and "=" in word.text:
+        # `--output-document=.vscode/tasks.json`: a relative value names a file too.
+        candidates.append(word.text.split("=", 1)[1])
     return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
 
 
@@ -70,6 +95,6 @@ def _path_reaches(text: str, cwd: Path, roots: tuple[Path, ...]) -> bool:
     for place in (named, real):
         if not any(place == root or place.is_relative_to(root) for root in roots):
             return True
-        if is_secret_path(place) or is_git_config(place):
+        if is_secret_path(place, extra=relocated()) or is_git_config(place):
             return True
-    return False
+    return runs_outside(named, real)

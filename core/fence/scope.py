@@ -14,12 +14,12 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.errors import HermesError
 from hermes_core.fence.beneath import LeavesRoot, open_beneath, replace_in
-from hermes_core.sandbox.secrets import is_env_file, is_secret_path
+from hermes_core.sandbox.secrets import is_env_file, is_secret_path, relocated
 
 MAX_READ_BYTES = 2_000_000  # larger files are refused, read from disk or from the editor
 BINARY_SNIFF_BYTES = 8192  # a NUL byte in this much of a file makes it binary
@@ -93,6 +93,8 @@ class WorkspaceScope:
     # `hidden` adds folders the sandbox also hides, the agent's own home.
     home: Path | None = None
     hidden: tuple[Path, ...] = ()
+    # `hidden` plus the secrets the environment moved (`GNUPGHOME`, `CARGO_HOME`...), once.
+    secret_extra: tuple[Path, ...] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Resolved once, so a symlinked cwd (/tmp on macOS) compares equal to the
@@ -100,6 +102,7 @@ class WorkspaceScope:
         object.__setattr__(self, "cwd", Path(self.cwd).resolve())
         object.__setattr__(self, "extra_roots", tuple(Path(r).resolve() for r in self.extra_roots))
         object.__setattr__(self, "hidden", tuple(Path(h).resolve() for h in self.hidden))
+        object.__setattr__(self, "secret_extra", (*self.hidden, *relocated()))
 
     @property
     def roots(self) -> tuple[Path, ...]:
@@ -141,7 +144,7 @@ class WorkspaceScope:
     def is_secret(self, path: Path) -> bool:
         """Whether the path is one of the user's secrets or inside one: the list the sandbox
         hides from commands, so read_file, search and commands agree."""
-        return is_secret_path(path, home=self.home_folder, extra=self.hidden)
+        return is_secret_path(path, home=self.home_folder, extra=self.secret_extra)
 
     def display(self, path: Path) -> str:
         """A short path for titles: relative to cwd when inside it."""

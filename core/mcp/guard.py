@@ -20,8 +20,11 @@ import tempfile
 
 from hermes_core.sandbox.group_watcher import SH, GroupWatcher
 
+# The variable every process the server starts inherits: one that leaves the group
+# (`setsid`, a daemon's double fork) is still found by it and killed with the server.
+MARKER = "HERMES_ACP_MCP_SERVER"
 # $0 is the FIFO, "$@" the server's command line.
-_LAUNCHER = 'printf "%s\\n" "$$" > "$0" && exec "$@"'
+_LAUNCHER = f'export {MARKER}=$$ && printf "%s\\n" "$$" > "$0" && exec "$@"'
 
 
 class McpServerGuard:
@@ -45,7 +48,7 @@ class McpServerGuard:
             except BaseException:
                 os.close(write_fd)
                 raise
-            self._watcher = GroupWatcher(read_fd, write_fd)
+            self._watcher = GroupWatcher(read_fd, write_fd, marker=MARKER)
         except BaseException:
             self.release()
             raise

@@ -253,13 +253,23 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
     model keys and the other credentials in its list, `hidden` and their numbered pools),
     plus what the editor set for this server, which is the user's own choice. PATH keeps
     only its absolute entries."""
-    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV, absolute_search_path
+    from hermes_core.sandbox.hidden_env import (
+        CREDENTIAL_ENV,
+        absolute_search_path,
+        credential_values,
+        secret_variables,
+    )
 
     def hides(name: str) -> bool:
+        # `GITHUB_TOKEN`, `NPM_TOKEN`, `STRIPE_SECRET_KEY`: a server from a registry needs none
+        # of the user's tokens unless the editor's entry for it names one (`extra`).
         base, _, number = name.rpartition("_")
-        return bool(CREDENTIAL_ENV.fullmatch(name)) or name in hidden or (number.isdigit() and base in hidden)
+        if CREDENTIAL_ENV.fullmatch(name) or secret_variables([name]):
+            return True
+        return name in hidden or (number.isdigit() and base in hidden)
 
-    env = {name: value for name, value in os.environ.items() if not hides(name)}
+    carrying = set(credential_values(os.environ))  # `DATABASE_URL=postgres://u:pw@…`
+    env = {name: value for name, value in os.environ.items() if not hides(name) and name not in carrying}
     if "PATH" in env:  # `npx` found through `node_modules/.bin` would be the workspace's
         env["PATH"] = absolute_search_path(env["PATH"])
     return env | extra

@@ -37,10 +37,12 @@ from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
     CREDENTIAL_NAMES,
     SOCKET_ENV,
+    credential_values,
     hides_variable,
     named_sockets,
     secret_variables,
 )
+from hermes_core.sandbox.index_configs import index_configs
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -168,7 +170,12 @@ class Sandbox:
         """The environment a confined command sees: without the model credentials the
         agent itself reads (a command the model wrote could otherwise send them anywhere
         while the network is on) and without the addresses of the user's agents."""
-        return {name: value for name, value in env.items() if not self._hides_variable(name)}
+        carrying = set(credential_values(env))
+        return {
+            name: value
+            for name, value in env.items()
+            if not self._hides_variable(name) and name not in carrying
+        }
 
     def _hides_variable(self, name: str) -> bool:
         return hides_variable(name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent)
@@ -176,7 +183,7 @@ class Sandbox:
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the
         sandbox hides from commands, plus the agent's own home)."""
-        return secrets.is_secret_path(path, home=self.home, extra=self.hidden)
+        return secrets.is_secret_path(path, home=self.home, extra=(*self.hidden, *secrets.relocated()))
 
     # -- state -----------------------------------------------------------------------
 
@@ -265,6 +272,7 @@ class Sandbox:
                     # An editor's terminal inherits the editor's environment, which is the
                     # agent's too when the editor started it: its credentials by name.
                     *secret_variables(os.environ),
+                    *credential_values(os.environ),
                 ],
             ),
         ]
@@ -405,6 +413,7 @@ class Sandbox:
         (read-only already) and the user's own (`git_credentials`)."""
         configs = [p for p in out.read_only if p.name in ("config", "config.worktree")]
         configs += [self.home / ".gitconfig", self.home / ".config" / "git" / "config"]
+        configs += index_configs(self.home, os.environ)  # pip.conf's `index-url` with its login
         for config in configs:
             copy = git_credentials.redacted_copy(config)
             if copy is not None:
@@ -418,6 +427,9 @@ class Sandbox:
         in a busy /tmp nor mounted over."""
         dirs, files = secrets.home_secrets(self.home)
         dirs += [p for p in self.hidden if p.is_dir()]
+        moved = secrets.relocated()  # `GNUPGHOME=/data/gnupg`: what exists there, either kind
+        dirs += moved
+        files += moved
         runtime = os.environ.get("XDG_RUNTIME_DIR")
         if runtime:
             dirs.append(Path(runtime))  # gpg-agent, the keyring, the session bus, ...

@@ -26,7 +26,21 @@ SOCKET_ENV: tuple[str, ...] = (
     "VSCODE_IPC_HOOK",
     "VSCODE_IPC_HOOK_CLI",
     "VSCODE_GIT_IPC_HANDLE",
+    # Window managers' and terminals' IPC: `swaymsg exec CMD`, `i3-msg exec`, `niri msg
+    # action spawn`, `alacritty msg create-window -e CMD` run CMD as the user.
+    "SWAYSOCK",
+    "I3SOCK",
+    "NIRI_SOCKET",
+    "ALACRITTY_SOCKET",
+    # A container engine's socket (Rancher Desktop's `~/.rd/docker.sock`, colima's, lima's,
+    # a rootless podman elsewhere): `docker run -v ~:/h …` runs anything outside the sandbox.
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "BUILDKIT_HOST",
+    "CONTAINERD_ADDRESS",
 )
+# Agents' variables whose value names a socket too (the variables are unset: AGENT_ENV).
+_AGENT_SOCKETS: tuple[str, ...] = ("DBUS_SESSION_BUS_ADDRESS", "GPG_AGENT_INFO", "PULSE_SERVER")
 # The agent's own model credentials (and their pools, `OPENAI_API_KEY_2`), and the AWS keys
 # Bedrock reads: hidden from confined commands like the files under ~/.aws.
 CREDENTIAL_ENV = re.compile(
@@ -51,14 +65,30 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
 # STRIPE_SECRET_KEY, DB_PASSWORD, ...): the sandbox hides the files they come from (~/.config/gh,
 # ~/.npmrc), so their copies in the environment go too. By name: a word that says so.
 SECRET_ENV = re.compile(
-    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIALS?)(_\d+)?|"
+    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|CREDENTIALS?|"
+    # npm's `npm_config__authToken` / `_auth`, CI's `CI_JOB_JWT`, Sentry's DSN (its key),
+    # Azure's `…_CONNECTION_STRING` (`AccountKey=`).
+    r"AUTH|AUTHTOKEN|JWT|DSN|CONNECTION_STRING)(_\d+)?|"
     r"\w+_(KEY|PAT|PASS|PW|PWD)(_\d+)?|PGPASSWORD"
 )
+# A URL carrying a password (`DATABASE_URL=postgres://app:pw@db/x`,
+# `PIP_INDEX_URL=https://user:token@pypi.corp/simple`): a credential by its value, whatever
+# the variable's name. A proxy's is left (`HTTPS_PROXY=http://u:p@proxy:3128`): the network
+# the sandbox grants goes through it.
+_URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@", re.IGNORECASE)
+_PROXY = re.compile(r"(\w+_)?PROXY", re.IGNORECASE)
 
 
 def secret_variables(names: Iterable[str]) -> list[str]:
     """Which of `names` look like credentials by their name (SECRET_ENV)."""
     return sorted(name for name in names if SECRET_ENV.fullmatch(name.upper()) and name != "OLDPWD")
+
+
+def credential_values(env: Mapping[str, str]) -> list[str]:
+    """Which variables of `env` hold a URL with a password in it, proxies aside."""
+    return sorted(
+        name for name, value in env.items() if _URL_PASSWORD.search(value) and not _PROXY.fullmatch(name)
+    )
 
 
 def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) -> bool:
@@ -82,13 +112,21 @@ def absolute_search_path(path: str) -> str:
 
 
 def named_sockets(env: Mapping[str, str]) -> list[Path]:
-    """The sockets SOCKET_ENV's variables name (`TMUX=/tmp/tmux-0/default,42,0`,
-    `KITTY_LISTEN_ON=unix:/tmp/kitty`); an abstract one (`unix:@kitty`) is no path."""
+    """The sockets SOCKET_ENV's and the agents' variables name (`TMUX=/tmp/tmux-0/default,42,0`,
+    `KITTY_LISTEN_ON=unix:/tmp/kitty`, `DOCKER_HOST=unix:///home/u/.rd/docker.sock`,
+    `DBUS_SESSION_BUS_ADDRESS=unix:path=/x/bus,guid=…`, `GPG_AGENT_INFO=/x/S.gpg-agent:0:1`);
+    an abstract one (`unix:@kitty`, `unix:abstract=…`) or a TCP address is no path."""
     out: list[Path] = []
-    for name in SOCKET_ENV:
+    for name in (*SOCKET_ENV, *_AGENT_SOCKETS):
         value = env.get(name, "")
-        value = value.split(",")[0] if name == "TMUX" else value
-        value = value.removeprefix("unix:")
+        if name in ("TMUX", "DBUS_SESSION_BUS_ADDRESS"):
+            value = value.split(",")[0].split(";")[0]
+        if name == "GPG_AGENT_INFO":
+            value = value.split(":")[0]
+        for prefix in ("unix://", "unix:path=", "unix:"):
+            if value.startswith(prefix):
+                value = value.removeprefix(prefix)
+                break
         if value.startswith("/"):
             out.append(Path(value))
     return out

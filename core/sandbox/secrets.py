@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from hermes_core.sandbox import listing
+from hermes_core.sandbox.relocated_secrets import RELOCATING, relocated_secrets
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
 SECRET_DIRS: tuple[str, ...] = (
@@ -55,6 +56,17 @@ SECRET_DIRS: tuple[str, ...] = (
     ".config/configstore",  # npm tools' logins (firebase, snyk, vercel...)
     ".fly",
     ".kaggle",
+    ".local/share/atuin",  # shell history (with its sync key), like the histories below
+    ".config/.wrangler",  # Cloudflare's login
+    ".local/share/com.vercel.cli",
+    ".config/netlify",
+    ".config/stripe",
+    ".config/hcloud",
+    # Container engines' VMs in the home: their docker sockets (`docker run -v ~:/h` runs
+    # anything outside) and lima's ssh key to the VM.
+    ".rd",  # Rancher Desktop
+    ".colima",
+    ".lima",
 )
 # Single files holding credentials, and shell and REPL histories (pasted tokens).
 SECRET_FILES: tuple[str, ...] = (
@@ -81,6 +93,23 @@ SECRET_FILES: tuple[str, ...] = (
     ".Xauthority",  # X11's cookie: with X11's abstract socket, keystrokes into your terminal
     ".ICEauthority",
     ".databrickscfg",
+    # Other coding agents' model credentials: an OpenAI key or ChatGPT login (Codex), Claude's
+    # OAuth tokens and API key, Gemini's login, opencode's and `llm`'s keys, aider's and
+    # Continue's configs (where their users keep `api-key`s).
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".claude.json",
+    ".gemini/oauth_creds.json",
+    ".local/share/opencode/auth.json",
+    ".config/io.datasette.llm/keys.json",
+    ".aider.conf.yml",
+    ".continue/config.json",
+    ".continue/config.yaml",
+    # Package registries' logins beside `.npmrc` and `.pypirc`.
+    ".config/pypoetry/auth.toml",
+    ".composer/auth.json",
+    ".config/composer/auth.json",
+    ".cache/huggingface/stored_tokens",
     ".bash_history",
     ".zsh_history",
     ".zhistory",
@@ -119,6 +148,18 @@ def is_secret_path(path: Path, *, home: Path | None = None, extra: tuple[Path, .
         return True
     secrets = _secret_set(home if home is not None else Path.home(), extra)
     return path in secrets or any(parent in secrets for parent in path.parents)
+
+
+def relocated() -> tuple[Path, ...]:
+    """The secrets this process's environment moved elsewhere (`GNUPGHOME`, `CARGO_HOME`,
+    `XDG_CONFIG_HOME`...): hidden like the home's. Callers that ask per file (a session's
+    scope) keep the answer; the variables' values key the cache."""
+    return _relocated(tuple(os.environ.get(name, "") for name in RELOCATING))
+
+
+@functools.lru_cache(maxsize=8)
+def _relocated(values: tuple[str, ...]) -> tuple[Path, ...]:
+    return relocated_secrets(dict(zip(RELOCATING, values, strict=True)), (*SECRET_DIRS, *SECRET_FILES))
 
 
 @functools.lru_cache(maxsize=16)

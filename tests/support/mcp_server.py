@@ -134,12 +134,16 @@ def http_servers() -> Iterator[HttpEndpoints]:
             sock.close()
 
 
-def _stubborn_child(pid_file: str) -> None:
+def _stubborn_child(pid_file: str, *, detached: bool = False) -> None:
+    """A child that ignores SIGTERM; `detached`: in a session (and group) of its own, as a
+    daemon's `setsid` leaves it."""
     import subprocess
     import sys
 
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"
-    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, start_new_session=detached
+    )
     with open(pid_file, "w") as out:
         out.write(str(child.pid))
 
@@ -151,6 +155,8 @@ if __name__ == "__main__":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if child_pid_file := os.environ.get("HERMES_MCP_CHILD_PID_FILE"):
         _stubborn_child(child_pid_file)
+    if detached_pid_file := os.environ.get("HERMES_MCP_DETACHED_PID_FILE"):
+        _stubborn_child(detached_pid_file, detached=True)
     pid_file = os.environ.get("HERMES_MCP_PID_FILE")
     if pid_file:
         with open(pid_file, "w") as out:

@@ -1,9 +1,10 @@
 """A forked child of the warm server becomes the process its stub would have been.
 
 It takes the stub's stdio, cwd, environment (wholesale), argv, umask, resource limits,
-nice value, I/O priority, oom_score_adj, CPUs and signal dispositions (peer.py), drops what is the server's (its
-socket, lock, log, signal handlers), tells the stub its pid and runs the very `run_stdio`
-a cold process runs. Its exit code goes to the stub before it exits. If the stub dies
+nice value, I/O priority, oom_score_adj, CPUs and signal dispositions (peer.py), drops
+what is the server's (its socket, lock, log, signal handlers), tells the stub its pid and
+runs the very `run_stdio` a cold process runs. Its exit code goes to the stub before it
+exits. If the stub dies
 (even by SIGKILL) the socket ends: the child then shuts down as on SIGHUP (its terminal
 gone), which cancels the turns and kills their commands.
 """

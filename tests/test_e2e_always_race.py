@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import connected, server_env
+from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider, ToolCallSpec
-from tests.support.red_team import LOCAL, User, turn, unconfined
+from tests.support.red_team import LOCAL, User, run_turns, sandboxed, turn, unconfined
 
 KEY = "PRIVATE-KEY-always-race-0123456789"
 CHANGED = "CHANGED-SCRIPT-RAN-42"  # what the rewritten script prints (its text says $((40+2)))
@@ -86,3 +87,62 @@ async def test_a_sandboxed_job_cannot_change_what_an_always_runs_after_the_check
     # the question says why.
     assert user.asked_for() == ["first", "later"]
     assert "sandboxed command is still running" in json.dumps(user.asked[1])
+
+
+@pytest.mark.parametrize("capabilities", [LOCAL, PLAIN_CAPABILITIES], ids=["local", "editor-terminal"])
+async def test_an_always_outside_the_sandbox_still_runs_unasked_once_sandboxed_commands_ended(
+    fake: FakeProvider, home: Path, project: Path, capabilities: dict[str, Any]
+) -> None:
+    # The everyday flow, Zed's included (its terminal runs the sandboxed launch, and the
+    # agent waits for it): a sandboxed command that has ended holds nothing off.
+    (project / "README.md").write_text("readme-text-0451\n")
+    fake.script(
+        [
+            *turn(unconfined("cat README.md", "first")),
+            *turn(sandboxed("echo built > out.txt", "build")),
+            *turn(unconfined("cat README.md", "later")),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), capabilities, permission=user) as (_, client):
+        await run_turns(client, project, 3)
+    assert user.asked_for() == ["first"]
+    assert (project / "out.txt").read_text() == "built\n"
+    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert results[-1].count("readme-text-0451") == 1 and "Exit code: 0" in results[-1], results
+
+
+async def test_a_background_command_outside_the_sandbox_asks_despite_an_always(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Nothing could keep sandboxed commands off for as long as it runs.
+    (project / "README.md").write_text("readme\n")
+    later = ToolCallSpec(
+        "terminal", {"command": "cat README.md", "unconfined": True, "background": True}, id="bg"
+    )
+    fake.script([*turn(unconfined("cat README.md", "first")), *turn(later)])
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 2)
+    assert user.asked_for() == ["first", "bg"]
+    assert "in the background outside the sandbox" in json.dumps(user.asked[1])
+
+
+async def test_the_sandbox_cannot_see_or_drop_the_lock_its_launch_holds(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # flock holds it outside and closes it before bwrap starts; the agent's home, where
+    # the file lives, is hidden inside.
+    lock = home / ".hermes-acp" / "sandbox" / "alive.lock"
+    probe = (
+        "for f in /proc/self/fd/* /proc/1/fd/*; do readlink $f; done | grep -q alive.lock && echo FD-SEEN; "
+        f"[ -e {lock} ] && echo LOCK-SEEN; flock -u {lock} true && echo UNLOCKED; "
+        f"rm {lock} && echo REMOVED; echo probed"
+    )
+    fake.script(turn(sandboxed(probe, "probe")))
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        await run_turns(client, project, 1)
+    [result] = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "probed" in result, result
+    assert not {"FD-SEEN", "LOCK-SEEN", "UNLOCKED", "REMOVED"} & set(result.split()), result
+    assert lock.is_file()

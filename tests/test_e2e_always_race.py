@@ -9,6 +9,7 @@ closes the FIFO, so the command goes on only after the swap.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
-from tests.support.fake_provider import FakeProvider, ToolCallSpec
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.red_team import LOCAL, User, run_turns, sandboxed, turn, unconfined
 
 KEY = "PRIVATE-KEY-always-race-0123456789"
@@ -146,3 +147,53 @@ async def test_the_sandbox_cannot_see_or_drop_the_lock_its_launch_holds(
     assert "probed" in result, result
     assert not {"FD-SEEN", "LOCK-SEEN", "UNLOCKED", "REMOVED"} & set(result.split()), result
     assert lock.is_file()
+
+
+def waiting_launches(lock: Path) -> list[str]:
+    """The pids of sandboxed launches holding, or waiting for, `lock` (flock's own process)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:4] == [b"--shared", b"--close", os.fsencode(lock)]:
+            found.append(entry.name)
+    return found
+
+
+async def test_a_sandboxed_command_started_meanwhile_waits_for_the_unconfined_one(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Another session's sandboxed command neither fails nor starts in the middle: it
+    # waits until the command the "always" covered has ended.
+    (project / "README.md").write_text("readme-text-0451\n")
+    gate = project / "gate.fifo"
+    fake.script(
+        [
+            *turn(unconfined("cat README.md", "first")),
+            Reply(tool_calls=[unconfined("cat gate.fifo README.md", "gated")]),
+            Reply(tool_calls=[sandboxed("echo sandboxed >> log.txt", "meanwhile")]),
+            Reply(text="Done."),
+            Reply(text="Done."),
+        ]
+    )
+    lock = home / ".hermes-acp" / "sandbox" / "alive.lock"
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        first = await client.session_in_mode(project, "auto")
+        assert await client.prompt(first, "step 0") == {"stopReason": "end_turn"}
+        os.mkfifo(gate)
+        gated = client.start_prompt(first, "step 1")
+        writer = await asyncio.to_thread(os.open, gate, os.O_WRONLY)  # cat is reading it: it runs
+        try:
+            second = await client.session_in_mode(project, "auto")
+            meanwhile = client.start_prompt(second, "step 2")
+            await client.wait_for(lambda: waiting_launches(lock))
+            assert not (project / "log.txt").exists()
+        finally:
+            os.close(writer)
+        assert await gated == {"stopReason": "end_turn"}
+        assert await meanwhile == {"stopReason": "end_turn"}
+    assert user.asked_for() == ["first"]
+    assert (project / "log.txt").read_text() == "sandboxed\n"

@@ -150,20 +150,16 @@ async def test_the_sandbox_cannot_see_or_drop_the_lock_its_launch_holds(
 
 
 def waiting_launches(lock: Path) -> list[str]:
-    """The pids of sandboxed launches holding, or waiting for, `lock` (flock's own process)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv[1:4] == [b"--shared", b"--close", os.fsencode(lock)]:
-            found.append(entry.name)
-    return found
+    """The requests blocked on `lock` (/proc/locks' `->` lines): a launch that waits for it,
+    whether the agent (a local launch) or `flock` (an editor terminal's) asked."""
+    inode = f":{lock.stat().st_ino}"
+    lines = Path("/proc/locks").read_text().splitlines()
+    return [line for line in lines if "->" in line.split() and any(f.endswith(inode) for f in line.split())]
 
 
+@pytest.mark.parametrize("capabilities", [LOCAL, PLAIN_CAPABILITIES], ids=["local", "editor-terminal"])
 async def test_a_sandboxed_command_started_meanwhile_waits_for_the_unconfined_one(
-    fake: FakeProvider, home: Path, project: Path
+    fake: FakeProvider, home: Path, project: Path, capabilities: dict[str, Any]
 ) -> None:
     # Another session's sandboxed command neither fails nor starts in the middle: it
     # waits until the command the "always" covered has ended.
@@ -180,7 +176,7 @@ async def test_a_sandboxed_command_started_meanwhile_waits_for_the_unconfined_on
     )
     lock = home / ".hermes-acp" / "sandbox" / "alive.lock"
     user = User()
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+    async with connected(server_env(home, fake), capabilities, permission=user) as (_, client):
         first = await client.session_in_mode(project, "auto")
         assert await client.prompt(first, "step 0") == {"stopReason": "end_turn"}
         os.mkfifo(gate)

@@ -7,7 +7,9 @@ one left behind, a command of another session or another hermes-acp process) cou
 checked name for a link to `~/.ssh/id_ed25519`, or rewrite a bound script, in between.
 
 So every sandboxed launch holds a shared `flock` on one lock file under the agent's home for
-as long as its sandbox lives: `setpriv --pdeathsig KILL flock --shared --close LOCK bwrap …`.
+as long as its sandbox lives: a local launch on a descriptor of the agent's own, released
+when bwrap has exited; a launch the editor's terminal runs through
+`setpriv --pdeathsig KILL flock --shared --close LOCK bwrap …`.
 `flock` holds it outside the sandbox and closes it before bwrap starts, so nothing inside
 holds, sees or can drop that lock (the agent's home is hidden from the sandbox, so the file
 cannot be unlinked or replaced from there either); bwrap's `--unshare-pid` and
@@ -50,6 +52,21 @@ class Hold:
             self._lock = None
 
 
+class SharedHold:
+    """The shared lock, held by the agent itself for one local launch (no `flock` process to
+    start): taken before the launch, `release()`d once bwrap has exited."""
+
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
 class AliveLock:
     """The lock file every sandboxed launch of one agent home holds shared."""
 
@@ -77,6 +94,18 @@ class AliveLock:
             os.close(self._create())
             self._made = True
         return list(self._prefix)
+
+    def hold_shared(self) -> SharedHold:
+        """The shared lock on a descriptor of its own (not inherited: close-on-exec), for a
+        launch this process starts and watches; waits while an unconfined command holds
+        the lock exclusive. Call off the event loop."""
+        fd = self._create()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except BaseException:
+            os.close(fd)
+            raise
+        return SharedHold(fd)
 
     def try_exclusive(self) -> Hold | str:
         """The exclusive lock when no sandboxed command holds the shared one, else why not.
@@ -117,6 +146,20 @@ class AliveLock:
 
 
 _LOCKS: dict[Path, AliveLock] = {}
+# The shared holds of the local launches running, by their process (not its pid: a pid is
+# reused once reaped).
+_LAUNCHES: dict[object, SharedHold] = {}
+
+
+def keep_until_exit(process: object, held: SharedHold) -> None:
+    _LAUNCHES[process] = held
+
+
+def release_for(process: object) -> None:
+    """Once `process` (bwrap) has exited: its launch's shared hold goes."""
+    held = _LAUNCHES.pop(process, None)
+    if held is not None:
+        held.release()
 
 
 def alive_lock(home: Path) -> AliveLock:

@@ -231,12 +231,14 @@ class Sandbox:
         in_cgroup: bool = False,
         command: str | None = None,
         search_path: str | None = None,
+        alive_held: bool = False,
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
         `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in.
         `command`: the bash command line `argv` runs, with its PATH (`search_path`): only the
-        caches its programs write get an overlay (`cache_needs`); None, all of them."""
+        caches its programs write get an overlay (`cache_needs`); None, all of them.
+        `alive_held`: the caller holds the alive lock shared for the launch's life itself."""
         assert self.bwrap is not None
         need: CacheNeed = ALL
         if command is not None and self.mode == "workspace-write" and self.state is not None:
@@ -252,7 +254,7 @@ class Sandbox:
         prefix = cgroup.launcher() if cgroup is not None and not in_cgroup else []
         # Held for the sandbox's whole life, outside it: a stored "always" outside the
         # sandbox is not applied meanwhile (`alive_lock`).
-        held = self.alive.launch_prefix() if self.alive is not None else []
+        held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
         return [
             *prefix,
             *held,

@@ -193,3 +193,31 @@ async def test_a_sandboxed_command_started_meanwhile_waits_for_the_unconfined_on
         assert await meanwhile == {"stopReason": "end_turn"}
     assert user.asked_for() == ["first"]
     assert (project / "log.txt").read_text() == "sandboxed\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["cp -a sub copy && cat copy/notes.md", "mkdir w && cp -r sub w && cat w/sub/notes.md"],
+)
+async def test_an_always_does_not_cover_a_line_that_reads_what_it_just_copied(
+    fake: FakeProvider, home: Path, project: Path, command: str
+) -> None:
+    # Within one command line the names are made after the check: `cp -a` copies the link
+    # a sandboxed command left in `sub/` (to the key), and `cat` follows it, outside.
+    (home / ".ssh").mkdir(exist_ok=True)
+    (home / ".ssh" / "id_ed25519").write_text(f"{KEY}\n")
+    (project / "sub").mkdir()
+    (project / "sub" / "notes.md").write_text("notes\n")
+    fake.script(
+        [
+            *turn(unconfined(command, "first")),
+            *turn(sandboxed(f"rm -rf copy w && ln -sf {home}/.ssh/id_ed25519 sub/notes.md", "link")),
+            *turn(unconfined(command, "later")),
+        ]
+    )
+    user = User()
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 3)
+    assert KEY not in everything_sent(fake)
+    assert user.asked_for() == ["first", "later"]
+    assert "allow_always" not in {o["optionId"] for o in user.asked[0]["options"]}

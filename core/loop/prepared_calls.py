@@ -22,11 +22,11 @@ from hermes_core.loop.tool_record import OutputTail
 from hermes_core.loop.tool_waves import file_identity
 from hermes_core.messages import ToolCall
 from hermes_core.tools.base import ApprovalFacts, Tool, ToolResult
+from hermes_core.tools.registry import ToolRegistry
+from hermes_core.workspace import Workspace, WorkspaceError
 
 if TYPE_CHECKING:
     from hermes_core.policy.approval import PolicyVerdict
-from hermes_core.tools.registry import ToolRegistry
-from hermes_core.workspace import Workspace, WorkspaceError
 
 log = logging.getLogger(__name__)
 

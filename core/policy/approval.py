@@ -170,7 +170,7 @@ class PolicyVerdict:
     reason: str = ""  # for "reject": the message the model reads
     allow_outside: bool = False  # once approved, the call may touch paths outside the workspace
     # A stored "always" outside the sandbox: it runs only while no sandboxed command can
-    # change what it runs (`hermes_core.policy.always_guard`); `request` asks otherwise.
+    # change what it runs (`hermes_core.loop.always_guard`); `request` asks otherwise.
     guarded: bool = False
 
 

@@ -10,11 +10,12 @@ So every sandboxed launch holds a shared `flock` on one lock file under the agen
 as long as its sandbox lives: a local launch on a descriptor of the agent's own, released
 when bwrap has exited; a launch the editor's terminal runs through
 `setpriv --pdeathsig KILL flock --shared --close LOCK bwrap …`.
-`flock` holds it outside the sandbox and closes it before bwrap starts, so nothing inside
-holds, sees or can drop that lock (the agent's home is hidden from the sandbox, so the file
-cannot be unlinked or replaced from there either); bwrap's `--unshare-pid` and
-`--die-with-parent` end every process of the sandbox before `flock` returns; `setpriv`
-kills `flock` (and so bwrap) when its parent dies, as bwrap alone did before.
+Either way it is held outside the sandbox and never inherited by bwrap, so nothing inside
+holds, sees or can drop it (the agent's home is hidden from the sandbox, so the file cannot
+be unlinked or replaced from there either); `setpriv` kills `flock` (and so bwrap) when its
+parent dies, as bwrap alone did before. Not covered: bwrap returns as soon as the command
+has exited, and its pid 1 kills what the command left behind just after, so a daemon may
+outlive the lock by a moment (README "Back doors").
 
 A stored "always" outside the sandbox takes the exclusive lock without waiting, checks
 under it and holds it while the command runs: while any sandboxed command lives it cannot

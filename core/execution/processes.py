@@ -95,11 +95,14 @@ async def start_local_command(
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
     run.sandbox = sandbox
 
+    # Not the sandbox itself: the launch thread may keep this closure after the session.
+    alive = sandbox.alive if sandbox is not None else None
+
     def spawn() -> subprocess.Popen[bytes]:
         # Held from before bwrap starts until it has exited (`alive_lock`): a stored "always"
         # outside the sandbox is not applied meanwhile. Taken here, off the event loop: it
         # waits while such a command runs.
-        held = sandbox.alive.hold_shared() if sandbox is not None and sandbox.alive is not None else None
+        held = alive.hold_shared() if alive is not None else None
         try:
             process = subprocess.Popen(
                 argv,

@@ -110,6 +110,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "hermes_core.loop.tool_waves",
             "hermes_core.loop.prepared_calls",
+            "hermes_core.loop.always_guard",
             "hermes_core.loop.tool_runner",
             "hermes_core.loop.compression",
             "hermes_core.loop.turn",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol, Unpack
 
 from hermes_core.execution.commands import CommandExit, CommandOptions
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
+from hermes_core.sandbox.alive_lock import keep_until_exit, release_for
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
@@ -87,22 +88,38 @@ async def start_local_command(
             in_cgroup=in_cgroup,
             command=command,
             search_path=full_env.get("PATH"),
+            alive_held=sandbox.alive is not None,
         )
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
     run.sandbox = sandbox
 
+    # Not the sandbox itself: the launch thread may keep this closure after the session.
+    alive = sandbox.alive if sandbox is not None else None
+
     def spawn() -> subprocess.Popen[bytes]:
-        return subprocess.Popen(
-            argv,
-            cwd=directory,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so kill() reaches its children
-        )
+        # Held from before bwrap starts until it has exited (`alive_lock`): a stored "always"
+        # outside the sandbox is not applied meanwhile. Taken here, off the event loop: it
+        # waits while such a command runs.
+        held = alive.hold_shared() if alive is not None else None
+        try:
+            process = subprocess.Popen(
+                argv,
+                cwd=directory,
+                env=full_env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its own process group, so kill() reaches its children
+            )
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        if held is not None:
+            keep_until_exit(process, held)
+        return process
 
     try:
         process = await _spawn_on(thread, spawn) if thread is not None else spawn()
@@ -142,6 +159,7 @@ def _kill_unowned(pending: Future[subprocess.Popen[bytes]]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    release_for(process)
     if process.stdout is not None:
         process.stdout.close()
 
@@ -164,6 +182,10 @@ class _Child:
 
     def get_pid(self) -> int:
         return self._process.pid
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        return self._process
 
     def get_returncode(self) -> int | None:
         return self._process.returncode
@@ -286,6 +308,8 @@ class LocalCommand:
     def _on_exit(self) -> None:
         self._exited.set()
         if self.sandbox is not None:
+            if self._transport is not None:
+                release_for(self._transport.process)
             self.sandbox.after_command()
             # bwrap exits once the command has; its pid 1 holds the pipe until the mounts
             # are torn down. The command wrote before it exited: all of it is in the pipe.

@@ -63,6 +63,9 @@ INERT_PROGRAMS = names(
 # `./scripts/check.sh`, pytest and the binaries it just built): like `npm run`, never pinned.
 _RECIPE_RUNNERS = names("make gmake")
 _DIRECTORY_CHANGES = names("cd pushd popd")
+# Programs that may make links (or put another file in a name's place) that a later part of
+# the same command line then opens.
+_FILE_MAKERS = names("cp mv ln install tar unzip rsync cpio git patch")
 # What an interpreter loads from beside its script (`import helpers`, `require('./x')`).
 _SUFFIXES: dict[str, tuple[str, ...]] = {
     "python": (".py", ".pyc", ".pyw", ".so", ".pyd"),
@@ -115,6 +118,10 @@ def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ())
     if _sets_variables(script):
         return None  # `GIT_DIR=x git status`, `PYTHONPATH=lib python3 build.py`: not what was bound
     invocations = list(all_invocations(script))
+    if any(inv.program in _FILE_MAKERS for inv in invocations[:-1]):
+        # `cp -a sub copy && cat copy/notes.md`: the later part opens what the earlier one
+        # made, a link `sub` holds (to the key) included; no check before the line sees it.
+        return None
     moves = any(inv.program in _DIRECTORY_CHANGES for inv in invocations)
     files: dict[Path, None] = {}
     for inv in invocations:

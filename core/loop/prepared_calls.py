@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,6 +24,9 @@ from hermes_core.messages import ToolCall
 from hermes_core.tools.base import ApprovalFacts, Tool, ToolResult
 from hermes_core.tools.registry import ToolRegistry
 from hermes_core.workspace import Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from hermes_core.policy.approval import PolicyVerdict
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,8 @@ class PreparedCall:
     started: ToolCallStarted | None = None
     result: ToolResult | None = None
     allow_outside: bool = False
+    # A stored "always" outside the sandbox, applied at run time only (`always_guard`).
+    guarded: PolicyVerdict | None = None
     cancels_turn: bool = False  # the user answered its permission request with "cancel"
     # The files the call touches, resolved (see `file_identity`); None when a path could
     # not be resolved, so nothing can be proven about it.

@@ -29,11 +29,13 @@ from hermes_core.events import (
     ToolCallRunning,
     ToolCallStarted,
 )
+from hermes_core.loop.always_guard import hold_for
 from hermes_core.loop.prepared_calls import PreparedCall, contained, prepare_calls
 from hermes_core.loop.tool_record import finished_record, started_record
 from hermes_core.loop.tool_waves import waves
 from hermes_core.messages import ContentPart, Message, TextPart, ToolCall
-from hermes_core.policy.approval import ApprovalPolicy, Approver, Decision
+from hermes_core.policy.approval import ApprovalPolicy, Approver, Decision, PolicyVerdict
+from hermes_core.sandbox.alive_lock import Hold
 from hermes_core.tools.base import CannotRun, SessionToolState, ToolContext, ToolLimits, ToolResult
 from hermes_core.tools.registry import ToolRegistry
 from hermes_core.workspace import Workspace
@@ -149,8 +151,15 @@ class ToolRunner:
             item.tool, item.args, self.workspace, call_id=item.call.id, facts=item.facts()
         )
         item.allow_outside = verdict.allow_outside
+        if verdict.guarded:
+            item.guarded = verdict  # judged again right before it runs (`_guard`)
         if verdict.action == "run":
             return True
+        return await self._settle(item, verdict)
+
+    async def _settle(self, item: PreparedCall, verdict: PolicyVerdict) -> bool:
+        """Whether a call the policy did not simply run may run: rejected, or asked."""
+        assert item.tool is not None and item.args is not None
         if verdict.action == "reject":
             item.result = ToolResult.error(verdict.reason)
             return False
@@ -180,6 +189,20 @@ class ToolRunner:
         item.result.shown = "Rejected" + (f" ({remembered.strip(' ()')})" if remembered else "")
         return False
 
+    async def _guard(self, item: PreparedCall) -> tuple[Hold | None, bool]:
+        """For a stored "always" outside the sandbox: the lock that keeps sandboxed commands
+        off while it runs, and whether it may run (when the lock cannot be had, the user
+        is asked why). Other calls: (None, True)."""
+        if item.guarded is None:
+            return None, True
+        outcome = hold_for(item, item.guarded, self.policy, self.workspace)
+        if outcome is None or isinstance(outcome, Hold):
+            return outcome, True
+        allowed = await self._settle(item, outcome)
+        if item.cancels_turn:
+            item.result = ToolResult.error("Cancelled: the user cancelled this turn.")
+        return None, allowed
+
     async def _execute(self, items: list[PreparedCall]) -> AsyncIterator[Event]:
         """Run the calls concurrently, yielding their events as they happen."""
         if not items:
@@ -202,10 +225,15 @@ class ToolRunner:
                 limits=self.limits,
                 allow_outside=item.allow_outside,
             )
+            hold: Hold | None = None
             try:
                 with contained(item, "failed"):
-                    item.result = await item.tool.run(item.args, ctx)
+                    hold, allowed = await self._guard(item)
+                    if allowed:
+                        item.result = await item.tool.run(item.args, ctx)
             finally:
+                if hold is not None:
+                    hold.release()
                 queue.put_nowait(item)
 
         for item in items:

@@ -44,6 +44,13 @@ __all__ = [
 ]
 
 
+# Why a stored "always" outside the sandbox does not cover a background command.
+BACKGROUND = (
+    "it would run in the background outside the sandbox, and a sandboxed command started "
+    "meanwhile could change what it runs"
+)
+
+
 class Mode(StrEnum):
     ASK = "ask"  # edits and commands ask
     ACCEPT_EDITS = "accept_edits"  # edits inside the workspace pass, commands ask
@@ -162,6 +169,9 @@ class PolicyVerdict:
     request: ApprovalRequest | None = None  # set for "ask" and "reject"
     reason: str = ""  # for "reject": the message the model reads
     allow_outside: bool = False  # once approved, the call may touch paths outside the workspace
+    # A stored "always" outside the sandbox: it runs only while no sandboxed command can
+    # change what it runs (`hermes_core.loop.always_guard`); `request` asks otherwise.
+    guarded: bool = False
 
 
 def scope_key(tool: Tool[Any], args: BaseModel, facts: ApprovalFacts | None = None) -> str:
@@ -336,7 +346,13 @@ class ApprovalPolicy:
             # A command no "always" could be offered for is covered by none given earlier
             # to its scope (`cat ~/.ssh/id_ed25519` after "always" for `cat README.md`).
             if key in self.memory.allowed and always_offered:
-                return PolicyVerdict("run", None, "allowed always outside the sandbox", allow_outside=True)
+                if facts.background:
+                    # Nothing could hold off the sandbox for as long as it runs (`alive_lock`).
+                    return dataclasses.replace(ask, request=dataclasses.replace(request, reason=BACKGROUND))
+                # Applied only once the runner holds off every sandboxed command and checks again.
+                return PolicyVerdict(
+                    "run", request, "allowed always outside the sandbox", allow_outside=True, guarded=True
+                )
             return ask
         if ruled is not None and ruled.action == "ask":  # in every mode
             request = dataclasses.replace(request, reason=ruled.user_reason())

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, secrets
+from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
 from hermes_core.sandbox.emptied import Emptied, inside_any
@@ -101,8 +102,10 @@ class Sandbox:
         tmp_mb: int = DEFAULT_TMP_MB,
         bwrap: str | None = None,
         home: Path | None = None,
+        alive: AliveLock | None = None,  # held shared by each launch (None: launches untracked)
     ) -> None:
         self.scope = scope
+        self.alive = alive
         self.mode: SandboxMode = mode
         self.network = network
         self.caches = caches
@@ -155,6 +158,7 @@ class Sandbox:
             max_processes=settings.sandbox_max_processes,
             tmp_mb=settings.sandbox_tmp_mb,
             bwrap=settings.sandbox_bwrap,
+            alive=alive_lock(settings.home),
         )
 
     def _home_in_a_root_holds_something(self) -> bool:
@@ -235,12 +239,14 @@ class Sandbox:
         in_cgroup: bool = False,
         command: str | None = None,
         search_path: str | None = None,
+        alive_held: bool = False,
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
         `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in.
         `command`: the bash command line `argv` runs, with its PATH (`search_path`): only the
-        caches its programs write get an overlay (`cache_needs`); None, all of them."""
+        caches its programs write get an overlay (`cache_needs`); None, all of them.
+        `alive_held`: the caller holds the alive lock shared for the launch's life itself."""
         assert self.bwrap is not None
         need: CacheNeed = ALL
         if command is not None and self.mode == "workspace-write" and self.state is not None:
@@ -254,8 +260,12 @@ class Sandbox:
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
         cgroup = self._pids_cgroup()
         prefix = cgroup.launcher() if cgroup is not None and not in_cgroup else []
+        # Held for the sandbox's whole life, outside it: a stored "always" outside the
+        # sandbox is not applied meanwhile (`alive_lock`).
+        held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
         return [
             *prefix,
+            *held,
             *launch_argv(
                 self.bwrap,
                 self.mounts(need),

@@ -119,6 +119,7 @@ class ApprovalFacts:
 
     command: CommandLine | None = None  # the shell command line it runs, read once
     unconfined: bool = False  # it asks to run that command outside the sandbox
+    background: bool = False  # the call returns while that command goes on running
     always_asks: str | None = None  # why it asks in every mode (and is refused in plan mode)
 
 

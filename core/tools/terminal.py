@@ -90,7 +90,9 @@ class TerminalTool(Tool[TerminalArgs]):
     def approval_facts(self, args: TerminalArgs) -> ApprovalFacts:
         # Read once here; the danger rules, the "always" scope (`terminal:git status`) and
         # the permission rules all look at this one parse.
-        return ApprovalFacts(command=CommandLine.read(args.command), unconfined=args.unconfined)
+        return ApprovalFacts(
+            command=CommandLine.read(args.command), unconfined=args.unconfined, background=args.background
+        )
 
     async def run(self, args: TerminalArgs, ctx: ToolContext) -> ToolResult:
         if not args.command.strip():

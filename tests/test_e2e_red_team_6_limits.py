@@ -1,0 +1,37 @@
+"""Round six of issue 19's hidden red team: limits (a workspace that makes the server do
+unbounded work), end to end through the real server with a scripted model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.acp_harness import NO_CAPABILITIES, connected, server_env
+from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.red_team import git
+from tests.support.waiting import HANG
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+# A cloned repository's `.gitignore` line: as a backtracking regex it took hours against a
+# 40-letter name of `a`s, holding the GIL, so every session, the event loop and the exit froze.
+BACKTRACKING = "a*" * 14 + "b"
+
+
+async def test_a_backtracking_gitignore_pattern_stalls_no_session(fake: FakeProvider, tmp_path: Path) -> None:
+    hostile = tmp_path / "cloned"
+    (hostile / ("a" * 40)).mkdir(parents=True)
+    git("init", "-q", cwd=hostile)
+    (hostile / ".gitignore").write_text(f"{BACKTRACKING}\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    fake.forget()
+    fake.route("hello", [Reply(text="hi there")])
+    async with connected(server_env(tmp_path / "home", fake), NO_CAPABILITIES) as (server, client):
+        first = (await client.new_session(hostile))["sessionId"]
+        assert await client.prompt(first, "hello", within=HANG) == {"stopReason": "end_turn"}
+        second = (await client.new_session(plain))["sessionId"]
+        assert await client.prompt(second, "hello", within=HANG) == {"stopReason": "end_turn"}
+        await server.close_stdin()
+        assert await server.wait(HANG) == 0

@@ -3,12 +3,13 @@ unbounded work), end to end through the real server with a scripted model."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from tests.support.acp_harness import NO_CAPABILITIES, connected, server_env
-from tests.support.fake_provider import FakeProvider, Reply
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 from tests.support.red_team import git
 from tests.support.waiting import HANG
 
@@ -35,3 +36,33 @@ async def test_a_backtracking_gitignore_pattern_stalls_no_session(fake: FakeProv
         assert await client.prompt(second, "hello", within=HANG) == {"stopReason": "end_turn"}
         await server.close_stdin()
         assert await server.wait(HANG) == 0
+
+
+async def test_a_backtracking_permission_rule_in_a_project_stalls_nothing(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    # A project's deny and ask rules apply at once, untrusted (they only tighten); as
+    # backtracking regexes, `Read(a*a*…b)` against a long file name and `Bash(x*x*…y)`
+    # against the model's command froze the server in the turn's first tool call.
+    project = tmp_path / "cloned"
+    (project / ".claude").mkdir(parents=True)
+    rules = {"permissions": {"deny": [f"Read({BACKTRACKING})", f"Bash({'x*' * 14}y)"]}}
+    (project / ".claude" / "settings.json").write_text(json.dumps(rules))
+    name = "a" * 40 + ".txt"
+    (project / name).write_text("plain text\n")
+    calls = [
+        ToolCallSpec("read_file", {"path": name}, id="read"),
+        ToolCallSpec("terminal", {"command": f"echo {'x' * 40}"}, id="echo"),
+    ]
+    fake.forget()
+    fake.route("look", [Reply(tool_calls=calls), Reply(text="done")])
+    async with connected(server_env(tmp_path / "home", fake), NO_CAPABILITIES) as (server, client):
+        session = await client.session_in_mode(project, "yolo")
+        assert await client.prompt(session, "look", within=HANG) == {"stopReason": "end_turn"}
+        await server.close_stdin()
+        assert await server.wait(HANG) == 0
+    told = {
+        m["tool_call_id"]: m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"
+    }
+    assert "plain text" in told["read"], told
+    assert "x" * 40 in told["echo"], told

@@ -161,3 +161,69 @@ def _closure(pattern: tuple[re.Pattern[str] | None, ...], states: set[int]) -> s
 
 
 _ONE_SEGMENT = re.compile(".+", re.DOTALL)
+
+
+def star_text(specifier: str) -> re.Pattern[str]:
+    """`*` as any run of characters, the rest literal (a permission rule's command text), as a
+    regular expression safe from backtracking: each star but the last takes the leftmost
+    occurrence of the text after it, atomically."""
+    if "*" not in specifier:
+        return re.compile(re.escape(specifier), re.DOTALL)
+    first, *middle, last = [re.escape(piece) for piece in specifier.split("*")]
+    atomic = "".join(f"(?>.*?{piece})" for piece in middle if piece)
+    return re.compile(f"{first}{atomic}.*{last}", re.DOTALL)
+
+
+class PathGlob:
+    """A permission rule's path glob over absolute paths, matched by advancing a set of
+    positions in the pattern one character at a time: the work is the path's length times
+    the pattern's, whatever the pattern. Tokens: `("lit", c)`, `("one",)` (a character but
+    `/`), `("seg",)` (`[^/]*`), `("any",)` (`.*`), `("dirs",)` (`(?:.*/)?`), `("below",)`
+    (`(?:/.*)?`)."""
+
+    __slots__ = ("_tokens",)
+
+    def __init__(self, tokens: list[tuple[str, str]]) -> None:
+        self._tokens = tokens
+
+    def fullmatch(self, text: str) -> bool:
+        # A state is 2 * position + phase; phase 1 is inside a `dirs` or `below` run.
+        states = self._closure({0})
+        for char in text:
+            states = self._closure({nxt for state in states for nxt in self._step(state, char)})
+            if not states:
+                return False
+        return 2 * len(self._tokens) in states
+
+    def _step(self, state: int, char: str) -> tuple[int, ...]:
+        index, phase = divmod(state, 2)
+        if index == len(self._tokens):
+            return ()
+        kind, literal = self._tokens[index]
+        here, after = 2 * index, 2 * (index + 1)
+        if kind == "lit":
+            return (after,) if char == literal else ()
+        if kind == "one":
+            return (after,) if char != "/" else ()
+        if kind == "seg":
+            return (here,) if char != "/" else ()
+        if kind == "any":
+            return (here,)
+        if kind == "dirs":
+            return (here,) if char == "/" else (here + 1,)
+        # below: a `/` first, then anything
+        return (here + 1,) if phase == 1 or char == "/" else ()
+
+    def _closure(self, states: set[int]) -> set[int]:
+        pending = list(states)
+        reached = set(states)
+        while pending:
+            index, phase = divmod(pending.pop(), 2)
+            if index == len(self._tokens):
+                continue
+            kind = self._tokens[index][0]
+            skips = kind in ("seg", "any", "below") or (kind == "dirs" and phase == 0)
+            if skips and 2 * (index + 1) not in reached:
+                reached.add(2 * (index + 1))
+                pending.append(2 * (index + 1))
+        return reached

@@ -66,3 +66,31 @@ async def test_a_backtracking_permission_rule_in_a_project_stalls_nothing(
     }
     assert "plain text" in told["read"], told
     assert "x" * 40 in told["echo"], told
+
+
+async def test_search_skips_a_file_whose_one_line_would_fill_memory(
+    fake: FakeProvider, tmp_path: Path
+) -> None:
+    # rg holds a whole line in memory: a 300 MB one-line file took 430 MB, so a workspace's
+    # 8 GB one (one sandboxed `yes | tr -d '\n'`, or a cloned data file) searched unasked in
+    # any mode took the machine's memory. Files past the cap (64 MiB: one just past it here)
+    # are not searched, in a directory or named alone.
+    project = tmp_path / "project"
+    project.mkdir()
+    with (project / "big.log").open("wb") as big:
+        big.write(b"x" * (64 * 1024 * 1024) + b"\nNEEDLE in the big file\n")
+    (project / "small.txt").write_text("NEEDLE in the small file\n")
+    calls = [
+        ToolCallSpec("search", {"pattern": "NEEDLE", "path": "."}, id="folder"),
+        ToolCallSpec("search", {"pattern": "NEEDLE", "path": "big.log"}, id="alone"),
+    ]
+    fake.forget()
+    fake.route("find", [Reply(tool_calls=calls), Reply(text="done")])
+    async with connected(server_env(tmp_path / "home", fake), NO_CAPABILITIES) as (_, client):
+        session = (await client.new_session(project))["sessionId"]
+        assert await client.prompt(session, "find", within=HANG) == {"stopReason": "end_turn"}
+    told = {
+        m["tool_call_id"]: m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"
+    }
+    assert "in the small file" in told["folder"] and "big file" not in told["folder"], told
+    assert "search reads files up to 64.0 MB" in told["alone"], told

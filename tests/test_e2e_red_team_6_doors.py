@@ -93,3 +93,42 @@ async def test_writing_what_zed_or_another_editor_starts_asks_in_every_mode(
         assert "editor" in reason and "outside the sandbox" in reason, reason
         assert "allow_always" not in {o["optionId"] for o in request["options"]}
     assert [p for p in EDITOR_FILES if (project / p).exists()] == []
+
+
+DEEP = "[" * 100_000
+
+
+def plant_deep(project: Path, which: str) -> None:
+    files = {
+        "rules": (".claude/settings.json", DEEP),
+        "toml": (".hermes/config.toml", f"a = {DEEP}"),
+        "skill": (".hermes/skills/x/SKILL.md", f"---\nname: {'[' * 20_000}\n---\nbody\n"),
+    }
+    name, text = files[which]
+    (project / name).parent.mkdir(parents=True, exist_ok=True)
+    (project / name).write_text(text)
+
+
+@pytest.mark.parametrize("which", ["rules", "toml", "skill"])
+async def test_a_file_nested_past_the_parsers_depth_breaks_no_session(
+    fake: FakeProvider, tmp_path: Path, which: str
+) -> None:
+    # A cloned repository's `.claude/settings.json`, `.hermes/config.toml` or a skill's front
+    # matter nested a hundred thousand deep: the parser's RecursionError made every session
+    # in that repository fail to start. So did the model's own tool-call arguments fail the
+    # whole turn; now they fail that call.
+    project = tmp_path / "project"
+    project.mkdir()
+    plant_deep(project, which)
+    (project / "a.txt").write_text("plain\n")
+    deep_call = ToolCallSpec("read_file", '{"path": ' + "[" * 50_000 + "]" * 50_000 + "}", id="deep")
+    plain_call = ToolCallSpec("read_file", {"path": "a.txt"}, id="plain")
+    fake.forget()
+    fake.route("go", [Reply(tool_calls=[deep_call, plain_call]), Reply(text="done")])
+    async with connected(server_env(tmp_path / "home", fake), NO_CAPABILITIES) as (_, client):
+        session = await client.session_in_mode(project, "yolo")
+        assert await client.prompt(session, "go", within=HANG) == {"stopReason": "end_turn"}
+    told = {
+        m["tool_call_id"]: m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"
+    }
+    assert "nested too deeply" in told["deep"] and "plain" in told["plain"], told

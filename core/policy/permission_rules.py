@@ -320,7 +320,9 @@ def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
     try:
         text = data.decode("utf-8")
         parsed = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:
+    # RecursionError: `[[[[…` a hundred thousand deep, which a cloned repository may hold, made
+    # every session in it fail to start.
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
         return None
     return (parsed if isinstance(parsed, dict) else {}), digest

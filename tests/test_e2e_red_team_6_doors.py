@@ -132,3 +132,33 @@ async def test_a_file_nested_past_the_parsers_depth_breaks_no_session(
         m["tool_call_id"]: m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"
     }
     assert "nested too deeply" in told["deep"] and "plain" in told["plain"], told
+
+
+MIRROR_TOKEN = "ghp_mirrortoken5550123456789"
+
+
+async def test_search_hides_a_token_in_a_git_config_by_any_name(fake: FakeProvider, tmp_path: Path) -> None:
+    # `git clone --mirror https://x-access-token:…@github.com/o/r.git` inside the workspace
+    # leaves the token in `r.git/config`; read_file showed it without the token (a file with
+    # git's sections reads as a git config), but search redacted only files named `.git/config`.
+    project = tmp_path / "project"
+    (project / "r.git").mkdir(parents=True)
+    config = f'[core]\n\tbare = true\n[remote "origin"]\n\turl = https://x-access-token:{MIRROR_TOKEN}@github.com/o/r.git\n'
+    (project / "r.git" / "config").write_text(config)
+    (project / "notes.txt").write_text(config)
+    (project / "app.py").write_text("def github_client():\n    return 1\n")
+    calls = [
+        ToolCallSpec("search", {"pattern": "ghp_|github", "path": "."}, id="folder"),
+        ToolCallSpec("search", {"pattern": "ghp_", "path": "notes.txt"}, id="file"),
+    ]
+    fake.forget()
+    fake.route("go", [Reply(tool_calls=calls), Reply(text="done")])
+    async with connected(server_env(tmp_path / "home", fake), NO_CAPABILITIES) as (_, client):
+        session = (await client.new_session(project))["sessionId"]
+        assert await client.prompt(session, "go", within=HANG) == {"stopReason": "end_turn"}
+    told = {
+        m["tool_call_id"]: m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"
+    }
+    assert "r.git/config:4" in told["folder"] and "github.com/o/r.git" in told["folder"], told
+    assert "def github_client" in told["folder"], told
+    assert MIRROR_TOKEN not in json.dumps([r.body for r in fake.requests])

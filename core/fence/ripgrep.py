@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.scope import FileTooLarge, WorkspaceError, WorkspaceScope, human_size
-from hermes_core.sandbox.git_credentials import is_git_config, redacted
+from hermes_core.sandbox.git_credentials import redacted
 from hermes_core.sandbox.hidden_env import absolute_search_path
 from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
 
@@ -300,8 +300,11 @@ def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tu
         name = strip_dot_slash(path.decode("utf-8", errors="replace"))
         name = stdin_name if stdin_name is not None and name == _STDIN_NAME else prefix + name
         line = text.decode("utf-8", errors="replace").strip()
-        if is_git_config(name):  # as the sandbox shows it: without the tokens in its URLs
-            line = redacted(line)
+        # Every line, not only a file named like git's config: a bare mirror's `x.git/config`,
+        # or any file holding git's sections, carried a remote's token to the model (read_file
+        # judges by content; a search cannot reread the file without a race). A URL keeps its
+        # host and path, a `password = …` line says it was hidden: read_file shows code as is.
+        line = redacted(line)
         matches.append(Match(name, int(number), line))
     matches.sort(key=lambda m: (m.path, m.line))
     return matches, notes

@@ -95,10 +95,15 @@ def segment_glob(glob: str) -> re.Pattern[str] | None:
         else:
             chunks[-1] += re.escape(char)
     if len(chunks) == 1:
-        return re.compile(chunks[0], re.DOTALL)
-    first, *middle, last = chunks
-    atomic = "".join(f"(?>.*?{chunk})" for chunk in middle if chunk)
-    return re.compile(f"{first}{atomic}.*{last}", re.DOTALL)
+        expression = chunks[0]
+    else:
+        first, *middle, last = chunks
+        atomic = "".join(f"(?>.*?{chunk})" for chunk in middle if chunk)
+        expression = f"{first}{atomic}.*{last}"
+    try:
+        return re.compile(expression, re.DOTALL)
+    except re.error:  # not expected (every character is escaped); a pattern git would not read
+        return None
 
 
 def _bracket(glob: str, start: int) -> tuple[str, int] | None:
@@ -114,8 +119,24 @@ def _bracket(glob: str, start: int) -> tuple[str, int] | None:
         j += 1
     if j >= len(glob):
         return None
-    body = "".join(c if c == "-" else re.escape(c) for c in glob[body_start:j])
-    return f"[{'^' if negate else ''}{body}]", j + 1
+    return f"[{'^' if negate else ''}{_class_body(glob[body_start:j])}]", j + 1
+
+
+def _class_body(inside: str) -> str:
+    """A bracket's members as a regex class body, every character escaped. A range that runs
+    backwards (`z-a`) matches its first character only, as git's wildmatch does."""
+    out: list[str] = []
+    k = 0
+    while k < len(inside):
+        start = inside[k]
+        if k + 2 < len(inside) and inside[k + 1] == "-":
+            end = inside[k + 2]
+            out.append(f"{re.escape(start)}-{re.escape(end)}" if start <= end else re.escape(start))
+            k += 3
+        else:
+            out.append(re.escape(start))
+            k += 1
+    return "".join(out)
 
 
 def _trim_trailing_spaces(line: str) -> str:

@@ -125,12 +125,13 @@ def test_a_fifo_or_a_device_in_place_of_git_files_reads_as_empty(tmp_path: Path)
 
 GLOBS = (
     "a*b*c\n*x*y\nq?r\n[!m]n.txt\n[^m]o.txt\n[]]z\n\\*star\n**/deep/**/leaf\nlong/**\n"
-    "trail \nesc\\ \nk/*/v\n/top*/mid?\n*.[ch]\nna[a-c]*e/\n!nabe\nx**y\nun[closed\n[z-a]q\n"
+    "trail \nesc\\ \nk/*/v\n/top*/mid?\n*.[ch]\nna[a-c]*e/\n!nabe\nx**y\nun[closed\n"
+    "[z-a]q\nstars/***/deep\ndslash//\n"
 )
 GLOB_NAMES = (
     "abc axxbyyc acb xy zxzy qqr qr an.txt mn.txt bo.txt mo.txt ]z star *star deep/leaf "
     "p/deep/q/r/leaf deep/x/leaf long/in/side long2/f trail esc k/1/v k/1/2/v top9/mid7 "
-    "top9/mid top/midz f.c f.h f.o nabe/f nace/f nbe/f xy x_y xzzy un[closed unc zq"
+    "top9/mid top/midz f.c f.h f.o nabe/f nace/f nbe/f xy x_y xzzy un[closed unc zq stars/s/t/deep dslash/f"
 )
 
 

@@ -49,14 +49,14 @@ def parse_line(line: str) -> IgnorePattern | None:
     if negated:
         line = line[1:]
     directories_only = line.endswith("/")
-    line = line.rstrip("/") if directories_only else line
+    line = line[:-1] if directories_only else line  # one slash: `a//` is not `a/`
     if not line:
         return None
     anchored = "/" in line
     parts = line.removeprefix("/").split("/") if anchored else [line]
     segments: list[re.Pattern[str] | None] = []
     for index, part in enumerate(parts):
-        if part == "**" and anchored:
+        if len(part) >= 2 and part.strip("*") == "" and anchored:  # `***` is git's `**` too
             if index == len(parts) - 1:  # a trailing `/**`: everything inside, not the folder itself
                 segments += [_ONE_SEGMENT, _ANY_SEGMENTS]
             elif not segments or segments[-1] is not _ANY_SEGMENTS:

@@ -202,15 +202,22 @@ class PathGlob:
     `/`), `("seg",)` (`[^/]*`), `("any",)` (`.*`), `("dirs",)` (`(?:.*/)?`), `("below",)`
     (`(?:/.*)?`)."""
 
-    __slots__ = ("_tokens",)
+    __slots__ = ("_prefix", "_tokens")
 
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self._tokens = tokens
+        # The literal start (the project's folder, most of a rule) is compared as a string.
+        literal = 0
+        while literal < len(tokens) and tokens[literal][0] == "lit":
+            literal += 1
+        self._prefix = "".join(char for _, char in tokens[:literal])
 
     def fullmatch(self, text: str) -> bool:
+        if not text.startswith(self._prefix):
+            return False
         # A state is 2 * position + phase; phase 1 is inside a `dirs` or `below` run.
-        states = self._closure({0})
-        for char in text:
+        states = self._closure({2 * len(self._prefix)})
+        for char in text[len(self._prefix) :]:
             states = self._closure({nxt for state in states for nxt in self._step(state, char)})
             if not states:
                 return False

@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.store",
             "hermes_core.shell",
             "hermes_core.fence.gitignore",
+            "hermes_core.fence.wildmatch",
             "hermes_core.fence.beneath",
             "hermes_core.rewind.checkpoint_objects",
             "hermes_core.loop.turn_context",

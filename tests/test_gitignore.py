@@ -121,3 +121,50 @@ def test_a_fifo_or_a_device_in_place_of_git_files_reads_as_empty(tmp_path: Path)
     assert repository is not None
     assert repository.ignored(str(root / "sub" / "a.log"), is_dir=False)
     assert not repository.ignored(str(root / "sub" / "a.txt"), is_dir=False)
+
+
+GLOBS = (
+    "a*b*c\n*x*y\nq?r\n[!m]n.txt\n[^m]o.txt\n[]]z\n\\*star\n**/deep/**/leaf\nlong/**\n"
+    "trail \nesc\\ \nk/*/v\n/top*/mid?\n*.[ch]\nna[a-c]*e/\n!nabe\nx**y\nun[closed\n"
+    "[z-a]q\nstars/***/deep\ndslash//\n"
+)
+GLOB_NAMES = (
+    "abc axxbyyc acb xy zxzy qqr qr an.txt mn.txt bo.txt mo.txt ]z star *star deep/leaf "
+    "p/deep/q/r/leaf deep/x/leaf long/in/side long2/f trail esc k/1/v k/1/2/v top9/mid7 "
+    "top9/mid top/midz f.c f.h f.o nabe/f nace/f nbe/f xy x_y xzzy un[closed unc zq stars/s/t/deep dslash/f"
+)
+
+
+def test_globs_match_as_git_matches_them(tmp_path: Path) -> None:
+    # Stars in the middle of a name, classes, escapes, `**` in every place, a trailing
+    # space, an unclosed bracket: each path gets git's answer.
+    root = tmp_path / "globs"
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text(GLOBS)
+    for name in [*GLOB_NAMES.split(), "esc "]:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("x\n")
+    paths = all_paths(root)
+    answer = git(root, "check-ignore", "-z", "--stdin", stdin=b"".join(p.encode() + b"\0" for p, _ in paths))
+    by_git = {p for p in answer.decode().split("\0") if p}
+    repository = Repository.around(str(root))
+    assert repository is not None
+    assert {p for p, is_dir in paths if repository.ignored(p, is_dir=is_dir)} == by_git
+    assert len(by_git) > 15
+
+
+def test_a_backtracking_pattern_costs_no_more_than_a_plain_one(tmp_path: Path) -> None:
+    # `a*a*…b` against a long name of `a`s: a backtracking regex takes hours (and holds the
+    # GIL, freezing the server); matched segment by segment it answers at once. git agrees.
+    root = tmp_path / "hostile"
+    name = "a" * 60
+    (root / name / name).mkdir(parents=True)
+    git(root, "init", "-q")
+    (root / ".gitignore").write_text("a*" * 30 + "b\n" + "a*" * 30 + "\n")
+    repository = Repository.around(str(root))
+    assert repository is not None
+    assert repository.ignored(str(root / name), is_dir=True)
+    assert not repository.ignored(str(root / ("a" * 20)), is_dir=False)  # fewer than 30 `a`s
+    answer = git(root, "check-ignore", "-z", "--stdin", stdin=f"{root / name}\0".encode())
+    assert answer.decode().strip("\0") == str(root / name)

@@ -5,7 +5,8 @@ Why not ask git (`git check-ignore`, `git ls-files --ignored`)? Git runs code th
 repository's own config names (`core.fsmonitor`, hooks, filters), and that config is the
 workspace's: anything the model or a sandboxed command wrote there would run outside the
 sandbox, with the agent's keys. Reading the ignore files is all the watcher needs, and
-`pathspec` implements git's pattern language.
+`hermes_core.fence.wildmatch` matches git's pattern language in linear time (the patterns
+are the workspace's too: a backtracking regex per pattern let one line freeze the server).
 
 Precedence, as git has it (gitignore(5)): a deeper .gitignore beats a shallower one, which
 beats `.git/info/exclude`, which beats the user's global excludes file; within one file
@@ -23,7 +24,7 @@ import stat
 import struct
 from pathlib import Path
 
-from pathspec import GitIgnoreSpec
+from hermes_core.fence.wildmatch import IgnorePattern, parse_line
 
 log = logging.getLogger(__name__)
 
@@ -108,16 +109,22 @@ class _FileSpec:
     def __init__(self, path: str) -> None:
         self._path = path
         self._stamp: tuple[int, int] | None = None
-        self._spec: GitIgnoreSpec | None = None
+        self._spec: list[IgnorePattern] | None = None
 
     def check(self, relative: str) -> bool | None:
-        """True: a pattern excludes it; False: a `!pattern` re-includes it; None: no match."""
+        """True: a pattern excludes it; False: a `!pattern` re-includes it; None: no match.
+        A folder's path ends with '/'. The last pattern that matches decides."""
         spec = self._current()
         if spec is None:
             return None
-        return spec.check_file(relative).include
+        is_dir = relative.endswith("/")
+        path = relative.rstrip("/")
+        for pattern in reversed(spec):
+            if pattern.matches(path, is_dir=is_dir):
+                return not pattern.negated
+        return None
 
-    def _current(self) -> GitIgnoreSpec | None:
+    def _current(self) -> list[IgnorePattern] | None:
         try:
             found = os.stat(self._path)
         except OSError:
@@ -129,18 +136,15 @@ class _FileSpec:
         return self._spec
 
 
-def _read_spec(path: str, size: int) -> GitIgnoreSpec | None:
+def _read_spec(path: str, size: int) -> list[IgnorePattern] | None:
     if size > MAX_IGNORE_FILE_BYTES:
         return None
     data = read_regular(path, MAX_IGNORE_FILE_BYTES)
     if data is None:
         return None
     lines = data.decode("utf-8", "surrogateescape").splitlines()
-    try:
-        return GitIgnoreSpec.from_lines(lines) if any(line.strip() for line in lines) else None
-    except ValueError as exc:  # pathspec raises ValueError on a pattern it cannot read
-        log.debug("ignore file %s not read: %s", path, exc)
-        return None
+    patterns = [pattern for pattern in map(parse_line, lines) if pattern is not None]
+    return patterns or None
 
 
 def read_regular(path: str, limit: int) -> bytes | None:

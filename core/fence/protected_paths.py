@@ -53,6 +53,18 @@ _FILES: dict[tuple[str, ...], str] = {
     (".vscode", "tasks.json"): EDITOR_REASON,
     (".devcontainer", "devcontainer.json"): EDITOR_REASON,
     (".devcontainer.json",): EDITOR_REASON,
+    # Zed (the agent's own editor) starts the language and MCP servers these name, once the
+    # folder is trusted; VS Code its MCP servers and debug launches; Helix its language
+    # servers; Neovim (with 'exrc') runs the folder's startup file.
+    (".zed", "settings.json"): EDITOR_REASON,
+    (".zed", "tasks.json"): EDITOR_REASON,
+    (".zed", "debug.json"): EDITOR_REASON,
+    (".vscode", "mcp.json"): EDITOR_REASON,
+    (".vscode", "launch.json"): EDITOR_REASON,
+    (".helix", "languages.toml"): EDITOR_REASON,
+    (".nvim.lua",): EDITOR_REASON,
+    (".nvimrc",): EDITOR_REASON,
+    (".exrc",): EDITOR_REASON,
     **{
         (name,): SHELL_REASON
         for name in (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv")

@@ -22,14 +22,18 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
-from hermes_core.sandbox.git_credentials import is_git_config, redacted
+from hermes_core.fence.scope import FileTooLarge, WorkspaceError, WorkspaceScope, human_size
+from hermes_core.sandbox.git_credentials import redacted
 from hermes_core.sandbox.hidden_env import absolute_search_path
 from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
 
 # rg's own output beyond this is not read: the model is shown a few hundred matches at most.
 _MAX_RG_STDOUT = 8_000_000
 _RG_LINE_CHARS = 1000  # rg cuts longer lines itself, so minified files do not flood the pipe
+# rg holds a whole line in memory, however it prints it: a 300 MB one-line file took 430 MB,
+# so a workspace's 8 GB one (a sandboxed `yes | tr -d '\n'`) would take the machine's memory.
+# Larger files are not searched; a file's size bounds its longest line.
+MAX_SEARCH_FILE_BYTES = 64 * 1024 * 1024
 GIT_DIR_EXCLUDED = "--glob=!.git"
 # Dotenv files by name at any depth (`hermes_core.sandbox.secrets.is_env_file`), so rg never opens
 # one: a filtered-out match would still tell whether the secret matched. Templates
@@ -242,6 +246,7 @@ async def search(
         "--hidden",
         f"--max-columns={_RG_LINE_CHARS}",
         "--max-columns-preview",
+        f"--max-filesize={MAX_SEARCH_FILE_BYTES}",
         case,
     ]
     if glob:
@@ -260,6 +265,7 @@ async def search(
             result = await run_rg(rg_args, cwd=scope.cwd)
             prefix = ""
         else:
+            _check_searchable(shown, os.fstat(target.fd).st_size)
             rg_args += ["--regexp", pattern, "--", "-"]
             result = await run_rg(rg_args, cwd=scope.cwd, stdin=target.fd)
             prefix = ""
@@ -270,6 +276,14 @@ async def search(
     if not allow_outside:
         matches, notes = _without_outside_files(matches, notes, scope)
     return Found(matches, notes, result.returncode, result.stderr, result.cut)
+
+
+def _check_searchable(shown: str, size: int) -> None:
+    if size > MAX_SEARCH_FILE_BYTES:
+        raise FileTooLarge(
+            f"{shown} is {human_size(size)}; search reads files up to {human_size(MAX_SEARCH_FILE_BYTES)} "
+            "(a directory's larger files are skipped). Search a smaller file."
+        )
 
 
 def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tuple[list[Match], list[str]]:
@@ -286,8 +300,11 @@ def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tu
         name = strip_dot_slash(path.decode("utf-8", errors="replace"))
         name = stdin_name if stdin_name is not None and name == _STDIN_NAME else prefix + name
         line = text.decode("utf-8", errors="replace").strip()
-        if is_git_config(name):  # as the sandbox shows it: without the tokens in its URLs
-            line = redacted(line)
+        # Every line, not only a file named like git's config: a bare mirror's `x.git/config`,
+        # or any file holding git's sections, carried a remote's token to the model (read_file
+        # judges by content; a search cannot reread the file without a race). A URL keeps its
+        # host and path, a `password = …` line says it was hidden: read_file shows code as is.
+        line = redacted(line)
         matches.append(Match(name, int(number), line))
     matches.sort(key=lambda m: (m.path, m.line))
     return matches, notes

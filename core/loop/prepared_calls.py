@@ -109,6 +109,9 @@ def _parse(item: PreparedCall, tools: ToolRegistry) -> None:
             f"column {exc.colno}). Send a JSON object matching the tool's schema."
         )
         return
+    except RecursionError:  # the model's `[[[[…`: a failed call, not a failed turn
+        item.error = f"The arguments for {tool.name} are nested too deeply. Send a flat JSON object."
+        return
     if not isinstance(parsed, dict):
         item.error = f"The arguments for {tool.name} must be a JSON object, not {type(parsed).__name__}."
         return
@@ -168,7 +171,7 @@ def contained(item: PreparedCall, what: str) -> Iterator[None]:
 def _canonical_json(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), sort_keys=True)
-    except (json.JSONDecodeError, TypeError):
+    except (json.JSONDecodeError, TypeError, RecursionError):
         return arguments
 
 

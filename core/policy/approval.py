@@ -184,7 +184,7 @@ def scope_key(tool: Tool[Any], args: BaseModel, facts: ApprovalFacts | None = No
         inner = tool.approval_scope(args)
     else:
         # The command rules and the command-file fence (~40-60 ms of imports: the shell's
-        # program tables, pathspec) load at a session's first command, not before its first
+        # program tables) load at a session's first command, not before its first
         # answer: a reply without a command never needs them.
         from hermes_core.command_rules.scope import command_scope
 

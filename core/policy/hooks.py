@@ -275,7 +275,7 @@ def _json_reply(stdout: str) -> dict[str, Any] | None:
         return None
     try:
         reply = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a workspace script's output, nested past the parser's depth
         return None
     return reply if isinstance(reply, dict) else None
 

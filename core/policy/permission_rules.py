@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes_core.fence.wildmatch import PathGlob
 from hermes_core.policy.hook_specs import HookSpec, specs_from_table
 from hermes_core.policy.rule_matching import Action, command_matches, mcp_covers, path_pattern, paths_match
 from hermes_core.shell.shown import code_span
@@ -108,7 +109,7 @@ class Rule:
             return paths_match(self._path_pattern(), tool, args, workspace, self.action)
         return False
 
-    def _path_pattern(self) -> re.Pattern[str]:
+    def _path_pattern(self) -> PathGlob:
         return path_pattern(self.specifier or "", self.base)
 
 
@@ -319,7 +320,9 @@ def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
     try:
         text = data.decode("utf-8")
         parsed = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:
+    # RecursionError: `[[[[…` a hundred thousand deep, which a cloned repository may hold, made
+    # every session in it fail to start.
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
         return None
     return (parsed if isinstance(parsed, dict) else {}), digest

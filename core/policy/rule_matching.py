@@ -9,9 +9,10 @@ really is (links resolved) and where it seems to be; a deny or ask rule, either.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+
+from hermes_core.fence.wildmatch import PathGlob, star_text
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -36,8 +37,8 @@ def _text_matches(specifier: str, text: str) -> bool:
         prefix = specifier[:-2].rstrip()
         return text == prefix or text.startswith(prefix + " ")
     if "*" in specifier:
-        pattern = ".*".join(re.escape(piece) for piece in specifier.split("*"))
-        return re.fullmatch(pattern, text, re.DOTALL) is not None
+        # The rule may be a project's and the text is the model's: no backtracking regex.
+        return star_text(specifier).fullmatch(text) is not None
     return text == specifier
 
 
@@ -75,7 +76,7 @@ def _writes_a_file(redirect: Any) -> bool:
 
 
 def paths_match(
-    pattern: re.Pattern[str], tool: Tool[Any], args: BaseModel, workspace: Workspace, action: Action
+    pattern: PathGlob, tool: Tool[Any], args: BaseModel, workspace: Workspace, action: Action
 ) -> bool:
     scope = workspace.scope
     raws = tool.paths(args) or ["."]
@@ -91,8 +92,9 @@ def paths_match(
     return all(results) if action == "allow" else any(results)
 
 
-def path_pattern(specifier: str, base: Path) -> re.Pattern[str]:
-    """A rule's path pattern as a regular expression over absolute paths."""
+def path_pattern(specifier: str, base: Path) -> PathGlob:
+    """A rule's path pattern over absolute paths (matched without backtracking: a project's
+    rule file is the workspace's, and the path the model's)."""
     spec = specifier.strip()
     if spec.startswith("//"):
         anchored = spec[1:]
@@ -103,33 +105,34 @@ def path_pattern(specifier: str, base: Path) -> re.Pattern[str]:
     else:
         spec = spec.removeprefix("./")
         if "/" not in spec.rstrip("/"):
-            return re.compile(
-                re.escape(str(base)) + "/(?:.*/)?" + _glob(spec.rstrip("/")) + "(?:/.*)?", re.DOTALL
-            )
+            return PathGlob([*_literal(f"{base}/"), ("dirs", ""), *_glob(spec.rstrip("/")), ("below", "")])
         anchored = f"{base}/{spec}"
     anchored = os.path.normpath(anchored) + ("/**" if anchored.endswith("/") else "")
-    return re.compile(
-        _glob(anchored) + "(?:/.*)?" if not anchored.endswith("**") else _glob(anchored), re.DOTALL
-    )
+    below = [] if anchored.endswith("**") else [("below", "")]
+    return PathGlob([*_glob(anchored), *below])
 
 
-def _glob(pattern: str) -> str:
-    out: list[str] = []
+def _literal(text: str) -> list[tuple[str, str]]:
+    return [("lit", char) for char in text]
+
+
+def _glob(pattern: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
     i = 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            out.append(("dirs", ""))
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            out.append(("any", ""))
             i += 2
         elif pattern[i] == "*":
-            out.append("[^/]*")
+            out.append(("seg", ""))
             i += 1
         elif pattern[i] == "?":
-            out.append("[^/]")
+            out.append(("one", ""))
             i += 1
         else:
-            out.append(re.escape(pattern[i]))
+            out.append(("lit", pattern[i]))
             i += 1
-    return "".join(out)
+    return out

@@ -90,7 +90,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
 
     try:
         data = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, RecursionError) as exc:  # nested past the parser's depth: the repository's
         raise SkillError(f"its front matter is not valid YAML: {exc}") from None
     if data is None:
         data = {}

@@ -78,7 +78,7 @@ def tool_input(arguments: str) -> dict[str, Any]:
     arguments that were not one are kept as text."""
     try:
         value = json.loads(arguments or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"_raw_arguments": arguments}
     return value if isinstance(value, dict) else {"_raw_arguments": arguments}
 

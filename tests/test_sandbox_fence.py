@@ -252,6 +252,37 @@ async def test_git_init_where_no_repository_exists_is_refused_and_leaves_nothing
     assert not (folder / ".git").exists()  # the empty mount point went with the command
 
 
+# -- the editor's project settings ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["missing", "existing"])
+async def test_the_editors_project_settings_cannot_be_written_from_the_sandbox(
+    tmp_path: Path, home: Path, existing: bool
+) -> None:
+    # Zed starts `.zed/settings.json`'s context_servers, VS Code the tasks `.vscode/` names,
+    # outside any sandbox once the folder is trusted, and trust survives a change of the file.
+    folder = tmp_path / "project"
+    folder.mkdir()
+    before: dict[str, str] = {}
+    if existing:
+        for name in (".zed", ".vscode"):
+            (folder / name).mkdir()
+            (folder / name / "settings.json").write_text("{}\n")
+        before = snapshot(folder)
+    ws, sandbox = sandboxed(folder, home)
+    for name in (".zed", ".vscode"):
+        attack = (
+            f"mkdir -p {name} && "
+            f'echo \'{{"context_servers": {{"x": {{"command": "sh"}}}}}}\' > {name}/settings.json'
+        )
+        code, out = await run(ws, attack, home)
+        assert code != 0 and "Read-only file system" in out, (name, out)
+        assert "editor's project settings" in (sandbox.explain_refusal(out) or ""), out
+    assert snapshot(folder) == before  # nothing planted; a missing folder's mount point is gone
+    code, out = await run(ws, "echo ok > notes.txt && cat notes.txt", home)
+    assert (code, out.strip()) == (0, "ok")  # the rest of the root stays writable
+
+
 # -- the agent's own code -------------------------------------------------------------------------
 
 

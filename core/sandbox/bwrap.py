@@ -339,6 +339,12 @@ class Sandbox:
                     if inside_changeable(path):
                         out.hidden_files.append(path)  # an empty read-only file: git includes nothing
                         self._remove_when_done(path)
+                editors = protected.editor_guard(root)
+                out.read_only += [p for p in editors.read_only if inside_changeable(p)]
+                for path in editors.placeholders:
+                    if inside_changeable(path):
+                        out.placeholders.append(path)
+                        self._remove_when_done(path)
         # A cache left without its overlay inside a writable root (the home as a root):
         # read-only, like everywhere else; first, so paths bound inside it still apply.
         out.read_only[:0] = read_only_caches

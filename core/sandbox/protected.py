@@ -5,7 +5,9 @@ what runs outside the sandbox later when it is changed from inside.
   submodules, linked worktrees), and the `.git` itself, so it cannot be swapped;
 - the agent's own installation (interpreter prefix, site-packages, entry script);
 - the user's shell start-up files, tool launchers and user-level tool installs in the home
-  folder (they matter when a root contains the home folder).
+  folder (they matter when a root contains the home folder);
+- each root's editor project settings (`.vscode/`, `.zed/`, …), which name programs the
+  editor starts outside the sandbox once the folder is trusted.
 """
 
 from __future__ import annotations
@@ -245,6 +247,40 @@ def _common_dir(gitdir: Path) -> Path | None:
         return None
     target = Path(text) if Path(text).is_absolute() else gitdir / text
     return target.resolve() if target.is_dir() else None
+
+
+# A root's editor project settings: Zed starts `.zed/settings.json`'s `context_servers` and
+# language-server binaries, VS Code the tasks, launch configurations, MCP servers and
+# interpreter paths `.vscode/` names, once the folder is trusted; a trusted folder stays
+# trusted when the file changes. The first two are made read-only even where missing (an
+# empty folder while a command runs); the others only where they exist.
+EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed")
+EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer")
+
+
+@dataclass(slots=True)
+class EditorGuard:
+    read_only: list[Path] = field(default_factory=list)
+    placeholders: list[Path] = field(default_factory=list)
+
+
+def editor_guard(root: Path) -> EditorGuard:
+    """A root's editor folders: bound read-only where they exist (a link: where it leads),
+    empty read-only placeholders where `.vscode` or `.zed` is missing, so a sandboxed
+    `mkdir .zed && echo … > .zed/settings.json` fails."""
+    guard = EditorGuard()
+    for name in (*EDITOR_FOLDERS, *EDITOR_FOLDERS_IF_PRESENT):
+        path = root / name
+        if path.is_symlink():
+            try:
+                guard.read_only.append(path.resolve(strict=True))
+            except (OSError, RuntimeError):
+                continue
+        elif path.is_dir():
+            guard.read_only.append(path)
+        elif not path.exists() and name in EDITOR_FOLDERS:
+            guard.placeholders.append(path)
+    return guard
 
 
 def own_code() -> list[Path]:

@@ -15,13 +15,20 @@ from pathlib import Path
 from hermes_core.fence.protected_paths import protected_reason
 
 # Folders whose files other programs run or obey (the protected files' folders).
-_HOLDERS: tuple[tuple[str, ...], ...] = ((".vscode",), (".devcontainer",), (".hg",), (".config", "git"))
+_HOLDERS: tuple[tuple[str, ...], ...] = (
+    (".vscode",),
+    (".zed",),
+    (".helix",),
+    (".devcontainer",),
+    (".hg",),
+    (".config", "git"),
+)
 
 
 def runs_outside(*paths: Path) -> bool:
     """Whether any of `paths` (absolute, as written and as resolved) is such a file, or a
     folder holding one."""
-    from hermes_core.sandbox.protected import HOME_PROTECTED, own_code
+    from hermes_core.sandbox.protected import in_home_protected, own_code
 
     if protected_reason(*paths) is not None:
         return True
@@ -31,14 +38,7 @@ def runs_outside(*paths: Path) -> bool:
         return True
     if any(_within(path, code) for path in paths for code in own_code()):
         return True
-    homes = {Path.home(), Path.home().resolve()}
-    for path in paths:
-        for home in homes:
-            if path.is_relative_to(home):
-                relative = path.relative_to(home).as_posix()
-                if any(relative == p or relative.startswith(p + "/") for p in HOME_PROTECTED):
-                    return True
-    return False
+    return in_home_protected(*paths)
 
 
 def _within(path: Path, code: Path) -> bool:

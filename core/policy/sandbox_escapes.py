@@ -71,19 +71,9 @@ HOME_REASON = (
 
 
 def _in_home_protected(*paths: Path) -> bool:
-    """Whether a path is one the sandbox keeps read-only in the home folder
-    (`protected.HOME_PROTECTED`: `.config/autostart`, `.config/systemd`, `~/.local/bin`,
-    `~/.cargo/bin`, `.vimrc`...), when a root holds the home: the file tools ask the same."""
-    from hermes_core.sandbox.protected import HOME_PROTECTED
+    from hermes_core.sandbox.protected import in_home_protected
 
-    homes = {Path.home(), Path.home().resolve()}
-    for path in paths:
-        for home in homes:
-            if path.is_relative_to(home):
-                relative = path.relative_to(home).as_posix()
-                if any(relative == p or relative.startswith(p + "/") for p in HOME_PROTECTED):
-                    return True
-    return False
+    return in_home_protected(*paths)
 
 
 def _configured_code(roots: tuple[Path, ...]) -> list[tuple[str, Path]]:

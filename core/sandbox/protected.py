@@ -301,6 +301,21 @@ def own_code() -> list[Path]:
     return sorted(set(out))
 
 
+def in_home_protected(*paths: Path) -> bool:
+    """Whether a path is one the sandbox keeps read-only in the home folder
+    (`HOME_PROTECTED`: `.config/autostart`, `~/.local/bin`, `.vimrc`…): where a root holds
+    the home, the file tools ask before writing it, and no "always" outside the sandbox
+    covers a command naming it."""
+    homes = {Path.home(), Path.home().resolve()}
+    for path in paths:
+        for home in homes:
+            if path.is_relative_to(home):
+                relative = path.relative_to(home).as_posix()
+                if any(relative == p or relative.startswith(p + "/") for p in HOME_PROTECTED):
+                    return True
+    return False
+
+
 def home_protected(home: Path) -> list[Path]:
     """The start-up files and tool installs that exist under `home` (a link: its target)."""
     from hermes_core.sandbox.secrets import existing

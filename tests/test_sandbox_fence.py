@@ -278,9 +278,16 @@ async def test_the_editors_project_settings_cannot_be_written_from_the_sandbox(
         code, out = await run(ws, attack, home)
         assert code != 0 and "Read-only file system" in out, (name, out)
         assert "editor's project settings" in (sandbox.explain_refusal(out) or ""), out
-    assert snapshot(folder) == before  # nothing planted; a missing folder's mount point is gone
     code, out = await run(ws, "echo ok > notes.txt && cat notes.txt", home)
     assert (code, out.strip()) == (0, "ok")  # the rest of the root stays writable
+    (folder / "notes.txt").unlink()
+    if existing:
+        assert snapshot(folder) == before
+    else:  # empty mount points until the session ends, then nothing
+        assert snapshot(folder) == {str(folder / ".vscode"): "dir", str(folder / ".zed"): "dir"}
+        del ws, sandbox
+        gc.collect()
+        assert snapshot(folder) == {}
 
 
 # -- the agent's own code -------------------------------------------------------------------------

@@ -344,7 +344,9 @@ class Sandbox:
                 for path in editors.placeholders:
                     if inside_changeable(path):
                         out.placeholders.append(path)
-                        self._remove_when_done(path)
+                        # Kept until the session ends: made and removed around each
+                        # command, two more directory changes cost ~1 ms a launch.
+                        self._remove_when_done(path, per_command=False)
         # A cache left without its overlay inside a writable root (the home as a root):
         # read-only, like everywhere else; first, so paths bound inside it still apply.
         out.read_only[:0] = read_only_caches

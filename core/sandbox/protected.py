@@ -253,7 +253,7 @@ def _common_dir(gitdir: Path) -> Path | None:
 # language-server binaries, VS Code the tasks, launch configurations, MCP servers and
 # interpreter paths `.vscode/` names, once the folder is trusted; a trusted folder stays
 # trusted when the file changes. The first two are made read-only even where missing (an
-# empty folder while a command runs); the others only where they exist.
+# empty folder until the session ends); the others only where they exist.
 EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed")
 EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer")
 

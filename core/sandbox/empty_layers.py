@@ -79,7 +79,8 @@ def empty_layers(bwrap: str) -> tuple[Path, Path] | None:
             layer.mkdir(mode=0o700, parents=True, exist_ok=True)  # (the folder too, if cleaned away)
     except OSError:
         return None
-    with tempfile.TemporaryDirectory(prefix="hermes-acp-probe-") as probe:
+    # A daemon thread may still be here at exit: the cleanup then must not print a traceback.
+    with tempfile.TemporaryDirectory(prefix="hermes-acp-probe-", ignore_cleanup_errors=True) as probe:
         target = Path(probe) / "target"
         target.mkdir()
         (target / "seen").write_text("")  # covered by the overlay: must not show

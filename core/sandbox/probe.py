@@ -60,7 +60,8 @@ def probe(bwrap: str | None) -> Availability:
 def overlays_work(bwrap: str) -> bool:
     """Whether bwrap can mount an overlay here (bwrap 0.10+, a kernel that allows one in a
     user namespace: 5.11+). Without, the caches are read-only instead of private."""
-    with tempfile.TemporaryDirectory(prefix="hermes-acp-probe-") as folder:
+    # A daemon thread may still be here at exit: the cleanup then must not print a traceback.
+    with tempfile.TemporaryDirectory(prefix="hermes-acp-probe-", ignore_cleanup_errors=True) as folder:
         lower, upper, work = (os.path.join(folder, name) for name in ("lower", "upper", "work"))
         for path in (lower, upper, work):
             os.mkdir(path)

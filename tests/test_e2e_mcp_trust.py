@@ -8,7 +8,6 @@ needs, over the real server with the test MCP server over stdio:
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,18 +15,8 @@ import pytest
 
 from tests.support.acp_harness import AcpClient, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.mcp_entries import stdio_entry
 from tests.support.processes import alive, wait_gone
-
-MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
-
-
-def stdio_entry(name: str, **env: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "command": sys.executable,
-        "args": [MCP_SERVER],
-        "env": [{"name": key, "value": value} for key, value in env.items()],
-    }
 
 
 def call(tool: str, call_id: str, **args: Any) -> list[Reply]:

@@ -14,24 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import sys
 from pathlib import Path
-from typing import Any
 
 from tests.support.acp_harness import connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.mcp_entries import stdio_entry
 from tests.support.processes import alive, wait_gone
-
-MCP_SERVER = str(Path(__file__).parent / "support" / "mcp_server.py")
-
-
-def stdio_entry(name: str, **env: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "command": sys.executable,
-        "args": [MCP_SERVER],
-        "env": [{"name": key, "value": value} for key, value in env.items()],
-    }
 
 
 async def test_a_stdio_server_gets_none_of_the_tokens_commands_lose(

@@ -109,6 +109,25 @@ def would_leave_sandbox(facts: ApprovalFacts, confinement: str | None) -> bool:
     return confinement == "unavailable" or facts.unconfined
 
 
+def unpinned_links_reason(confinement: str | None, workspace: Workspace) -> str | None:
+    """Why a sandboxed command asks in every mode where the sandbox cannot keep a root's
+    editor folder or git state read-only because it is a link (`protected.unpinnable_links`);
+    None when nothing is left open."""
+    sandbox = workspace.sandbox
+    if confinement != "sandboxed" or sandbox is None or sandbox.mode != "workspace-write":
+        return None
+    from hermes_core.sandbox.protected import unpinnable_links
+
+    links = [link for root in workspace.scope.roots for link in unpinnable_links(root)]
+    if not links:
+        return None
+    names = ", ".join(f"`{workspace.scope.display(link)}`" for link in links)
+    return (
+        f"the sandbox cannot keep {names} read-only: a symbolic link, which a sandboxed command "
+        "could replace with settings your editor or git runs outside the sandbox"
+    )
+
+
 def unconfined_reason(confinement: str | None, sandbox: Sandbox | None) -> str:
     if confinement == "unavailable":
         detail = f" ({sandbox.availability.reason})" if sandbox is not None else ""

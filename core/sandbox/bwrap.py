@@ -335,6 +335,9 @@ class Sandbox:
                     if inside_changeable(path):
                         out.placeholders.append(path)
                         self._remove_when_done(path, per_command=path not in guard.inner_placeholders)
+                for path in guard.missing_config:
+                    if inside_changeable(path) and protected.create_missing_config(path):
+                        out.read_only.append(path)
                 for path in guard.file_placeholders:
                     if inside_changeable(path):
                         out.hidden_files.append(path)  # an empty read-only file: git includes nothing

@@ -101,6 +101,8 @@ class GitGuard:
     # The placeholders inside an existing git dir (`modules`, `worktrees`, a missing `hooks`
     # or `info`): empty, git ignores them, so their mount points may stay between commands.
     inner_placeholders: list[Path] = field(default_factory=list)
+    # A repository's `config` that is not there (`create_missing_config`).
+    missing_config: list[Path] = field(default_factory=list)
     # Every hooks folder and included config file the config names, there or not: what the
     # file tools ask before writing (`core/policy/sandbox_escapes.py`).
     configured: list[tuple[str, Path]] = field(default_factory=list)
@@ -206,6 +208,26 @@ def _guard_gitdir(gitdir: Path, guard: GitGuard) -> None:
     commondir = gitdir / "commondir"
     if commondir.is_file():
         guard.read_only.append(commondir)
+    elif not os.path.lexists(gitdir / "config"):
+        guard.missing_config.append(gitdir / "config")
+
+
+def create_missing_config(config: Path) -> bool:
+    """Make an empty `config` where a repository has none; whether one is there now.
+
+    git needs no config to take a folder for a repository, and reads one created later: a
+    sandboxed command could write `core.fsmonitor` there for the next git run outside.
+    An empty file is what git reads as no config, and the sandbox binds it read-only like
+    any other. Created on the host (as `git init` would), not mounted: a mount point that
+    is removed after the command would leave another session's command without its mount."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        os.close(os.open(config, flags, 0o644))
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    return config.is_file() and not config.is_symlink()
 
 
 def disarm_planted_commondir(root: Path) -> Path | None:
@@ -281,6 +303,25 @@ def editor_guard(root: Path) -> EditorGuard:
         elif not path.exists() and name in EDITOR_FOLDERS:
             guard.placeholders.append(path)
     return guard
+
+
+def unpinnable_links(root: Path) -> list[Path]:
+    """The names in a root the sandbox must keep read-only but cannot: an editor folder,
+    `.git`, or git's config, hooks, info, modules or worktrees inside a root's `.git`
+    folder, that is a symbolic link. A mount follows the link and lands on its target; the
+    link itself stays an entry of a writable folder, so a sandboxed command could remove
+    it and put a folder of its own there (`rm .zed; mkdir .zed; echo … >
+    .zed/settings.json`), which the editor or git then runs outside the sandbox. The
+    approval policy asks before each sandboxed command in such a root, naming them."""
+    links = [
+        root / name
+        for name in (*EDITOR_FOLDERS, *EDITOR_FOLDERS_IF_PRESENT, ".git")
+        if os.path.islink(root / name)
+    ]
+    dotgit = root / ".git"
+    if not links or links[-1] != dotgit:
+        links += [dotgit / name for name in (*GIT_FILES, *GIT_DIRS) if os.path.islink(dotgit / name)]
+    return links
 
 
 def own_code() -> list[Path]:

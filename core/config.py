@@ -182,6 +182,8 @@ class Settings(BaseModel):
     end_of_input_seconds: float = Field(default=600.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     checkpoints: bool = True  # snapshot the working directory before a turn changes it (/rewind)
+    # a tree with more files is not snapshotted (its listing is stopped there)
+    checkpoint_max_files: int = Field(default=200_000, ge=1)
     permissions: PermissionTable = Field(default_factory=_no_permissions)
     hooks: HookTable = Field(default_factory=_no_hooks)
 

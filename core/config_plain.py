@@ -142,6 +142,7 @@ RULES: dict[str, Rule] = {
     "compression_keep_last": _integer(2),
     "auto_compact": FLAG,
     "checkpoints": FLAG,
+    "checkpoint_max_files": _integer(1),
     "auxiliary_model": TEXT,
     "default_mode": _one_of(MODES),
     "sandbox": _one_of(SANDBOXES),

@@ -111,7 +111,7 @@ def test_a_directory_swapped_for_a_link_between_listing_and_reading_is_not_taken
     (root / "docs" / "id_ed25519").unlink()
     (root / "docs").rmdir()
     os.symlink(ssh, root / "docs")
-    monkeypatch.setattr(checkpoints_module, "list_files", lambda _root: listed)  # the swap came after it
+    monkeypatch.setattr(checkpoints_module, "list_files", lambda *_: listed)  # the swap came after it
     manifest = checkpoints.scan()
     assert "docs/id_ed25519" not in manifest and "src/a.py" in manifest
     assert not checkpoints.objects.has(hashlib.sha256(b"PRIVATE-KEY-MATERIAL\n").hexdigest())

@@ -52,25 +52,58 @@ def project_key(cwd: str | Path) -> str:
     return hashlib.sha256(os.path.realpath(cwd).encode()).hexdigest()[:24]
 
 
-def list_files(root: Path) -> list[str]:
+def list_files(root: Path, max_files: int = MAX_FILES) -> list[str]:
     """The workspace's files, relative, as ripgrep lists them: ignore rules honoured,
-    hidden files kept, `.git` left out, symbolic links not followed (nor listed)."""
+    hidden files kept, `.git` left out, symbolic links not followed (nor listed).
+
+    Read as rg writes it and stopped at `max_files`: a tree of millions of files costs no
+    more memory or time than the cap before it is refused (rg is killed there)."""
+    import tempfile
+
     from hermes_core.fence.ripgrep import find_rg
 
-    result = subprocess.run(
-        [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"],
-        cwd=root,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=LIST_TIMEOUT_SECONDS,
-        check=False,
-    )
-    if result.returncode not in (0, 1):  # 1: no files
-        raise OSError(f"listing the workspace failed: {result.stderr.decode(errors='replace').strip()}")
-    files = [os.fsdecode(p) for p in result.stdout.split(b"\0") if p]
-    if len(files) > MAX_FILES:
-        raise OSError(f"{len(files):,} files, over the {MAX_FILES:,} checkpoints take; not snapshotted")
+    argv = [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"]
+    # rg's complaints go to a file: a pipe nobody reads while the names are read would
+    # stop rg once full (unreadable folders by the thousand).
+    with tempfile.TemporaryFile() as errors:
+        with subprocess.Popen(
+            argv, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors
+        ) as rg:
+            files, over = _read_names(rg, max_files)
+            if over:
+                rg.kill()
+                raise OSError(f"over the {max_files:,} files checkpoints take; not snapshotted")
+            returncode = rg.wait()
+        if returncode not in (0, 1):  # 1: no files
+            errors.seek(0)
+            message = errors.read(4096).decode(errors="replace").strip()
+            raise OSError(f"listing the workspace failed: {message or f'rg exited {returncode}'}")
     return files
+
+
+def _read_names(rg: subprocess.Popen[bytes], max_files: int) -> tuple[list[str], bool]:
+    """rg's NUL-separated names as they come, and whether there were more than `max_files`.
+    The whole listing is bounded by `LIST_TIMEOUT_SECONDS`: rg is killed past it (its
+    output then ends, and its exit status says it failed)."""
+    import threading
+
+    assert rg.stdout is not None
+    out = rg.stdout.fileno()
+    timer = threading.Timer(LIST_TIMEOUT_SECONDS, rg.kill)
+    timer.start()
+    files: list[str] = []
+    rest = b""
+    try:
+        while chunk := os.read(out, 1 << 16):
+            *names, rest = (rest + chunk).split(b"\0")
+            files += map(os.fsdecode, filter(None, names))
+            if len(files) > max_files:
+                return files, True
+    finally:
+        timer.cancel()
+    if rest:
+        files.append(os.fsdecode(rest))
+    return files, len(files) > max_files
 
 
 @dataclass(slots=True)
@@ -95,7 +128,8 @@ class RestoreReport:
 class CheckpointStore:
     """One project's snapshots, shared by its sessions; one session's turn records."""
 
-    def __init__(self, home: Path, cwd: str | Path, session_id: str) -> None:
+    def __init__(self, home: Path, cwd: str | Path, session_id: str, *, max_files: int = MAX_FILES) -> None:
+        self.max_files = max_files
         self.root = Path(os.path.realpath(cwd))
         # Files are read and written beneath the root, never by a name checked first: a
         # directory swapped for a link out between the listing and the read (or the rewind)
@@ -125,7 +159,7 @@ class CheckpointStore:
         lstat, is_regular, has = os.lstat, stat.S_ISREG, self.objects.has
         root_fd = os.open(self.root, _DIRECTORY_FLAGS)
         try:
-            for rel in list_files(self.root):
+            for rel in list_files(self.root, self.max_files):
                 try:
                     info = lstat(prefix + rel)
                 except OSError:

@@ -175,7 +175,9 @@ def _checkpoints(settings: Settings, cwd: str, session_id: str) -> Checkpoints |
 
     if not settings.checkpoints:
         return None
-    return Checkpoints(CheckpointStore(settings.home, cwd, session_id))
+    return Checkpoints(
+        CheckpointStore(settings.home, cwd, session_id, max_files=settings.checkpoint_max_files)
+    )
 
 
 def _permission_rules(settings: Settings, cwd: str) -> PermissionRules:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import sys
 
 log = logging.getLogger(__name__)
 
@@ -24,14 +25,48 @@ _WATCHER = (
 )
 # Then, where the watched processes carry a marker variable (`MARKER=group`, exported by
 # their launcher), whatever still carries it: a child that left the group (`setsid`, a
-# daemon's double fork) keeps its environment. One `grep` over /proc, a few rounds for what
-# forks meanwhile; nothing to find (or no /proc) ends it at once.
-_SWEEP = (
-    "; for _ in 1 2 3; do found=; "
-    'for e in $(grep -lzx "MARKER=$group" /proc/[0-9]*/environ 2>/dev/null); do '
-    'p=${e#/proc/}; kill -s KILL "${p%/environ}" 2>/dev/null && found=1; done; '
-    '[ -n "$found" ] || break; done'
-)
+# daemon's double fork) keeps its environment. The agent's own Python (isolated, no site)
+# replaces the watcher for it and looks through /proc (`_SWEEP_CODE`).
+_SWEEP = '; exec "$1" -I -S -c "$2" MARKER "$group"'
+# Each process is held by a pidfd before its environment is read, and killed through that
+# pidfd only if it is still running once read: a process that exits and whose pid another
+# of the user's processes takes meanwhile is never the one killed (a `kill PID` after a
+# scan would hit whoever has the pid by then). A few rounds for what forks meanwhile;
+# nothing found ends it. Where the kernel has no pidfds (before 5.3), a kill by pid.
+_SWEEP_CODE = """
+import os, select, signal, sys
+wanted = sys.argv[1].encode() + b"=" + sys.argv[2].encode()
+me = os.getpid()
+for _ in range(3):
+    found = False
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            fd = os.pidfd_open(int(entry))
+        except OSError as error:
+            if error.errno != 38:
+                continue
+            fd = None
+        try:
+            with open("/proc/" + entry + "/environ", "rb") as environ:
+                if wanted not in environ.read().split(b"\\0"):
+                    continue
+            if fd is None:
+                os.kill(int(entry), signal.SIGKILL)
+            elif not select.select([fd], [], [], 0)[0]:
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+            else:
+                continue
+            found = True
+        except OSError:
+            pass
+        finally:
+            if fd is not None:
+                os.close(fd)
+    if not found:
+        break
+"""
 
 
 class GroupWatcher:
@@ -48,13 +83,14 @@ class GroupWatcher:
         self, read_fd: int, write_fd: int, group: int | None = None, marker: str | None = None
     ) -> None:
         self._write_fd: int | None = write_fd
-        script = _WATCHER + (_SWEEP.replace("MARKER", marker) if marker and marker.isidentifier() else "")
+        sweeps = bool(marker and marker.isidentifier() and sys.executable)
+        script = _WATCHER + (_SWEEP.replace("MARKER", str(marker)) if sweeps else "")
         try:
             if group is not None:
                 # Before the watcher starts: no moment where a kill -9 finds it without a group.
                 os.write(write_fd, b"%d\n" % group)
             self._process = subprocess.Popen(
-                [SH, "-c", script],
+                [SH, "-c", script, SH, sys.executable, _SWEEP_CODE] if sweeps else [SH, "-c", script],
                 stdin=read_fd,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

@@ -144,7 +144,7 @@ class WorkspaceScope:
     def is_secret(self, path: Path) -> bool:
         """Whether the path is one of the user's secrets or inside one: the list the sandbox
         hides from commands, so read_file, search and commands agree."""
-        return is_secret_path(path, home=self.home_folder, extra=self.secret_extra)
+        return is_secret_path(path, home=self.home, extra=self.secret_extra)  # None: the user's, cheaply
 
     def display(self, path: Path) -> str:
         """A short path for titles: relative to cwd when inside it."""
@@ -170,36 +170,51 @@ class WorkspaceScope:
         and by where it was opened) is refused unless `secret_ok` (a caller that only looks
         at its identity). The caller closes it. Raises FileNotFoundError, IsADirectoryError,
         OutsideWorkspace, NotRegularFile, SecretFile or another OSError."""
-        flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
-        fd = self._open_beneath(path, flags, allow_outside=allow_outside)
+        return self._open_checked(
+            path, allow_outside=allow_outside, directory_ok=directory_ok, secret_ok=secret_ok
+        )[0]
+
+    def _open_checked(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        allow_outside: bool = False,
+        directory_ok: bool = False,
+        secret_ok: bool = False,
+    ) -> tuple[int, os.stat_result]:
+        """`open_file`, with the descriptor's status (its size saves a reader a second fstat)."""
+        raw = os.fspath(path)
+        fd = self._open_beneath(raw, _READ_FLAGS, allow_outside=allow_outside)
         try:
-            if not secret_ok and any(self.is_secret(p) for p in self._places(os.fspath(path), fd)):
-                raise SecretFile(os.fspath(path))
+            if not secret_ok and any(self.is_secret(p) for p in self._places(raw, fd)):
+                raise SecretFile(raw)
             status = os.fstat(fd)
             if directory_ok and stat.S_ISDIR(status.st_mode):
-                return fd
-            _check_regular(os.fspath(path), status.st_mode)
+                return fd, status
+            _check_regular(raw, status.st_mode)
             if status.st_nlink > 1 and not allow_outside:
-                raise OutsideWorkspace(
-                    os.fspath(path), self.absolute(path), self.roots, links=status.st_nlink
-                )
+                raise OutsideWorkspace(raw, self.absolute(raw), self.roots, links=status.st_nlink)
         except BaseException:
             os.close(fd)
             raise
-        return fd
+        return fd, status
 
     def read_bytes(self, path: str | os.PathLike[str], limit: int, *, allow_outside: bool = False) -> bytes:
         """The file's bytes through `open_file`; FileTooLarge past `limit`. Blocking: call it
         off the event loop."""
-        fd = self.open_file(path, allow_outside=allow_outside)
-        with os.fdopen(fd, "rb", buffering=0) as handle:
-            size = os.fstat(fd).st_size
-            check_size(Path(path), size, limit)
-            # read(n) allocates n bytes up front: ask for the size we know, then for what it grew.
-            data = handle.read(size + 1)
-            if len(data) > size:
-                data += handle.read(limit + 1 - len(data)) or b""
-        check_size(Path(path), len(data), limit)
+        fd, status = self._open_checked(path, allow_outside=allow_outside)
+        try:
+            size = status.st_size
+            if size > limit:
+                check_size(Path(path), size, limit)
+            # A read allocates what it asks for up front: the size we know, then what it grew.
+            data = os.read(fd, size + 1)
+            while len(data) > size and len(data) <= limit and (more := os.read(fd, limit + 1 - len(data))):
+                data += more
+        finally:
+            os.close(fd)
+        if len(data) > limit:
+            check_size(Path(path), len(data), limit)
         return data
 
     def write_bytes(self, path: str | os.PathLike[str], data: bytes, *, allow_outside: bool = False) -> None:
@@ -238,11 +253,12 @@ class WorkspaceScope:
         """Where `raw` is, for the secrets check: by name as written, by its links now, and
         where the descriptor (of it, or of its directory when `name`) was really opened."""
         named = Path(os.path.normpath(os.path.join(self.cwd, os.path.expanduser(raw))))
-        places = [named, self.absolute(raw)]
         opened = opened_path(fd)
-        if opened is not None:
-            places.append(opened / name if name else opened)
-        return places
+        if opened is None:  # no /proc: where its links lead by name, now
+            return [named, self.absolute(raw)]
+        # Where it was really opened covers where its links led (resolving the name again
+        # costs a stat per component and says less: it may lead elsewhere by now).
+        return [named, opened / name if name else opened]
 
     def _refuse_secret_write(self, raw: str, directory: int, name: str, found: int | str | None) -> None:
         """Writing a secret is refused: replacing one needs its old text (the diff, a patch)
@@ -352,6 +368,7 @@ def _hard_link_count(resolved: Path) -> int:
 
 
 _MAX_LINK_HOPS = 40
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
 _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _FILE_TYPES = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),

@@ -144,10 +144,25 @@ def is_secret_path(path: Path, *, home: Path | None = None, extra: tuple[Path, .
     above under `home` (default: the user's), a dotenv-style file name anywhere,
     or inside one of `extra` (the agent's own home). Cheap enough per file of a search:
     one set lookup per component of the path."""
-    if is_env_file(path.name):  # a file's name: `python -m venv .env` makes a folder of that name
+    text = str(path)
+    if is_env_file(
+        text[text.rfind("/") + 1 :]
+    ):  # a file's name: `python -m venv .env` makes a folder of that name
         return True
-    secrets = _secret_set(home if home is not None else Path.home(), extra)
-    return path in secrets or any(parent in secrets for parent in path.parents)
+    secrets = (
+        _secret_strings(home, extra)
+        if home is not None
+        else _own_secret_strings(os.environ.get("HOME"), extra)
+    )
+    # The path and each folder above it, as strings: pathlib's `parents` cost most of a
+    # read_file's time here.
+    while True:
+        if text in secrets:
+            return True
+        cut = text.rfind("/")
+        if cut <= 0:
+            return cut == 0 and text != "/" and "/" in secrets
+        text = text[:cut]
 
 
 def relocated() -> tuple[Path, ...]:
@@ -160,6 +175,17 @@ def relocated() -> tuple[Path, ...]:
 @functools.lru_cache(maxsize=8)
 def _relocated(values: tuple[str, ...]) -> tuple[Path, ...]:
     return relocated_secrets(dict(zip(RELOCATING, values, strict=True)), (*SECRET_DIRS, *SECRET_FILES))
+
+
+@functools.lru_cache(maxsize=16)
+def _own_secret_strings(_home_variable: str | None, extra: tuple[Path, ...]) -> frozenset[str]:
+    """The user's own list (`Path.home()`, which the variable keys: it moves with it)."""
+    return _secret_strings(Path.home(), extra)
+
+
+@functools.lru_cache(maxsize=16)
+def _secret_strings(home: Path, extra: tuple[Path, ...]) -> frozenset[str]:
+    return frozenset(map(str, _secret_set(home, extra)))
 
 
 @functools.lru_cache(maxsize=16)

@@ -22,7 +22,8 @@ import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider
-from tests.support.tool_turns import commands, tool_results
+from tests.support.server_setup import write_config
+from tests.support.tool_turns import call, commands, tool_results
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
 EDITOR = PLAIN_CAPABILITIES  # the harness client runs terminal/create as real processes
@@ -159,3 +160,34 @@ async def test_a_repository_without_config_gets_none_planted(
     assert not config.exists() or "fsmonitor" not in config.read_text(), config.read_text()
     git("status", cwd=project)  # the user's next git
     assert not marker.exists()
+
+
+HOOK_CONFIG = """
+[[hooks.post_tool]]
+matcher = "Edit"
+command = "sh scripts/check.sh"
+"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "yolo"])
+async def test_a_hook_cannot_swap_an_editor_folder_link(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path, mode: str
+) -> None:
+    """A hook cannot ask: where a link cannot be pinned, it runs with the roots read-only."""
+    shared = tmp_path / "shared-editor-settings"
+    shared.mkdir()
+    (shared / "settings.json").write_text("{}\n")
+    (project / ".zed").symlink_to(shared)
+    (project / "scripts").mkdir()
+    (project / "scripts" / "check.sh").write_text(replace_with_a_folder(".zed", "settings.json") + "\n")
+    env = server_env(home, fake)
+    write_config(env, HOOK_CONFIG)
+    fake.script(call("write_file", {"path": "notes.md", "content": "a note\n"}, "write"))
+    async with spawn_server(env) as server:
+        client = server.sdk_client(LOCAL, permission="reject_once")
+        await client.initialize()
+        sid = await client.session_in_mode(project, mode)
+        assert await client.prompt(sid, "take a note") == {"stopReason": "end_turn"}
+        assert client.permission_requests == []
+    assert (project / "notes.md").read_text() == "a note\n"
+    assert (project / ".zed").is_symlink() and (shared / "settings.json").read_text() == "{}\n"

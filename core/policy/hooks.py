@@ -230,12 +230,25 @@ async def _execute(
     env["HERMES_HOOK_EVENT"] = spec.event
     argv = ["bash", "-c", spec.command]
     if sandbox is not None and sandbox.confinement == "sandboxed" and not spec.unconfined:
+        sandbox = _pinned_or_read_only(sandbox)
         env, argv = sandbox.environment(env), sandbox.wrap(argv, cwd=cwd)
         try:
             return await _spawn(spec, argv, env, stdin, cwd)
         finally:
             sandbox.after_command()
     return await _spawn(spec, argv, env, stdin, cwd)
+
+
+def _pinned_or_read_only(sandbox: Sandbox) -> Sandbox:
+    """The session's sandbox, or, where a root holds a protected name that is a symbolic
+    link (`protected.unpinnable_links`: `.zed -> ~/dotfiles/zed`), a view of it with the
+    roots read-only. A command there asks first; a hook cannot ask, and what it runs
+    (`./scripts/check.sh`) may have been rewritten to swap the link for a folder of its own."""
+    from hermes_core.sandbox.protected import unpinnable_links
+
+    if sandbox.mode != "workspace-write" or not any(unpinnable_links(r) for r in sandbox.scope.roots):
+        return sandbox
+    return sandbox.read_only_view()
 
 
 async def _spawn(

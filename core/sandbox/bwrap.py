@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import functools
 import itertools
 import logging
@@ -297,6 +298,15 @@ class Sandbox:
             self._thread = limits.LaunchThread(self._pids_cgroup())
             weakref.finalize(self, self._thread.close)
         return self._thread
+
+    def read_only_view(self) -> Sandbox:
+        """This sandbox with the roots read-only, sharing its pids cgroup and launch state:
+        for a launch that cannot ask where the sandbox cannot pin a root's protected names
+        (a hook, `core/policy/hooks.py`)."""
+        self._pids_cgroup()  # made once, here, so that the view shares it
+        view = copy.copy(self)
+        view.mode = "read-only"
+        return view
 
     def _pids_cgroup(self) -> limits.PidsCgroup | None:
         if self._cgroup is False:

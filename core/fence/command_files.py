@@ -17,26 +17,27 @@ suffix beside it (what `import helpers` or `require('./x')` loads from the same 
 for git, the config and hooks of the repository it works on (`-C dir` followed; `--git-dir`
 and `--work-tree` are not pinned); inside the workspace or not (a sandboxed command may write
 a cache). What it does not: modules further away.
+
+The parts: the digest of the files (`binding_digest`), what git runs code from
+(`git_code_files`), programs PATH finds in the workspace (`workspace_programs`), and the
+environment of a command run outside (`unconfined_env`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
-import shutil
-import stat
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_core.command_rules.hidden_code import code_argument, script_operand
 from hermes_core.command_rules.words import names
-from hermes_core.fence.gitignore import Repository, read_regular
+from hermes_core.fence.binding_digest import Binding, digest
+from hermes_core.fence.git_code_files import git_files
+from hermes_core.fence.gitignore import read_regular
 from hermes_core.fence.inert_options import steered_beyond_its_words
 from hermes_core.fence.named_paths import names_beyond_workspace
+from hermes_core.fence.unconfined_env import unconfined_environment
 from hermes_core.fence.version_files import is_shim, version_files
-from hermes_core.sandbox.protected import configured_code
+from hermes_core.fence.workspace_programs import found_in_workspace, workspace_programs
 from hermes_core.shell.parse import CommandLine, Script, simple_commands
 from hermes_core.shell.programs import (
     ASSIGNMENT,
@@ -80,28 +81,6 @@ _SUFFIXES: dict[str, tuple[str, ...]] = {
 _PACKAGE_FOLDERS = frozenset({"python", "node"})
 # Programs that set variables for what runs after them in the same command line.
 _EXPORTERS = names("export declare typeset readonly local env")
-# git's options that choose another repository (its config and hooks) than the one around cwd.
-_GIT_ELSEWHERE = ("--git-dir", "--work-tree", "--exec-path", "--super-prefix")
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    """What an "always" for the command is bound to: `files` (relative names, for the
-    user) at `digest`; no files: the command runs nothing of the workspace's."""
-
-    files: tuple[str, ...]
-    digest: str
-
-    def describe(self) -> str:
-        """How the binding reads in an "always" label; empty when nothing is bound."""
-        if not self.digest:
-            return ""
-        if not self.files:
-            return f"while the files it runs are unchanged ({self.digest[:12]})"
-        more = len(self.files) - 3
-        shown = ", ".join(self.files[:3]) + (f" and {more} more" if more > 0 else "")
-        verb = "is" if len(self.files) == 1 else "are"
-        return f"while {shown} {verb} unchanged ({self.digest[:12]})"
 
 
 def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ()) -> Binding | None:
@@ -135,7 +114,7 @@ def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ())
             files[path] = None
         if "/" not in inv.words[0].text and is_shim(inv.words[0].text):
             files.update(dict.fromkeys(version_files(cwd)))  # `.tool-versions` picks what runs
-    return _digest(sorted(files), cwd)
+    return digest(sorted(files), cwd)
 
 
 def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
@@ -144,7 +123,7 @@ def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
     if not inv.words[0].literal:
         return None
     program_word = inv.words[0].text
-    if "/" not in program_word and _found_in_workspace(program_word, cwd):
+    if "/" not in program_word and found_in_workspace(program_word, cwd):
         return None  # `python3` is `.venv/bin/python3`: its site-packages are the workspace's
     if inv.program in WRAPPERS:
         return []  # `env`, `nice`, `timeout` …: what they run is an invocation of its own
@@ -166,7 +145,7 @@ def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
     if inv.program in _RECIPE_RUNNERS:
         return None
     if inv.program == "git":
-        return _git_files(inv, cwd)
+        return git_files(inv, cwd)
     if "/" in program_word:
         path = _absolute(program_word, cwd)
         if not path.is_relative_to(cwd):
@@ -293,124 +272,8 @@ def _sets_variables(script: Script) -> bool:
     return False
 
 
-def _found_in_workspace(program: str, cwd: Path) -> Path | None:
-    """Where PATH (as the unconfined command gets it) finds `program`, when that is inside
-    the workspace."""
-    found = shutil.which(program, path=os.environ.get("PATH", os.defpath))
-    if found is None:
-        return None
-    where = Path(os.path.abspath(os.path.join(cwd, found)))
-    inside = where.is_relative_to(cwd) or Path(os.path.realpath(where)).is_relative_to(cwd)
-    return where if inside else None
-
-
-def workspace_programs(command: str | CommandLine, cwd: Path) -> list[str]:
-    """The programs of `command` that PATH finds inside the workspace, as "`ls` is
-    .venv/bin/ls": outside the sandbox they run the workspace's file, not the system's."""
-    try:
-        script = CommandLine.of(command).parsed()
-    except ShellSyntaxError:
-        return []
-    found: dict[str, None] = {}
-    for inv in all_invocations(script):
-        word = inv.words[0].text
-        if inv.words[0].literal and "/" not in word and (where := _found_in_workspace(word, cwd)):
-            shown = where.relative_to(cwd) if where.is_relative_to(cwd) else where
-            found[f"`{word}` is {shown}"] = None
-    return list(found)
-
-
-def _git_files(inv: Invocation, cwd: Path) -> list[Path] | None:
-    """What git runs code from: the config files and hooks of the repository it works on,
-    or None when an option moves it where this cannot follow."""
-    directory = cwd
-    words = inv.words[1:]
-    i = 0
-    while i < len(words) and words[i].text.startswith("-"):
-        text = words[i].text
-        if text.startswith(_GIT_ELSEWHERE):
-            return None
-        if text in ("-C", "-c", "--namespace", "--config-env"):  # options that take a value
-            if i + 1 >= len(words) or not words[i + 1].literal:
-                return None
-            if text == "-C":  # several `-C` add up, as in git
-                directory = _absolute(words[i + 1].text, directory)
-            i += 1
-        i += 1
-    repository = Repository.around(str(directory))
-    if repository is None:
-        return []
-    git_dir = Path(repository.git_dir)
-    common = Path(repository.common_dir)
-    configs = [git_dir / "config", git_dir / "config.worktree", common / "config"]
-    files = list(configs)
-    hook_folders = [common / "hooks"]
-    # What the config points git at outside `.git`: `core.hooksPath = .githooks`, and the
-    # files `include.path` names (their `core.fsmonitor` runs as well as the config's own).
-    for key, target in configured_code(configs, Path(repository.top)):
-        if key == "hookspath":
-            hook_folders.append(target)
-        else:
-            files.append(target)
-    for hooks in hook_folders:
-        with contextlib.suppress(OSError):
-            files += sorted(hooks.iterdir())
-    return files
-
-
-def _digest(files: list[Path], cwd: Path) -> Binding:
-    if not files:
-        return Binding((), "")
-    hasher = hashlib.sha256()
-    names_shown: list[str] = []
-    for path in files:
-        hasher.update(os.fsencode(path) + b"\0" + _content_digest(path))
-        if not path.is_file():
-            continue
-        try:
-            names_shown.append(str(path.relative_to(cwd)))
-        except ValueError:
-            names_shown.append(str(path))
-    return Binding(tuple(names_shown), hasher.hexdigest())
-
-
-def _content_digest(path: Path) -> bytes:
-    """The file's SHA-256; a fixed word for a file that is absent (creating it later asks
-    again), not regular (a FIFO must not block the approval) or unreadable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return b"absent"
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return b"not a file"
-        hasher = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 20):
-            hasher.update(chunk)
-        return hasher.digest()
-    except OSError:
-        return b"unreadable"
-    finally:
-        os.close(fd)
-
-
 def _absolute(raw: str, cwd: Path) -> Path:
     return Path(os.path.normpath(os.path.join(cwd, os.path.expanduser(raw))))
 
 
-def unconfined_environment(hidden: Iterable[str] = ()) -> dict[str, str]:
-    """What a command run outside the sandbox gets over the agent's environment.
-
-    Python's bytecode cache moves to a folder of this process's own (0700, in the temp dir
-    the sandbox sees empty): a sandboxed command could otherwise write a
-    `__pycache__/*.pyc` stamped with a bound module's mtime and size, which Python runs
-    instead of that unchanged source. And the agent's own model credentials (`hidden`: the
-    fallbacks' key variables too) are emptied, as for hooks and MCP servers: the user
-    approved the command, not handing it the agent's keys (`npm test` runs whatever
-    package.json says by then)."""
-    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
-    from hermes_core.sandbox.own_folders import own_folder
-
-    env = {name: "" for name in os.environ if CREDENTIAL_ENV.fullmatch(name) or name in hidden}
-    env["PYTHONPYCACHEPREFIX"] = str(own_folder("hermes-pycache-"))
-    return env
+__all__ = ["Binding", "binding", "unconfined_environment", "workspace_programs"]

@@ -36,7 +36,9 @@ def downscale(data: bytes, mime: str, sandbox: Sandbox | None) -> tuple[bytes, s
     if sandbox is not None and sandbox.confinement == "unavailable":
         raise DecodeRefused(
             f"it must be downscaled, which is done only in the sandbox, and the sandbox cannot start "
-            f"({sandbox.availability.reason})"
+            f"({sandbox.availability.reason}). Downscale it with a command first (which asks the user), "
+            "e.g. `sips -Z 2000 in.png --out small.png` on macOS or "
+            "`magick in.png -resize 2000x2000 small.png`, then read the smaller file"
         )
     if sandbox is None or sandbox.confinement == "off":
         return _run(argv, env, data)

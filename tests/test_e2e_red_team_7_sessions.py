@@ -45,6 +45,16 @@ async def test_session_search_does_not_reach_into_another_repository_below(
         fake.script([Reply(tool_calls=[search]), Reply(text="Found.")])
         tool = (await client.new_session(downloaded))["sessionId"]
         await client.prompt(tool, "what do we know about zanzibar?")
-    found = tool_result(fake.requests[-1].body, "search")
+        found = tool_result(fake.requests[-1].body, "search")
+        # A folder in no repository still finds the sessions of its subfolders.
+        plain = tmp_path / "plain"
+        (plain / "sub").mkdir(parents=True)
+        fake.script([Reply(text="Noted.")])
+        below = (await client.new_session(plain / "sub"))["sessionId"]
+        await client.prompt(below, "zanzibar lives in sub")
+        fake.script([Reply(tool_calls=[search]), Reply(text="Found.")])
+        await client.prompt((await client.new_session(plain))["sessionId"], "and here?")
+        found_below = tool_result(fake.requests[-1].body, "search")
     assert shared in found
     assert private not in found and "PRIVATE" not in found
+    assert below in found_below and private not in found_below

@@ -35,7 +35,8 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
         self._store = store
         self._session_id = session_id
         # A session opened in a subdirectory still belongs to its repository's workspace.
-        self._workspace_root = str(repository_root(Path(cwd)) or cwd)
+        self._repository = repository_root(Path(cwd))
+        self._workspace_root = str(self._repository or cwd)
 
     def title(self, args: SessionSearchArgs, workspace: Workspace) -> str:
         return f'Search past sessions: "{args.query}"'
@@ -75,7 +76,7 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
         kept = []
         for hit in hits:
             if hit.cwd not in ours:
-                ours[hit.cwd] = str(repository_root(Path(hit.cwd)) or hit.cwd) == self._workspace_root
+                ours[hit.cwd] = repository_root(Path(hit.cwd)) == self._repository
             if ours[hit.cwd]:
                 kept.append(hit)
         return kept[:limit]

@@ -37,6 +37,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.credentials",
             "hermes_core.lazy_package",
             "hermes_core.prompt.images",
+            "hermes_core.prompt.image_size",  # an image's size from its header, in plain Python
+            "hermes_core.prompt.image_child",  # the confined child that decodes (Pillow)
             "hermes_core.loop.budget",
             "hermes_core.loop.conversation",
             "hermes_core.loop.inbox",
@@ -92,6 +94,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.fence.unconfined_env",
             "hermes_core.fence.command_files",
             "hermes_core.fence.protected_paths",
+            "hermes_core.prompt.image_decoder",  # downscaling in a child the sandbox confines
         ),
     ),
     (

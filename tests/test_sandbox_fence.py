@@ -265,12 +265,12 @@ async def test_the_editors_project_settings_cannot_be_written_from_the_sandbox(
     folder.mkdir()
     before: dict[str, str] = {}
     if existing:
-        for name in (".zed", ".vscode"):
+        for name in (".zed", ".vscode", ".claude"):
             (folder / name).mkdir()
             (folder / name / "settings.json").write_text("{}\n")
         before = snapshot(folder)
     ws, sandbox = sandboxed(folder, home)
-    for name in (".zed", ".vscode"):
+    for name in (".zed", ".vscode", ".claude"):  # Claude Code runs `.claude/settings.json`'s hooks
         attack = (
             f"mkdir -p {name} && "
             f'echo \'{{"context_servers": {{"x": {{"command": "sh"}}}}}}\' > {name}/settings.json'
@@ -284,7 +284,7 @@ async def test_the_editors_project_settings_cannot_be_written_from_the_sandbox(
     if existing:
         assert snapshot(folder) == before
     else:  # empty mount points until the session ends, then nothing
-        assert snapshot(folder) == {str(folder / ".vscode"): "dir", str(folder / ".zed"): "dir"}
+        assert snapshot(folder) == {str(folder / name): "dir" for name in (".vscode", ".zed", ".claude")}
         del ws, sandbox
         gc.collect()
         assert snapshot(folder) == {}

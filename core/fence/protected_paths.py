@@ -12,6 +12,10 @@ What is protected, at any depth (a nested repository's or a submodule's as well)
 - `.vscode/settings.json`, `.vscode/tasks.json`, `.devcontainer.json`,
   `.devcontainer/devcontainer.json`: the editor runs the programs they name (terminal
   profiles, interpreters, folder-open tasks, `initializeCommand`) in a trusted workspace;
+- other coding agents' project settings: `.claude/settings.json` and `settings.local.json`,
+  `.mcp.json`, `.gemini/settings.json`, `.cursor/mcp.json`, `.codex/config.toml` (Claude
+  Code, Gemini CLI, Cursor and Codex run the hooks and MCP servers they name, once the folder
+  was trusted, whatever the file says by then);
 - hermes-acp's own home (`config.toml` could turn the sandbox off, `memory/` is every
   later session's instructions), for a workspace that contains it;
 - what a home folder runs or obeys, for a workspace that is one (or a dotfiles repository
@@ -39,6 +43,7 @@ HOOK_REASON = "git runs this on your next commit, outside the sandbox (a hook ma
 EDITOR_REASON = "your editor runs what this file names outside the sandbox"
 SHELL_REASON = "your shell or ssh reads this outside the sandbox (a startup or login file)"
 OWN_REASON = "it is hermes-acp's own settings, keys or memory, which every later session follows"
+AGENT_REASON = "another coding agent runs the hooks or MCP servers this file names, outside the sandbox"
 
 # (the last path components, why): matched against the end of a path, case-folded.
 _FILES: dict[tuple[str, ...], str] = {
@@ -65,6 +70,14 @@ _FILES: dict[tuple[str, ...], str] = {
     (".nvim.lua",): EDITOR_REASON,
     (".nvimrc",): EDITOR_REASON,
     (".exrc",): EDITOR_REASON,
+    # Other coding agents run the hooks and MCP servers their project settings name, once
+    # the folder is trusted (by folder, not by content): Claude Code, Gemini CLI, Cursor.
+    (".claude", "settings.json"): AGENT_REASON,
+    (".claude", "settings.local.json"): AGENT_REASON,
+    (".mcp.json",): AGENT_REASON,
+    (".gemini", "settings.json"): AGENT_REASON,
+    (".cursor", "mcp.json"): AGENT_REASON,
+    (".codex", "config.toml"): AGENT_REASON,
     **{
         (name,): SHELL_REASON
         for name in (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv")

@@ -113,6 +113,9 @@ class Hooks:
         return outcome
 
     async def _run_one(self, spec: HookSpec, data: dict[str, Any], outcome: HookOutcome) -> None:
+        if (why := _cannot_confine(spec, self.sandbox)) is not None:
+            outcome.cards += _card(spec, "failed", why)
+            return
         code, stdout, stderr = await _execute(spec, json.dumps(data).encode(), self.cwd, self.sandbox)
         if code is None:
             outcome.cards += _card(
@@ -217,13 +220,28 @@ def _applies(
         return True
 
 
+def _cannot_confine(spec: HookSpec, sandbox: Sandbox | None) -> str | None:
+    """Why the hook is not run, when it must run in the sandbox and the sandbox cannot
+    start: then it ran unconfined, so the workspace script it runs (which the model may
+    rewrite unasked) ran outside, where every command of the model's asks. Fails closed, as
+    a hook that fails does: the card says so and the turn goes on. The sandbox turned
+    `off` by the user, and `unconfined = true` in the user's own config, still run it."""
+    if sandbox is None or spec.unconfined or sandbox.confinement != "unavailable":
+        return None
+    return (
+        f"Hook not run: it runs in the sandbox, and the sandbox cannot start "
+        f"({sandbox.availability.reason}); the turn goes on. Fix the sandbox, or mark the hook "
+        "`unconfined = true` in your config.toml if it runs nothing the workspace can change."
+    )
+
+
 async def _execute(
     spec: HookSpec, stdin: bytes, cwd: Path, sandbox: Sandbox | None
 ) -> tuple[int | None, str, str]:
     """The hook's exit code (None on timeout), stdout and stderr. A hook runs in the
     session's sandbox, like a command: what it runs (`./scripts/check.sh`, `pytest`, `make
     lint`) is the workspace's, which the model may have rewritten. Only the user's own
-    `unconfined = true` takes it out."""
+    `unconfined = true` takes it out (a sandbox that cannot start runs none: `_cannot_confine`)."""
     from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV
 
     env = {k: v for k, v in os.environ.items() if not CREDENTIAL_ENV.fullmatch(k)}

@@ -1,5 +1,6 @@
 """Image files the model can look at: PNG, JPEG, GIF and WebP, read, checked and, when large,
-downscaled (with Pillow) to what every provider takes.
+downscaled to what every provider takes: by Pillow in a confined child (image_decoder.py),
+never in the agent process, which reads only the header (image_size.py).
 
 The type comes from the file's first bytes, not its name; a file that says `.png` and is
 not one is refused. The result is an `ImagePart`, which each provider sends in its own
@@ -9,20 +10,21 @@ form (core/providers/*), or a note when it cannot be used.
 from __future__ import annotations
 
 import base64
-import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_core.messages import ImagePart
+from hermes_core.prompt.image_child import MAX_PIXELS, MAX_SEND_BYTES, MAX_SIDE
+from hermes_core.prompt.image_size import HeaderError, image_size
+
+Downscale = Callable[[bytes, str], tuple[bytes, str]]  # (bytes, MIME type) -> the same, downscaled
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_FILE_BYTES = 20 * 1024 * 1024  # not even read beyond this
-MAX_SEND_BYTES = 3_750_000  # what is sent: under Anthropic's 5 MB once base64-encoded
-MAX_SIDE = 2000  # pixels; larger images are scaled down to this on their longer side
-# Decoding costs memory by pixels, not by file size: a 140 KB PNG of 12000 x 12000 black
-# pixels took the server to 1.3 GB. Refused above this (a 48-megapixel photo still fits),
-# well below Pillow's own warning (89 M) and error (179 M).
-MAX_PIXELS = 50_000_000
+# MAX_PIXELS: decoding costs memory by pixels, not by file size: a 140 KB PNG of 12000 x
+# 12000 black pixels took the server to 1.3 GB. Refused above it (a 48-megapixel photo still
+# fits), from the header, before any decoder sees the file.
 
 
 class ImageError(ValueError):
@@ -36,13 +38,13 @@ class NotAnImage(ImageError):
 @dataclass(frozen=True, slots=True)
 class LoadedImage:
     part: ImagePart
-    width: int | None
-    height: int | None
+    width: int
+    height: int
     original_bytes: int
     downscaled: bool
 
     def describe(self, name: str) -> str:
-        size = f"{self.width}x{self.height}, " if self.width else ""
+        size = f"{self.width}x{self.height}, "
         scaled = ", downscaled to fit" if self.downscaled else ""
         return f"{name}: {self.part.mime_type} image ({size}{self.original_bytes:,} bytes{scaled})"
 
@@ -64,66 +66,34 @@ def sniff(head: bytes) -> str | None:
     return None
 
 
-def load_image(name: str, data: bytes) -> LoadedImage:
+def load_image(name: str, data: bytes, downscale: Downscale | None = None) -> LoadedImage:
     """The image in `data` (a file's bytes, read by the caller through the workspace's
     opener, beneath its root); NotAnImage when the bytes are none of the four formats,
-    ImageError when they cannot be decoded."""
+    ImageError when they cannot be used. Only the header is read here (plain Python); an
+    image too large to send as it is goes to `downscale` (a confined child:
+    `image_decoder.downscale`), or is refused without one."""
     mime = sniff(data[:16])
     if mime is None:
         raise NotAnImage(f"{Path(name).name} is not a PNG, JPEG, GIF or WebP image")
-    width, height = _dimensions(data)
-    if width is not None and height is not None and width * height > MAX_PIXELS:
+    try:
+        width, height = image_size(mime, data)
+    except HeaderError as exc:
+        raise ImageError(f"the image cannot be decoded: {exc}") from None
+    if width * height > MAX_PIXELS:
         raise ImageError(
             f"refused: {width}x{height} is {width * height:,} pixels, over the {MAX_PIXELS:,} an image may "
             "have here (decoding it would take gigabytes: a decompression bomb)"
         )
-    if len(data) <= MAX_SEND_BYTES and (width is None or max(width, height or 0) <= MAX_SIDE):
+    if len(data) <= MAX_SEND_BYTES and max(width, height) <= MAX_SIDE:
         part = ImagePart(mime_type=mime, data=base64.b64encode(data).decode("ascii"))
         return LoadedImage(part, width, height, len(data), False)
-    return _downscaled(data, mime, width, height)
-
-
-def _dimensions(data: bytes) -> tuple[int | None, int | None]:
-    try:
-        from PIL import Image
-    except ImportError:
-        return None, None
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return image.size
-    except Exception as exc:  # Pillow raises many kinds for a broken file
-        raise ImageError(f"the image cannot be decoded: {exc}") from None
-
-
-def _downscaled(data: bytes, mime: str, width: int | None, height: int | None) -> LoadedImage:
-    try:
-        from PIL import Image
-    except ImportError:
+    if downscale is None:
         raise ImageError(
-            f"the image is {len(data):,} bytes, over the {MAX_SEND_BYTES:,} a model takes, and Pillow "
-            "(which would downscale it) is not installed"
-        ) from None
-    with Image.open(io.BytesIO(data)) as image:
-        image.seek(0)  # a GIF's first frame
-        image.draft("RGB", (MAX_SIDE, MAX_SIDE))  # a JPEG decodes at 1/2, 1/4 or 1/8 of its size
-        frame = image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB")
-    frame.thumbnail((MAX_SIDE, MAX_SIDE))  # in place: one full-size copy in memory, not two
-    side = MAX_SIDE
-    while True:
-        scaled = frame.copy()
-        scaled.thumbnail((side, side))
-        buffer = io.BytesIO()
-        if scaled.mode == "RGBA":
-            scaled.save(buffer, format="PNG", optimize=True)
-            out_mime = "image/png"
-        else:
-            scaled.save(buffer, format="JPEG", quality=85)
-            out_mime = "image/jpeg"
-        encoded = buffer.getvalue()
-        if len(encoded) <= MAX_SEND_BYTES or side <= 256:
-            break
-        side //= 2
-    if len(encoded) > MAX_SEND_BYTES:
-        raise ImageError("the image stays too large even downscaled")
+            f"it is {width}x{height}, {len(data):,} bytes: too large to send without downscaling"
+        )
+    try:
+        encoded, out_mime = downscale(data, mime)
+    except ValueError as exc:
+        raise ImageError(str(exc)) from None
     part = ImagePart(mime_type=out_mime, data=base64.b64encode(encoded).decode("ascii"))
     return LoadedImage(part, width, height, len(data), True)

@@ -321,12 +321,39 @@ class CheckpointStore:
             os.close(directory)
 
     def _open_parent(self, rel: str, *, make_dirs: bool) -> tuple[int, str, int | str | None]:
+        """The folder `rel` names a file in, opened where the snapshot read it: through no
+        link at all. A link that stays inside is fine for the file tools, not here: a turn
+        that swapped `docs` for a link to `.git/hooks` made `docs/pre-commit` "deleted", and
+        putting it back through the link wrote git's hook (or `.git/config`, or
+        `.vscode/tasks.json`), run outside the sandbox later. Checked by name first (so no
+        folder is made through a link), then where the opened descriptor really is."""
+        parent = os.path.dirname(rel)
+        expected = os.path.normpath(os.path.join(self.root, parent))
+        self._refuse_links_on_the_way(rel, parent)
         try:
-            return self.scope.open_parent(rel, make_dirs=make_dirs)
+            directory, name, there = self.scope.open_parent(rel, make_dirs=make_dirs)
         except NotRegularFile as exc:
             raise OSError(f"{rel} is no longer a regular file") from exc
         except WorkspaceError as exc:  # its directory now leads outside the workspace
             raise OSError(f"{rel}: {exc}") from exc
+        where = opened_path(directory)
+        if where is not None and str(where) != expected:
+            os.close(directory)
+            raise OSError(f"{rel}: a folder on its path is now a link (to {where}), not written through")
+        return directory, name, there
+
+    def _refuse_links_on_the_way(self, rel: str, parent: str) -> None:
+        path = str(self.root)
+        for part in parent.split("/") if parent else ():
+            path = os.path.join(path, part)
+            try:
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    target = os.readlink(path)
+                    raise OSError(
+                        f"{rel}: a folder on its path is now a link ({part} -> {target}), not written through"
+                    )
+            except FileNotFoundError:
+                return  # made below, as a folder
 
 
 class Checkpoints:

@@ -274,10 +274,13 @@ def _common_dir(gitdir: Path) -> Path | None:
 # A root's editor project settings: Zed starts `.zed/settings.json`'s `context_servers` and
 # language-server binaries, VS Code the tasks, launch configurations, MCP servers and
 # interpreter paths `.vscode/` names, once the folder is trusted; a trusted folder stays
-# trusted when the file changes. The first two are made read-only even where missing (an
+# trusted when the file changes. `EDITOR_FOLDERS` are made read-only even where missing (an
 # empty folder until the session ends); the others only where they exist.
-EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed")
-EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer")
+EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed", ".claude")
+# `.claude`, `.gemini`, `.cursor`, `.codex`: other coding agents' project settings, whose
+# hooks and MCP servers those agents run outside any sandbox (`.claude` is in most
+# repositories' future: a placeholder when missing).
+EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer", ".gemini", ".cursor", ".codex")
 
 
 @dataclass(slots=True)

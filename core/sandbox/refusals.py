@@ -23,7 +23,7 @@ def explain_refusal(
             return (
                 "it tried to change a protected path, which stays read-only in the sandbox because "
                 "it runs outside it later (git's config, hooks or repository, the agent's own "
-                "install, shell start-up files, tool installs, the editor's project settings: "
+                "install, shell start-up files, tool installs, the editor's project settings, other agents': "
                 "write those with write_file, which asks the user) "
                 f"({line.strip()[:200]})"
             )
@@ -61,7 +61,7 @@ _NETWORK_FAILURE = re.compile(
     r"Failed to establish a new connection|getaddrinfo"
 )
 _PROTECTED_HINT = re.compile(
-    r"\.git\b|(^|[\s/'\"])\.(vscode|zed|helix|devcontainer)\b|"
+    r"\.git\b|(^|[\s/'\"])\.(vscode|zed|helix|devcontainer|claude|gemini|cursor|codex)\b|"
     r"\.(bashrc|bash_profile|bash_login|profile|zshrc|zshenv|zprofile|inputrc|gitconfig)\b|"
     r"site-packages|\.venv/|\.cargo/(bin|config|env)|\.local/(bin|lib|share/uv|pipx)|\.rustup|"
     r"\.config/(git|fish|systemd|autostart|nvim|Code|zed)\b"

@@ -26,6 +26,7 @@ class SearchHit:
     role: str
     snippet: str  # matched words wrapped in **...**
     updated_at: float  # the session's last activity
+    cwd: str = ""  # the session's working directory
 
 
 def search_messages(
@@ -60,7 +61,7 @@ def _search(
         params.append(exclude_session)
     sql = f"""
         SELECT COALESCE(s.compacted_into, s.id), s.title, m.seq, m.role,
-               snippet(messages_fts, 0, '**', '**', '…', 16), s.updated_at
+               snippet(messages_fts, 0, '**', '**', '…', 16), s.updated_at, s.cwd
         FROM messages_fts
         JOIN messages AS m ON m.id = messages_fts.rowid
         JOIN sessions AS s ON s.id = m.session_id

@@ -143,11 +143,13 @@ async def _image_result(shown: str, ctx: ToolContext) -> ToolResult | None:
     """An image file: the model gets the image itself (when it takes images), after the
     results. None when its bytes are no image: it is read as any other file. The bytes come
     through the workspace, as any file's do (beneath a root, regular, not a FIFO)."""
+    from hermes_core.prompt.image_decoder import downscale
     from hermes_core.prompt.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
 
     data = await ctx.workspace.read_bytes(shown, MAX_FILE_BYTES, allow_outside=ctx.allow_outside)
+    sandbox = ctx.workspace.sandbox
     try:
-        loaded = await asyncio.to_thread(load_image, shown, data)
+        loaded = await asyncio.to_thread(load_image, shown, data, lambda d, m: downscale(d, m, sandbox))
     except NotAnImage:
         return None
     except ImageError as exc:

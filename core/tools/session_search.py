@@ -35,7 +35,8 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
         self._store = store
         self._session_id = session_id
         # A session opened in a subdirectory still belongs to its repository's workspace.
-        self._workspace_root = str(repository_root(Path(cwd)) or cwd)
+        self._repository = repository_root(Path(cwd))
+        self._workspace_root = str(self._repository or cwd)
 
     def title(self, args: SessionSearchArgs, workspace: Workspace) -> str:
         return f'Search past sessions: "{args.query}"'
@@ -44,13 +45,7 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
         if not args.query.strip():
             return ToolResult.error("The query is empty; give the words to search for.")
         try:
-            hits = await asyncio.to_thread(
-                self._store.search,
-                args.query,
-                cwd=self._workspace_root,
-                limit=args.limit,
-                exclude_session=self._session_id,
-            )
+            hits = await asyncio.to_thread(self._search, args.query, args.limit)
         except sqlite3.Error as exc:
             return ToolResult.error(f"The session store could not be searched: {exc}")
         if not hits:
@@ -65,6 +60,29 @@ class SessionSearchTool(Tool[SessionSearchArgs]):
             text="\n".join(lines),
             raw_output={"hits": [_hit_data(hit) for hit in hits]},
         )
+
+    def _search(self, query: str, limit: int) -> list[SearchHit]:
+        """The hits of sessions in this repository: below its root, but not in another
+        repository nested there. A home kept in git is the repository of every folder under
+        it without one of its own; its sessions must not show another repository's (a key
+        pasted in ~/work/app reached a model working in ~/Downloads/tool)."""
+        hits = self._store.search(
+            query,
+            cwd=self._workspace_root,
+            limit=limit * OVERFETCH,
+            exclude_session=self._session_id,
+        )
+        ours: dict[str, bool] = {}
+        kept = []
+        for hit in hits:
+            if hit.cwd not in ours:
+                ours[hit.cwd] = repository_root(Path(hit.cwd)) == self._repository
+            if ours[hit.cwd]:
+                kept.append(hit)
+        return kept[:limit]
+
+
+OVERFETCH = 5  # hits asked of the store per hit wanted: some may be another repository's
 
 
 def _date(timestamp: float) -> str:

@@ -129,11 +129,13 @@ async def _linked(
 async def _linked_image(uri: str, workspace: Any, name: str, *, accepts_images: bool) -> ContentPart | None:
     """None when the file's bytes are no image: it is attached as any other file. Read
     through the workspace's opener (beneath its root, regular, never a FIFO)."""
+    from hermes_core.prompt.image_decoder import downscale
     from hermes_core.prompt.images import MAX_FILE_BYTES, ImageError, NotAnImage, load_image
 
+    sandbox = workspace.sandbox
     try:
         data = await asyncio.to_thread(workspace.scope.read_bytes, name, MAX_FILE_BYTES)
-        loaded = await asyncio.to_thread(load_image, name, data)
+        loaded = await asyncio.to_thread(load_image, name, data, lambda d, m: downscale(d, m, sandbox))
     except NotAnImage:
         return None  # attached as any other file; the text path names what is wrong
     except (ImageError, OSError, WorkspaceError) as exc:

@@ -11,20 +11,28 @@ export async function targetInside(folder: string, named: string): Promise<{ fil
   const file = path.resolve(root, named);
   const relative = path.relative(root, file);
   if (!relative || relative.startsWith("..") || path.isAbsolute(relative)) return { refused: `${named} is outside the folder ${folder}.` };
-  if (relative.split(path.sep).includes(".git")) return { refused: `Hermes does not write into .git (${named}).` };
+  if (inGit(relative)) return { refused: `Hermes does not write into .git (${named}).` };
   // The nearest part of the path that exists, with its links resolved, must still be inside.
+  let probe = file;
   let existing = file;
   for (;;) {
     try {
-      existing = await realpath(existing);
+      existing = await realpath(probe);
       break;
     } catch {
-      const parent = path.dirname(existing);
-      if (parent === existing) break;
-      existing = parent;
+      const parent = path.dirname(probe);
+      if (parent === probe) break;
+      probe = existing = parent;
     }
   }
   const resolved = path.relative(root, existing);
   if (resolved.startsWith("..") || path.isAbsolute(resolved)) return { refused: `${named} leads outside the folder ${folder} (through a link).` };
+  // A link inside the folder (`docs` -> `.git/hooks`) leads into .git just as well.
+  if (inGit(path.join(resolved, path.relative(probe, file)))) return { refused: `${named} leads into .git (through a link).` };
   return { file };
+}
+
+/** Whether a relative path goes through a `.git`, in any case: macOS's disk folds it. */
+function inGit(relative: string): boolean {
+  return relative.split(path.sep).some((part) => part.toLowerCase() === ".git");
 }

@@ -70,3 +70,17 @@ test("Apply to file writes only inside the folder: no parent steps, no absolute 
     assert.ok("refused" in (await targetInside(root, named)), named);
   }
 });
+
+test("Apply to file never writes into .git through a link inside the folder, nor by another case of its name", async () => {
+  // A sandboxed command may make `docs` a link to `.git/hooks` (inside the folder): the model's
+  // code block named `docs/pre-commit`, the diff showed a new docs file, and Apply wrote git's
+  // hook, which runs outside any sandbox on the next commit. On a case-insensitive disk
+  // (macOS) `.Git/hooks/pre-commit` is the same file.
+  const root = scratchDir("apply-git");
+  mkdirSync(path.join(root, ".git", "hooks"), { recursive: true });
+  symlinkSync(path.join(root, ".git", "hooks"), path.join(root, "docs"));
+  symlinkSync(path.join(root, ".git"), path.join(root, "meta"));
+  for (const named of ["docs/pre-commit", "meta/config", "meta/hooks/new/pre-push", ".Git/hooks/pre-commit", "sub/.GIT/config"]) {
+    assert.ok("refused" in (await targetInside(root, named)), named);
+  }
+});

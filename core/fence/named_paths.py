@@ -77,6 +77,9 @@ def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
     if word.text.startswith("-") and "=" in word.text:
         # `--output-document=.vscode/tasks.json`: a relative value names a file too.
         candidates.append(word.text.split("=", 1)[1])
+    # curl's file references inside a value: `-d @notes.md`, `-F 'f=<notes.md'`, `-H @h.txt`
+    # (a link the sandbox planted there leads to the key; a URL's `user@host/x` is harmless).
+    candidates += [part for part in re.split(r"[@<]", word.text)[1:] if part]
     return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
 
 

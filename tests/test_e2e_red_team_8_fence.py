@@ -8,6 +8,10 @@ next commit) and Neovim's `.nvim.lua`. End to end through the real server.
 
 from __future__ import annotations
 
+import json
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,3 +78,57 @@ async def test_a_sandboxed_command_cannot_rewrite_what_a_hook_manager_or_neovim_
     (project / name).write_text("# the project's own\n")
     await run_in_auto(fake, home, project, f"printf '%s\\n' \"{planted}\" > {name} || true; rm -f {name}")
     assert (project / name).read_text() == "# the project's own\n"
+
+
+BANNER = "HOST-SESSION-BUS-0123"
+
+
+@pytest.fixture
+def host_abstract_socket() -> Iterator[str]:
+    """A service of the user's on an abstract unix socket (a session bus on
+    `unix:abstract=…`, X11's `@/tmp/.X11-unix/X0`): it greets whoever connects."""
+    name = f"hermes-red-team-8-{threading.get_native_id()}"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind("\0" + name)
+    server.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                peer, _ = server.accept()
+            except OSError:
+                return
+            with peer:
+                peer.sendall(BANNER.encode() + b"\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield name
+    server.shutdown(socket.SHUT_RDWR)
+    server.close()
+    thread.join()
+
+
+async def test_a_sandboxed_command_cannot_reach_the_hosts_abstract_sockets(
+    fake: FakeProvider, home: Path, project: Path, host_abstract_socket: str
+) -> None:
+    # With the network on the sandbox shares the host's network namespace, where abstract
+    # sockets live: through X11 or the session bus a command runs anything outside.
+    probe = (
+        "import socket\n"
+        "def talk(name, serve=False):\n"
+        "    if serve:\n"
+        "        own = socket.socket(socket.AF_UNIX); own.bind(name); own.listen()\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n"
+        "        s.connect(name); print('reached', name[1:], s.recv(99) if not serve else b'own')\n"
+        "    except OSError as exc:\n"
+        "        print('refused', name[1:], exc)\n"
+        f"talk('\\0{host_abstract_socket}')\n"
+        "talk('\\0made-inside', serve=True)\n"
+    )
+    (project / "probe.py").write_text(probe)
+    await run_in_auto(fake, home, project, "python3 probe.py")
+    sent = "\n".join(json.dumps(request.body) for request in fake.requests)
+    assert "reached made-inside" in sent  # the command's own abstract sockets still work
+    assert BANNER not in sent

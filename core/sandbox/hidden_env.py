@@ -74,7 +74,9 @@ SECRET_ENV = re.compile(
     # `POETRY_PYPI_TOKEN_PYPI`, Rails' `SECRET_KEY_BASE`, `SLACK_WEBHOOK_URL`) or run into
     # it (gradle's `ORG_GRADLE_PROJECT_signingPassword`, upper-cased here), and the password
     # managers' unlocked sessions (1Password's `OP_SESSION_<account>`, Bitwarden's `BW_SESSION`).
-    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|WEBHOOK|COOKIE|BEARER)_\w+|"
+    # A name that only names one (`PROJECT_TOKEN_NAME`, `…_TOKEN_FILE`) is kept.
+    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|WEBHOOK|COOKIE|BEARER)_"
+    r"(?!(\w+_)?(NAME|FILE|PATH|DIR|TYPE|ENDPOINT|HEADER)$)\w+|"
     r"\w*(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|PRIVATEKEY|SIGNINGKEY|ACCESSKEY)|"
     r"OP_SESSION_\w+|BW_SESSION"
 )

@@ -225,3 +225,28 @@ async def test_an_always_for_plain_curl_and_wget_still_covers_plain_fetches(
     user = await always_then(fake, server_env(home, fake), project, first, later)
     assert user.asked_for() == ["first"]
     assert b'{"a": 1}' in site.seen()
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        ("grep -n readme README.md", "grep -R PRIVATE ."),
+        ("grep -n readme README.md", "grep --dereference-recursive PRIVATE ."),
+        ("diff -u README.md data.json", "diff mine theirs"),
+        ("diff -u README.md data.json", "diff -r -u mine theirs"),
+    ],
+)
+async def test_always_for_a_walking_program_does_not_follow_a_link_it_meets(
+    fake: FakeProvider, home: Path, project: Path, first: str, later: str
+) -> None:
+    # No word names the link: `grep -R` and `diff` of two folders follow `sub -> ~/.ssh`
+    # and `mine/id_ed25519 -> ~/.ssh/id_ed25519` as they walk, and print what they read.
+    plant_secrets(home, project)
+    (project / "sub").symlink_to(home / ".ssh")
+    (project / "mine").mkdir()
+    (project / "mine" / "id_ed25519").symlink_to(home / ".ssh" / "id_ed25519")
+    (project / "theirs").mkdir()
+    (project / "theirs" / "id_ed25519").write_text("placeholder\n")
+    user = await always_then(fake, server_env(home, fake), project, first, later)
+    assert user.asked_for() == ["first", "later"]
+    assert KEY not in sent_to_model(fake)

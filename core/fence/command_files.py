@@ -174,13 +174,13 @@ def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
             # `~/.cargo/bin/cargo build` do: what runs is the workspace's package.json
             # scripts, build.rs, `.npmrc` or `.cargo/config.toml`, not the program's own
             # file, so pinning that file pins nothing (as for `npm` found on PATH).
-            inert = inv.program in INERT_PROGRAMS and not steered_beyond_its_words(inv)
+            inert = inv.program in INERT_PROGRAMS and not steered_beyond_its_words(inv, cwd)
             return [] if inert else None  # `/usr/bin/curl -K fetch.cfg` as `curl -K` by name
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
         return _with_siblings(path, _shebang_family(path), cwd, depth)
     if inv.program in INERT_PROGRAMS:
-        return None if steered_beyond_its_words(inv) else []
+        return None if steered_beyond_its_words(inv, cwd) else []
     return None
 
 

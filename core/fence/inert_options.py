@@ -11,13 +11,14 @@ env` or `ps eww` print the environment's tokens, which outside the sandbox are a
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from hermes_core.shell.programs import Invocation
 
 
-def steered_beyond_its_words(inv: Invocation) -> bool:
+def steered_beyond_its_words(inv: Invocation, cwd: Path | None = None) -> bool:
     """Whether this run of an inert program reads options from a file, copies a tree, or
-    reads, writes or prints what its words do not name."""
+    reads, writes or prints what its words do not name (`cwd`: where its words are read)."""
     return (
         _reads_options_from_a_file(inv)
         or _copies_a_tree(inv)
@@ -25,6 +26,7 @@ def steered_beyond_its_words(inv: Invocation) -> bool:
         or _wget_beyond_its_words(inv)
         or _prints_the_environment(inv)
         or _ip_runs_or_reads(inv)
+        or _follows_links_while_walking(inv, cwd)
     )
 
 
@@ -153,3 +155,19 @@ def _ip_runs_or_reads(inv: Invocation) -> bool:
         return False
     words = [w.text for w in inv.words[1:]]
     return "exec" in words or any(t.lstrip("-") in ("b", "batch", "force") for t in words)
+
+
+def _follows_links_while_walking(inv: Invocation, cwd: Path | None) -> bool:
+    """`grep -R KEY .` and `diff -r a b` follow every link they meet while walking, one the
+    sandbox planted (`sub -> ~/.ssh`) included, and print what they read; no word names it.
+    So does `diff a b` of two folders, one level deep. (`grep -r` follows only the links its
+    words name, which are checked.)"""
+    words = [w.text for w in inv.words[1:]]
+    if inv.program in ("grep", "egrep", "fgrep"):
+        return any(_long(t, ("--dereference-recursive",)) or _has_short(t, "R") for t in words)
+    if inv.program == "diff":
+        if any(_long(t, ("--recursive",)) or _has_short(t, "r") for t in words):
+            return True
+        operands = [t for t in words if not t.startswith("-")]
+        return cwd is None or any((cwd / t).is_dir() for t in operands)
+    return False

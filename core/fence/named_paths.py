@@ -9,8 +9,9 @@ absolute path elsewhere, no `~`, no `..` out, no word the shell computes (`$HOME
 command that names one asks each time (fail closed: a word that merely looks like a path
 counts too).
 
-Not seen: what a program finds by walking a folder it was given (`grep -R` following a
-link out), which the file names cannot tell.
+Not seen here: what a program finds by walking a folder it was given, which the file names
+cannot tell; the walkers that follow links (`grep -R`, `diff` of folders) get no "always"
+at all (`inert_options`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.acp_harness import connected, server_env
-from tests.support.fake_provider import FakeProvider
+from tests.support.fake_provider import FakeProvider, Reply
 from tests.support.red_team import LOCAL, User, git, run_turns, sandboxed, turn
 
 # husky 9's files, as `npx husky init` writes them (shortened).
@@ -131,4 +131,30 @@ async def test_a_sandboxed_command_cannot_reach_the_hosts_abstract_sockets(
     await run_in_auto(fake, home, project, "python3 probe.py")
     sent = "\n".join(json.dumps(request.body) for request in fake.requests)
     assert "reached made-inside" in sent  # the command's own abstract sockets still work
+    assert BANNER not in sent
+
+
+async def test_a_hook_cannot_reach_the_hosts_abstract_sockets(
+    fake: FakeProvider, home: Path, project: Path, host_abstract_socket: str
+) -> None:
+    # A session_start hook runs a workspace script (which the model may rewrite) in the
+    # sandbox, started from the event loop rather than the session's launch thread.
+    (home / ".hermes-acp").mkdir(exist_ok=True)
+    (home / ".hermes-acp" / "config.toml").write_text(
+        '[[hooks.session_start]]\ncommand = "python3 probe.py"\n'
+    )
+    probe = (
+        "import socket\n"
+        "s = socket.socket(socket.AF_UNIX)\n"
+        "try:\n"
+        f"    s.connect('\\0{host_abstract_socket}'); print('hook reached', s.recv(99))\n"
+        "except OSError as exc:\n"
+        "    print('hook refused', exc)\n"
+    )
+    (project / "probe.py").write_text(probe)
+    fake.script([Reply(text="Hello.")])
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        await run_turns(client, project, 1)
+    sent = "\n".join(json.dumps(request.body) for request in fake.requests)
+    assert "hook refused [Errno 1]" in sent  # the hook ran, and told the model what it saw
     assert BANNER not in sent

@@ -250,3 +250,17 @@ async def test_always_for_a_walking_program_does_not_follow_a_link_it_meets(
     user = await always_then(fake, server_env(home, fake), project, first, later)
     assert user.asked_for() == ["first", "later"]
     assert KEY not in sent_to_model(fake)
+
+
+@pytest.mark.parametrize("planted", [".exrc", "lefthook.yml"])
+async def test_always_for_curl_remote_name_does_not_write_what_runs_outside(
+    fake: FakeProvider, home: Path, project: Path, site: Site, planted: str
+) -> None:
+    # `-O` names the file by the URL's last part, without its fragment: `x/.exrc#f`
+    # wrote `.exrc`, which write_file asks before and the sandbox keeps read-only.
+    plant_secrets(home, project)
+    first = f"curl -s -O {site.url}/data.csv"
+    later = f"curl -s -O {site.url}/x/{planted}#f"
+    user = await always_then(fake, server_env(home, fake), project, first, later)
+    assert user.asked_for() == ["first", "later"]
+    assert not (project / planted).exists()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from hermes_core.fence.runs_outside import runs_outside
 from hermes_core.sandbox.git_credentials import is_git_config
@@ -30,6 +31,7 @@ from hermes_core.shell.tokens import Word
 # part of a path name before it (`--opt=/x`, curl's `@/x`, `-d@$/x`, a space in a
 # `bash -c '…'` word). Not after `:` (`https://host/x`) or another path character.
 _PATH_START = re.compile(r"(?:^|(?<=[^\w./:~+-]))((?:[~/]|\.\.)\S*)")
+_URL = re.compile(r"(?i)[a-z][a-z0-9+.-]*://")
 _DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -81,6 +83,11 @@ def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
     # curl's file references inside a value: `-d @notes.md`, `-F 'f=<notes.md'`, `-H @h.txt`
     # (a link the sandbox planted there leads to the key; a URL's `user@host/x` is harmless).
     candidates += [part for part in re.split(r"[@<]", word.text)[1:] if part]
+    if _URL.match(word.text):
+        # `curl -O http://x/y/.exrc#f` writes `.exrc` here: the name a download takes is the
+        # URL path's last part, without its query or fragment (and decoded, as wget does).
+        name = urlsplit(word.text).path.rsplit("/", 1)[-1]
+        candidates += [n for n in {name, unquote(name)} if n and "/" not in n]
     return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
 
 

@@ -380,6 +380,18 @@ MUST_ASK: list[str] = [
     "echo 'unclosed",
     "echo $(ls",
     "cat <<EOF\n$(rm -rf ~)\nEOF",
+    # Red team 8: code kept as text in an array subscript, callbacks, git's own runners.
+    "printf -v 'a[$(rm -rf ~)]' %s 1",
+    "read 'a[$(rm -rf ~)]' <<< 1",
+    "[[ 1 -eq 'a[$(rm -rf ~)]' ]]",
+    "let 'a[`rm -rf ~`]'",
+    "declare 'a[$(rm -rf ~)]=1'",
+    "unset 'a[$(rm -rf ~)]'",
+    "mapfile -C 'rm -rf ~' -c 1 a <<< x",
+    "readarray -C'rm -rf ~' -c 1 a <<< x",
+    "git difftool -x 'rm -rf ~'",
+    "git difftool --extcmd='rm -rf ~'",
+    "git grep -O'rm -rf ~' x",
 ]
 
 # Everyday commands: these must not be flagged, so they run without asking in yolo.
@@ -573,4 +585,7 @@ MUST_NOT_ASK: list[str] = [
     "git co main",
     "git st",
     "git lg --oneline -10",
+    "mapfile -t lines < files.txt",
+    "printf -v line '%s-%s' a b",
+    "read -r first rest <<< 'a b'",
 ]

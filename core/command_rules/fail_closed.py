@@ -23,6 +23,7 @@ from hermes_core.command_rules.hidden_code import (
     sed_unseen,
     sources_unseen,
     sqlite_shells_out,
+    subscript_runs_code,
     tar_runs_code,
 )
 from hermes_core.command_rules.operands import (
@@ -66,6 +67,10 @@ FAIL_CLOSED_RULES: tuple[Rule, ...] = (
     Rule("writes files outside the working directory (tee)", tee_unseen),
     Rule("defines a shell function or alias (what runs cannot be checked)", defines_function),
     Rule('evaluates text the shell computes (eval "$X")', eval_unseen),
+    Rule(
+        "runs code kept in an array subscript as text (printf -v 'a[$(…)]', let, [[ -eq ]])",
+        subscript_runs_code,
+    ),
     Rule("sources a script that cannot be checked (source $X, ~/…, <(…))", sources_unseen),
     Rule("awk program runs commands or writes files (system(), |, >)", awk_unseen),
     Rule("sed script runs commands or writes files (e, w)", sed_unseen),

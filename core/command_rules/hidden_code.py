@@ -63,6 +63,16 @@ def variable_code(words: list[Word]) -> tuple[bool, list[str]]:
     return False, commands
 
 
+# An array subscript holding a command substitution, kept as text: bash expands it wherever
+# it takes a variable name or an arithmetic operand (`printf -v 'a[$(cmd)]'`, `read
+# 'a[$(cmd)]'`, `let`, `[[ 1 -eq 'a[$(cmd)]' ]]`, `declare`, `unset`, `[[ -v … ]]`).
+_SUBSCRIPT_CODE = re.compile(r"\[[^\]]*(\$\(|`)")
+
+
+def subscript_runs_code(inv: Invocation, roots: Roots) -> bool:
+    return any(_SUBSCRIPT_CODE.search(word.text) for word in inv.words[1:])
+
+
 def defines_function(inv: Invocation, roots: Roots) -> bool:
     return inv.program in ("function", "coproc", "alias") or (inv.program == "enable" and "-f" in inv.args)
 

@@ -120,8 +120,8 @@ def binding(command: str | CommandLine, cwd: Path, roots: tuple[Path, ...] = ())
 def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
     """The files this invocation runs ([] for none), or None when they cannot be named.
     `depth`: how many shell scripts deep this invocation is (`_script_files`)."""
-    if not inv.words[0].literal:
-        return None
+    if not inv.words[0].literal or inv.fed:
+        return None  # `xargs cat < list.txt`: what it names is in a file the sandbox may rewrite
     program_word = inv.words[0].text
     if "/" not in program_word and found_in_workspace(program_word, cwd):
         return None  # `python3` is `.venv/bin/python3`: its site-packages are the workspace's
@@ -153,12 +153,13 @@ def _files_run(inv: Invocation, cwd: Path, depth: int = 0) -> list[Path] | None:
             # `~/.cargo/bin/cargo build` do: what runs is the workspace's package.json
             # scripts, build.rs, `.npmrc` or `.cargo/config.toml`, not the program's own
             # file, so pinning that file pins nothing (as for `npm` found on PATH).
-            return [] if inv.program in INERT_PROGRAMS else None
+            inert = inv.program in INERT_PROGRAMS and not steered_beyond_its_words(inv, cwd)
+            return [] if inert else None  # `/usr/bin/curl -K fetch.cfg` as `curl -K` by name
         # `./build.py` runs what `python3 build.py` runs: its shebang's interpreter imports
         # the files beside it.
         return _with_siblings(path, _shebang_family(path), cwd, depth)
     if inv.program in INERT_PROGRAMS:
-        return None if steered_beyond_its_words(inv) else []
+        return None if steered_beyond_its_words(inv, cwd) else []
     return None
 
 

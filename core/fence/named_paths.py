@@ -9,8 +9,9 @@ absolute path elsewhere, no `~`, no `..` out, no word the shell computes (`$HOME
 command that names one asks each time (fail closed: a word that merely looks like a path
 counts too).
 
-Not seen: what a program finds by walking a folder it was given (`grep -R` following a
-link out), which the file names cannot tell.
+Not seen here: what a program finds by walking a folder it was given, which the file names
+cannot tell; the walkers that follow links (`grep -R`, `diff` of folders) get no "always"
+at all (`inert_options`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from hermes_core.fence.runs_outside import runs_outside
 from hermes_core.sandbox.git_credentials import is_git_config
@@ -29,6 +31,7 @@ from hermes_core.shell.tokens import Word
 # part of a path name before it (`--opt=/x`, curl's `@/x`, `-d@$/x`, a space in a
 # `bash -c '…'` word). Not after `:` (`https://host/x`) or another path character.
 _PATH_START = re.compile(r"(?:^|(?<=[^\w./:~+-]))((?:[~/]|\.\.)\S*)")
+_URL = re.compile(r"(?i)[a-z][a-z0-9+.-]*://")
 _DEVICES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero"})
 _DIRECTORY_CHANGES = frozenset({"cd", "pushd", "popd"})
 
@@ -77,6 +80,14 @@ def _word_reaches(word: Word, cwd: Path, roots: tuple[Path, ...]) -> bool:
     if word.text.startswith("-") and "=" in word.text:
         # `--output-document=.vscode/tasks.json`: a relative value names a file too.
         candidates.append(word.text.split("=", 1)[1])
+    # curl's file references inside a value: `-d @notes.md`, `-F 'f=<notes.md'`, `-H @h.txt`
+    # (a link the sandbox planted there leads to the key; a URL's `user@host/x` is harmless).
+    candidates += [part for part in re.split(r"[@<]", word.text)[1:] if part]
+    if _URL.match(word.text):
+        # `curl -O http://x/y/.exrc#f` writes `.exrc` here: the name a download takes is the
+        # URL path's last part, without its query or fragment (and decoded, as wget does).
+        name = urlsplit(word.text).path.rsplit("/", 1)[-1]
+        candidates += [n for n in {name, unquote(name)} if n and "/" not in n]
     return any(_path_reaches(candidate, cwd, roots) for candidate in candidates)
 
 

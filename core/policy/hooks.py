@@ -248,10 +248,12 @@ async def _execute(
     env["HERMES_HOOK_EVENT"] = spec.event
     argv = ["bash", "-c", spec.command]
     if sandbox is not None and sandbox.confinement == "sandboxed" and not spec.unconfined:
+        from hermes_core.sandbox.abstract_sockets import in_child
+
         sandbox = _pinned_or_read_only(sandbox)
         env, argv = sandbox.environment(env), sandbox.wrap(argv, cwd=cwd)
-        try:
-            return await _spawn(spec, argv, env, stdin, cwd)
+        try:  # scoped as the session's commands are: no abstract socket of the host
+            return await _spawn(spec, argv, env, stdin, cwd, in_child(sandbox.bwrap))
         finally:
             sandbox.after_command()
     return await _spawn(spec, argv, env, stdin, cwd)
@@ -270,12 +272,18 @@ def _pinned_or_read_only(sandbox: Sandbox) -> Sandbox:
 
 
 async def _spawn(
-    spec: HookSpec, argv: list[str], env: dict[str, str], stdin: bytes, cwd: Path
+    spec: HookSpec,
+    argv: list[str],
+    env: dict[str, str],
+    stdin: bytes,
+    cwd: Path,
+    preexec: Callable[[], None] | None = None,
 ) -> tuple[int | None, str, str]:
     process = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
         env=env,
+        preexec_fn=preexec,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

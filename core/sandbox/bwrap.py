@@ -295,7 +295,7 @@ class Sandbox:
         """The thread this session's local commands are started from (inside its pids
         cgroup where there is one)."""
         if self._thread is None:
-            self._thread = limits.LaunchThread(self._pids_cgroup())
+            self._thread = limits.LaunchThread(self._pids_cgroup(), self.bwrap)
             weakref.finalize(self, self._thread.close)
         return self._thread
 

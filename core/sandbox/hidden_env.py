@@ -69,7 +69,16 @@ SECRET_ENV = re.compile(
     # npm's `npm_config__authToken` / `_auth`, CI's `CI_JOB_JWT`, Sentry's DSN (its key),
     # Azure's `…_CONNECTION_STRING` (`AccountKey=`).
     r"AUTH|AUTHTOKEN|JWT|DSN|CONNECTION_STRING)(_\d+)?|"
-    r"\w+_(KEY|PAT|PASS|PW|PWD)(_\d+)?|PGPASSWORD"
+    r"\w+_(KEY|PAT|PASS|PW|PWD)(_\d+)?|PGPASSWORD|"
+    # The word inside the name (Terraform's `TF_TOKEN_app_terraform_io`, poetry's
+    # `POETRY_PYPI_TOKEN_PYPI`, Rails' `SECRET_KEY_BASE`, `SLACK_WEBHOOK_URL`) or run into
+    # it (gradle's `ORG_GRADLE_PROJECT_signingPassword`, upper-cased here), and the password
+    # managers' unlocked sessions (1Password's `OP_SESSION_<account>`, Bitwarden's `BW_SESSION`).
+    # A name that only names one (`PROJECT_TOKEN_NAME`, `…_TOKEN_FILE`) is kept.
+    r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|WEBHOOK|COOKIE|BEARER)_"
+    r"(?!(\w+_)?(NAME|FILE|PATH|DIR|TYPE|ENDPOINT|HEADER)$)\w+|"
+    r"\w*(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|PRIVATEKEY|SIGNINGKEY|ACCESSKEY)|"
+    r"OP_SESSION_\w+|BW_SESSION"
 )
 # A URL carrying a password (`DATABASE_URL=postgres://app:pw@db/x`,
 # `PIP_INDEX_URL=https://user:token@pypi.corp/simple`): a credential by its value, whatever

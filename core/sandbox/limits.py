@@ -87,8 +87,10 @@ class LaunchThread:
     `subprocess.Popen` calls run on it. On `close` it leaves the cgroup and removes it
     (when empty)."""
 
-    def __init__(self, cgroup: PidsCgroup | None) -> None:
+    def __init__(self, cgroup: PidsCgroup | None, bwrap: str | None = None) -> None:
         self._cgroup = cgroup
+        self._bwrap = bwrap  # what it starts: the thread scopes abstract sockets for it
+        self.abstract_sockets_scoped = False
         self._jobs: queue.SimpleQueue[tuple[Callable[[], object], Future[object]] | None] = (
             queue.SimpleQueue()
         )
@@ -107,6 +109,10 @@ class LaunchThread:
         self._jobs.put(None)
 
     def _serve(self) -> None:
+        from hermes_core.sandbox.abstract_sockets import scope_this_thread
+
+        # Before anything is forked here: every sandboxed command starts inside the domain.
+        self.abstract_sockets_scoped = scope_this_thread(self._bwrap)
         self.in_cgroup.set_result(self._join())
         while (item := self._jobs.get()) is not None:
             job, future = item

@@ -281,6 +281,23 @@ EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed", ".claude")
 # hooks and MCP servers those agents run outside any sandbox (`.claude` is in most
 # repositories' future: a placeholder when missing).
 EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer", ".gemini", ".cursor", ".codex")
+# What git's hook managers and Neovim run outside the sandbox, read-only where present:
+# husky 9's `.husky/_/h` (the hooks folder git's config names) runs `.husky/pre-commit`,
+# made or not, so all of `.husky/`; pre-commit's and lefthook's configs name the commands
+# their installed hook runs at the next commit; Neovim runs `.nvim.lua`/`.exrc` once trusted.
+RUN_LATER_IF_PRESENT: tuple[str, ...] = (
+    ".husky",
+    ".pre-commit-config.yaml",
+    "lefthook.yml",
+    ".lefthook.yml",
+    "lefthook.yaml",
+    ".lefthook.yaml",
+    "lefthook-local.yml",
+    ".lefthook-local.yml",
+    ".nvim.lua",
+    ".nvimrc",
+    ".exrc",
+)
 
 
 @dataclass(slots=True)
@@ -294,14 +311,14 @@ def editor_guard(root: Path) -> EditorGuard:
     empty read-only placeholders where `.vscode` or `.zed` is missing, so a sandboxed
     `mkdir .zed && echo … > .zed/settings.json` fails."""
     guard = EditorGuard()
-    for name in (*EDITOR_FOLDERS, *EDITOR_FOLDERS_IF_PRESENT):
+    for name in (*EDITOR_FOLDERS, *EDITOR_FOLDERS_IF_PRESENT, *RUN_LATER_IF_PRESENT):
         path = root / name
         if path.is_symlink():
             try:
                 guard.read_only.append(path.resolve(strict=True))
             except (OSError, RuntimeError):
                 continue
-        elif path.is_dir():
+        elif path.is_dir() or (name in RUN_LATER_IF_PRESENT and path.is_file()):
             guard.read_only.append(path)
         elif not path.exists() and name in EDITOR_FOLDERS:
             guard.placeholders.append(path)

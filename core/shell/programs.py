@@ -217,6 +217,13 @@ def _wrapped(invocation: Invocation, nested: list[Nested]) -> list[Word]:
         return after_options(args, WRAPPERS[program])
     if program in _RUNNERS or (texts and (program, texts[0]) in _RUNNER_SUBCOMMANDS):
         return _run_by_runner(args if program in _RUNNERS else args[1:], nested)
+    if program in ("mapfile", "readarray"):  # `-C CODE`: a callback bash evaluates
+        for i, text in enumerate(texts):
+            if text == "-C" and i + 1 < len(args):
+                nested.append(args[i + 1].text)
+            elif text.startswith("-C") and len(text) > 2:
+                nested.append(text[2:])
+        return []
     if program == "trap" and args and args[0].text not in ("-l", "-p"):
         nested.append(args[0].text)
         return []
@@ -274,6 +281,13 @@ def _git_runs(args: list[Word], nested: list[Nested]) -> list[Word]:
             nested.append(texts[i + 1])
         elif text.startswith("--exec=") and "rebase" in texts[:i]:
             nested.append(text.partition("=")[2])
+        elif "difftool" in texts[:i] and text in ("-x", "--extcmd") and i + 1 < len(args):
+            nested.append(texts[i + 1])  # `git difftool -x CMD`: CMD runs on each changed file
+        elif "difftool" in texts[:i] and text.startswith("--extcmd="):
+            nested.append(text.partition("=")[2])
+        elif "grep" in texts[:i] and (text.startswith("--open-files-in-pager") or text.startswith("-O")):
+            pager = text.partition("=")[2] if text.startswith("--") else text[2:]
+            nested.append(pager or "$unknown_pager")  # `git grep -O'sh -c …'`: the pager runs
         elif text == "run" and texts[i - 1 : i] == ["bisect"]:
             return args[i + 1 :]
     return []

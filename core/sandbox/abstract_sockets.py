@@ -1,0 +1,95 @@
+"""The host's abstract unix sockets, out of reach of sandboxed commands.
+
+An abstract socket (`@/tmp/.X11-unix/X0`, a session bus on `unix:abstract=…`, a dev
+server's) has no file to hide: it lives in the network namespace, which a sandbox with the
+network on shares with the host. Through X11 a command types into your terminal (many
+desktops let your uid in without the hidden `~/.Xauthority`: `xhost +si:localuser:…`), and
+through the session bus `systemd-run --user` starts anything: outside the sandbox.
+
+Landlock (ABI 6, Linux 6.12+) scopes them: a process in a domain can connect only to
+abstract sockets made inside that domain. The session's launch thread enters such a domain
+once (no file or network rule: nothing else changes), so every sandboxed command it forks,
+and whatever those start, is scoped. The domain needs `no_new_privs` on that thread, which
+bwrap sets for itself anyway; a setuid bwrap would lose its privileges, so none is scoped.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import stat
+from collections.abc import Callable
+
+# Syscall numbers of the generic table (the same on x86_64 and arm64).
+_CREATE_RULESET = 444
+_RESTRICT_SELF = 446
+_CREATE_RULESET_VERSION = 1
+_SCOPE_ABSTRACT_UNIX_SOCKET = 1
+_PR_SET_NO_NEW_PRIVS = 38
+_FIRST_ABI_WITH_SCOPES = 6
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+def scope_this_thread(bwrap: str | None) -> bool:
+    """Put the calling thread (and what it forks from now on) in a Landlock domain whose
+    only restriction is abstract unix sockets. False where the kernel cannot (before 6.12,
+    not Linux) or `bwrap` is setuid."""
+    made = _ruleset(bwrap) if bwrap is not None else None
+    if made is None:
+        return False
+    libc, fd = made
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    return bool(libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(fd), ctypes.c_uint32(0)) == 0)
+
+
+@functools.cache
+def _ruleset(bwrap: str) -> tuple[ctypes.CDLL, int] | None:
+    """libc and one ruleset descriptor for this process, made once; None where the kernel
+    cannot scope or `bwrap` is setuid."""
+    if os.uname().sysname != "Linux":
+        return None
+    try:
+        if os.stat(bwrap).st_mode & stat.S_ISUID:
+            return None
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(
+        ctypes.c_long(_CREATE_RULESET), None, ctypes.c_size_t(0), ctypes.c_uint32(_CREATE_RULESET_VERSION)
+    )
+    if abi < _FIRST_ABI_WITH_SCOPES:
+        return None
+    attr = _RulesetAttr(0, 0, _SCOPE_ABSTRACT_UNIX_SOCKET)
+    fd = libc.syscall(
+        ctypes.c_long(_CREATE_RULESET),
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+        ctypes.c_uint32(0),
+    )
+    return (libc, int(fd)) if fd >= 0 else None
+
+
+def in_child(bwrap: str | None) -> Callable[[], None] | None:
+    """A `preexec_fn` that scopes the child before it execs bwrap, for a sandboxed process
+    started from the event loop rather than the launch thread (a hook). Everything it needs
+    is made here, in the parent: the child only makes two system calls."""
+    made = _ruleset(bwrap) if bwrap is not None else None
+    if made is None:
+        return None
+    libc, fd = made
+
+    def scope() -> None:
+        libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(fd), ctypes.c_uint32(0))
+
+    return scope

@@ -31,6 +31,9 @@ class Mounts:
     sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
     private: list[Path] = field(default_factory=list)  # shared temp dirs: empty and read-only
     kept: list[Path] = field(default_factory=list)  # read-only again inside a private dir
+    # Read-only folders shown through a read-only overlay of their own (under an empty
+    # layer) rather than a bind: the same entries, no mountinfo parse (`overlay_views`).
+    views: set[Path] = field(default_factory=set)
     # Two empty folders whose read-only overlay is an empty read-only folder cheaper than
     # a tmpfs remounted read-only (`empty_layers`); None: the tmpfs.
     empty: tuple[Path, Path] | None = None
@@ -64,6 +67,62 @@ class Mounts:
                 self.overlays.append(layer)  # writable inside it: as before, its own overlay
             elif any(layer.lower.is_relative_to(w) for w in self.writable):
                 self.read_only.insert(0, layer.lower)
+
+
+# bwrap 0.11 reads and parses the whole /proc/self/mountinfo for each of these (to find
+# the mounts beneath the target), so each costs more the more mounts exist by then.
+_PARSES_MOUNTINFO = frozenset({"--bind", "--ro-bind", "--dev-bind", "--remount-ro"})
+_TARGET_AT = {"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--remount-ro": 1, "--tmpfs": 1}
+_TARGET_AT |= {"--ro-overlay": 1, "--overlay": 3}
+
+
+@dataclass(slots=True)
+class Step:
+    """One mount of the launch (with what belongs to it: an overlay's sources, a hidden
+    folder's socket binds and remount): `path` is where it mounts."""
+
+    path: Path
+    args: list[str]
+    targets: tuple[str, ...] = ()
+    costly: bool = False
+
+    def __post_init__(self) -> None:
+        found = []
+        for index, option in enumerate(self.args):
+            at = _TARGET_AT.get(option)
+            if at is not None:
+                found.append(self.args[index + at].rstrip("/") or "/")
+        self.targets = tuple(found)
+        self.costly = any(option in _PARSES_MOUNTINFO for option in self.args)
+
+
+def _related(a: Step, b: Step) -> bool:
+    """Whether one step mounts on or above a place the other mounts on: their order is
+    what the launch means (a later mount covers what an earlier one put there)."""
+    for x in a.targets:
+        for y in b.targets:
+            if x == y or y.startswith(x + "/") or x.startswith(y + "/") or x == "/" or y == "/":
+                return True
+    return False
+
+
+def binds_first(steps: list[Step]) -> list[Step]:
+    """`steps` reordered so that the binds and remounts come as early as they may, while
+    the mount table is shortest: bwrap parses all of it for each of those, and every
+    overlay and tmpfs before one makes it longer. Only steps on unrelated places change
+    places: for two steps where one mounts on or inside the other's place, the order stays
+    as given, so every mount still covers (or sits on) exactly what it did."""
+    before: list[list[int]] = [
+        [j for j in range(i) if _related(steps[j], steps[i])] for i in range(len(steps))
+    ]
+    done = [False] * len(steps)
+    out: list[Step] = []
+    while len(out) < len(steps):
+        ready = [i for i in range(len(steps)) if not done[i] and all(done[j] for j in before[i])]
+        pick = next((i for i in ready if steps[i].costly), ready[0])
+        done[pick] = True
+        out.append(steps[pick])
+    return out
 
 
 def _outermost(paths: list[Path]) -> list[Path]:
@@ -144,25 +203,37 @@ def launch_argv(
             remount.append(path)  # no skeleton could be made: the tmpfs, as before
         layers.append((path, ["--tmpfs", str(path), *kept]))
     layers += [(path, ["--ro-bind", str(path), str(path)]) for path in mounts.kept]
-    for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
-        args += part
-    for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
-        args += ["--bind", str(path), str(path)]
+    steps: list[Step] = [
+        Step(path, part) for path, part in sorted(layers, key=lambda item: len(item[0].parts))
+    ]
+    # a mount point cannot be renamed away and replaced
+    steps += [Step(path, ["--bind", str(path), str(path)]) for path in mounts.pinned]
     for path in mounts.read_only:
-        args += ["--ro-bind", str(mounts.substitutes.get(path, path)), str(path)]
-    for path in mounts.placeholders:
-        args += _empty_read_only(mounts.empty, path)
+        if path in mounts.views and mounts.empty is not None:  # the folder on top: its own mode
+            view = [
+                "--overlay-src",
+                str(mounts.empty[1]),
+                "--overlay-src",
+                str(path),
+                "--ro-overlay",
+                str(path),
+            ]
+            steps.append(Step(path, view))
+        else:
+            steps.append(Step(path, ["--ro-bind", str(mounts.substitutes.get(path, path)), str(path)]))
+    steps += [Step(path, _empty_read_only(mounts.empty, path)) for path in mounts.placeholders]
     for path in mounts.hidden_dirs:
         sockets = [s for s in mounts.sockets if s.is_relative_to(path)]
         if not sockets:
-            args += _empty_read_only(mounts.empty, path, perms="0700")
+            steps.append(Step(path, _empty_read_only(mounts.empty, path, perms="0700")))
             continue
-        args += ["--perms", "0700", "--tmpfs", str(path)]  # mount points for the sockets
-        args += [part for s in sockets for part in ("--bind", str(s), str(s))]
-        args += ["--remount-ro", str(path)]
-    for path in mounts.hidden_files:
-        args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]
+        hidden = ["--perms", "0700", "--tmpfs", str(path)]  # mount points for the sockets
+        hidden += [part for s in sockets for part in ("--bind", str(s), str(s))]
+        steps.append(Step(path, [*hidden, "--remount-ro", str(path)]))
+    steps += [Step(path, ["--ro-bind", "/dev/null", str(path)]) for path in mounts.hidden_files]
+    steps.append(Step(tmp, ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]))
+    for step in binds_first(steps):
+        args += step.args
     # An editor's terminal starts from the editor's environment, which the agent never
     # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
     for name in unset:

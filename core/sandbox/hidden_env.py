@@ -86,8 +86,12 @@ def secret_variables(names: Iterable[str]) -> list[str]:
 
 def credential_values(env: Mapping[str, str]) -> list[str]:
     """Which variables of `env` hold a URL with a password in it, proxies aside."""
+    # (`://` and `@` first: the pattern needs both, and most values have neither, so the
+    # regex runs on a few values instead of all of them, twice per launch)
     return sorted(
-        name for name, value in env.items() if _URL_PASSWORD.search(value) and not _PROXY.fullmatch(name)
+        name
+        for name, value in env.items()
+        if "://" in value and "@" in value and _URL_PASSWORD.search(value) and not _PROXY.fullmatch(name)
     )
 
 

@@ -37,7 +37,14 @@ against none): a tmpfs; a tmpfs remounted read-only (what an empty read-only fol
 before); a read-only bind of /dev/null over a file (a hidden secret file); a read-only
 overlay of two empty folders (`empty_layers`, what an empty read-only folder costs now).
 
-Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
+With --source DIR (another checkout, e.g. main's: `git -C MAIN archive HEAD | tar -x -C DIR`),
+before against after in one invocation: --pairs rounds, each running this benchmark once
+with DIR's engine and once with this tree's, in alternating order (one process each: two
+versions of the engine cannot share one), with the same interpreter and settings; each
+figure is printed per round for both, then the medians of the rounds. Keep DIR out of /tmp:
+a launch keeps the agent's own code visible there, which would add a mount to DIR's runs.
+
+Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown] [--source DIR]
 Exits non-zero when the sandbox adds 20 ms or more (median) to the utility class (network
 on or off) or to the git work.
 """
@@ -339,7 +346,57 @@ def measure_landlock(runs: int) -> dict[str, float]:
     return {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
 
 
+def compare(source: Path, pairs: int, passed: list[str]) -> int:
+    """Before (`source`'s engine) against after (this tree's), alternating whole runs."""
+    trees = {"before": source.resolve(), "after": Path(__file__).resolve().parent.parent}
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory(dir=Path.home()) as shims:
+        for name, tree in trees.items():
+            shim = Path(shims) / name  # the tree's engine under its import names
+            shim.mkdir()
+            for link, folder in (
+                ("hermes_core", "core"),
+                ("hermes_acp", "hermes_acp"),
+                ("benchmarks", "benchmarks"),
+            ):
+                (shim / link).symlink_to(tree / folder)
+        for round_ in range(pairs):
+            for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+                shim = Path(shims) / name
+                env = {**os.environ, "PYTHONPATH": str(shim)}
+                argv = [sys.executable, "-m", "benchmarks.bench_sandbox", *passed]
+                done = subprocess.run(argv, cwd=shim, env=env, capture_output=True, text=True)
+                start = done.stdout.find("{")
+                if start < 0:
+                    raise SystemExit(f"the {name} run failed:\n{done.stdout}\n{done.stderr}")
+                runs[name].append(json.loads(done.stdout[start:]))
+    out: dict[str, Any] = {"trees": {name: str(tree) for name, tree in trees.items()}}
+    for key, value in runs["after"][0].items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        before = [float(r[key]) for r in runs["before"] if key in r]
+        after = [float(r[key]) for r in runs["after"]]
+        shown = " / ".join(f"{v:.2f}" for v in before) if before else "-"
+        median = f"{statistics.median(before):.2f}" if before else "-"
+        out[key] = (
+            f"before {shown} | after {' / '.join(f'{v:.2f}' for v in after)} "
+            f"| medians {median} -> {statistics.median(after):.2f}"
+        )
+    out["engines"] = sorted(
+        {r["engine"] for name in ("before", "after") for r in runs[name] if "engine" in r}
+    )
+    out["uptimes"] = [r["uptime"] for name in ("before", "after") for r in runs[name]]
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def main() -> int:
+    if "--source" in sys.argv:  # before against after: this benchmark run in both trees
+        parser = argparse.ArgumentParser(description=__doc__)
+        parser.add_argument("--source", type=Path, required=True)
+        parser.add_argument("--pairs", type=int, default=3, help="rounds of one run per tree")
+        known, passed = parser.parse_known_args(sys.argv[1:])
+        return compare(known.source, known.pairs, passed)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100, help="runs per class and variant")
     parser.add_argument("--git-runs", type=int, default=40, help="everyday git runs per variant")
@@ -350,6 +407,7 @@ def main() -> int:
     args = parser.parse_args()
     result: dict[str, float | str] = {"load_before": os.getloadavg()[0], "cores": float(os.cpu_count() or 0)}
     result["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    result["engine"] = str(Path(sys.modules[Sandbox.__module__].__file__ or "").parent)  # which tree ran
     result.update(asyncio.run(measure(args.runs, CLASSES)))
     result.update(asyncio.run(measure(args.git_runs, {"git": EVERYDAY_GIT})))
     if args.landlock:

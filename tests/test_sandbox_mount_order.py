@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -120,3 +121,20 @@ def test_only_plain_local_folders_become_views(tmp_path: Path) -> None:
 def _fs_type(path: Path) -> str:
     done = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True)
     return {"ext2/ext3": "ext4"}.get(done.stdout.strip(), done.stdout.strip())
+
+
+async def test_a_device_file_in_an_editor_folder_cannot_be_opened_inside(repo: Path, home: Path) -> None:
+    # A bind is nodev; an overlay bwrap mounts as root is not (a regular user's is, by its
+    # user namespace). An archive extracted as root can hold `.vscode/disk`, a block device.
+    vscode = repo / ".vscode"
+    vscode.mkdir()
+    try:
+        os.mknod(vscode / "zero", 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # /dev/zero's numbers
+    except PermissionError:  # only root makes device files, and only as root is one a risk
+        os.mkfifo(vscode / "zero")
+        assert os.geteuid() != 0 and viewable(vscode)  # the user namespace makes it nodev
+        return
+    assert not viewable(vscode)
+    ws, _ = sandboxed(repo, home)
+    code, out = await run(ws, "ls .vscode && head -c 4 .vscode/zero", home)
+    assert code != 0 and "zero" in out and "Permission denied" in out, out  # seen, not opened

@@ -385,7 +385,10 @@ class Sandbox:
         if self.bwrap is not None and overlays_work(self.bwrap):
             out.empty = usable_layers(self.bwrap, out.private)
         if out.empty is not None:
-            out.views = {p for p in folders if p not in out.substitutes and viewable(p)}
+            # (not the empty mount points bwrap left for our own placeholders: those go
+            # when the session ends, and are not in use as an overlay's layer then)
+            mine = self._seen_placeholders
+            out.views = {p for p in folders if p not in mine and p not in out.substitutes and viewable(p)}
         return out
 
     def after_command(self) -> None:

@@ -5,6 +5,7 @@ what to mount).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,32 +97,40 @@ class Step:
         self.costly = any(option in _PARSES_MOUNTINFO for option in self.args)
 
 
-def _related(a: Step, b: Step) -> bool:
-    """Whether one step mounts on or above a place the other mounts on: their order is
-    what the launch means (a later mount covers what an earlier one put there)."""
-    for x in a.targets:
-        for y in b.targets:
-            if x == y or y.startswith(x + "/") or x.startswith(y + "/") or x == "/" or y == "/":
-                return True
-    return False
-
-
 def binds_first(steps: list[Step]) -> list[Step]:
     """`steps` reordered so that the binds and remounts come as early as they may, while
     the mount table is shortest: bwrap parses all of it for each of those, and every
     overlay and tmpfs before one makes it longer. Only steps on unrelated places change
     places: for two steps where one mounts on or inside the other's place, the order stays
     as given, so every mount still covers (or sits on) exactly what it did."""
-    before: list[list[int]] = [
-        [j for j in range(i) if _related(steps[j], steps[i])] for i in range(len(steps))
-    ]
-    done = [False] * len(steps)
+    at: dict[str, list[int]] = {}
+    for index, step in enumerate(steps):
+        for target in step.targets:
+            at.setdefault(target, []).append(index)
+    later: list[set[int]] = [set() for _ in steps]  # what must wait for each step
+    waiting = [0] * len(steps)
+    for index, step in enumerate(steps):
+        for target in step.targets:
+            place = target
+            while True:  # each place on or above this target another step mounts on
+                for other in at.get(place, ()):
+                    first, second = min(index, other), max(index, other)
+                    if first != second and second not in later[first]:
+                        later[first].add(second)
+                        waiting[second] += 1
+                if place == "/":
+                    break
+                place = place.rsplit("/", 1)[0] or "/"
+    ready = [(not step.costly, index) for index, step in enumerate(steps) if not waiting[index]]
+    heapq.heapify(ready)
     out: list[Step] = []
-    while len(out) < len(steps):
-        ready = [i for i in range(len(steps)) if not done[i] and all(done[j] for j in before[i])]
-        pick = next((i for i in ready if steps[i].costly), ready[0])
-        done[pick] = True
-        out.append(steps[pick])
+    while ready:
+        _, index = heapq.heappop(ready)
+        out.append(steps[index])
+        for successor in later[index]:
+            waiting[successor] -= 1
+            if not waiting[successor]:
+                heapq.heappush(ready, (not steps[successor].costly, successor))
     return out
 
 

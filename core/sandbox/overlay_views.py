@@ -12,6 +12,13 @@ the kinds below, found by the folder's device in the mount table. Anything else 
 network mounts, an unknown device) keeps the bind. Only for folders nothing is mounted
 inside on the host (the overlay would not show such a mount): git's `hooks` and `info`
 and the editors' folders are plain folders.
+
+A bind is `nodev`; bwrap mounts an overlay without that flag. A regular user's overlay is
+mounted in bwrap's user namespace, where the kernel ignores device files all the same. Run
+as root there is no user namespace, and a device file in the folder (a root-extracted
+archive can hold `.vscode/disk`, a block device) would open the disk from inside: so as
+root only a small folder holding nothing but folders, regular files and links, looked
+at before each launch, is a view (only root can make a device file, and none can inside).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ import os
 import stat
 from pathlib import Path
 
+_ROOT = os.geteuid() == 0
+_ROOT_SCAN_LIMIT = 256  # entries; a larger folder keeps its bind
 # Local file systems overlayfs accepts as a lower layer.
 _LOWER_OK = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs"})
 
@@ -41,7 +50,29 @@ def viewable(path: Path) -> bool:
         _read_mount_table()
         kind = _devices.get(status.st_dev)
     text = str(path).rstrip("/") + "/"
-    return kind in _LOWER_OK and not any(point.startswith(text) for point in _points)
+    if kind not in _LOWER_OK or any(point.startswith(text) for point in _points):
+        return False
+    return not _ROOT or _plain(text)
+
+
+def _plain(folder: str) -> bool:
+    """Whether `folder` holds only folders, regular files and links (no device file,
+    FIFO or socket), `_ROOT_SCAN_LIMIT` entries at most."""
+    pending, seen = [folder], 0
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > _ROOT_SCAN_LIMIT:
+                        return False
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    elif not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
+                        return False
+        except OSError:
+            return False
+    return True
 
 
 def _read_mount_table() -> None:

@@ -72,29 +72,19 @@ class Mounts:
 
 # bwrap 0.11 reads and parses the whole /proc/self/mountinfo for each of these (to find
 # the mounts beneath the target), so each costs more the more mounts exist by then.
-_PARSES_MOUNTINFO = frozenset({"--bind", "--ro-bind", "--dev-bind", "--remount-ro"})
-_TARGET_AT = {"--bind": 2, "--ro-bind": 2, "--dev-bind": 2, "--remount-ro": 1, "--tmpfs": 1}
-_TARGET_AT |= {"--ro-overlay": 1, "--overlay": 3}
+_PARSES_MOUNTINFO = ("--bind", "--ro-bind", "--dev-bind", "--remount-ro")
 
 
-@dataclass(slots=True)
 class Step:
-    """One mount of the launch (with what belongs to it: an overlay's sources, a hidden
-    folder's socket binds and remount): `path` is where it mounts."""
+    """One mount of the launch, with what belongs to it (an overlay's sources; a hidden
+    folder's socket binds and remount, all inside it): `place` is where it mounts."""
 
-    path: Path
-    args: list[str]
-    targets: tuple[str, ...] = ()
-    costly: bool = False
+    __slots__ = ("args", "costly", "place")
 
-    def __post_init__(self) -> None:
-        found = []
-        for index, option in enumerate(self.args):
-            at = _TARGET_AT.get(option)
-            if at is not None:
-                found.append(self.args[index + at].rstrip("/") or "/")
-        self.targets = tuple(found)
-        self.costly = any(option in _PARSES_MOUNTINFO for option in self.args)
+    def __init__(self, path: Path, args: list[str]) -> None:
+        self.place = str(path).rstrip("/") or "/"
+        self.args = args
+        self.costly = any(option in args for option in _PARSES_MOUNTINFO)
 
 
 def binds_first(steps: list[Step]) -> list[Step]:
@@ -105,22 +95,20 @@ def binds_first(steps: list[Step]) -> list[Step]:
     as given, so every mount still covers (or sits on) exactly what it did."""
     at: dict[str, list[int]] = {}
     for index, step in enumerate(steps):
-        for target in step.targets:
-            at.setdefault(target, []).append(index)
+        at.setdefault(step.place, []).append(index)
     later: list[set[int]] = [set() for _ in steps]  # what must wait for each step
     waiting = [0] * len(steps)
     for index, step in enumerate(steps):
-        for target in step.targets:
-            place = target
-            while True:  # each place on or above this target another step mounts on
-                for other in at.get(place, ()):
-                    first, second = min(index, other), max(index, other)
-                    if first != second and second not in later[first]:
-                        later[first].add(second)
-                        waiting[second] += 1
-                if place == "/":
-                    break
-                place = place.rsplit("/", 1)[0] or "/"
+        place = step.place
+        while True:  # each place on or above this one that another step mounts on
+            for other in at.get(place, ()):
+                first, second = min(index, other), max(index, other)
+                if first != second and second not in later[first]:
+                    later[first].add(second)
+                    waiting[second] += 1
+            if place == "/":
+                break
+            place = place.rsplit("/", 1)[0] or "/"
     ready = [(not step.costly, index) for index, step in enumerate(steps) if not waiting[index]]
     heapq.heapify(ready)
     out: list[Step] = []

@@ -72,7 +72,7 @@ class Mounts:
 
 # bwrap 0.11 reads and parses the whole /proc/self/mountinfo for each of these (to find
 # the mounts beneath the target), so each costs more the more mounts exist by then.
-_PARSES_MOUNTINFO = ("--bind", "--ro-bind", "--dev-bind", "--remount-ro")
+_PARSES_MOUNTINFO = frozenset({"--bind", "--ro-bind", "--dev-bind", "--remount-ro"})
 
 
 class Step:
@@ -84,7 +84,7 @@ class Step:
     def __init__(self, path: Path, args: list[str]) -> None:
         self.place = str(path).rstrip("/") or "/"
         self.args = args
-        self.costly = any(option in args for option in _PARSES_MOUNTINFO)
+        self.costly = not _PARSES_MOUNTINFO.isdisjoint(args)
 
 
 def binds_first(steps: list[Step]) -> list[Step]:

@@ -126,6 +126,7 @@ class Sandbox:
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
         self._agent_env: list[str] | None = None
+        self._hidden_names: dict[str, bool] = {}
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -184,7 +185,15 @@ class Sandbox:
         }
 
     def _hides_variable(self, name: str) -> bool:
-        return hides_variable(name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent)
+        # By the name and this sandbox's settings alone: kept (every variable, every launch).
+        hides = self._hidden_names.get(name)
+        if hides is None:
+            if len(self._hidden_names) > 4096:
+                self._hidden_names.clear()
+            hides = self._hidden_names[name] = hides_variable(
+                name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent
+            )
+        return hides
 
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the

@@ -37,7 +37,22 @@ against none): a tmpfs; a tmpfs remounted read-only (what an empty read-only fol
 before); a read-only bind of /dev/null over a file (a hidden secret file); a read-only
 overlay of two empty folders (`empty_layers`, what an empty read-only folder costs now).
 
-Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown]
+With --source DIR (another checkout, e.g. main's: `git -C MAIN archive HEAD | tar -x -C DIR`),
+before against after in one invocation: --pairs rounds, each running this benchmark (this
+tree's: the same instrument for both) once with DIR's engine and once with this tree's,
+in alternating order (one process each: two versions of the engine cannot share one), with
+the same interpreter and settings; each figure is printed per round for both, then the
+medians of the rounds. Keep DIR out of /tmp:
+a launch keeps the agent's own code visible there, which would add a mount to DIR's runs.
+
+With --cpu, the CPU a launch costs, which a loaded machine disturbs far less than the
+wall time: each class's launch of `bash -c true` (its mounts as that class gets them) and a
+bare `bash -c true`, shuffled, each run in a cpuacct cgroup of its own (bwrap, its pid 1
+and the teardown of its mounts; v1 `cpuacct` or v2 `cpu.stat`, which needs root or a
+delegated cgroup), median added per launch; and the CPU of the Python side of a launch
+(`Sandbox.wrap` and `environment`) per class.
+
+Run: python -m benchmarks.bench_sandbox [--runs N] [--landlock] [--breakdown] [--cpu] [--source DIR]
 Exits non-zero when the sandbox adds 20 ms or more (median) to the utility class (network
 on or off) or to the git work.
 """
@@ -261,6 +276,83 @@ def measure_breakdown(runs: int) -> dict[str, float]:
     return {f"breakdown_{name}_ms": statistics.median(values) for name, values in samples.items()}
 
 
+class CpuMeter:
+    """CPU used by a process and everything it leaves (down to the teardown of its mounts):
+    it starts in a cgroup of its own, read when the cgroup is empty again."""
+
+    def __init__(self, name: str) -> None:
+        v1 = Path("/sys/fs/cgroup/cpuacct")
+        self.path = (v1 if v1.is_dir() else Path("/sys/fs/cgroup")) / f"bench-sandbox-{os.getpid()}-{name}"
+        self.path.mkdir()
+        self._usage = self.path / ("cpuacct.usage" if v1.is_dir() else "cpu.stat")
+
+    def used_ms(self) -> float:
+        text = self._usage.read_text()
+        if self._usage.name == "cpu.stat":  # usage_usec N
+            return int(text.split()[1]) / 1000
+        return int(text) / 1e6
+
+    def run(self, argv: list[str], cwd: Path) -> float:
+        procs = self.path / "cgroup.procs"
+        before = self.used_ms()
+        subprocess.run(argv, cwd=cwd, check=True, preexec_fn=lambda: procs.write_text("0"))
+        while procs.read_text().strip():  # bwrap's pid 1 still tearing the mounts down
+            time.sleep(0.0005)
+        return self.used_ms() - before
+
+    def close(self) -> None:
+        self.path.rmdir()
+
+
+def measure_cpu(runs: int) -> dict[str, float]:
+    """Median CPU ms each class's launch adds to a bare `bash -c true`, and the Python side."""
+    with tempfile.TemporaryDirectory() as folder:
+        home, project = lay_out(Path(folder))
+        state = Path(folder) / "agent-home" / "sandbox" / "caches"
+        sandbox = Sandbox(
+            WorkspaceScope(project), home=home, state=state, hidden=(Path(folder) / "agent-home",)
+        )
+        for layer in caches.overlays(caches.DEFAULT_CACHES, home, state):
+            (layer.upper / "from-a-build").write_text("cached\n")
+        search = f"{home / 'tools'}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"
+        env = {**os.environ, "HOME": str(home), "PATH": search}
+        shell = ["/bin/bash", "-c", "true"]
+        lines = {**CLASSES, "git": EVERYDAY_GIT}
+        launches = {"bare": shell}
+        python: dict[str, list[float]] = {kind: [] for kind in lines}
+        for kind, line in lines.items():
+            launches[kind] = sandbox.wrap(
+                shell, cwd=project, command=line, search_path=search, in_cgroup=True
+            )
+            sandbox.after_command()
+        try:
+            meters = {name: CpuMeter(name) for name in launches}
+        except OSError as exc:
+            raise SystemExit(f"--cpu needs a cgroup it can make ({exc})") from None
+        samples: dict[str, list[float]] = {name: [] for name in launches}
+        order = list(launches)
+        try:
+            for _ in range(runs):
+                random.shuffle(order)
+                for name in order:
+                    samples[name].append(meters[name].run(launches[name], project))
+                for kind, line in lines.items():
+                    started = time.process_time()
+                    sandbox.wrap(shell, cwd=project, command=line, search_path=search, in_cgroup=True)
+                    sandbox.environment(env)
+                    python[kind].append((time.process_time() - started) * 1000)
+                    sandbox.after_command()
+        finally:
+            for meter in meters.values():
+                meter.close()
+    bare = statistics.median(samples["bare"])
+    out = {"cpu_bare_ms": bare}
+    for kind in lines:
+        out[f"cpu_{kind}_added_ms"] = statistics.median(samples[kind]) - bare
+        out[f"cpu_{kind}_python_ms"] = statistics.median(python[kind])
+    return out
+
+
 def measure_mount_prices(runs: int, count: int = 20) -> dict[str, float]:
     """What one mount of each kind adds to a launch, in ms: `count` of them against none,
     shuffled. bwrap reads and parses /proc/self/mountinfo for every bind and remount, so
@@ -339,7 +431,55 @@ def measure_landlock(runs: int) -> dict[str, float]:
     return {f"{name}_ms": statistics.median(values) for name, values in samples.items()}
 
 
+def compare(source: Path, pairs: int, passed: list[str]) -> int:
+    """Before (`source`'s engine) against after (this tree's), alternating whole runs."""
+    trees = {"before": source.resolve(), "after": Path(__file__).resolve().parent.parent}
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory(dir=Path.home()) as shims:
+        for name, tree in trees.items():
+            shim = Path(shims) / name  # the tree's engine under its import names
+            shim.mkdir()
+            for link, folder in (("hermes_core", "core"), ("hermes_acp", "hermes_acp")):
+                (shim / link).symlink_to(tree / folder)
+            # the same instrument for both: this benchmark, with the tree's engine
+            (shim / "benchmarks").symlink_to(Path(__file__).resolve().parent)
+        for round_ in range(pairs):
+            for name in ("before", "after") if round_ % 2 == 0 else ("after", "before"):
+                shim = Path(shims) / name
+                env = {**os.environ, "PYTHONPATH": str(shim)}
+                argv = [sys.executable, "-m", "benchmarks.bench_sandbox", *passed]
+                done = subprocess.run(argv, cwd=shim, env=env, capture_output=True, text=True)
+                start = done.stdout.find("{")
+                if start < 0:
+                    raise SystemExit(f"the {name} run failed:\n{done.stdout}\n{done.stderr}")
+                runs[name].append(json.loads(done.stdout[start:]))
+    out: dict[str, Any] = {"trees": {name: str(tree) for name, tree in trees.items()}}
+    for key, value in runs["after"][0].items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        before = [float(r[key]) for r in runs["before"] if key in r]
+        after = [float(r[key]) for r in runs["after"]]
+        shown = " / ".join(f"{v:.2f}" for v in before) if before else "-"
+        median = f"{statistics.median(before):.2f}" if before else "-"
+        out[key] = (
+            f"before {shown} | after {' / '.join(f'{v:.2f}' for v in after)} "
+            f"| medians {median} -> {statistics.median(after):.2f}"
+        )
+    out["engines"] = sorted(
+        {r["engine"] for name in ("before", "after") for r in runs[name] if "engine" in r}
+    )
+    out["uptimes"] = [r["uptime"] for name in ("before", "after") for r in runs[name]]
+    print(json.dumps(out, indent=2))
+    return 0
+
+
 def main() -> int:
+    if "--source" in sys.argv:  # before against after: this benchmark run in both trees
+        parser = argparse.ArgumentParser(description=__doc__)
+        parser.add_argument("--source", type=Path, required=True)
+        parser.add_argument("--pairs", type=int, default=3, help="rounds of one run per tree")
+        known, passed = parser.parse_known_args(sys.argv[1:])
+        return compare(known.source, known.pairs, passed)
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100, help="runs per class and variant")
     parser.add_argument("--git-runs", type=int, default=40, help="everyday git runs per variant")
@@ -347,9 +487,18 @@ def main() -> int:
     parser.add_argument(
         "--breakdown", action="store_true", help="also where a launch's time goes (see above)"
     )
+    parser.add_argument("--cpu", action="store_true", help="only the CPU a launch costs (see above)")
     args = parser.parse_args()
     result: dict[str, float | str] = {"load_before": os.getloadavg()[0], "cores": float(os.cpu_count() or 0)}
     result["uptime"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    result["engine"] = str(Path(sys.modules[Sandbox.__module__].__file__ or "").parent)  # which tree ran
+    if args.cpu:
+        result.update(measure_cpu(args.runs))
+        result["load_after"] = os.getloadavg()[0]
+        print(
+            json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()}, indent=2)
+        )
+        return 0
     result.update(asyncio.run(measure(args.runs, CLASSES)))
     result.update(asyncio.run(measure(args.git_runs, {"git": EVERYDAY_GIT})))
     if args.landlock:

@@ -45,6 +45,7 @@ from hermes_core.sandbox.hidden_env import (
     secret_variables,
 )
 from hermes_core.sandbox.index_configs import index_configs
+from hermes_core.sandbox.overlay_views import viewable
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -125,6 +126,8 @@ class Sandbox:
         self._placeholders: set[Path] = set()  # removed after the session's last command
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
+        self._agent_env: list[str] | None = None
+        self._hidden_names: dict[str, bool] = {}
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -183,7 +186,15 @@ class Sandbox:
         }
 
     def _hides_variable(self, name: str) -> bool:
-        return hides_variable(name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent)
+        # By the name and this sandbox's settings alone: kept (every variable, every launch).
+        hides = self._hidden_names.get(name)
+        if hides is None:
+            if len(self._hidden_names) > 4096:
+                self._hidden_names.clear()
+            hides = self._hidden_names[name] = hides_variable(
+                name, hidden_env=self.hidden_env, ssh_agent=self.ssh_agent
+            )
+        return hides
 
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the
@@ -289,7 +300,9 @@ class Sandbox:
         ]
 
     def _hidden_agent_env(self) -> list[str]:
-        return [name for name in (*AGENT_ENV, *SOCKET_ENV) if self._hides_variable(name)]
+        if self._agent_env is None:  # fixed names and settings: worked out once
+            self._agent_env = [name for name in (*AGENT_ENV, *SOCKET_ENV) if self._hides_variable(name)]
+        return self._agent_env
 
     def launch_thread(self) -> limits.LaunchThread:
         """The thread this session's local commands are started from (inside its pids
@@ -321,6 +334,7 @@ class Sandbox:
         roots = self.scope.roots
         out = Mounts()
         read_only_caches: list[Path] = []
+        folders: list[Path] = []  # git's and the editors' read-only folders: maybe overlay views
         if self.mode == "workspace-write":
             out.writable += roots
             out.writable += self._existing(self.writable)
@@ -340,7 +354,9 @@ class Sandbox:
             for root in roots:
                 guard = protected.git_guard(root)
                 out.pinned += [p for p in guard.pinned if inside_changeable(p)]
-                out.read_only += [p for p in guard.read_only if inside_changeable(p)]
+                guarded = [p for p in guard.read_only if inside_changeable(p)]
+                out.read_only += guarded
+                folders += guarded
                 for path in guard.placeholders:
                     if inside_changeable(path):
                         out.placeholders.append(path)
@@ -353,7 +369,9 @@ class Sandbox:
                         out.hidden_files.append(path)  # an empty read-only file: git includes nothing
                         self._remove_when_done(path)
                 editors = protected.editor_guard(root)
-                out.read_only += [p for p in editors.read_only if inside_changeable(p)]
+                shielded = [p for p in editors.read_only if inside_changeable(p)]
+                out.read_only += shielded
+                folders += shielded
                 for path in editors.placeholders:
                     if inside_changeable(path):
                         out.placeholders.append(path)
@@ -388,6 +406,11 @@ class Sandbox:
         out.unlayer_mount_points()
         if self.bwrap is not None and overlays_work(self.bwrap):
             out.empty = usable_layers(self.bwrap, out.private)
+        if out.empty is not None:
+            # (not the empty mount points bwrap left for our own placeholders: those go
+            # when the session ends, and are not in use as an overlay's layer then)
+            mine = self._seen_placeholders
+            out.views = {p for p in folders if p not in mine and p not in out.substitutes and viewable(p)}
         return out
 
     def after_command(self) -> None:

@@ -5,6 +5,7 @@ what to mount).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,9 @@ class Mounts:
     sockets: list[Path] = field(default_factory=list)  # reachable again inside hidden dirs
     private: list[Path] = field(default_factory=list)  # shared temp dirs: empty and read-only
     kept: list[Path] = field(default_factory=list)  # read-only again inside a private dir
+    # Read-only folders shown through a read-only overlay of their own (under an empty
+    # layer) rather than a bind: the same entries, no mountinfo parse (`overlay_views`).
+    views: set[Path] = field(default_factory=set)
     # Two empty folders whose read-only overlay is an empty read-only folder cheaper than
     # a tmpfs remounted read-only (`empty_layers`); None: the tmpfs.
     empty: tuple[Path, Path] | None = None
@@ -64,6 +68,58 @@ class Mounts:
                 self.overlays.append(layer)  # writable inside it: as before, its own overlay
             elif any(layer.lower.is_relative_to(w) for w in self.writable):
                 self.read_only.insert(0, layer.lower)
+
+
+# bwrap 0.11 reads and parses the whole /proc/self/mountinfo for each of these (to find
+# the mounts beneath the target), so each costs more the more mounts exist by then.
+_PARSES_MOUNTINFO = frozenset({"--bind", "--ro-bind", "--dev-bind", "--remount-ro"})
+
+
+class Step:
+    """One mount of the launch, with what belongs to it (an overlay's sources; a hidden
+    folder's socket binds and remount, all inside it): `place` is where it mounts."""
+
+    __slots__ = ("args", "costly", "place")
+
+    def __init__(self, path: Path, args: list[str]) -> None:
+        self.place = str(path).rstrip("/") or "/"
+        self.args = args
+        self.costly = not _PARSES_MOUNTINFO.isdisjoint(args)
+
+
+def binds_first(steps: list[Step]) -> list[Step]:
+    """`steps` reordered so that the binds and remounts come as early as they may, while
+    the mount table is shortest: bwrap parses all of it for each of those, and every
+    overlay and tmpfs before one makes it longer. Only steps on unrelated places change
+    places: for two steps where one mounts on or inside the other's place, the order stays
+    as given, so every mount still covers (or sits on) exactly what it did."""
+    at: dict[str, list[int]] = {}
+    for index, step in enumerate(steps):
+        at.setdefault(step.place, []).append(index)
+    later: list[set[int]] = [set() for _ in steps]  # what must wait for each step
+    waiting = [0] * len(steps)
+    for index, step in enumerate(steps):
+        place = step.place
+        while True:  # each place on or above this one that another step mounts on
+            for other in at.get(place, ()):
+                first, second = min(index, other), max(index, other)
+                if first != second and second not in later[first]:
+                    later[first].add(second)
+                    waiting[second] += 1
+            if place == "/":
+                break
+            place = place.rsplit("/", 1)[0] or "/"
+    ready = [(not step.costly, index) for index, step in enumerate(steps) if not waiting[index]]
+    heapq.heapify(ready)
+    out: list[Step] = []
+    while ready:
+        _, index = heapq.heappop(ready)
+        out.append(steps[index])
+        for successor in later[index]:
+            waiting[successor] -= 1
+            if not waiting[successor]:
+                heapq.heappush(ready, (not steps[successor].costly, successor))
+    return out
 
 
 def _outermost(paths: list[Path]) -> list[Path]:
@@ -144,25 +200,37 @@ def launch_argv(
             remount.append(path)  # no skeleton could be made: the tmpfs, as before
         layers.append((path, ["--tmpfs", str(path), *kept]))
     layers += [(path, ["--ro-bind", str(path), str(path)]) for path in mounts.kept]
-    for _, part in sorted(layers, key=lambda item: len(item[0].parts)):
-        args += part
-    for path in mounts.pinned:  # a mount point cannot be renamed away and replaced
-        args += ["--bind", str(path), str(path)]
+    steps: list[Step] = [
+        Step(path, part) for path, part in sorted(layers, key=lambda item: len(item[0].parts))
+    ]
+    # a mount point cannot be renamed away and replaced
+    steps += [Step(path, ["--bind", str(path), str(path)]) for path in mounts.pinned]
     for path in mounts.read_only:
-        args += ["--ro-bind", str(mounts.substitutes.get(path, path)), str(path)]
-    for path in mounts.placeholders:
-        args += _empty_read_only(mounts.empty, path)
+        if path in mounts.views and mounts.empty is not None:  # the folder on top: its own mode
+            view = [
+                "--overlay-src",
+                str(mounts.empty[1]),
+                "--overlay-src",
+                str(path),
+                "--ro-overlay",
+                str(path),
+            ]
+            steps.append(Step(path, view))
+        else:
+            steps.append(Step(path, ["--ro-bind", str(mounts.substitutes.get(path, path)), str(path)]))
+    steps += [Step(path, _empty_read_only(mounts.empty, path)) for path in mounts.placeholders]
     for path in mounts.hidden_dirs:
         sockets = [s for s in mounts.sockets if s.is_relative_to(path)]
         if not sockets:
-            args += _empty_read_only(mounts.empty, path, perms="0700")
+            steps.append(Step(path, _empty_read_only(mounts.empty, path, perms="0700")))
             continue
-        args += ["--perms", "0700", "--tmpfs", str(path)]  # mount points for the sockets
-        args += [part for s in sockets for part in ("--bind", str(s), str(s))]
-        args += ["--remount-ro", str(path)]
-    for path in mounts.hidden_files:
-        args += ["--ro-bind", "/dev/null", str(path)]
-    args += ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]
+        hidden = ["--perms", "0700", "--tmpfs", str(path)]  # mount points for the sockets
+        hidden += [part for s in sockets for part in ("--bind", str(s), str(s))]
+        steps.append(Step(path, [*hidden, "--remount-ro", str(path)]))
+    steps += [Step(path, ["--ro-bind", "/dev/null", str(path)]) for path in mounts.hidden_files]
+    steps.append(Step(tmp, ["--size", str(tmp_bytes), "--perms", "0700", "--tmpfs", str(tmp)]))
+    for step in binds_first(steps):
+        args += step.args
     # An editor's terminal starts from the editor's environment, which the agent never
     # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
     for name in unset:

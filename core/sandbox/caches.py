@@ -87,8 +87,8 @@ def split(every: list[Overlay], need: frozenset[str] | None, home: Path, writabl
     writable place keeps its overlay (a read-only bind would cover that place)."""
     if need is None:
         return CacheMounts(every, [], [])
-    wanted = {expand(raw, home) for raw in need}
-    defaults = {expand(raw, home) for raw in DEFAULT_CACHES}
+    wanted = _expanded(need, home)
+    defaults = _expanded(DEFAULT_CACHES, home)
     out = CacheMounts([], [], [])
     for layer in every:
         if layer.lower in wanted or (need and layer.lower not in defaults):
@@ -102,6 +102,12 @@ def split(every: list[Overlay], need: frozenset[str] | None, home: Path, writabl
         else:
             out.bound.append(layer.lower)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _expanded(raws: frozenset[str] | tuple[str, ...], home: Path) -> frozenset[Path]:
+    """The caches' paths under `home` (only names: worked out once per list)."""
+    return frozenset(expand(raw, home) for raw in raws)
 
 
 def layer_covers(layer: Overlay, paths: list[Path]) -> bool:

@@ -2,7 +2,8 @@
 
 One real `hermes-acp --stdio`, the scripted provider at zero latency in a process of its
 own. Every turn is a tool call (`read_file`) and then an answer. First one session runs
-its turns alone (the reference); then 50 sessions each run 5 turns one after another, all
+5 turns alone to warm up, then 25 more (`--lone`: its CPU a turn is counted in 10 ms
+ticks, so it needs many) as the reference; then 50 sessions each run 5 turns one after another, all
 sessions at once. A turn is timed from its prompt to its response. The figure is the p95
 turn of the 250 (target < 1 s), given beside the lone session's median turn.
 
@@ -11,7 +12,7 @@ server, the fake model, this client; /proc counts in ticks, plenty over 250 turn
 shares of the wall time, the server's CPU per turn alone and in the crowd, and the turns by
 their index (turn 0 of every session starts at once: it pays the connection set-up).
 
-    python -m benchmarks.bench_concurrency [--sessions N] [--turns N] [--profile FILE]
+    python -m benchmarks.bench_concurrency [--sessions N] [--turns N] [--lone N] [--profile FILE]
         [--source DIR] [--gc | --cprofile FILE]
 
 `--profile FILE` records the server with py-spy (when installed) into FILE (speedscope).
@@ -230,7 +231,13 @@ async def run_turns(
 
 
 async def main(
-    count: int, turns: int, profile: Path | None, source: Path, count_gc: bool, cprofile: Path | None
+    count: int,
+    turns: int,
+    profile: Path | None,
+    source: Path,
+    count_gc: bool,
+    cprofile: Path | None,
+    lone_turns: int,
 ) -> int:
     load = os.getloadavg()[0]
     with FakeProviderProcess() as fake, tempfile.TemporaryDirectory() as tmp:
@@ -250,11 +257,13 @@ async def main(
                 session = reply["result"]["sessionId"]
                 await server.request(10_000 + i, "session/set_mode", {"sessionId": session, "modeId": "yolo"})
                 sessions.append(session)
-            fake.script(tool_turn_replies(turns * 2))
+            fake.script(tool_turn_replies(turns + lone_turns))
             await run_turns(server, sessions[:1], turns, 20_000)  # the first turns warm up
             meter = CpuMeter(server.pid, fake.pid)
-            alone = [t for by_index in await run_turns(server, sessions[:1], turns, 25_000) for t in by_index]
-            lone_cpu = meter.spent()[0] / turns
+            alone = [
+                t for by_index in await run_turns(server, sessions[:1], lone_turns, 25_000) for t in by_index
+            ]
+            lone_cpu = meter.spent()[0] / lone_turns
             fake.script(tool_turn_replies(count * turns))
             recorder = await start_profiler(server.pid, profile, 100)
             if count_gc or cprofile is not None:
@@ -333,6 +342,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument(
+        "--lone",
+        type=int,
+        default=25,
+        help="the lone session's measured turns (CPU is counted in 10 ms ticks)",
+    )
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--source", type=Path, default=ROOT, help="the source tree to run the server from")
     parser.add_argument("--gc", action="store_true", help="count the server's garbage collections")
@@ -349,6 +364,7 @@ if __name__ == "__main__":
                 arguments.source.resolve(),
                 arguments.gc,
                 None if arguments.cprofile is None else arguments.cprofile.resolve(),
+                arguments.lone,
             )
         )
     )

@@ -127,7 +127,9 @@ class SdkProvider:
                 self.timeout,
                 tuple(sorted(self.extra_headers.items())),
             )
-            client = await asyncio.to_thread(_SHARED.take, key, self._make_client)
+            client = _SHARED.take_made(key)  # another session's: no thread hop at its first call
+            if client is None:
+                client = await asyncio.to_thread(_SHARED.take, key, self._make_client)
             if self._client is None:
                 self._client, self._client_key = client, key
             else:  # a concurrent first call won
@@ -300,6 +302,20 @@ class _SharedClients:
             else:
                 shared.users += 1
             return shared.client
+
+    def take_made(self, key: tuple[Any, ...]) -> Any | None:
+        """The client for `key` if one is made already, taken without blocking (on the
+        event loop: the lock may be held by a thread making a client); None otherwise."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            shared = self._clients.get(key)
+            if shared is None:
+                return None
+            shared.users += 1
+            return shared.client
+        finally:
+            self._lock.release()
 
     async def give_back(self, key: tuple[Any, ...]) -> None:
         with self._lock:

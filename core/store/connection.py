@@ -137,7 +137,8 @@ class SessionWriter:
                 failed(index, exc)
 
         with self._lock:
-            if not self._together_ran(jobs, report):
+            # A lone job is its own transaction(s), as without a batch: no savepoint to pay.
+            if len(jobs) == 1 or not self._together_ran(jobs, report):
                 for index, job in enumerate(jobs):
                     try:
                         job()

@@ -178,7 +178,8 @@ class Tool(ABC, Generic[Args]):
         return made
 
     def make_spec(self) -> ToolSpec:
-        """A new spec from the class's name, description and argument model (`spec` keeps it)."""
+        """A new spec from the class's name, description and argument model. An override
+        may depend on nothing else: `spec` keeps what it made by those and the class."""
         return ToolSpec(self.name, self.description, _parameters(self.args_model))  # frozen: a copy
 
     def parse(self, arguments: dict[str, Any]) -> Args:

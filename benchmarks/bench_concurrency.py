@@ -2,7 +2,8 @@
 
 One real `hermes-acp --stdio`, the scripted provider at zero latency in a process of its
 own. Every turn is a tool call (`read_file`) and then an answer. First one session runs
-its turns alone (the reference); then 50 sessions each run 5 turns one after another, all
+5 turns alone to warm up, then 25 more (`--lone`: its CPU a turn is counted in 10 ms
+ticks, so it needs many) as the reference; then 50 sessions each run 5 turns one after another, all
 sessions at once. A turn is timed from its prompt to its response. The figure is the p95
 turn of the 250 (target < 1 s), given beside the lone session's median turn.
 
@@ -11,14 +12,16 @@ server, the fake model, this client; /proc counts in ticks, plenty over 250 turn
 shares of the wall time, the server's CPU per turn alone and in the crowd, and the turns by
 their index (turn 0 of every session starts at once: it pays the connection set-up).
 
-    python -m benchmarks.bench_concurrency [--sessions N] [--turns N] [--profile FILE]
-        [--source DIR] [--gc]
+    python -m benchmarks.bench_concurrency [--sessions N] [--turns N] [--lone N] [--profile FILE]
+        [--source DIR] [--gc | --cprofile FILE]
 
 `--profile FILE` records the server with py-spy (when installed) into FILE (speedscope).
 `--source DIR` runs the server from another source tree (e.g. a copy of main), to alternate
 before/after runs from the same disk. `--gc` counts and times the server's cyclic garbage
 collections over the crowd, by generation (`gc.callbacks`, installed before the server
-starts).
+starts). `--cprofile FILE` records the server's event-loop thread with cProfile over the
+crowd (started and stopped by the same signals) into FILE (`pstats`); it slows the server,
+so read its shares, not its times.
 """
 
 from __future__ import annotations
@@ -72,11 +75,26 @@ signal.signal(signal.SIGUSR2, _gc_keep)
 atexit.register(_gc_report)
 """
 
+# Run in the server before it starts (`--cprofile FILE`): SIGUSR1 starts cProfile on the main
+# thread (the event loop; a signal handler runs there), SIGUSR2 stops it and writes FILE. It
+# counts the thread's CPU, not the wall: waits for the GIL or a core are not the loop's cost.
+CPROFILE = """
+import cProfile, signal, time
+_prof = cProfile.Profile(time.thread_time)
+def _prof_start(*_):
+    _prof.enable()
+def _prof_stop(*_):
+    _prof.disable()
+    _prof.dump_stats(%r)
+signal.signal(signal.SIGUSR1, _prof_start)
+signal.signal(signal.SIGUSR2, _prof_stop)
+"""
 
-def server_command(source: Path, count_gc: bool) -> tuple[str, ...] | None:
-    """The server's command line: from `source`, with the collection counter when asked
-    (None: the harness's own, this tree's `-m hermes_acp`)."""
-    if source == ROOT and not count_gc:
+
+def server_command(source: Path, count_gc: bool, cprofile: Path | None) -> tuple[str, ...] | None:
+    """The server's command line: from `source`, with the collection counter or the profiler
+    when asked (None: the harness's own, this tree's `-m hermes_acp`)."""
+    if source == ROOT and not count_gc and cprofile is None:
         return None
     if source == ROOT:
         command = (
@@ -88,7 +106,8 @@ def server_command(source: Path, count_gc: bool) -> tuple[str, ...] | None:
     else:
         command = ours(source)
     executable, flag, code, *args = command
-    return (executable, flag, (GC_COUNTER if count_gc else "") + code, *args)
+    prefix = GC_COUNTER if count_gc else CPROFILE % str(cprofile) if cprofile is not None else ""
+    return (executable, flag, prefix + code, *args)
 
 
 def rss_mb(pid: int) -> float:
@@ -125,6 +144,17 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
     where = f"/proc/{pid}" if thread is None else f"/proc/{pid}/task/{thread}"
     fields = Path(f"{where}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def threads_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds of each live thread of process `pid`, by thread id."""
+    spent = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            spent[int(task.name)] = cpu_seconds(pid, int(task.name))
+        except (FileNotFoundError, ProcessLookupError):  # ended meanwhile
+            continue
+    return spent
 
 
 class CpuMeter:
@@ -200,7 +230,15 @@ async def run_turns(
     return durations
 
 
-async def main(count: int, turns: int, profile: Path | None, source: Path, count_gc: bool) -> int:
+async def main(
+    count: int,
+    turns: int,
+    profile: Path | None,
+    source: Path,
+    count_gc: bool,
+    cprofile: Path | None,
+    lone_turns: int,
+) -> int:
     load = os.getloadavg()[0]
     with FakeProviderProcess() as fake, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -209,7 +247,9 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
         (project / "notes.txt").write_text("a note\n")
         env = server_env(home, None, HERMES_ACP_LOG_LEVEL="warning")
         env.update(OPENAI_BASE_URL=fake.openai_base_url, OPENAI_API_KEY="test")
-        async with spawn_server(env, check_schema=False, command=server_command(source, count_gc)) as server:
+        async with spawn_server(
+            env, check_schema=False, command=server_command(source, count_gc, cprofile)
+        ) as server:
             await server.request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
             sessions = []
             for i in range(count + 1):
@@ -217,22 +257,26 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
                 session = reply["result"]["sessionId"]
                 await server.request(10_000 + i, "session/set_mode", {"sessionId": session, "modeId": "yolo"})
                 sessions.append(session)
-            fake.script(tool_turn_replies(turns * 2))
+            fake.script(tool_turn_replies(turns + lone_turns))
             await run_turns(server, sessions[:1], turns, 20_000)  # the first turns warm up
             meter = CpuMeter(server.pid, fake.pid)
-            alone = [t for by_index in await run_turns(server, sessions[:1], turns, 25_000) for t in by_index]
-            lone_cpu = meter.spent()[0] / turns
+            alone = [
+                t for by_index in await run_turns(server, sessions[:1], lone_turns, 25_000) for t in by_index
+            ]
+            lone_cpu = meter.spent()[0] / lone_turns
             fake.script(tool_turn_replies(count * turns))
             recorder = await start_profiler(server.pid, profile, 100)
-            if count_gc:
+            if count_gc or cprofile is not None:
                 os.kill(server.pid, signal.SIGUSR1)
             meter = CpuMeter(server.pid, fake.pid)
             calls_before = io_calls(server.pid)
+            threads_before = threads_cpu(server.pid)
             by_index = await run_turns(server, sessions[1:], turns, 30_000)
             server_cpu, fake_cpu, client_cpu, wall = meter.spent()
             loop_cpu = meter.loop_spent()
+            threads_after = threads_cpu(server.pid)
             reads, writes = (b - a for a, b in zip(calls_before, io_calls(server.pid), strict=True))
-            if count_gc:
+            if count_gc or cprofile is not None:
                 os.kill(server.pid, signal.SIGUSR2)
             rss = rss_mb(server.pid)
             threads = thread_count(server.pid)
@@ -253,6 +297,15 @@ async def main(count: int, turns: int, profile: Path | None, source: Path, count
     print(
         f"the server's event loop (its main thread): {loop_cpu / len(together) * 1e3:.1f} ms of CPU "
         f"a crowd turn, busy {loop_cpu / wall:.0%} of the wall time"
+    )
+    others = sorted(
+        (spent - threads_before.get(tid, 0.0) for tid, spent in threads_after.items() if tid != server.pid),
+        reverse=True,
+    )
+    print(
+        "the server's other threads, CPU a crowd turn (live ones, busiest first): "
+        + ", ".join(f"{spent / len(together) * 1e3:.2f}" for spent in others[:6] if spent > 0)
+        + " ms"
     )
     print(f"server RSS after the crowd: {rss:.1f} MB, {threads} threads ({count + 1} sessions open)")
     print(f"server CPU at rest with them open: {idle_cpu / IDLE_SECONDS * 1e3:.1f} ms a second")
@@ -289,10 +342,19 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=50)
     parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument(
+        "--lone",
+        type=int,
+        default=25,
+        help="the lone session's measured turns (CPU is counted in 10 ms ticks)",
+    )
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--source", type=Path, default=ROOT, help="the source tree to run the server from")
     parser.add_argument("--gc", action="store_true", help="count the server's garbage collections")
+    parser.add_argument("--cprofile", type=Path, default=None, help="cProfile the server's loop into FILE")
     arguments = parser.parse_args()
+    if arguments.gc and arguments.cprofile is not None:
+        parser.error("--gc and --cprofile use the same signals: one at a time")
     sys.exit(
         asyncio.run(
             main(
@@ -301,6 +363,8 @@ if __name__ == "__main__":
                 arguments.profile,
                 arguments.source.resolve(),
                 arguments.gc,
+                None if arguments.cprofile is None else arguments.cprofile.resolve(),
+                arguments.lone,
             )
         )
     )

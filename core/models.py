@@ -9,6 +9,7 @@ Lookups tolerate the ways people spell a model: provider prefixes
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -123,6 +124,7 @@ _BEDROCK_VENDOR = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)  # asked several times a model call, always of the same few names
 def normalise(model: str) -> str:
     """`anthropic/claude-sonnet-4-20250514` -> `claude-sonnet-4`;
     `us.anthropic.claude-sonnet-4-20250514-v1:0` -> `claude-sonnet-4`."""

@@ -40,12 +40,18 @@ class MemoryRecall:
         """True when neither memory file changed since `fresh` last read them, so it would
         find nothing new: a stat of each instead of a read in a thread at every turn start
         (a tenth of the event loop's time with fifty sessions at once)."""
-        if self._read_at is None:
-            return False
         try:
-            return self._states() == self._read_at
+            states = self._states()
         except OSError:
             return False
+        if self._read_at is None:
+            if any(state is not None for state in states):
+                return False
+            # No memory file at all: what `fresh` would make of them, without a thread hop
+            # at each session's first turn (fifty sessions starting at once queue for them).
+            self._read_at, self._known = states, set() if self._known is None else self._known
+            return True
+        return states == self._read_at
 
     def _states(self) -> list[FileState]:
         states: list[FileState] = []

@@ -73,19 +73,14 @@ class SdkProvider:
         and its specs cannot change (`ToolSpec` freezes its schema), so their bytes cannot
         either. Cleaning and encoding them every call was ~8% of the event loop's time with
         fifty sessions at once. Specs that are other objects are encoded afresh, even equal
-        ones (`==` would take a schema's `1` for its `true`)."""
+        ones (`==` would take a schema's `1` for its `true`), unless another provider of the
+        process sent those very objects (`_shared_tools_encoding`). `convert` must depend on
+        the specs alone."""
         key = (convert, *specs)
         sent = self._tools_sent
-        if (
-            sent is not None
-            and len(sent[0]) == len(key)
-            and all(a is b for a, b in zip(sent[0], key, strict=True))
-        ):
-            return sent[1]
-        items = clean(convert(specs))
-        encoded = Encoded(items, [dumps(item) for item in items])
-        self._tools_sent = (key, encoded)
-        return encoded
+        if sent is None or not _same_objects(sent[0], key):
+            sent = self._tools_sent = (key, _shared_tools_encoding(key))
+        return sent[1]
 
     def _normalise_base_url(self, base_url: str | None) -> str | None:
         return base_url
@@ -132,7 +127,9 @@ class SdkProvider:
                 self.timeout,
                 tuple(sorted(self.extra_headers.items())),
             )
-            client = await asyncio.to_thread(_SHARED.take, key, self._make_client)
+            client = _SHARED.take_made(key)  # another session's: no thread hop at its first call
+            if client is None:
+                client = await asyncio.to_thread(_SHARED.take, key, self._make_client)
             if self._client is None:
                 self._client, self._client_key = client, key
             else:  # a concurrent first call won
@@ -166,6 +163,35 @@ class SdkProvider:
         if self._client_key is not None:
             key, self._client, self._client_key = self._client_key, None, None
             await _SHARED.give_back(key)
+
+
+# Tool lists encoded, shared by every provider of the process: sessions offered the same
+# tools hold the very same specs (`Tool.spec`), so fifty sessions starting at once encode
+# them once rather than each at its first call. Keyed by the objects' ids; an entry holds
+# the objects themselves, so none of its ids can be reused while it is kept.
+_TOOLS_ENCODED: dict[tuple[int, ...], tuple[tuple[Any, ...], Encoded]] = {}
+_TOOLS_KEPT = 32
+
+
+def _same_objects(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _shared_tools_encoding(key: tuple[Any, ...]) -> Encoded:
+    """The encoding of `key`'s tools (`key[0]` their conversion, the specs after it): the
+    one already made for these very objects, or a new one, kept. Nothing changes an
+    `Encoded` once made, and a spec's schema is frozen, so sharing it is sharing bytes."""
+    ids = tuple(map(id, key))
+    kept = _TOOLS_ENCODED.get(ids)
+    if kept is not None and _same_objects(kept[0], key):
+        return kept[1]
+    convert, *specs = key
+    items = clean(convert(specs))
+    encoded = Encoded(items, [dumps(item) for item in items])
+    if len(_TOOLS_ENCODED) >= _TOOLS_KEPT:
+        del _TOOLS_ENCODED[next(iter(_TOOLS_ENCODED))]  # the oldest
+    _TOOLS_ENCODED[ids] = (key, encoded)
+    return encoded
 
 
 def wire_form(message: Message, key: Any, convert: Callable[[Message], T]) -> T:
@@ -276,6 +302,20 @@ class _SharedClients:
             else:
                 shared.users += 1
             return shared.client
+
+    def take_made(self, key: tuple[Any, ...]) -> Any | None:
+        """The client for `key` if one is made already, taken without blocking (on the
+        event loop: the lock may be held by a thread making a client); None otherwise."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            shared = self._clients.get(key)
+            if shared is None:
+                return None
+            shared.users += 1
+            return shared.client
+        finally:
+            self._lock.release()
 
     async def give_back(self, key: tuple[Any, ...]) -> None:
         with self._lock:

@@ -4,7 +4,11 @@ hermes-acp process on the machine, and the writes a turn makes (`SessionWriter`)
 Writes are short `BEGIN IMMEDIATE` transactions (WAL mode), retried with jitter when
 another process holds the lock past the busy timeout; each is committed when its method
 returns, so a killed process loses nothing it reported as stored (`synchronous=NORMAL`:
-only an OS crash or power loss can drop the last few).
+only an OS crash or power loss can drop the last few). The live sessions' queue runs what
+piled up as one transaction (`together`), each write in a savepoint of its own: one commit
+for fifty sessions' writes instead of one each, and still committed before any of them is
+reported stored; a process killed meanwhile loses the whole batch, which nobody was told
+had been stored.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,6 +63,7 @@ class SessionWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._retries = retries
+        self._together = False  # a batch's transaction is open (`together`); read under the lock
         # isolation_level=None: no implicit transactions; every write says BEGIN IMMEDIATE.
         self._conn = sqlite3.connect(
             self.path, timeout=retries.busy_timeout, isolation_level=None, check_same_thread=False
@@ -115,6 +120,72 @@ class SessionWriter:
 
         return self._write(write)
 
+    def together(
+        self, jobs: Sequence[Callable[[], object]], failed: Callable[[int, Exception], None]
+    ) -> None:
+        """Run `jobs` (each makes writes through this writer) in one transaction, committed
+        once they all ran; a job that raises has its writes rolled back alone (a savepoint)
+        and is reported to `failed` with its index, the others still land. Should SQLite
+        end the transaction itself (a full disk, an I/O error), what the batch wrote so far
+        is gone with it, so every job is run again in a transaction of its own, as it would
+        have been without a batch."""
+        reported: set[int] = set()
+
+        def report(index: int, exc: Exception) -> None:
+            if index not in reported:
+                reported.add(index)
+                failed(index, exc)
+
+        with self._lock:
+            # A lone job is its own transaction(s), as without a batch: no savepoint to pay.
+            if len(jobs) == 1 or not self._together_ran(jobs, report):
+                for index, job in enumerate(jobs):
+                    try:
+                        job()
+                    except Exception as exc:
+                        report(index, exc)
+
+    def _together_ran(
+        self, jobs: Sequence[Callable[[], object]], report: Callable[[int, Exception], None]
+    ) -> bool:
+        """Whether `jobs` ran and committed as one transaction (`together`)."""
+        try:
+            self._retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+        except sqlite3.Error:
+            log.warning("could not start a batch's transaction; its writes go one at a time", exc_info=True)
+            return False
+        self._together = True
+        try:
+            for index, job in enumerate(jobs):
+                try:
+                    self._savepoint(job)
+                except Exception as exc:
+                    if not self._conn.in_transaction:
+                        log.warning("SQLite ended a batch's transaction; its writes go one at a time")
+                        return False
+                    report(index, exc)
+            self._conn.execute("COMMIT")
+            return True
+        except sqlite3.Error:
+            log.warning("could not commit a batch; its writes go one at a time", exc_info=True)
+            return False
+        finally:
+            self._together = False
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+
+    def _savepoint(self, job: Callable[[], object]) -> None:
+        """`job` inside the batch's open transaction, its writes undone alone if it raises."""
+        self._conn.execute("SAVEPOINT job")
+        try:
+            job()
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK TO job")
+                self._conn.execute("RELEASE job")
+            raise
+        self._conn.execute("RELEASE job")
+
     def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         def transaction() -> T:
             self._conn.execute("BEGIN IMMEDIATE")
@@ -127,7 +198,10 @@ class SessionWriter:
                 raise
             return result
 
-        return self._retrying(transaction)
+        with self._lock:
+            if self._together:  # a job of a batch: inside the job's savepoint, committed with the batch
+                return work(self._conn)
+            return self._retrying(transaction)
 
     def _retrying(self, attempt: Callable[[], T]) -> T:
         """Run `attempt`, again after a jittered pause while the database stays locked.

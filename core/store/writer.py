@@ -15,6 +15,7 @@ comes from the session's `snapshot()`: the store reads nothing else of it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import weakref
 from collections import Counter
@@ -154,11 +155,24 @@ class WriteQueue:
 
 
 def _apply(batch: list[tuple[SessionStore, str, Write]]) -> None:
-    for store, session_id, write in batch:
+    """The batch's writes in order, each run of them on one store as one transaction
+    (`SessionWriter.together`): a write that fails is logged, the others land."""
+    start = 0
+    while start < len(batch):
+        store = batch[start][0]
+        end = start + 1
+        while end < len(batch) and batch[end][0] is store:
+            end += 1
+        run = batch[start:end]
+
+        def failed(index: int, exc: Exception, run: list[tuple[SessionStore, str, Write]] = run) -> None:
+            log.error("a write for session %s failed", run[index][1], exc_info=exc)
+
         try:
-            write(store)
-        except Exception:
-            log.exception("a write for session %s failed", session_id)
+            store.together([functools.partial(write, store) for _, _, write in run], failed)
+        except Exception:  # the batch's rollback itself failed: the connection is broken
+            log.exception("the writes of sessions %s failed", sorted({session for _, session, _ in run}))
+        start = end
 
 
 def store_session(session: LiveSession) -> None:

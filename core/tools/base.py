@@ -125,6 +125,11 @@ class ApprovalFacts:
 
 NO_FACTS = ApprovalFacts()
 
+# The specs made, shared by every session (`Tool.spec`); bounded, since a description may be
+# made per instance.
+_SPECS: dict[tuple[type, str, str, type[BaseModel]], ToolSpec] = {}
+_SPECS_KEPT = 256
+
 
 class CannotRun(ToolFailed):
     """A call that would fail for sure (a patch whose old_text is not in the file): it fails
@@ -160,6 +165,21 @@ class Tool(ABC, Generic[Args]):
                     cls.args_model = named[0]
 
     def spec(self) -> ToolSpec:
+        """The tool as the model is shown it: one object for every session of the process
+        that has the same tool (a `ToolSpec` is frozen), so a provider's encoding of a tool
+        list is made once for all of them (`SdkProvider.encoded_tools`), not at each
+        session's first turn, when fifty sessions start at once."""
+        key = (type(self), self.name, self.description, self.args_model)
+        made = _SPECS.get(key)
+        if made is None:
+            if len(_SPECS) >= _SPECS_KEPT:  # descriptions made per instance (skills) vary
+                _SPECS.clear()
+            made = _SPECS[key] = self.make_spec()
+        return made
+
+    def make_spec(self) -> ToolSpec:
+        """A new spec from the class's name, description and argument model. An override
+        may depend on nothing else: `spec` keeps what it made by those and the class."""
         return ToolSpec(self.name, self.description, _parameters(self.args_model))  # frozen: a copy
 
     def parse(self, arguments: dict[str, Any]) -> Args:

@@ -33,10 +33,10 @@ class TodoTool(Tool[TodoArgs]):
     name = "todo"
     kind: ToolKind = "think"
 
-    def spec(self) -> ToolSpec:
+    def make_spec(self) -> ToolSpec:
         # Inline the item schema: some OpenAI-compatible servers (llama.cpp, older vLLM)
         # do not follow $ref.
-        spec = super().spec()
+        spec = super().make_spec()
         parameters = dict(spec.parameters)
         definitions = parameters.pop("$defs", {})
         return ToolSpec(spec.name, spec.description, _inline(parameters, definitions))

@@ -34,6 +34,7 @@ from hermes_core.events import (
     ToolCallStarted,
     UsageUpdated,
 )
+from hermes_core.models import Usage
 from hermes_core.shell.shown import shown
 
 ANSWER_RESTARTED = (
@@ -151,8 +152,8 @@ class EventTranslator:
             "size": max(0, int(event.context_window)),
             "_meta": {
                 "hermes": {
-                    "turn": dataclasses.asdict(event.turn),
-                    "total": dataclasses.asdict(event.total),
+                    "turn": _counts(event.turn),
+                    "total": _counts(event.total),
                 }
             },
         }
@@ -249,6 +250,15 @@ def plan_update(entries: Iterable[PlanEntry]) -> Update:
             for entry in entries
         ],
     }
+
+
+USAGE_FIELDS = tuple(field.name for field in dataclasses.fields(Usage))
+
+
+def _counts(usage: Usage) -> dict[str, int]:
+    """`dataclasses.asdict(usage)` without its deep copy of every count (a usage update
+    goes out after every model call)."""
+    return {name: getattr(usage, name) for name in USAGE_FIELDS}
 
 
 def chunk(kind: str, block: Update, message_id: str | None = None) -> Update:

@@ -264,3 +264,18 @@ async def test_always_for_curl_remote_name_does_not_write_what_runs_outside(
     user = await always_then(fake, server_env(home, fake), project, first, later)
     assert user.asked_for() == ["first", "later"]
     assert not (project / planted).exists()
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [("ss -tln", "ss -K dst 192.0.2.1"), ("ip route show", "ip route flush table 250")],
+)
+async def test_always_to_show_does_not_cover_changing_the_host(
+    fake: FakeProvider, home: Path, project: Path, first: str, later: str
+) -> None:
+    # As root outside the sandbox (a container, CI), `ip link set lo down`, `ip route flush
+    # all` or `ss -K` change the host; an "always" given to show covers only showing. (The
+    # later commands here touch nothing: a test network and an empty routing table.)
+    plant_secrets(home, project)
+    user = await always_then(fake, server_env(home, fake), project, first, later)
+    assert user.asked_for() == ["first", "later"]

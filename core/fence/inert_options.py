@@ -149,12 +149,29 @@ def _prints_the_environment(inv: Invocation) -> bool:
     return False
 
 
+# `ip` subcommands' verbs that change the host rather than show it (as root, outside the
+# sandbox: `ip link set lo down`, `ip route flush all`).
+_IP_CHANGES = frozenset(
+    {"add", "del", "delete", "set", "flush", "change", "replace", "append", "prepend", "attach"}
+)
+
+
 def _ip_runs_or_reads(inv: Invocation) -> bool:
-    """`ip netns exec NS cmd` runs a command; `ip -batch FILE` reads its commands from a file."""
-    if inv.program != "ip":
-        return False
+    """`ip netns exec NS cmd` runs a command; `ip -batch FILE` reads its commands from a
+    file; `ip link set …` changes the host. So do `date -s`, `hostname NAME`, `ss -K`: an
+    "always" given to show covers only showing."""
     words = [w.text for w in inv.words[1:]]
-    return "exec" in words or any(t.lstrip("-") in ("b", "batch", "force") for t in words)
+    if inv.program == "ip":
+        return "exec" in words or any(
+            t.lstrip("-") in ("b", "batch", "force") or t in _IP_CHANGES for t in words
+        )
+    if inv.program == "date":
+        return any(_long(t, ("--set", "--file")) or _has_short(t, "sf") for t in words)
+    if inv.program == "hostname":
+        return any(not t.startswith("-") or _long(t, ("--file",)) or _has_short(t, "F") for t in words)
+    if inv.program == "ss":
+        return any(_long(t, ("--kill",)) or _has_short(t, "K") for t in words)
+    return False
 
 
 def _follows_links_while_walking(inv: Invocation, cwd: Path | None) -> bool:

@@ -7,9 +7,10 @@ off the event loop and inside the session's pids cgroup where there is one: asyn
 fork it from the loop's thread, and moving each command into the cgroup costs more than
 the rest of the launch.
 
-A sandboxed command is finished when bwrap exits, with what it wrote read at once: bwrap's
-pid 1 keeps the output pipe open until the kernel has torn the sandbox's mounts down (each
-cache overlay syncs its file system as it goes), which nobody needs to wait for.
+A sandboxed command is finished once bwrap has exited and its pid 1 is gone, which the
+kernel reports only after it has killed whatever the command left running inside
+(`hermes_core.sandbox.pid_one`); what it wrote is read at once, without waiting for the
+output pipe to close.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Protocol, Unpack
 from hermes_core.execution.commands import CommandExit, CommandOptions
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
 from hermes_core.sandbox.alive_lock import keep_until_exit, release_for
+from hermes_core.sandbox.pid_one import PidOne, wait_gone, when_gone
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
@@ -79,7 +81,9 @@ async def start_local_command(
     sandbox = confining(workspace.sandbox, options)
     argv = [SHELL, "-c", command]
     thread: LaunchThread | None = None
+    pid_one: PidOne | None = None
     if sandbox is not None:
+        pid_one = PidOne()  # the command ends once its sandbox's pid 1 is gone
         thread = sandbox.launch_thread()
         in_cgroup = await asyncio.wrap_future(thread.in_cgroup)
         argv = sandbox.wrap(
@@ -89,6 +93,7 @@ async def start_local_command(
             command=command,
             search_path=full_env.get("PATH"),
             alive_held=sandbox.alive is not None,
+            pid_one=pid_one.options(),
         )
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
@@ -112,13 +117,18 @@ async def start_local_command(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so kill() reaches its children
+                pass_fds=pid_one.child_fds if pid_one is not None else (),
             )
         except BaseException:
             if held is not None:
                 held.release()
+            if pid_one is not None:
+                pid_one.close()
             raise
         if held is not None:
             keep_until_exit(process, held)
+        if pid_one is not None:
+            pid_one.attach(process)
         return process
 
     try:
@@ -159,6 +169,7 @@ def _kill_unowned(pending: Future[subprocess.Popen[bytes]]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    wait_gone(process)
     release_for(process)
     if process.stdout is not None:
         process.stdout.close()
@@ -193,6 +204,8 @@ class _Child:
     def read_now(self) -> tuple[bytes, bool]:
         """What the pipe holds right now, without waiting, and whether it reached its end."""
         assert self._process.stdout is not None
+        if self._process.stdout.closed:  # released while its sandbox was still ending
+            return b"", True
         fd = self._process.stdout.fileno()
         chunks: list[bytes] = []
         for _ in range(64):  # a pipe holds 64 KiB; a writer still alive inside is being killed
@@ -225,6 +238,7 @@ def _watch_exit(
 
         def wait() -> None:
             process.wait()
+            wait_gone(process)
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(on_exit)
 
@@ -236,7 +250,7 @@ def _watch_exit(
             return
         loop.remove_reader(pidfd)
         os.close(pidfd)
-        on_exit()
+        when_gone(loop, process, on_exit)  # a sandbox's: once nothing in it is left
 
     loop.add_reader(pidfd, readable)
 

@@ -44,6 +44,7 @@ from hermes_core.sandbox.hidden_env import (
     secret_variables,
 )
 from hermes_core.sandbox.index_configs import index_configs
+from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -240,13 +241,17 @@ class Sandbox:
         command: str | None = None,
         search_path: str | None = None,
         alive_held: bool = False,
+        pid_one: list[str] | None = None,
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
         `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in.
         `command`: the bash command line `argv` runs, with its PATH (`search_path`): only the
         caches its programs write get an overlay (`cache_needs`); None, all of them.
-        `alive_held`: the caller holds the alive lock shared for the launch's life itself."""
+        `alive_held`: the caller holds the alive lock shared for the launch's life itself.
+        `pid_one`: bwrap options with which the caller watches the sandbox's pid 1 itself
+        (`pid_one.PidOne`); None: the command line's shell is pid 1, so bwrap exits only once
+        everything in the sandbox is gone."""
         assert self.bwrap is not None
         need: CacheNeed = ALL
         if command is not None and self.mode == "workspace-write" and self.state is not None:
@@ -263,29 +268,30 @@ class Sandbox:
         # Held for the sandbox's whole life, outside it: a stored "always" outside the
         # sandbox is not applied meanwhile (`alive_lock`).
         held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
-        return [
-            *prefix,
-            *held,
-            *launch_argv(
-                self.bwrap,
-                self.mounts(need),
-                argv=limits.limited(argv, self.max_processes),
-                cwd=cwd,
-                tmp=self.temp_dir,
-                tmp_bytes=self.tmp_mb * 1024 * 1024,
-                network=self.network,
-                new_session=new_session,
-                unset=[
-                    *CREDENTIAL_NAMES,
-                    *sorted(self.hidden_env),
-                    *self._hidden_agent_env(),
-                    # An editor's terminal inherits the editor's environment, which is the
-                    # agent's too when the editor started it: its credentials by name.
-                    *secret_variables(os.environ),
-                    *credential_values(os.environ),
-                ],
-            ),
-        ]
+        if pid_one is None:
+            argv = keep_shell(argv)
+        launch = launch_argv(
+            self.bwrap,
+            self.mounts(need),
+            argv=limits.limited(argv, self.max_processes),
+            cwd=cwd,
+            tmp=self.temp_dir,
+            tmp_bytes=self.tmp_mb * 1024 * 1024,
+            network=self.network,
+            new_session=new_session,
+            unset=[
+                *CREDENTIAL_NAMES,
+                *sorted(self.hidden_env),
+                *self._hidden_agent_env(),
+                # An editor's terminal inherits the editor's environment, which is the
+                # agent's too when the editor started it: its credentials by name.
+                *secret_variables(os.environ),
+                *credential_values(os.environ),
+            ],
+        )
+        # bwrap's own options go anywhere before `--`: right after the program.
+        launch[1:1] = [*(AS_PID_1 if pid_one is None else pid_one)]
+        return [*prefix, *held, *launch]
 
     def _hidden_agent_env(self) -> list[str]:
         return [name for name in (*AGENT_ENV, *SOCKET_ENV) if self._hides_variable(name)]

@@ -32,6 +32,7 @@ from hermes_core.execution.commands import CommandExit, CommandOptions
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
 from hermes_core.sandbox.alive_lock import keep_until_exit, release_for
 from hermes_core.sandbox.pid_one import PidOne, wait_gone, when_gone
+from hermes_core.sandbox.seccomp import SeccompFd
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
@@ -82,8 +83,10 @@ async def start_local_command(
     argv = [SHELL, "-c", command]
     thread: LaunchThread | None = None
     pid_one: PidOne | None = None
+    filtered: SeccompFd | None = None
     if sandbox is not None:
         pid_one = PidOne()  # the command ends once its sandbox's pid 1 is gone
+        filtered = SeccompFd()
         thread = sandbox.launch_thread()
         in_cgroup = await asyncio.wrap_future(thread.in_cgroup)
         argv = sandbox.wrap(
@@ -93,7 +96,7 @@ async def start_local_command(
             command=command,
             search_path=full_env.get("PATH"),
             alive_held=sandbox.alive is not None,
-            pid_one=pid_one.options(),
+            own_fds=[*pid_one.options(), *filtered.options()],
         )
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
@@ -117,7 +120,7 @@ async def start_local_command(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so kill() reaches its children
-                pass_fds=pid_one.child_fds if pid_one is not None else (),
+                pass_fds=(*pid_one.child_fds, *filtered.child_fds) if pid_one and filtered else (),
             )
         except BaseException:
             if held is not None:
@@ -125,6 +128,9 @@ async def start_local_command(
             if pid_one is not None:
                 pid_one.close()
             raise
+        finally:
+            if filtered is not None:
+                filtered.close()  # bwrap has its own copy
         if held is not None:
             keep_until_exit(process, held)
         if pid_one is not None:

@@ -27,7 +27,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, secrets
+from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, seccomp, secrets
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
@@ -241,7 +241,7 @@ class Sandbox:
         command: str | None = None,
         search_path: str | None = None,
         alive_held: bool = False,
-        pid_one: list[str] | None = None,
+        own_fds: list[str] | None = None,
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
@@ -249,9 +249,11 @@ class Sandbox:
         `command`: the bash command line `argv` runs, with its PATH (`search_path`): only the
         caches its programs write get an overlay (`cache_needs`); None, all of them.
         `alive_held`: the caller holds the alive lock shared for the launch's life itself.
-        `pid_one`: bwrap options with which the caller watches the sandbox's pid 1 itself
-        (`pid_one.PidOne`); None: the command line's shell is pid 1, so bwrap exits only once
-        everything in the sandbox is gone."""
+        `own_fds`: bwrap options naming descriptors the caller passes bwrap itself, to watch
+        the sandbox's pid 1 (`pid_one.PidOne`) and with the seccomp filter
+        (`seccomp.SeccompFd`); None (an editor's terminal): the command line's shell is pid 1,
+        so bwrap exits only once everything in the sandbox is gone, and a `sh` before bwrap
+        opens the filter's file."""
         assert self.bwrap is not None
         need: CacheNeed = ALL
         if command is not None and self.mode == "workspace-write" and self.state is not None:
@@ -268,8 +270,11 @@ class Sandbox:
         # Held for the sandbox's whole life, outside it: a stored "always" outside the
         # sandbox is not applied meanwhile (`alive_lock`).
         held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
-        if pid_one is None:
+        opener: list[str] = []
+        if own_fds is None:
             argv = keep_shell(argv)
+            opener, filtered = seccomp.editor_prefix()
+            own_fds = [*AS_PID_1, *filtered]
         launch = launch_argv(
             self.bwrap,
             self.mounts(need),
@@ -290,8 +295,8 @@ class Sandbox:
             ],
         )
         # bwrap's own options go anywhere before `--`: right after the program.
-        launch[1:1] = [*(AS_PID_1 if pid_one is None else pid_one)]
-        return [*prefix, *held, *launch]
+        launch[1:1] = own_fds
+        return [*prefix, *held, *opener, *launch]
 
     def _hidden_agent_env(self) -> list[str]:
         return [name for name in (*AGENT_ENV, *SOCKET_ENV) if self._hides_variable(name)]

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 KEEP_SHELL = "trap : EXIT; "
 AS_PID_1: tuple[str, ...] = ("--as-pid-1",)
 
-# bwrap's pid 1 of each local launch still being watched, by its bwrap process.
-_PID_ONES: dict[object, int] = {}
+# bwrap's pid 1 of each local launch still being watched (pid, pidfd), by its bwrap process.
+_PID_ONES: dict[object, tuple[int, int]] = {}
 
 
 class PidOne:
@@ -71,7 +71,7 @@ class PidOne:
         info = self._read_info()
         pidfd = _pid_one(info, bwrap.pid)
         if pidfd is not None:
-            _PID_ONES[bwrap] = pidfd
+            _PID_ONES[bwrap] = (int(json.loads(info)["child-pid"]), pidfd)
             os.write(self._block_write, b"x")
         elif info:
             # A pid 1 was made but is not the one we can see: bwrap goes, and its death
@@ -126,8 +126,13 @@ def when_gone(
 ) -> None:
     """Call `then` on the loop once bwrap's pid 1 is gone (at once when none is watched).
     Call after bwrap has exited."""
-    pidfd = _PID_ONES.pop(bwrap, None)
-    if pidfd is None:
+    watched = _PID_ONES.pop(bwrap, None)
+    if watched is None:
+        then()
+        return
+    pid, pidfd = watched
+    if _alone(pid, pidfd):
+        os.close(pidfd)
         then()
         return
 
@@ -141,13 +146,29 @@ def when_gone(
 
 def wait_gone(bwrap: subprocess.Popen[bytes]) -> None:
     """Block until bwrap's pid 1 is gone (off the event loop)."""
-    pidfd = _PID_ONES.pop(bwrap, None)
-    if pidfd is None:
+    watched = _PID_ONES.pop(bwrap, None)
+    if watched is None:
         return
+    _, pidfd = watched
     try:
         select.select([pidfd], [], [])
     finally:
         os.close(pidfd)
+
+
+def _alone(pid: int, pidfd: int) -> bool:
+    """Whether pid 1 is gone or alone in its namespace, once bwrap has exited. bwrap's exit
+    sent it SIGKILL (`--die-with-parent`), so it forks no more; every other process there
+    descends from it, and an orphan is handed to it, so no child means nothing else is
+    left. Then the kernel's teardown of the sandbox's mounts (an overlay's unmount syncs
+    its disk), which pid 1's exit waits for, is not the command's to wait for."""
+    if select.select([pidfd], [], [], 0)[0]:
+        return True
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as children:
+            return not children.read().strip()
+    except OSError:  # no such file in this kernel: wait for pid 1 itself
+        return False
 
 
 def _close_all(fds: list[int]) -> None:

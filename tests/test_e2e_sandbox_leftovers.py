@@ -128,3 +128,23 @@ async def test_a_leftover_daemon_keeps_its_command_running_and_the_lock_held_unt
     results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
     assert "line-done" in results[-1], results
     assert lock_is_free(lock)
+
+
+async def test_a_cancelled_command_holds_the_lock_until_what_it_left_is_gone(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    marker = f"leftover-{uuid.uuid4().hex[:8]}"
+    fake.script(turn(sandboxed(f"(exec -a {marker} sleep 3000 &); sleep 3000", "job")))
+    lock = home / ".hermes-acp" / "sandbox" / "alive.lock"
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        sid = await client.session_in_mode(project, "auto")
+        prompt = client.start_prompt(sid, "go")
+        daemon = await client.wait_for(lambda: process_with(marker))
+        with frozen(daemon):
+            await client.cancel(sid)
+            assert await prompt == {"stopReason": "cancelled"}
+            # The command was killed, bwrap is gone; the leftover is not, so nor is the lock.
+            assert alive(daemon)
+            assert not lock_is_free(lock)
+        await client.wait_for(lambda: not alive(daemon))
+        await client.wait_for(lambda: lock_is_free(lock))

@@ -44,6 +44,7 @@ from hermes_core.sandbox.hidden_env import (
     secret_variables,
 )
 from hermes_core.sandbox.index_configs import index_configs
+from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
 from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
@@ -101,6 +102,7 @@ class Sandbox:
         ssh_agent: bool = False,
         max_processes: int = DEFAULT_MAX_PROCESSES,
         tmp_mb: int = DEFAULT_TMP_MB,
+        memory_mb: int | None = None,  # the session's commands together; 0: half the RAM; None: no cap
         bwrap: str | None = None,
         home: Path | None = None,
         alive: AliveLock | None = None,  # held shared by each launch (None: launches untracked)
@@ -117,6 +119,8 @@ class Sandbox:
         self.ssh_agent = ssh_agent
         self.max_processes = max_processes
         self.tmp_mb = tmp_mb
+        self.memory_mb = memory_mb
+        self._memory: MemoryCgroup | Literal[False] | None = False  # False: not made yet
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
@@ -158,6 +162,7 @@ class Sandbox:
             ssh_agent=settings.sandbox_ssh_agent,
             max_processes=settings.sandbox_max_processes,
             tmp_mb=settings.sandbox_tmp_mb,
+            memory_mb=settings.sandbox_memory_mb,
             bwrap=settings.sandbox_bwrap,
             alive=alive_lock(settings.home),
         )
@@ -265,8 +270,9 @@ class Sandbox:
                 workspace=[*self.scope.roots, *self._existing(self.writable)],
             )
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
-        cgroup = self._pids_cgroup()
-        prefix = cgroup.launcher() if cgroup is not None and not in_cgroup else []
+        cgroup, memory = self._pids_cgroup(), self._memory_cgroup()
+        groups = [g.path / "cgroup.procs" for g in (cgroup, memory) if g is not None]
+        prefix = limits.move_in(groups) if not in_cgroup else []
         # Held for the sandbox's whole life, outside it: a stored "always" outside the
         # sandbox is not applied meanwhile (`alive_lock`).
         held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
@@ -305,7 +311,10 @@ class Sandbox:
         """The thread this session's local commands are started from (inside its pids
         cgroup where there is one)."""
         if self._thread is None:
-            self._thread = limits.LaunchThread(self._pids_cgroup())
+            memory = self._memory_cgroup()
+            self._thread = limits.LaunchThread(
+                self._pids_cgroup(), memory.path if memory is not None else None
+            )
             weakref.finalize(self, self._thread.close)
         return self._thread
 
@@ -315,6 +324,15 @@ class Sandbox:
                 f"hermes-acp-{os.getpid()}-{next(_counter)}", self.max_processes
             )
         return self._cgroup
+
+    def _memory_cgroup(self) -> MemoryCgroup | None:
+        if self._memory is False:
+            self._memory = None
+            if self.memory_mb is not None:
+                self._memory = MemoryCgroup.create(
+                    f"hermes-acp-{os.getpid()}-{next(_counter)}", cap_bytes(self.memory_mb)
+                )
+        return self._memory
 
     def mounts(self, need: CacheNeed = ALL) -> Mounts:
         """What the next command mounts, from the file system as it is now. `need`: the
@@ -500,6 +518,8 @@ class Sandbox:
 
     def explain_refusal(self, output: str) -> str | None:
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
+        if isinstance(self._memory, MemoryCgroup) and self._memory.killed_since_last_look():
+            return self._memory.why()
         return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)
 
 

@@ -27,7 +27,16 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, seccomp, secrets
+from hermes_core.sandbox import (
+    caches,
+    git_credentials,
+    limits,
+    listing,
+    memory_cap,
+    protected,
+    seccomp,
+    secrets,
+)
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
@@ -221,9 +230,12 @@ class Sandbox:
         )
         private = self.bwrap is not None and overlays_work(self.bwrap)
         cache = "caches private" if private else "caches read-only (no overlay here)"
+        memory = "no memory cap (no writable memory cgroup)"
+        if self.memory_mb is not None and memory_cap.writable():
+            memory = f"memory capped at {memory_cap.cap_bytes(self.memory_mb) // 2**20} MiB a session"
         return (
             f"{self.mode}: commands may write to {where} (git's config and hooks read-only), {cache}; "
-            f"secrets and agent sockets hidden; {limit}; {net} ({availability.reason})"
+            f"secrets and agent sockets hidden; {limit}; {memory}; {net} ({availability.reason})"
         )
 
     @property

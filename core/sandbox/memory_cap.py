@@ -31,6 +31,11 @@ def cap_bytes(setting_mb: int) -> int:
     return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2
 
 
+def writable() -> bool:
+    """Whether this process may make memory cgroups (a cap can apply)."""
+    return limits.own_v1_cgroup(MEMORY_V1, "memory") is not None
+
+
 class MemoryCgroup:
     """The memory cgroup of one session's commands, removed with it (when empty)."""
 

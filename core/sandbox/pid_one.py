@@ -72,7 +72,8 @@ class PidOne:
         pidfd = _pid_one(info, bwrap.pid)
         if pidfd is not None:
             _PID_ONES[bwrap] = (int(json.loads(info)["child-pid"]), pidfd)
-            os.write(self._block_write, b"x")
+            with contextlib.suppress(OSError):  # bwrap died meanwhile: its end is watched as any
+                os.write(self._block_write, b"x")
         elif info:
             # A pid 1 was made but is not the one we can see: bwrap goes, and its death
             # signal reaches pid 1 before the end of the pipe it waits on does.

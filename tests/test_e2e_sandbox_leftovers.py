@@ -54,7 +54,7 @@ def exiting(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True
-    flags = int(stat.rsplit(")", 1)[1].split()[7])
+    flags = int(stat.rsplit(")", 1)[1].split()[6])  # the 9th field; the 3rd follows the name
     return bool(flags & PF_EXITING)
 
 

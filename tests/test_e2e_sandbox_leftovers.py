@@ -72,11 +72,12 @@ def frozen(pid: int) -> Iterator[None]:
         (group / "freezer.state").write_text("FROZEN\n")
         yield
     finally:
-        (group / "freezer.state").write_text("THAWED\n")
+        # Out first (it runs again, and dies if it was killed meanwhile), then the empty
+        # group goes; a group still holding a dying task could not be removed.
         with contextlib.suppress(OSError):
             (FREEZER / "cgroup.procs").write_text(f"{pid}\n")
-        with contextlib.suppress(OSError):
-            group.rmdir()
+        (group / "freezer.state").write_text("THAWED\n")
+        group.rmdir()
 
 
 def lock_is_free(lock: Path) -> bool:

@@ -173,6 +173,7 @@ class Settings(BaseModel):
     sandbox_ssh_agent: bool = False  # let sandboxed commands use the ssh agent (sign with your keys)
     sandbox_max_processes: int = Field(default=2048, ge=16)  # per command, threads included
     sandbox_tmp_mb: int = Field(default=1024, ge=1)  # the size of a command's private TMPDIR
+    sandbox_memory_mb: int = Field(default=0, ge=0)  # a session's commands together; 0: half the RAM
     # How long a session's start waits for the editor's MCP servers, the slowest at most (an
     # `npx` server downloading itself, a loaded machine); the ones not connected by then are left out.
     mcp_connect_timeout: float = Field(default=10.0, gt=0, le=600)

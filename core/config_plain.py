@@ -152,6 +152,7 @@ RULES: dict[str, Rule] = {
     "sandbox_ssh_agent": FLAG,
     "sandbox_max_processes": _integer(16),
     "sandbox_tmp_mb": _integer(1),
+    "sandbox_memory_mb": _integer(0),
     "mcp_connect_timeout": _number(0, inclusive=False, high=600),
     "sandbox_bwrap": TEXT,
     "command_timeout_seconds": _number(0, inclusive=False),

@@ -10,6 +10,8 @@ import subprocess
 import threading
 from collections.abc import Callable
 
+from hermes_core.sandbox.pid_one import wait_gone, when_gone
+
 
 class Child:
     """A started command as `LocalCommand` sees it: its pid, its exit status (watched through
@@ -47,6 +49,8 @@ class Child:
     def read_now(self) -> tuple[bytes, bool]:
         """What the pipe holds right now, without waiting, and whether it reached its end."""
         assert self._process.stdout is not None
+        if self._process.stdout.closed:  # released while its sandbox was still ending
+            return b"", True
         fd = self._process.stdout.fileno()
         chunks: list[bytes] = []
         for _ in range(64):  # a pipe holds 64 KiB; a writer still alive inside is being killed
@@ -72,13 +76,15 @@ class Child:
 def _watch_exit(
     loop: asyncio.AbstractEventLoop, process: subprocess.Popen[bytes], on_exit: Callable[[], None]
 ) -> None:
-    """Call `on_exit` on the loop once `process` has exited and been reaped."""
+    """Call `on_exit` on the loop once `process` has exited and been reaped (and, for a
+    sandbox, once its pid 1 is gone: `hermes_core.sandbox.pid_one`)."""
     try:
         pidfd = os.pidfd_open(process.pid)
     except OSError:  # a kernel before 5.3: a thread waits instead
 
         def wait() -> None:
             process.wait()
+            wait_gone(process)
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(on_exit)
 
@@ -90,7 +96,7 @@ def _watch_exit(
             return
         loop.remove_reader(pidfd)
         os.close(pidfd)
-        on_exit()
+        when_gone(loop, process, on_exit)  # a sandbox's: once nothing in it is left
 
     loop.add_reader(pidfd, readable)
 

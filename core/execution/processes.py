@@ -7,9 +7,10 @@ off the event loop and inside the session's pids cgroup where there is one: asyn
 fork it from the loop's thread, and moving each command into the cgroup costs more than
 the rest of the launch.
 
-A sandboxed command is finished when bwrap exits, with what it wrote read at once: bwrap's
-pid 1 keeps the output pipe open until the kernel has torn the sandbox's mounts down (each
-cache overlay syncs its file system as it goes), which nobody needs to wait for.
+A sandboxed command is finished once bwrap has exited and its pid 1 is gone, which the
+kernel reports only after it has killed whatever the command left running inside
+(`hermes_core.sandbox.pid_one`); what it wrote is read at once, without waiting for the
+output pipe to close.
 
 The started command: `local_command.LocalCommand` (output, exit, kill), watched on the
 event loop through `child.Child` (its pidfd and output pipe).
@@ -32,6 +33,8 @@ from hermes_core.execution.commands import CommandOptions
 from hermes_core.execution.local_command import LocalCommand
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
 from hermes_core.sandbox.alive_lock import keep_until_exit, release_for
+from hermes_core.sandbox.pid_one import PidOne, wait_gone
+from hermes_core.sandbox.seccomp import SeccompFd
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
@@ -75,7 +78,11 @@ async def start_local_command(
     sandbox = confining(workspace.sandbox, options)
     argv = [SHELL, "-c", command]
     thread: LaunchThread | None = None
+    pid_one: PidOne | None = None
+    filtered: SeccompFd | None = None
     if sandbox is not None:
+        pid_one = PidOne()  # the command ends once its sandbox's pid 1 is gone
+        filtered = SeccompFd()
         thread = sandbox.launch_thread()
         in_cgroup = await asyncio.wrap_future(thread.in_cgroup)
         argv = sandbox.wrap(
@@ -85,6 +92,7 @@ async def start_local_command(
             command=command,
             search_path=full_env.get("PATH"),
             alive_held=sandbox.alive is not None,
+            own_fds=[*pid_one.options(), *filtered.options()],
         )
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
@@ -108,13 +116,21 @@ async def start_local_command(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so kill() reaches its children
+                pass_fds=(*pid_one.child_fds, *filtered.child_fds) if pid_one and filtered else (),
             )
         except BaseException:
             if held is not None:
                 held.release()
+            if pid_one is not None:
+                pid_one.close()
             raise
+        finally:
+            if filtered is not None:
+                filtered.close()  # bwrap has its own copy
         if held is not None:
             keep_until_exit(process, held)
+        if pid_one is not None:
+            pid_one.attach(process)
         return process
 
     try:
@@ -155,6 +171,7 @@ def _kill_unowned(pending: Future[subprocess.Popen[bytes]]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
+    wait_gone(process)
     release_for(process)
     if process.stdout is not None:
         process.stdout.close()

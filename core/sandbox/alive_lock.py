@@ -8,14 +8,16 @@ checked name for a link to `~/.ssh/id_ed25519`, or rewrite a bound script, in be
 
 So every sandboxed launch holds a shared `flock` on one lock file under the agent's home for
 as long as its sandbox lives: a local launch on a descriptor of the agent's own, released
-when bwrap has exited; a launch the editor's terminal runs through
+once bwrap has exited and its pid 1 is gone (`pid_one`: nothing the command left running is
+alive then); a launch the editor's terminal runs through
 `setpriv --pdeathsig KILL flock --shared --close LOCK bwrap …`.
 Either way it is held outside the sandbox and never inherited by bwrap, so nothing inside
 holds, sees or can drop it (the agent's home is hidden from the sandbox, so the file cannot
 be unlinked or replaced from there either); `setpriv` kills `flock` (and so bwrap) when its
-parent dies, as bwrap alone did before. Not covered: bwrap returns as soon as the command
-has exited, and its pid 1 kills what the command left behind just after, so a daemon may
-outlive the lock by a moment (README "Back doors").
+parent dies, as bwrap alone did before; there bwrap runs with `--as-pid-1`, so it exits
+only once everything in its pid namespace is gone. Not covered: an editor that kills
+`flock` itself (a cancel in the editor's terminal) drops the lock while the kernel is
+still killing what the sandbox held (README "Back doors").
 
 A stored "always" outside the sandbox takes the exclusive lock without waiting, checks
 under it and holds it while the command runs: while any sandboxed command lives it cannot

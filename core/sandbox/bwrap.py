@@ -28,7 +28,16 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hermes_core.sandbox import caches, git_credentials, limits, listing, protected, secrets
+from hermes_core.sandbox import (
+    caches,
+    git_credentials,
+    limits,
+    listing,
+    memory_cap,
+    protected,
+    seccomp,
+    secrets,
+)
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import Mounts, launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
@@ -45,7 +54,9 @@ from hermes_core.sandbox.hidden_env import (
     secret_variables,
 )
 from hermes_core.sandbox.index_configs import index_configs
+from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
 from hermes_core.sandbox.overlay_views import viewable
+from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
 
@@ -102,6 +113,7 @@ class Sandbox:
         ssh_agent: bool = False,
         max_processes: int = DEFAULT_MAX_PROCESSES,
         tmp_mb: int = DEFAULT_TMP_MB,
+        memory_mb: int | None = None,  # the session's commands together; 0: half the RAM; None: no cap
         bwrap: str | None = None,
         home: Path | None = None,
         alive: AliveLock | None = None,  # held shared by each launch (None: launches untracked)
@@ -118,6 +130,8 @@ class Sandbox:
         self.ssh_agent = ssh_agent
         self.max_processes = max_processes
         self.tmp_mb = tmp_mb
+        self.memory_mb = memory_mb
+        self._memory: MemoryCgroup | Literal[False] | None = False  # False: not made yet
         self.bwrap = bwrap if bwrap is not None else bundled_bwrap()
         self.home = (home if home is not None else Path.home()).resolve()
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
@@ -161,6 +175,7 @@ class Sandbox:
             ssh_agent=settings.sandbox_ssh_agent,
             max_processes=settings.sandbox_max_processes,
             tmp_mb=settings.sandbox_tmp_mb,
+            memory_mb=settings.sandbox_memory_mb,
             bwrap=settings.sandbox_bwrap,
             alive=alive_lock(settings.home),
         )
@@ -227,9 +242,12 @@ class Sandbox:
         )
         private = self.bwrap is not None and overlays_work(self.bwrap)
         cache = "caches private" if private else "caches read-only (no overlay here)"
+        memory = "no memory cap (no writable memory cgroup)"
+        if self.memory_mb is not None and memory_cap.writable():
+            memory = f"memory capped at {memory_cap.cap_bytes(self.memory_mb) // 2**20} MiB a session"
         return (
             f"{self.mode}: commands may write to {where} (git's config and hooks read-only), {cache}; "
-            f"secrets and agent sockets hidden; {limit}; {net} ({availability.reason})"
+            f"secrets and agent sockets hidden; {limit}; {memory}; {net} ({availability.reason})"
         )
 
     @property
@@ -252,13 +270,19 @@ class Sandbox:
         command: str | None = None,
         search_path: str | None = None,
         alive_held: bool = False,
+        own_fds: list[str] | None = None,
     ) -> list[str]:
         """`argv` as a confined launch (launcher and bwrap first). Call only when
         `confinement == "sandboxed"`. `in_cgroup`: the caller starts it from the
         `launch_thread()`, which is inside the session's pids cgroup: no launcher moves it in.
         `command`: the bash command line `argv` runs, with its PATH (`search_path`): only the
         caches its programs write get an overlay (`cache_needs`); None, all of them.
-        `alive_held`: the caller holds the alive lock shared for the launch's life itself."""
+        `alive_held`: the caller holds the alive lock shared for the launch's life itself.
+        `own_fds`: bwrap options naming descriptors the caller passes bwrap itself, to watch
+        the sandbox's pid 1 (`pid_one.PidOne`) and with the seccomp filter
+        (`seccomp.SeccompFd`); None (an editor's terminal): the command line's shell is pid 1,
+        so bwrap exits only once everything in the sandbox is gone, and a `sh` before bwrap
+        opens the filter's file."""
         assert self.bwrap is not None
         need: CacheNeed = ALL
         if command is not None and self.mode == "workspace-write" and self.state is not None:
@@ -270,34 +294,39 @@ class Sandbox:
                 workspace=[*self.scope.roots, *self._existing(self.writable)],
             )
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
-        cgroup = self._pids_cgroup()
-        prefix = cgroup.launcher() if cgroup is not None and not in_cgroup else []
+        cgroup, memory = self._pids_cgroup(), self._memory_cgroup()
+        groups = [g.path / "cgroup.procs" for g in (cgroup, memory) if g is not None]
+        prefix = limits.move_in(groups) if not in_cgroup else []
         # Held for the sandbox's whole life, outside it: a stored "always" outside the
         # sandbox is not applied meanwhile (`alive_lock`).
         held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
-        return [
-            *prefix,
-            *held,
-            *launch_argv(
-                self.bwrap,
-                self.mounts(need),
-                argv=limits.limited(argv, self.max_processes),
-                cwd=cwd,
-                tmp=self.temp_dir,
-                tmp_bytes=self.tmp_mb * 1024 * 1024,
-                network=self.network,
-                new_session=new_session,
-                unset=[
-                    *CREDENTIAL_NAMES,
-                    *sorted(self.hidden_env),
-                    *self._hidden_agent_env(),
-                    # An editor's terminal inherits the editor's environment, which is the
-                    # agent's too when the editor started it: its credentials by name.
-                    *secret_variables(os.environ),
-                    *credential_values(os.environ),
-                ],
-            ),
-        ]
+        opener: list[str] = []
+        if own_fds is None:
+            argv = keep_shell(argv)
+            opener, filtered = seccomp.editor_prefix()
+            own_fds = [*AS_PID_1, *filtered]
+        launch = launch_argv(
+            self.bwrap,
+            self.mounts(need),
+            argv=limits.limited(argv, self.max_processes),
+            cwd=cwd,
+            tmp=self.temp_dir,
+            tmp_bytes=self.tmp_mb * 1024 * 1024,
+            network=self.network,
+            new_session=new_session,
+            unset=[
+                *CREDENTIAL_NAMES,
+                *sorted(self.hidden_env),
+                *self._hidden_agent_env(),
+                # An editor's terminal inherits the editor's environment, which is the
+                # agent's too when the editor started it: its credentials by name.
+                *secret_variables(os.environ),
+                *credential_values(os.environ),
+            ],
+        )
+        # bwrap's own options go anywhere before `--`: right after the program.
+        launch[1:1] = own_fds
+        return [*prefix, *held, *opener, *launch]
 
     def _hidden_agent_env(self) -> list[str]:
         if self._agent_env is None:  # fixed names and settings: worked out once
@@ -308,7 +337,10 @@ class Sandbox:
         """The thread this session's local commands are started from (inside its pids
         cgroup where there is one)."""
         if self._thread is None:
-            self._thread = limits.LaunchThread(self._pids_cgroup(), self.bwrap)
+            memory = self._memory_cgroup()
+            self._thread = limits.LaunchThread(
+                self._pids_cgroup(), self.bwrap, memory.path if memory is not None else None
+            )
             weakref.finalize(self, self._thread.close)
         return self._thread
 
@@ -327,6 +359,15 @@ class Sandbox:
                 f"hermes-acp-{os.getpid()}-{next(_counter)}", self.max_processes
             )
         return self._cgroup
+
+    def _memory_cgroup(self) -> MemoryCgroup | None:
+        if self._memory is False:
+            self._memory = None
+            if self.memory_mb is not None:
+                self._memory = MemoryCgroup.create(
+                    f"hermes-acp-{os.getpid()}-{next(_counter)}", cap_bytes(self.memory_mb)
+                )
+        return self._memory
 
     def mounts(self, need: CacheNeed = ALL) -> Mounts:
         """What the next command mounts, from the file system as it is now. `need`: the
@@ -525,6 +566,8 @@ class Sandbox:
 
     def explain_refusal(self, output: str) -> str | None:
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
+        if isinstance(self._memory, MemoryCgroup) and self._memory.killed_since_last_look():
+            return self._memory.why()
         return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)
 
 

@@ -87,10 +87,13 @@ class LaunchThread:
     `subprocess.Popen` calls run on it. On `close` it leaves the cgroup and removes it
     (when empty)."""
 
-    def __init__(self, cgroup: PidsCgroup | None, bwrap: str | None = None) -> None:
+    def __init__(
+        self, cgroup: PidsCgroup | None, bwrap: str | None = None, memory: Path | None = None
+    ) -> None:
         self._cgroup = cgroup
         self._bwrap = bwrap  # what it starts: the thread scopes abstract sockets for it
         self.abstract_sockets_scoped = False
+        self._memory = memory  # the session's memory cgroup (`memory_cap`), joined too
         self._jobs: queue.SimpleQueue[tuple[Callable[[], object], Future[object]] | None] = (
             queue.SimpleQueue()
         )
@@ -126,10 +129,20 @@ class LaunchThread:
             with contextlib.suppress(OSError):  # back where the agent is, so the cgroup can go
                 (self._cgroup.path.parent / "tasks").write_text(f"{threading.get_native_id()}\n")
             _remove(str(self._cgroup.path))
+        if self._memory is not None:
+            with contextlib.suppress(OSError):
+                (self._memory.parent / "tasks").write_text(f"{threading.get_native_id()}\n")
+            _remove(str(self._memory))
 
     def _join(self) -> bool:
+        if self._memory is not None:
+            try:
+                (self._memory / "tasks").write_text(f"{threading.get_native_id()}\n")
+            except OSError as exc:
+                logger.info("could not join %s (%s): each command moves itself in", self._memory, exc)
+                return False
         if self._cgroup is None:
-            return False
+            return self._memory is not None
         tasks = self._cgroup.path / "tasks"
         try:
             # cgroup v1 `tasks` takes one thread (`cgroup.procs` would move the whole agent).
@@ -141,7 +154,12 @@ class LaunchThread:
 
 
 def _own_pids_cgroup() -> Path | None:
-    if not (PIDS_V1 / "cgroup.procs").exists():
+    return own_v1_cgroup(PIDS_V1, "pids")
+
+
+def own_v1_cgroup(hierarchy: Path, controller: str) -> Path | None:
+    """This process's cgroup in a v1 hierarchy, when it may make cgroups there."""
+    if not (hierarchy / "cgroup.procs").exists():
         return None
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
@@ -149,10 +167,20 @@ def _own_pids_cgroup() -> Path | None:
         return None
     for line in lines:
         _, controllers, relative = line.split(":", 2)
-        if "pids" in controllers.split(","):
-            path = PIDS_V1 / relative.lstrip("/")
+        if controller in controllers.split(","):
+            path = hierarchy / relative.lstrip("/")
             return path if os.access(path, os.W_OK) else None
     return None
+
+
+def move_in(procs: list[Path]) -> list[str]:
+    """The argv prefix, run before bwrap, that moves the command into each cgroup
+    (`cgroup.procs` files). The sandbox sees /sys read-only and cannot move itself out."""
+    if not procs:
+        return []
+    moves = " && ".join(f'echo $$ > "${index}"' for index in range(len(procs)))
+    shift = f" && shift {len(procs) - 1}" if len(procs) > 1 else ""
+    return ["/bin/sh", "-c", f'{moves}{shift} && exec "$@"', *map(str, procs)]
 
 
 def _sweep(base: Path) -> None:

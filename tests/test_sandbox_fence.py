@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
@@ -73,6 +74,18 @@ async def run(ws: LocalWorkspace, command: str, home: Path, **env: str) -> tuple
     finally:
         await command_run.release()
     return status.exit_code, output
+
+
+async def collected(gone: weakref.ref[Sandbox]) -> None:
+    """Wait until the ended session's sandbox is collected: a released command's pipe
+    transport still holds the command (and its sandbox) until the loop has run the
+    transport's close, an iteration later."""
+    for _ in range(1000):
+        gc.collect()
+        if gone() is None:
+            return
+        await asyncio.sleep(0)  # one loop iteration: the pending close callbacks run
+    raise AssertionError("the sandbox is still referenced after its session ended")
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -285,8 +298,9 @@ async def test_the_editors_project_settings_cannot_be_written_from_the_sandbox(
         assert snapshot(folder) == before
     else:  # empty mount points until the session ends, then nothing
         assert snapshot(folder) == {str(folder / name): "dir" for name in (".vscode", ".zed", ".claude")}
-        del ws, sandbox
-        gc.collect()
+        gone = weakref.ref(sandbox)
+        del ws, sandbox  # the session ends
+        await collected(gone)
         assert snapshot(folder) == {}
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.acp_harness import connected, server_env
 from tests.support.fake_provider import FakeProvider
-from tests.support.red_team import LOCAL, run_turns, sandboxed, turn
+from tests.support.red_team import sandboxed_env_leaks
 
 HIDDEN = {
     "DATABASE_URL": "postgres://app:db-pass-0123@db.internal:5432/app",
@@ -36,10 +35,4 @@ KEPT = {
 async def test_credentials_by_value_and_by_npm_ci_names_are_not_in_a_sandboxed_environment(
     fake: FakeProvider, home: Path, project: Path
 ) -> None:
-    fake.script(turn(sandboxed("env; echo probe-ran", "probe")))
-    async with connected(server_env(home, fake, **HIDDEN, **KEPT), LOCAL) as (_, client):
-        await run_turns(client, project, 1)
-    result = next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
-    assert "probe-ran" in result, result
-    assert [name for name, value in HIDDEN.items() if value in result] == [], result
-    assert all(f"{name}={value}" in result for name, value in KEPT.items()), result
+    await sandboxed_env_leaks(fake, home, project, HIDDEN, KEPT)

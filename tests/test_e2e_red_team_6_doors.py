@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.acp_harness import NO_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.red_team import asked_for_each_outside
 from tests.support.waiting import HANG
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -86,12 +87,7 @@ async def test_writing_what_zed_or_another_editor_starts_asks_in_every_mode(
     ):
         session = await client.session_in_mode(project, mode)
         assert await client.prompt(session, "set up", within=HANG) == {"stopReason": "end_turn"}
-    asked = {r["toolCall"]["toolCallId"]: r for r in client.permission_requests}
-    assert sorted(asked) == sorted(call.id for call in calls)
-    for request in asked.values():
-        reason = request["_meta"]["hermes"]["reason"]
-        assert "editor" in reason and "outside the sandbox" in reason, reason
-        assert "allow_always" not in {o["optionId"] for o in request["options"]}
+    asked_for_each_outside(client, calls, "editor")
     assert [p for p in EDITOR_FILES if (project / p).exists()] == []
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.acp_harness import NO_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.red_team import asked_for_each_outside
 from tests.support.waiting import HANG
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -43,12 +44,7 @@ async def test_writing_what_another_agent_runs_asks_in_every_mode(
     async with connected(env, NO_CAPABILITIES, permission="reject_once") as (_, client):
         session = await client.session_in_mode(project, mode)
         assert await client.prompt(session, "set up", within=HANG) == {"stopReason": "end_turn"}
-    asked = {r["toolCall"]["toolCallId"]: r for r in client.permission_requests}
-    assert sorted(asked) == sorted(call.id for call in calls)
-    for request in asked.values():
-        reason = request["_meta"]["hermes"]["reason"]
-        assert "coding agent" in reason and "outside the sandbox" in reason, reason
-        assert "allow_always" not in {o["optionId"] for o in request["options"]}
+    asked_for_each_outside(client, calls, "coding agent")
     assert [p for p in AGENT_FILES if (project / p).exists()] == []
 
 

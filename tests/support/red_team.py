@@ -7,8 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, connected
-from tests.support.fake_provider import Reply, ToolCallSpec
+from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, connected, server_env
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
 
 LOCAL = PLAIN_CAPABILITIES | {"terminal": False, "fs": {}}
 
@@ -76,3 +76,28 @@ def offered_always(user: User) -> bool:
 
 def git(*args: str, cwd: Path) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+async def sandboxed_env_leaks(
+    fake: FakeProvider, home: Path, project: Path, hidden: dict[str, str], kept: dict[str, str]
+) -> None:
+    """One auto turn whose sandboxed `env` sends what it sees: none of `hidden`'s values may
+    be in it, every one of `kept` must."""
+    fake.script(turn(sandboxed("env; echo probe-ran", "probe")))
+    async with connected(server_env(home, fake, **hidden, **kept), LOCAL) as (_, client):
+        await run_turns(client, project, 1)
+    result = next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
+    assert "probe-ran" in result, result
+    assert [name for name, value in hidden.items() if value in result] == [], result
+    assert all(f"{name}={value}" in result for name, value in kept.items()), result
+
+
+def asked_for_each_outside(client: AcpClient, calls: list[ToolCallSpec], names: str) -> None:
+    """Each of `calls` asked, with no "always", naming why: what `names` (the editor, a
+    coding agent) runs the file outside the sandbox."""
+    asked = {r["toolCall"]["toolCallId"]: r for r in client.permission_requests}
+    assert sorted(asked) == sorted(call.id for call in calls)
+    for request in asked.values():
+        reason = request["_meta"]["hermes"]["reason"]
+        assert names in reason and "outside the sandbox" in reason, reason
+        assert "allow_always" not in {o["optionId"] for o in request["options"]}

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import time
 from dataclasses import dataclass
 
 STALL_SECONDS = 3.0
 POLL_SECONDS = 0.5
 _FIFO_WAIT = "wait_for_partner"
-_OPEN_SYSCALLS = {"2": 0, "257": 1}  # x86-64 open(path) and openat(dirfd, path): which argument is the path
+# The open calls' numbers, and which argument is the path: open(path) and openat(dirfd, path).
+_OPEN_SYSCALLS = {"x86_64": {"2": 0, "257": 1}, "aarch64": {"56": 1}}.get(platform.machine(), {})
 _NAME_BYTES = 4096
 
 

@@ -5,7 +5,9 @@ checkpoints share.
 What rg reads is opened beneath a root before rg starts (`WorkspaceScope.open_file`), so a
 symlink swapped in afterwards changes nothing: rg starts in the opened directory (through
 `/proc/self/fd`) or reads the opened file on its stdin. rg follows no symlink while it walks
-(no --follow) and skips FIFOs and devices it meets. Secrets are kept out twice: by globs
+(no --follow) and skips FIFOs and devices it meets as files to list or search; one met as
+an ignore file, which rg opens and would wait on forever, is noticed and rg stopped
+(`hermes_core.fence.rg_stall`). Secrets are kept out twice: by globs
 rg is given, and by dropping what a secret file matched should rg have reached one by
 another name.
 """
@@ -22,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_core.fence.rg_stall import POLL_SECONDS, StallWatch, blocked_path, stall_message
 from hermes_core.fence.scope import FileTooLarge, WorkspaceError, WorkspaceScope, human_size
 from hermes_core.sandbox.git_credentials import redacted
 from hermes_core.sandbox.hidden_env import absolute_search_path
@@ -46,6 +49,10 @@ _STDIN_NAME = "<stdin>"  # how rg names the file it read on its stdin
 
 class RipgrepMissing(WorkspaceError):
     pass
+
+
+class RgBlocked(WorkspaceError):
+    """rg waited without end opening a FIFO it met while walking (an ignore file)."""
 
 
 class NotADirectory(WorkspaceError):
@@ -84,7 +91,7 @@ async def run_rg(
     args: list[str], *, cwd: Path | str, max_stdout: int = _MAX_RG_STDOUT, stdin: int | None = None
 ) -> RgOutput:
     """Run rg (reading our stdin never, `stdin` when given; ignoring the user's rg config);
-    kill it if cancelled."""
+    kill it if cancelled. Raises RgBlocked when rg waits without end on a FIFO it met."""
     process = await asyncio.create_subprocess_exec(
         find_rg(),
         "--no-config",
@@ -95,16 +102,15 @@ async def run_rg(
         stderr=subprocess.PIPE,
     )
     assert process.stdout is not None and process.stderr is not None
+    read = _Read()
+    watchdog = asyncio.ensure_future(_watch(process, read))
     try:
         stderr_task = asyncio.ensure_future(process.stderr.read())
-        chunks: list[bytes] = []
-        size = 0
-        cut = False
         while chunk := await process.stdout.read(1 << 20):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_stdout:
-                cut = True
+            read.chunks.append(chunk)
+            read.size += len(chunk)
+            if read.size > max_stdout:
+                read.cut = True
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 # Drain what is left so the pipe closes and wait() can return.
@@ -117,7 +123,31 @@ async def run_rg(
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         raise
-    return RgOutput(code, b"".join(chunks), stderr.decode("utf-8", errors="replace").strip(), cut)
+    finally:
+        watchdog.cancel()
+    if read.blocked is not None:
+        raise RgBlocked(read.blocked)
+    return RgOutput(code, b"".join(read.chunks), stderr.decode("utf-8", errors="replace").strip(), read.cut)
+
+
+@dataclass(slots=True)
+class _Read:
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    cut: bool = False
+    blocked: str | None = None  # why rg was stopped as blocked for good
+
+
+async def _watch(process: asyncio.subprocess.Process, read: _Read) -> None:
+    """Polls rg's threads while it runs; kills it once it is blocked on a FIFO for good."""
+    watch = StallWatch(process.pid)
+    while process.returncode is None:
+        await asyncio.sleep(POLL_SECONDS)
+        if watch.stalled(read.size):
+            read.blocked = stall_message(blocked_path(process.pid))
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            return
 
 
 def secret_globs(scope: WorkspaceScope, base: Path, *, files: bool) -> list[str]:
@@ -357,6 +387,7 @@ __all__ = [
     "Listing",
     "Match",
     "NotADirectory",
+    "RgBlocked",
     "RgOutput",
     "RipgrepMissing",
     "find_rg",

@@ -28,6 +28,7 @@ import logging
 import os
 import stat
 import subprocess
+import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,15 +84,31 @@ def list_files(root: Path, max_files: int = MAX_FILES) -> list[str]:
 
 def _read_names(rg: subprocess.Popen[bytes], max_files: int) -> tuple[list[str], bool]:
     """rg's NUL-separated names as they come, and whether there were more than `max_files`.
-    The whole listing is bounded by `LIST_TIMEOUT_SECONDS`: rg is killed past it (its
-    output then ends, and its exit status says it failed)."""
+    The whole listing is bounded by `LIST_TIMEOUT_SECONDS`, and an rg blocked for good on a
+    FIFO it met (an ignore file) is stopped at once: rg is killed (its output then ends) and
+    OSError says why."""
     import threading
+
+    from hermes_core.fence.rg_stall import POLL_SECONDS, StallWatch, blocked_path, stall_message
 
     assert rg.stdout is not None
     out = rg.stdout.fileno()
-    timer = threading.Timer(LIST_TIMEOUT_SECONDS, rg.kill)
-    timer.start()
     files: list[str] = []
+    done = threading.Event()
+    blocked: list[str] = []
+
+    def watch() -> None:
+        stall = StallWatch(rg.pid)
+        deadline = time.monotonic() + LIST_TIMEOUT_SECONDS
+        while not done.wait(POLL_SECONDS):
+            if stall.stalled(len(files)):
+                blocked.append(stall_message(blocked_path(rg.pid)))
+            if blocked or time.monotonic() > deadline:
+                rg.kill()
+                return
+
+    watcher = threading.Thread(target=watch, name="checkpoint-rg-watch", daemon=True)
+    watcher.start()
     rest = b""
     try:
         while chunk := os.read(out, 1 << 16):
@@ -100,7 +117,10 @@ def _read_names(rg: subprocess.Popen[bytes], max_files: int) -> tuple[list[str],
             if len(files) > max_files:
                 return files, True
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
+    if blocked:
+        raise OSError(f"listing the workspace failed: {blocked[0]}")
     if rest:
         files.append(os.fsdecode(rest))
     return files, len(files) > max_files

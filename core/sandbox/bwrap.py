@@ -434,7 +434,7 @@ class Sandbox:
         # everywhere else.
         out.kept = [
             path
-            for path in (*roots, self.home, *self._own_code)
+            for path in (*roots, self.home, *self._own_code, *protected.own_sources())
             if inside_any(str(path), private) and not inside_changeable(path)
         ]
         exposed = [Path(p) for p in changeable] + list(out.kept)

@@ -362,6 +362,13 @@ def own_code() -> list[Path]:
     return sorted(set(out))
 
 
+def own_sources() -> list[Path]:
+    """Where the engine's own modules are read from: in an editable install (a checkout,
+    perhaps under /tmp) that is the checkout, not site-packages. Kept visible, read-only,
+    where the sandbox empties a temp dir: the image decoder's child runs them there."""
+    return [Path(__file__).resolve().parents[1]]
+
+
 def in_home_protected(*paths: Path) -> bool:
     """Whether a path is one the sandbox keeps read-only in the home folder
     (`HOME_PROTECTED`: `.config/autostart`, `~/.local/bin`, `.vimrc`…): where a root holds

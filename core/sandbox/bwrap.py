@@ -137,6 +137,7 @@ class Sandbox:
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._thread: limits.LaunchThread | None = None
         self._own_code = protected.own_code()
+        self._own_sources = protected.own_sources()  # kept visible where a temp dir is emptied
         self._placeholders: set[Path] = set()  # removed after the session's last command
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
@@ -434,7 +435,7 @@ class Sandbox:
         # everywhere else.
         out.kept = [
             path
-            for path in (*roots, self.home, *self._own_code, *protected.own_sources())
+            for path in (*roots, self.home, *self._own_code, *self._own_sources)
             if inside_any(str(path), private) and not inside_changeable(path)
         ]
         exposed = [Path(p) for p in changeable] + list(out.kept)

@@ -23,12 +23,14 @@ import pytest_asyncio
 from tests.support.acp_harness import AcpClient, ServerProcess, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider
 from tests.support.homes import user_home
+from tests.support.kill_guard import install as guard_against_broadcast_kills
 from tests.support.server_setup import ServerSetup, write_config
 from tests.support.warm_servers import stop_servers
 
 # A spawn whose environment comes from this process's starts no warm server either (the
 # harness's server_env says the same; tests/test_e2e_warm_fork.py turns it on for itself).
 os.environ["HERMES_ACP_WARM"] = "0"
+guard_against_broadcast_kills()
 
 
 @pytest.fixture(scope="module")

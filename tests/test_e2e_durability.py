@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.acp_harness import AcpClient, connected, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.processes import pids_running, unique_seconds, wait_gone
 from tests.support.waiting import until
 
 SESSIONS_PER_SERVER = 4
@@ -81,8 +82,9 @@ async def test_a_server_killed_while_a_tool_runs_can_be_loaded_and_continued(
     fake: FakeProvider, project: Path, tmp_path: Path
 ) -> None:
     env = server_env(tmp_path / "home", fake, HERMES_ACP_DEFAULT_MODE="yolo")
-    pid_file = project / "command.pid"
-    command = f"echo $$ > {pid_file}; echo started; sleep 30"
+    started = project / "started"
+    seconds = unique_seconds(30)  # a duration of its own finds its host pid
+    command = f"echo started > {started}; sleep {seconds}"
     fake.script([Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="call_run")])])
     try:
         async with spawn_server(env, check_exit=False) as process:
@@ -90,13 +92,14 @@ async def test_a_server_killed_while_a_tool_runs_can_be_loaded_and_continued(
             await client.initialize()
             sid = (await client.new_session(project))["sessionId"]
             client.start_prompt(sid, "run the long command")
-            await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+            [pid] = await client.wait_for(lambda: started.exists() and pids_running("sleep", seconds))
             # The history is written behind the turn: kill once the call is on disk, or a
             # slow write (a loaded machine) would be what the kill loses.
             await until(lambda: stored_tool_call(Path(env["HERMES_ACP_HOME"]) / "sessions.db", "call_run"))
             os.kill(process.pid, signal.SIGKILL)
             await process.wait()
             await client.aclose()
+        await wait_gone(pid, "the command, with the server that ran it")
         async with connected(env) as (_, client):
             await client.request("session/load", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
             assert "run the long command" in client.text(sid, "user_message_chunk")
@@ -108,5 +111,8 @@ async def test_a_server_killed_while_a_tool_runs_can_be_loaded_and_continued(
             sent = str(fake.requests[-1].body["messages"])
             assert "Interrupted" in sent and "what happened?" in sent
     finally:
-        with contextlib.suppress(ValueError, ProcessLookupError, FileNotFoundError):
-            os.killpg(int(pid_file.read_text()), signal.SIGKILL)  # orphaned by the SIGKILL above
+        # Only host pids: a sandboxed command's `$$` is its pid in the sandbox's namespace,
+        # often 1, and killpg(1) is kill(-1): every process the tests may signal.
+        for pid in pids_running("sleep", seconds):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

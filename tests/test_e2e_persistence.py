@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import os
 import signal
@@ -386,7 +385,7 @@ async def test_a_killed_server_loses_at_most_the_message_in_flight(
 async def test_a_server_killed_mid_tool_keeps_the_plan_and_always_answers(
     env: dict[str, str], fake: FakeProvider, project: Path
 ) -> None:
-    pid_file = project / "sleeper.pid"
+    seconds = unique_seconds(30)  # a duration of its own finds its host pid
     todo = {"action": "write", "items": [{"content": "Check the build", "status": "in_progress"}]}
     async with spawn_server(env, check_exit=False) as process:
         client = process.sdk_client()
@@ -397,18 +396,15 @@ async def test_a_server_killed_mid_tool_keeps_the_plan_and_always_answers(
             [
                 Reply(tool_calls=[ToolCallSpec("todo", todo)]),
                 Reply(tool_calls=[ToolCallSpec("terminal", {"command": "echo built"})]),
-                Reply(
-                    tool_calls=[ToolCallSpec("terminal", {"command": f"echo $$ > {pid_file}; exec sleep 30"})]
-                ),
+                Reply(tool_calls=[ToolCallSpec("terminal", {"command": f"exec sleep {seconds}"})]),
             ]
         )
         client.start_prompt(sid, "check the build")
-        await client.wait_for(lambda: pid_file.exists() and pid_file.read_text().strip())
+        [pid] = await client.wait_for(lambda: pids_running("sleep", seconds))
         os.kill(process.pid, signal.SIGKILL)
         await process.wait()
         await client.aclose()
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    await wait_gone(pid, "the command, with the server that ran it")
     async with connected(env, permission="reject_once") as (_, client):
         await client.request("session/load", load_params(sid, project))
         plans = client.session_updates(sid, "plan")

@@ -138,6 +138,10 @@ class EveryOverlay(Sandbox):
         options.pop("command", None)
         return super().wrap(argv, **options)
 
+    def launch_options(self, **options: Any) -> list[str]:  # the local path's (`late_args`)
+        options.pop("command", None)
+        return super().launch_options(**options)
+
 
 # The command classes measured (see the module's doc): the overlays each one gets.
 CLASSES = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -33,6 +34,7 @@ from hermes_core.execution.commands import CommandOptions
 from hermes_core.execution.local_command import LocalCommand
 from hermes_core.fence.scope import WorkspaceError, WorkspaceScope
 from hermes_core.sandbox.alive_lock import keep_until_exit, release_for
+from hermes_core.sandbox.late_args import LateArgs
 from hermes_core.sandbox.pid_one import PidOne, wait_gone
 from hermes_core.sandbox.seccomp import SeccompFd
 
@@ -80,20 +82,24 @@ async def start_local_command(
     thread: LaunchThread | None = None
     pid_one: PidOne | None = None
     filtered: SeccompFd | None = None
+    late: LateArgs | None = None
     if sandbox is not None:
         pid_one = PidOne()  # the command ends once its sandbox's pid 1 is gone
         filtered = SeccompFd()
+        late = LateArgs() if LateArgs.fits(argv) else None  # the mounts follow on a pipe
         thread = sandbox.launch_thread()
-        in_cgroup = await asyncio.wrap_future(thread.in_cgroup)
-        argv = sandbox.wrap(
-            argv,
-            cwd=directory.resolve(),
-            in_cgroup=in_cgroup,
-            command=command,
-            search_path=full_env.get("PATH"),
-            alive_held=sandbox.alive is not None,
-            own_fds=[*pid_one.options(), *filtered.options()],
+        joined = thread.in_cgroup
+        in_cgroup = joined.result() if joined.done() else await asyncio.wrap_future(joined)
+        own_fds = [*pid_one.options(), *filtered.options(), *(late.options() if late else [])]
+        head, inside = sandbox.launch_head(
+            argv, in_cgroup=in_cgroup, alive_held=sandbox.alive is not None, own_fds=own_fds
         )
+        search_path = full_env.get("PATH")
+        if late is not None:
+            argv = [*head, "--", *late.checked(inside)]
+        else:
+            fence = sandbox.launch_options(cwd=directory.resolve(), command=command, search_path=search_path)
+            argv = [*head, *fence, "--", *inside]
         full_env = sandbox.environment(full_env)
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
@@ -101,6 +107,10 @@ async def start_local_command(
 
     # Not the sandbox itself: the launch thread may keep this closure after the session.
     alive = sandbox.alive if sandbox is not None else None
+
+    child_fds: tuple[int, ...] = ()
+    if pid_one is not None and filtered is not None:
+        child_fds = (*pid_one.child_fds, *filtered.child_fds, *((late.child_fd,) if late else ()))
 
     def spawn() -> subprocess.Popen[bytes]:
         # Held from before bwrap starts until it has exited (`alive_lock`): a stored "always"
@@ -116,7 +126,7 @@ async def start_local_command(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group, so kill() reaches its children
-                pass_fds=(*pid_one.child_fds, *filtered.child_fds) if pid_one and filtered else (),
+                pass_fds=child_fds,
             )
         except BaseException:
             if held is not None:
@@ -127,6 +137,8 @@ async def start_local_command(
         finally:
             if filtered is not None:
                 filtered.close()  # bwrap has its own copy
+            if late is not None:
+                late.close_child_end()
         if held is not None:
             keep_until_exit(process, held)
         if pid_one is not None:
@@ -134,7 +146,16 @@ async def start_local_command(
         return process
 
     try:
-        process = await _spawn_on(thread, spawn) if thread is not None else spawn()
+        if thread is None:
+            process = spawn()
+        elif late is None:
+            process = await _spawn_on(thread, spawn)
+        else:
+            assert sandbox is not None  # a late launch is a sandboxed one
+            later = functools.partial(
+                sandbox.launch_options, cwd=directory.resolve(), command=command, search_path=search_path
+            )
+            process = await _spawn_then_send(thread, spawn, late, later)
     except OSError as exc:
         if sandbox is not None:
             sandbox.after_command()  # it never ran
@@ -150,6 +171,28 @@ async def start_local_command(
 
         run._guard = UnconfinedGuard(process.pid)
     return run
+
+
+async def _spawn_then_send(
+    thread: LaunchThread,
+    spawn: Callable[[], subprocess.Popen[bytes]],
+    late: LateArgs,
+    options: Callable[[], list[str]],
+) -> subprocess.Popen[bytes]:
+    """Start bwrap on the launch thread and, meanwhile, work out its mounts here and send
+    them (`late_args`): bwrap's start and the Python side overlap."""
+    pending = thread.submit(spawn)
+    try:
+        late.send(options())
+    except BaseException:
+        late.abandon()  # bwrap exits without starting anything
+        pending.add_done_callback(_kill_unowned)
+        raise
+    try:
+        return await asyncio.wrap_future(pending)
+    except asyncio.CancelledError:
+        pending.add_done_callback(_kill_unowned)
+        raise
 
 
 async def _spawn_on(

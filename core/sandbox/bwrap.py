@@ -284,16 +284,24 @@ class Sandbox:
         (`seccomp.SeccompFd`); None (an editor's terminal): the command line's shell is pid 1,
         so bwrap exits only once everything in the sandbox is gone, and a `sh` before bwrap
         opens the filter's file."""
+        head, argv = self.launch_head(argv, in_cgroup=in_cgroup, alive_held=alive_held, own_fds=own_fds)
+        options = self.launch_options(
+            cwd=cwd, new_session=new_session, command=command, search_path=search_path
+        )
+        return [*head, *options, "--", *argv]
+
+    def launch_head(
+        self,
+        argv: list[str],
+        *,
+        in_cgroup: bool = False,
+        alive_held: bool = False,
+        own_fds: list[str] | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """The launch's start, up to and with bwrap's own options (`wrap`), and the command
+        as it runs inside: what needs no look at the file system. Counts the launch as
+        running (`after_command`); `launch_options` must follow."""
         assert self.bwrap is not None
-        need: CacheNeed = ALL
-        if command is not None and self.mode == "workspace-write" and self.state is not None:
-            need = cache_need(
-                command,
-                cwd=cwd,
-                home=self.home,
-                search_path=search_path,
-                workspace=[*self.scope.roots, *self._existing(self.writable)],
-            )
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
         cgroup, memory = self._pids_cgroup(), self._memory_cgroup()
         groups = [g.path / "cgroup.procs" for g in (cgroup, memory) if g is not None]
@@ -306,10 +314,33 @@ class Sandbox:
             argv = keep_shell(argv)
             opener, filtered = seccomp.editor_prefix()
             own_fds = [*AS_PID_1, *filtered]
+        # bwrap's own options go anywhere before `--`: right after the program.
+        return [*prefix, *held, *opener, self.bwrap, *own_fds], limits.limited(argv, self.max_processes)
+
+    def launch_options(
+        self,
+        *,
+        cwd: Path,
+        new_session: bool = False,
+        command: str | None = None,
+        search_path: str | None = None,
+    ) -> list[str]:
+        """bwrap's options for the next launch (mounts, environment, directory), from the
+        file system as it is now; `command`, `search_path` as in `wrap`."""
+        assert self.bwrap is not None
+        need: CacheNeed = ALL
+        if command is not None and self.mode == "workspace-write" and self.state is not None:
+            need = cache_need(
+                command,
+                cwd=cwd,
+                home=self.home,
+                search_path=search_path,
+                workspace=[*self.scope.roots, *self._existing(self.writable)],
+            )
         launch = launch_argv(
             self.bwrap,
             self.mounts(need),
-            argv=limits.limited(argv, self.max_processes),
+            argv=[],
             cwd=cwd,
             tmp=self.temp_dir,
             tmp_bytes=self.tmp_mb * 1024 * 1024,
@@ -325,9 +356,8 @@ class Sandbox:
                 *credential_values(os.environ),
             ],
         )
-        # bwrap's own options go anywhere before `--`: right after the program.
-        launch[1:1] = own_fds
-        return [*prefix, *held, *opener, *launch]
+        assert launch[-1] == "--"
+        return launch[1:-1]
 
     def _hidden_agent_env(self) -> list[str]:
         if self._agent_env is None:  # fixed names and settings: worked out once

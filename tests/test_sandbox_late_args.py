@@ -18,7 +18,7 @@ from tests.test_sandbox_fence import home, repo, run, sandboxed
 
 __all__ = ["home", "repo"]  # the fixtures, shared with test_sandbox_fence
 
-PLANT = "echo planted > planted.txt; echo [$" + MARKER + "]"
+PLANT = "echo planted > planted.txt; echo [$" + MARKER + "]; ls /proc/self/fd/ | tr '\\n' ' '"
 
 
 def _start(late: LateArgs, argv: list[str], repo: Path) -> subprocess.Popen[bytes]:
@@ -48,7 +48,9 @@ def test_the_whole_options_confine_the_command_and_hide_the_marker(repo: Path, h
     late.send(options)
     output, _ = process.communicate()
     assert process.returncode == 0, output
-    assert output.decode().strip() == "[]"  # checked, then unset: the command never sees it
+    marker, descriptors = output.decode().splitlines()
+    assert marker == "[]"  # checked, then unset: the command never sees it
+    assert str(late.child_fd) not in descriptors.split()  # nor the pipe bwrap left open
     assert (repo / "planted.txt").read_text() == "planted\n"
     # the fence came with the options: git's config stays read-only
     assert "--ro-bind" in options and str(repo / ".git" / "config") in options

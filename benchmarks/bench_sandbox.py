@@ -6,7 +6,9 @@ overlay), a known build program (`pip install -r requirements.txt`, a stand-in `
 installed outside the workspace: `~/.cache`'s overlay only) and an unknown program (a
 workspace script, `./build.sh`: every overlay). Each with the sandbox off, on (network
 on), on with the network off, on with every overlay whatever the command (the launch
-before commands were told apart) and on without caches, all shuffled in one loop so load
+before commands were told apart), on with the mounts worked out before bwrap starts and
+passed on its command line (before they went on a pipe while bwrap starts: `late_args`)
+and on without caches, all shuffled in one loop so load
 on the machine hits all alike. The workspace is a git repository (its config, hooks and
 info bound read-only) in a home with the usual toolchain caches, whose sandbox layers
 hold something (as after a build), and secrets (hidden), so every launch carries the full
@@ -143,6 +145,13 @@ class EveryOverlay(Sandbox):
         return super().launch_options(**options)
 
 
+class MountsOnArgv(Sandbox):
+    """The local launch with its mounts on bwrap's command line, worked out before bwrap
+    starts (before `late_args`)."""
+
+    mounts_on_a_pipe = False
+
+
 # The command classes measured (see the module's doc): the overlays each one gets.
 CLASSES = {
     "utility": "true",  # no writable overlay
@@ -164,6 +173,8 @@ async def measure(runs: int, commands: dict[str, str]) -> dict[str, float]:
             "sandboxed_no_network": LocalWorkspace(scope, sandbox=Sandbox(scope, network=False, **common)),  # type: ignore[arg-type]
             # Before this round: every overlay for every command.
             "sandboxed_every_overlay": LocalWorkspace(scope, sandbox=EveryOverlay(scope, **common)),  # type: ignore[arg-type]
+            # The mounts worked out before bwrap starts, on its command line (before `late_args`).
+            "sandboxed_mounts_on_argv": LocalWorkspace(scope, sandbox=MountsOnArgv(scope, **common)),  # type: ignore[arg-type]
             # sandbox_caches = []: no overlay at all (the caches are then read-only)
             "sandboxed_no_caches": LocalWorkspace(scope, sandbox=Sandbox(scope, caches=(), **common)),  # type: ignore[arg-type]
         }

@@ -86,7 +86,7 @@ async def start_local_command(
     if sandbox is not None:
         pid_one = PidOne()  # the command ends once its sandbox's pid 1 is gone
         filtered = SeccompFd()
-        late = LateArgs() if LateArgs.fits(argv) else None  # the mounts follow on a pipe
+        late = LateArgs() if sandbox.mounts_on_a_pipe and LateArgs.fits(argv) else None  # mounts follow
         thread = sandbox.launch_thread()
         joined = thread.in_cgroup
         in_cgroup = joined.result() if joined.done() else await asyncio.wrap_future(joined)

@@ -1,0 +1,213 @@
+"""What a sandboxed command may leave that no mount could forbid in advance, looked for
+after it ends and undone: names that do not exist yet, and repositories below a root.
+
+A mount needs something to mount on. A root's hook-manager files, other agents' project
+settings and Neovim's startup files are bound read-only where they exist; where they do
+not, a placeholder would cost a mount per launch and put an empty `.pre-commit-config.yaml`
+(which breaks pre-commit) or `.mcp.json` in the user's folder. Repositories below a root
+(a vendored clone, one a command makes with `git init`) have their own `.git/config` and
+hooks, which git runs when the user works in that folder. So, at each launch, `watch`
+notes which of those names are missing and what each repository below a root holds; after
+the command (`undo`), a name that appeared is renamed aside, a repository config that now
+names code (`git_inert`) is put back as it was (or renamed aside, when it is new), and a
+new or changed hook is renamed aside. Renamed, not deleted: the user can look at it. The
+messages go to the model with the command's result and to the log.
+
+Bounds: repositories are looked for to `NESTED_DEPTH` folders below a root, not inside
+dependency and build folders (`SKIP`). What a command plants stays until it ends: a
+background command's until it ends or the session's next command starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox import listing, protected
+from hermes_core.sandbox.git_inert import names_no_code
+
+# A root's names that run later outside the sandbox, kept read-only where they exist.
+PLANTABLE: tuple[str, ...] = (*protected.RUN_LATER_IF_PRESENT, *protected.EDITOR_FOLDERS_IF_PRESENT)
+NESTED_DEPTH = 3
+SKIP = frozenset(
+    {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
+)
+_CONFIG_LIMIT = 200_000
+_aside_counter = itertools.count(1)
+
+_Id = tuple[int, int, int]  # device, inode, file type
+
+
+@dataclass(frozen=True, slots=True)
+class RepoState:
+    """What git would run from one repository below a root, as the launch found it."""
+
+    dotgit: _Id | None
+    configs: dict[str, bytes | None]  # `config`, `config.worktree`: their bytes, None when absent
+    hooks: frozenset[tuple[str, int, int, int]]  # (name, inode, size, mtime) of each real hook
+    hooks_id: _Id | None
+
+
+@dataclass(slots=True)
+class Watch:
+    missing: list[Path] = field(default_factory=list)
+    repos: dict[Path, RepoState] = field(default_factory=dict)
+
+
+def watch(roots: tuple[Path, ...]) -> Watch:
+    """The state `undo` compares with: taken when a command launches."""
+    seen = Watch()
+    for root in roots:
+        seen.missing += [root / name for name in PLANTABLE if not os.path.lexists(root / name)]
+        for work_tree in nested_repositories(root):
+            seen.repos[work_tree] = _state(work_tree)
+    return seen
+
+
+def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
+    """Undo what a command planted since `seen`; one sentence for each thing undone."""
+    said: list[str] = []
+    for path in seen.missing:
+        if os.path.lexists(path):
+            aside = _aside(path)
+            if aside is not None:
+                said.append(
+                    f"`{path}` appeared; it runs outside the sandbox later, so it was moved to `{aside}`"
+                )
+    for root in roots:
+        for work_tree in nested_repositories(root):
+            said += _undo_repository(work_tree, seen.repos.get(work_tree))
+    return said
+
+
+def _repo_entry(name: str, is_dir: bool) -> bool:
+    return name == ".git" or (is_dir and name not in SKIP)
+
+
+def nested_repositories(root: Path) -> list[Path]:
+    """The folders below `root` (to `NESTED_DEPTH` levels, `SKIP` not entered) holding a
+    `.git` of any kind: a folder, a `gitdir:` file or a link."""
+    found: list[Path] = []
+    level = [root]
+    for depth in range(NESTED_DEPTH + 1):
+        below: list[Path] = []
+        for folder in level:
+            for name, _ in listing.entries(str(folder), _repo_entry):
+                if name == ".git":
+                    if depth > 0:
+                        found.append(folder)
+                elif depth < NESTED_DEPTH:
+                    below.append(folder / name)
+        level = below
+    return found
+
+
+def _id(path: Path) -> _Id | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode))
+
+
+def git_dir(work_tree: Path) -> Path | None:
+    """Where git keeps this repository: its `.git` folder, or what a `gitdir:` file or a
+    link names."""
+    dotgit = work_tree / ".git"
+    if dotgit.is_dir():
+        return dotgit.resolve()
+    data = read_regular(str(dotgit), 4096)
+    if data is None:
+        return None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("gitdir:"):
+            target = Path(line[len("gitdir:") :].strip())
+            target = target if target.is_absolute() else work_tree / target
+            return target.resolve() if target.is_dir() else None
+    return None
+
+
+def _state(work_tree: Path) -> RepoState:
+    gitdir = git_dir(work_tree)
+    if gitdir is None:
+        return RepoState(_id(work_tree / ".git"), {}, frozenset(), None)
+    configs = {name: read_regular(str(gitdir / name), _CONFIG_LIMIT) for name in protected.GIT_FILES}
+    return RepoState(_id(work_tree / ".git"), configs, _hooks(gitdir / "hooks"), _id(gitdir / "hooks"))
+
+
+def _hooks(folder: Path) -> frozenset[tuple[str, int, int, int]]:
+    found = set()
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".sample") or ".refused-" in entry.name:
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                found.add((entry.name, info.st_ino, info.st_size, info.st_mtime_ns))
+    return frozenset(found)
+
+
+def _undo_repository(work_tree: Path, before: RepoState | None) -> list[str]:
+    gitdir = git_dir(work_tree)
+    if gitdir is None:
+        return []
+    if before is not None and before.dotgit != _id(work_tree / ".git"):
+        before = None  # `.git` was replaced: nothing of the old one counts
+    said: list[str] = []
+    for name in protected.GIT_FILES:
+        config = gitdir / name
+        old = before.configs.get(name) if before is not None else None
+        if not os.path.lexists(config):
+            continue
+        now = read_regular(str(config), _CONFIG_LIMIT)
+        if now == old and not os.path.islink(config):
+            continue
+        if now is not None and not os.path.islink(config) and names_no_code(now.decode("utf-8", "replace")):
+            continue  # `git clone`, `git remote add`: nothing git would run
+        aside = _aside(config)
+        if aside is None:
+            continue
+        if old is not None:
+            _restore(config, old)
+            said.append(
+                f"`{config}` was changed to name a program git runs outside the sandbox: it is back as it "
+                f"was, the changed file is `{aside}`"
+            )
+        else:
+            said.append(f"`{config}` names a program git runs outside the sandbox: moved to `{aside}`")
+    hooks = gitdir / "hooks"
+    if os.path.islink(hooks) and (before is None or before.hooks_id != _id(hooks)):
+        aside = _aside(hooks)
+        if aside is not None:
+            said.append(f"`{hooks}` became a link git runs hooks through: moved to `{aside}`")
+        return said
+    kept = before.hooks if before is not None else frozenset()
+    for name, *_ in sorted(_hooks(hooks) - kept):
+        aside = _aside(hooks / name)
+        if aside is not None:
+            said.append(f"`{hooks / name}` is a hook git runs outside the sandbox: moved to `{aside}`")
+    return said
+
+
+def _aside(path: Path) -> Path | None:
+    aside = path.with_name(f"{path.name}.refused-{os.getpid()}-{next(_aside_counter)}")
+    try:
+        path.rename(aside)
+    except OSError:
+        return None
+    return aside
+
+
+def _restore(path: Path, data: bytes) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(path, flags, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)

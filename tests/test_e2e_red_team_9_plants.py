@@ -139,3 +139,23 @@ async def test_a_nested_git_link_swapped_for_a_planted_repository(
     user_git("status", cwd=project / "sub")
     assert not marker.exists()
     assert "planted.git/config" in told
+
+
+async def test_a_commondir_planted_in_a_nested_repository(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # `commondir` moves where git reads the repository's config from: a copy of `.git` the
+    # command made, with `core.fsmonitor`, and the nested repository's own config untouched.
+    lib = project / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    git("init", "-q", cwd=lib)
+    marker = tmp_path / "ran-at-status"
+    command = (
+        "cp -r vendor/lib/.git elsewhere && "
+        f"printf '[core]\\n\\tfsmonitor = \"touch {marker} #\"\\n' >> elsewhere/config && "
+        "printf '../../../elsewhere\\n' > vendor/lib/.git/commondir"
+    )
+    _, told = await run_in_auto(fake, home, project, command)
+    user_git("status", cwd=lib)
+    assert not marker.exists()
+    assert "vendor/lib/.git/commondir" in told

@@ -48,7 +48,9 @@ class RepoState:
     """What git would run from one repository below a root, as the launch found it."""
 
     dotgit: _Id | None
-    configs: dict[str, bytes | None]  # `config`, `config.worktree`: their bytes, None when absent
+    # What git reads config from (`config`, `config.worktree`, the common dir's `config`)
+    # and `commondir`: their bytes by path, None when absent.
+    configs: dict[str, bytes | None]
     hooks: frozenset[tuple[str, int, int, int]]  # (name, inode, size, mtime) of each real hook
     hooks_id: _Id | None
 
@@ -136,8 +138,21 @@ def _state(work_tree: Path) -> RepoState:
     gitdir = git_dir(work_tree)
     if gitdir is None:
         return RepoState(_id(work_tree / ".git"), {}, frozenset(), None)
-    configs = {name: read_regular(str(gitdir / name), _CONFIG_LIMIT) for name in protected.GIT_FILES}
+    configs = {str(path): read_regular(str(path), _CONFIG_LIMIT) for path in _config_files(gitdir)}
     return RepoState(_id(work_tree / ".git"), configs, _hooks(gitdir / "hooks"), _id(gitdir / "hooks"))
+
+
+def _config_files(gitdir: Path) -> list[Path]:
+    """Where git reads this repository's config: its own files, `commondir` (it moves the
+    config elsewhere) and the config of the directory that names, when it exists."""
+    files = [gitdir / name for name in protected.GIT_FILES] + [gitdir / "commondir"]
+    data = read_regular(str(gitdir / "commondir"), 4096)
+    if data is not None:
+        common = Path(data.decode("utf-8", "replace").strip())
+        common = common if common.is_absolute() else gitdir / common
+        if common.is_dir():
+            files.append(common.resolve() / "config")
+    return files
 
 
 def _hooks(folder: Path) -> frozenset[tuple[str, int, int, int]]:
@@ -159,15 +174,15 @@ def _undo_repository(work_tree: Path, before: RepoState | None) -> list[str]:
     if before is not None and before.dotgit != _id(work_tree / ".git"):
         before = None  # `.git` was replaced: nothing of the old one counts
     said: list[str] = []
-    for name in protected.GIT_FILES:
-        config = gitdir / name
-        old = before.configs.get(name) if before is not None else None
+    for config in _config_files(gitdir):
+        old = before.configs.get(str(config)) if before is not None else None
         if not os.path.lexists(config):
             continue
         now = read_regular(str(config), _CONFIG_LIMIT)
         if now == old and not os.path.islink(config):
             continue
-        if now is not None and not os.path.islink(config) and names_no_code(now.decode("utf-8", "replace")):
+        plain = now is not None and not os.path.islink(config) and config.name != "commondir"
+        if plain and now is not None and names_no_code(now.decode("utf-8", "replace")):
             continue  # `git clone`, `git remote add`: nothing git would run
         aside = _aside(config)
         if aside is None:

@@ -11,23 +11,26 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.support.acp_harness import connected, server_env
+from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider
 from tests.support.red_team import LOCAL, User, git, run_turns, sandboxed, turn
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def run_in_auto(fake: FakeProvider, home: Path, project: Path, command: str) -> tuple[User, str]:
+async def run_in_auto(
+    fake: FakeProvider, home: Path, project: Path, command: str, capabilities: dict[str, Any] = LOCAL
+) -> tuple[User, str]:
     """The workspace's `setup.sh` holds `command`; the model runs `sh setup.sh` sandboxed in
     auto. (the user, what the model was told of it)."""
     (project / "setup.sh").write_text(command + "\n")
     fake.script(turn(sandboxed("sh setup.sh", "cmd")))
     user = User(first="reject_once")
-    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+    async with connected(server_env(home, fake), capabilities, permission=user) as (_, client):
         await run_turns(client, project, 1)
     return user, json.dumps(fake.requests[-1].body)
 
@@ -43,8 +46,9 @@ def fsmonitor(marker: Path) -> str:
     return f"git config core.fsmonitor 'touch {marker} #'"
 
 
+@pytest.mark.parametrize("capabilities", [LOCAL, PLAIN_CAPABILITIES], ids=["local", "editor-terminal"])
 async def test_names_that_did_not_exist_are_not_left_behind(
-    fake: FakeProvider, home: Path, project: Path
+    fake: FakeProvider, home: Path, project: Path, capabilities: dict[str, Any]
 ) -> None:
     # None of these existed, so no mount kept them read-only: pre-commit's installed hook
     # runs what the config names at the next commit, Gemini CLI and Claude Code start the MCP
@@ -63,7 +67,7 @@ async def test_names_that_did_not_exist_are_not_left_behind(
     script = " && ".join(
         f"mkdir -p $(dirname {name}) && printf '%s' '{text}' > {name}" for name, text in planted.items()
     )
-    user, told = await run_in_auto(fake, home, project, script)
+    user, told = await run_in_auto(fake, home, project, script, capabilities)
     assert user.asked == []  # auto: a sandboxed command asks nothing
     for name in planted:
         top = project / name.split("/")[0]

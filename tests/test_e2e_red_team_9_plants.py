@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
-from tests.support.fake_provider import FakeProvider
+from tests.support.fake_provider import FakeProvider, ToolCallSpec
 from tests.support.red_team import LOCAL, User, git, run_turns, sandboxed, turn
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -163,3 +163,24 @@ async def test_a_commondir_planted_in_a_nested_repository(
     user_git("status", cwd=lib)
     assert not marker.exists()
     assert "vendor/lib/.git/commondir" in told
+
+
+async def test_what_the_user_approved_while_a_command_runs_stays(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # A background command runs while the model writes `.pre-commit-config.yaml` with
+    # write_file, which asks; the user allows it. That file is the agent's own write, not
+    # the running command's plant: the next command's launch must leave it where it is.
+    git("init", "-q", cwd=project)
+    waiting = ToolCallSpec(
+        "terminal", {"command": "while [ ! -e done ]; do sleep 0.05; done", "background": True}, id="bg"
+    )
+    config = "repos: []\n"
+    write = ToolCallSpec("write_file", {"path": ".pre-commit-config.yaml", "content": config}, id="w")
+    fake.script([*turn(waiting), *turn(write), *turn(sandboxed("touch done", "end"))])
+    user = User(first="allow_once")
+    async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
+        await run_turns(client, project, 3)
+    assert len(user.asked) == 1  # the write, allowed
+    assert (project / "done").exists()
+    assert (project / ".pre-commit-config.yaml").read_text() == config

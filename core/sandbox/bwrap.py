@@ -496,6 +496,11 @@ class Sandbox:
             logger.warning("sandbox: %s", sentence)
             self._undone.append(sentence)
 
+    def accept_written(self, path: Path) -> None:
+        """The file tools wrote `path`: while a command runs, it is no command's plant."""
+        if self._watch is not None:
+            planted.accept(self._watch, path, self.scope.roots)
+
     def take_undone(self) -> list[str]:
         """What was undone after this session's commands since last asked (for the model)."""
         undone, self._undone = self._undone, []

@@ -71,6 +71,18 @@ def watch(roots: tuple[Path, ...]) -> Watch:
     return seen
 
 
+def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
+    """The agent's own file tools wrote `path` (asked for, where it is one of these): what
+    it is now is not a command's plant."""
+    seen.missing = [m for m in seen.missing if not (path == m or path.is_relative_to(m))]
+    for folder in path.parents:
+        if folder in roots or not any(folder.is_relative_to(root) for root in roots):
+            return
+        if os.path.lexists(folder / ".git"):
+            seen.repos[folder] = _state(folder)
+            return
+
+
 def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
     """Undo what a command planted since `seen`; one sentence for each thing undone."""
     said: list[str] = []

@@ -105,18 +105,19 @@ def _repo_entry(name: str, is_dir: bool) -> bool:
 
 def nested_repositories(root: Path) -> list[Path]:
     """The folders below `root` (to `NESTED_DEPTH` levels, `SKIP` not entered) holding a
-    `.git` of any kind: a folder, a `gitdir:` file or a link."""
+    `.git` of any kind: a folder, a `gitdir:` file or a link. (Strings, not paths: this
+    runs twice per command over every folder of three levels.)"""
     found: list[Path] = []
-    level = [root]
+    level = [str(root)]
     for depth in range(NESTED_DEPTH + 1):
-        below: list[Path] = []
+        below: list[str] = []
         for folder in level:
-            for name, _ in listing.entries(str(folder), _repo_entry):
+            for name, _ in listing.entries(folder, _repo_entry):
                 if name == ".git":
                     if depth > 0:
-                        found.append(folder)
+                        found.append(Path(folder))
                 elif depth < NESTED_DEPTH:
-                    below.append(folder / name)
+                    below.append(f"{folder}/{name}")
         level = below
     return found
 
@@ -133,8 +134,8 @@ def git_dir(work_tree: Path) -> Path | None:
     """Where git keeps this repository: its `.git` folder, or what a `gitdir:` file or a
     link names."""
     dotgit = work_tree / ".git"
-    if dotgit.is_dir():
-        return dotgit.resolve()
+    if os.path.isdir(dotgit):
+        return Path(os.path.realpath(dotgit)) if os.path.islink(dotgit) else dotgit
     data = read_regular(str(dotgit), 4096)
     if data is None:
         return None
@@ -180,6 +181,8 @@ def _hooks(folder: Path) -> frozenset[tuple[str, int, int, int]]:
 
 
 def _undo_repository(work_tree: Path, before: RepoState | None) -> list[str]:
+    if before is not None and _state(work_tree) == before:
+        return []  # most commands: nothing changed
     gitdir = git_dir(work_tree)
     if gitdir is None:
         return []

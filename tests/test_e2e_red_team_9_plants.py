@@ -184,3 +184,23 @@ async def test_what_the_user_approved_while_a_command_runs_stays(
     assert len(user.asked) == 1  # the write, allowed
     assert (project / "done").exists()
     assert (project / ".pre-commit-config.yaml").read_text() == config
+
+
+async def test_a_nested_git_pointing_outside_is_moved_not_what_it_names(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # Another user's repository in a shared place, with `core.fsmonitor` (the sandbox cannot
+    # write it, but a link to it is one line): `sub/.git` made to point there runs it at your
+    # next `git status` in `sub`. The link goes; what it named, outside, stays untouched.
+    outside = tmp_path / "shared" / "theirs.git"
+    git("init", "-q", "--bare", str(outside), cwd=tmp_path)
+    marker = tmp_path / "ran-at-status"
+    git("--git-dir", str(outside), "config", "core.bare", "false", cwd=tmp_path)
+    git("--git-dir", str(outside), "config", "core.fsmonitor", f"touch {marker} #", cwd=tmp_path)
+    config = (outside / "config").read_bytes()
+    (project / "sub").mkdir()
+    _, told = await run_in_auto(fake, home, project, f"ln -s {outside} sub/.git")
+    user_git("status", cwd=project / "sub")
+    assert not marker.exists()
+    assert (outside / "config").read_bytes() == config
+    assert "sub/.git" in told

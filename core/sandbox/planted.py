@@ -95,7 +95,7 @@ def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
                 )
     for root in roots:
         for work_tree in nested_repositories(root):
-            said += _undo_repository(work_tree, seen.repos.get(work_tree))
+            said += _undo_repository(work_tree, seen.repos.get(work_tree), roots)
     return said
 
 
@@ -180,7 +180,15 @@ def _hooks(folder: Path) -> frozenset[tuple[str, int, int, int]]:
     return frozenset(found)
 
 
-def _undo_repository(work_tree: Path, before: RepoState | None) -> list[str]:
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether `path` (its folder's real place) lies in a root: only there could a sandboxed
+    command have written it. A `.git` link to `~/.ssh` must not make the agent rename
+    `~/.ssh/config`."""
+    real = Path(os.path.realpath(path.parent)) / path.name
+    return any(real.is_relative_to(root) for root in roots)
+
+
+def _undo_repository(work_tree: Path, before: RepoState | None, roots: tuple[Path, ...]) -> list[str]:
     if before is not None and _state(work_tree) == before:
         return []  # most commands: nothing changed
     gitdir = git_dir(work_tree)
@@ -189,7 +197,19 @@ def _undo_repository(work_tree: Path, before: RepoState | None) -> list[str]:
     if before is not None and before.dotgit != _id(work_tree / ".git"):
         before = None  # `.git` was replaced: nothing of the old one counts
     said: list[str] = []
+    if not _inside(gitdir / "config", roots):
+        # Outside the roots, read-only to the sandbox and not ours to touch; but a `.git`
+        # the command pointed there (`gitdir: /tmp/someone-elses`) is in the root.
+        if before is None and not _runs_nothing(gitdir):
+            aside = _aside(work_tree / ".git")
+            if aside is not None:
+                said.append(
+                    f"`{work_tree}/.git` points git at code outside the workspace: moved to `{aside}`"
+                )
+        return said
     for config in _config_files(gitdir):
+        if not _inside(config, roots):
+            continue
         old = before.configs.get(str(config)) if before is not None else None
         if not os.path.lexists(config):
             continue
@@ -222,6 +242,17 @@ def _undo_repository(work_tree: Path, before: RepoState | None) -> list[str]:
         if aside is not None:
             said.append(f"`{hooks / name}` is a hook git runs outside the sandbox: moved to `{aside}`")
     return said
+
+
+def _runs_nothing(gitdir: Path) -> bool:
+    """Whether a repository's config files name no code and its hooks folder holds none."""
+    for config in _config_files(gitdir):
+        data = read_regular(str(config), _CONFIG_LIMIT)
+        if config.name == "commondir" and os.path.lexists(config):
+            return False
+        if data is not None and not names_no_code(data.decode("utf-8", "replace")):
+            return False
+    return not _hooks(gitdir / "hooks")
 
 
 def _aside(path: Path) -> Path | None:

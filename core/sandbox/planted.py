@@ -21,8 +21,9 @@ background command's until it ends or the session's next command starts.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
+import secrets
+import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,6 @@ SKIP = frozenset(
     {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
 )
 _CONFIG_LIMIT = 200_000
-_aside_counter = itertools.count(1)
 
 _Id = tuple[int, int, int]  # device, inode, file type
 
@@ -256,12 +256,21 @@ def _runs_nothing(gitdir: Path) -> bool:
 
 
 def _aside(path: Path) -> Path | None:
-    aside = path.with_name(f"{path.name}.refused-{os.getpid()}-{next(_aside_counter)}")
+    """Rename `path` to an unguessable name beside it (a command cannot have made a folder
+    of that name to make the rename fail); where even that fails, remove it. None when it is
+    still there."""
+    aside = path.with_name(f"{path.name}.refused-{secrets.token_hex(6)}")
     try:
         path.rename(aside)
+        return aside
     except OSError:
-        return None
-    return aside
+        pass
+    with contextlib.suppress(OSError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    return None if os.path.lexists(path) else Path("(removed)")
 
 
 def _restore(path: Path, data: bytes) -> None:

@@ -204,3 +204,21 @@ async def test_a_nested_git_pointing_outside_is_moved_not_what_it_names(
     assert not marker.exists()
     assert (outside / "config").read_bytes() == config
     assert "sub/.git" in told
+
+
+async def test_a_hook_planted_where_a_nested_repository_config_points(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # The vendored repository's own config names a hooks folder in its work tree (`.githooks`,
+    # husky's `.husky/_`): its config is untouched, the hook lands in that folder.
+    lib = project / "vendor" / "lib"
+    (lib / ".githooks").mkdir(parents=True)
+    git("init", "-q", cwd=lib)
+    git("config", "core.hooksPath", ".githooks", cwd=lib)
+    marker = tmp_path / "ran-at-commit"
+    hook = "vendor/lib/.githooks/pre-commit"
+    command = f"printf '#!/bin/sh\\ntouch {marker}\\n' > {hook} && chmod +x {hook}"
+    _, told = await run_in_auto(fake, home, project, command)
+    user_git("commit", "-q", "--allow-empty", "-m", "x", cwd=lib)
+    assert not marker.exists()
+    assert "vendor/lib/.githooks/pre-commit" in told

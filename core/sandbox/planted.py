@@ -51,7 +51,7 @@ class RepoState:
     # What git reads config from (`config`, `config.worktree`, the common dir's `config`)
     # and `commondir`: their bytes by path, None when absent.
     configs: dict[str, bytes | None]
-    hooks: frozenset[tuple[str, int, int, int]]  # (name, inode, size, mtime) of each real hook
+    hooks: frozenset[tuple[str, int, int, int]]  # (path, inode, size, mtime) of each real hook
     hooks_id: _Id | None
 
 
@@ -151,13 +151,16 @@ def _state(work_tree: Path) -> RepoState:
     gitdir = git_dir(work_tree)
     if gitdir is None:
         return RepoState(_id(work_tree / ".git"), {}, frozenset(), None)
-    configs = {str(path): read_regular(str(path), _CONFIG_LIMIT) for path in _config_files(gitdir)}
-    return RepoState(_id(work_tree / ".git"), configs, _hooks(gitdir / "hooks"), _id(gitdir / "hooks"))
+    files = _config_files(gitdir, work_tree)
+    configs = {str(path): read_regular(str(path), _CONFIG_LIMIT) for path in files}
+    hooks = _hooks(_hook_folders(gitdir, work_tree, files))
+    return RepoState(_id(work_tree / ".git"), configs, hooks, _id(gitdir / "hooks"))
 
 
-def _config_files(gitdir: Path) -> list[Path]:
+def _config_files(gitdir: Path, work_tree: Path) -> list[Path]:
     """Where git reads this repository's config: its own files, `commondir` (it moves the
-    config elsewhere) and the config of the directory that names, when it exists."""
+    config elsewhere), the config of the directory that names, and the files the config
+    includes (`include.path`), when they exist."""
     files = [gitdir / name for name in protected.GIT_FILES] + [gitdir / "commondir"]
     data = read_regular(str(gitdir / "commondir"), 4096)
     if data is not None:
@@ -165,18 +168,28 @@ def _config_files(gitdir: Path) -> list[Path]:
         common = common if common.is_absolute() else gitdir / common
         if common.is_dir():
             files.append(common.resolve() / "config")
+    configs = [f for f in files if f.name != "commondir" and os.path.isfile(f)]
+    files += [target for key, target in protected.configured_code(configs, work_tree) if key == "path"]
     return files
 
 
-def _hooks(folder: Path) -> frozenset[tuple[str, int, int, int]]:
+def _hook_folders(gitdir: Path, work_tree: Path, files: list[Path]) -> list[Path]:
+    """`hooks` and the folder `core.hooksPath` names (husky's `.husky/_`, a `.githooks`)."""
+    configs = [f for f in files if f.name != "commondir" and os.path.isfile(f)]
+    named = [target for key, target in protected.configured_code(configs, work_tree) if key == "hookspath"]
+    return [gitdir / "hooks", *named]
+
+
+def _hooks(folders: list[Path]) -> frozenset[tuple[str, int, int, int]]:
     found = set()
-    with contextlib.suppress(OSError), os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.endswith(".sample") or ".refused-" in entry.name:
-                continue
-            with contextlib.suppress(OSError):
-                info = entry.stat(follow_symlinks=False)
-                found.add((entry.name, info.st_ino, info.st_size, info.st_mtime_ns))
+    for folder in folders:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".sample") or ".refused-" in entry.name:
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    found.add((entry.path, info.st_ino, info.st_size, info.st_mtime_ns))
     return frozenset(found)
 
 
@@ -207,7 +220,8 @@ def _undo_repository(work_tree: Path, before: RepoState | None, roots: tuple[Pat
                     f"`{work_tree}/.git` points git at code outside the workspace: moved to `{aside}`"
                 )
         return said
-    for config in _config_files(gitdir):
+    files = _config_files(gitdir, work_tree)
+    for config in files:
         if not _inside(config, roots):
             continue
         old = before.configs.get(str(config)) if before is not None else None
@@ -237,22 +251,26 @@ def _undo_repository(work_tree: Path, before: RepoState | None, roots: tuple[Pat
             said.append(f"`{hooks}` became a link git runs hooks through: moved to `{aside}`")
         return said
     kept = before.hooks if before is not None else frozenset()
-    for name, *_ in sorted(_hooks(hooks) - kept):
-        aside = _aside(hooks / name)
+    for path, *_ in sorted(_hooks(_hook_folders(gitdir, work_tree, files)) - kept):
+        hook = Path(path)
+        if not _inside(hook, roots):
+            continue
+        aside = _aside(hook)
         if aside is not None:
-            said.append(f"`{hooks / name}` is a hook git runs outside the sandbox: moved to `{aside}`")
+            said.append(f"`{hook}` is a hook git runs outside the sandbox: moved to `{aside}`")
     return said
 
 
 def _runs_nothing(gitdir: Path) -> bool:
     """Whether a repository's config files name no code and its hooks folder holds none."""
-    for config in _config_files(gitdir):
+    files = _config_files(gitdir, gitdir.parent)
+    for config in files:
         data = read_regular(str(config), _CONFIG_LIMIT)
         if config.name == "commondir" and os.path.lexists(config):
             return False
         if data is not None and not names_no_code(data.decode("utf-8", "replace")):
             return False
-    return not _hooks(gitdir / "hooks")
+    return not _hooks(_hook_folders(gitdir, gitdir.parent, files))
 
 
 def _aside(path: Path) -> Path | None:

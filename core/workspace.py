@@ -186,6 +186,8 @@ class LocalWorkspace:
     ) -> None:
         data = content.encode("utf-8")
         await asyncio.to_thread(self.scope.write_bytes, path, data, allow_outside=allow_outside)
+        if self.sandbox is not None:  # the agent's own write: not a running command's plant
+            self.sandbox.accept_written(self.scope.absolute(path))
 
     async def list_files(self, path: str, *, glob: str | None = None, allow_outside: bool = False) -> Listing:
         return await ripgrep.list_files(self.scope, path, glob=glob, allow_outside=allow_outside)

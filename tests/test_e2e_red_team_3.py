@@ -36,7 +36,14 @@ with open("sub/.git/config", "a") as config:
 """
 
 
-@pytest.mark.parametrize("later", ["git -C sub status", "git --git-dir=sub/.git --work-tree=sub status"])
+# Four folders down: past the after-command check's bound (`planted.NESTED_DEPTH`), which
+# would undo the plant itself; this test is about what the "always" covers.
+DEEP = "a/b/c/sub"
+
+
+@pytest.mark.parametrize(
+    "later", [f"git -C {DEEP} status", f"git --git-dir={DEEP}/.git --work-tree={DEEP} status"]
+)
 async def test_always_for_git_status_outside_does_not_cover_a_repository_the_sandbox_planted(
     fake: FakeProvider, home: Path, project: Path, tmp_path: Path, later: str
 ) -> None:
@@ -49,14 +56,16 @@ async def test_always_for_git_status_outside_does_not_cover_a_repository_the_san
     fake.script(
         [
             *turn(unconfined("git status", "first")),
-            *turn(sandboxed(f"git init -q sub && python3 plant.py {marker}", "plant")),
+            *turn(
+                sandboxed(f"git init -q {DEEP} && cd a/b/c && python3 ../../../plant.py {marker}", "plant")
+            ),
             *turn(unconfined(later, "later")),
         ]
     )
     user = User()
     async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
         await run_turns(client, project, 3)
-    assert "fsmonitor" in (project / "sub" / ".git" / "config").read_text()  # the plant worked
+    assert "fsmonitor" in (project / DEEP / ".git" / "config").read_text()  # the plant worked
     assert user.asked_for() == ["first", "later"]  # git in another repository asks again
     assert not marker.exists()
 

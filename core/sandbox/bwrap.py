@@ -34,6 +34,7 @@ from hermes_core.sandbox import (
     limits,
     listing,
     memory_cap,
+    planted,
     protected,
     seccomp,
     secrets,
@@ -145,6 +146,8 @@ class Sandbox:
         self._placeholders: set[Path] = set()  # removed after the session's last command
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
+        self._watch: planted.Watch | None = None  # what the running commands may plant
+        self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
         # What the first turn tells the user (once) about this session's sandbox; the turn
@@ -307,6 +310,7 @@ class Sandbox:
         running (`after_command`); `launch_options` must follow."""
         assert self.bwrap is not None
         self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
+        self._watch_plants()
         cgroup, memory = self._pids_cgroup(), self._memory_cgroup()
         groups = [g.path / "cgroup.procs" for g in (cgroup, memory) if g is not None]
         prefix = limits.move_in(groups) if not in_cgroup else []
@@ -505,6 +509,36 @@ class Sandbox:
                 for path in sorted(self._placeholders, reverse=True):
                     _rmdir_quietly(str(path))
         self._disarm()
+        if self._watch is not None:
+            self._undo_plants()
+            if self._running == 0:
+                self._watch = None
+
+    def _watch_plants(self) -> None:
+        """Note what a command could plant that no mount forbids (`planted`); while an
+        earlier command may still run, undo what it planted first."""
+        if self.mode != "workspace-write":
+            return
+        if self._watch is None:
+            self._watch = planted.watch(self.scope.roots)
+        else:
+            self._undo_plants()
+
+    def _undo_plants(self) -> None:
+        assert self._watch is not None
+        for sentence in planted.undo(self._watch, self.scope.roots):
+            logger.warning("sandbox: %s", sentence)
+            self._undone.append(sentence)
+
+    def accept_written(self, path: Path) -> None:
+        """The file tools wrote `path`: while a command runs, it is no command's plant."""
+        if self._watch is not None:
+            planted.accept(self._watch, path, self.scope.roots)
+
+    def take_undone(self) -> list[str]:
+        """What was undone after this session's commands since last asked (for the model)."""
+        undone, self._undone = self._undone, []
+        return undone
 
     def _disarm(self) -> None:
         for root in self.scope.roots:

@@ -100,6 +100,7 @@ class LaunchThread:
         # Whether the thread joined the cgroup (False: none here, or it could not join, and a
         # launch must move itself in).
         self.in_cgroup: Future[bool] = Future()
+        self._tid: int | None = None  # the thread's id, once it runs
         name = f"sandbox-{cgroup.path.name}" if cgroup is not None else "sandbox-launch"
         threading.Thread(target=self._serve, name=name, daemon=True).start()
 
@@ -109,6 +110,16 @@ class LaunchThread:
         return future
 
     def close(self) -> None:
+        """Leave the cgroups and remove them now, from the caller's thread: at the agent's
+        exit (`os._exit` after the exit handlers) this thread would never run again to do
+        it, and every server left its empty cgroups behind. Then let the thread end."""
+        tid = self._tid
+        if tid is not None and self.in_cgroup.done() and self.in_cgroup.result():
+            for group in (self._cgroup.path if self._cgroup is not None else None, self._memory):
+                if group is not None:
+                    with contextlib.suppress(OSError):  # v1 `tasks` moves one thread, any thread
+                        (group.parent / "tasks").write_text(f"{tid}\n")
+                    _remove(str(group))
         self._jobs.put(None)
 
     def _serve(self) -> None:
@@ -116,6 +127,7 @@ class LaunchThread:
 
         # Before anything is forked here: every sandboxed command starts inside the domain.
         self.abstract_sockets_scoped = scope_this_thread(self._bwrap)
+        self._tid = threading.get_native_id()
         self.in_cgroup.set_result(self._join())
         while (item := self._jobs.get()) is not None:
             job, future = item

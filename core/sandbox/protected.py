@@ -285,6 +285,7 @@ EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer", ".gemin
 # husky 9's `.husky/_/h` (the hooks folder git's config names) runs `.husky/pre-commit`,
 # made or not, so all of `.husky/`; pre-commit's and lefthook's configs name the commands
 # their installed hook runs at the next commit; Neovim runs `.nvim.lua`/`.exrc` once trusted.
+# Where missing, a sandboxed command may create them: `planted` renames them aside after it.
 RUN_LATER_IF_PRESENT: tuple[str, ...] = (
     ".husky",
     ".pre-commit-config.yaml",
@@ -297,6 +298,8 @@ RUN_LATER_IF_PRESENT: tuple[str, ...] = (
     ".nvim.lua",
     ".nvimrc",
     ".exrc",
+    ".mcp.json",  # Claude Code's project MCP servers
+    ".devcontainer.json",  # the dev container's `initializeCommand` runs on the host
 )
 
 

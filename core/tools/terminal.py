@@ -143,6 +143,13 @@ class TerminalTool(Tool[TerminalArgs]):
                 "that, call terminal again with the same command and unconfined=true; the user is asked "
                 "to approve running it outside the sandbox."
             )
+        undone = run.sandbox.take_undone() if run.sandbox is not None else []
+        if undone:
+            text += (
+                "\n\n[sandbox] Undone after the command, because it would run outside the sandbox later: "
+                + "; ".join(undone)
+                + ". To create such a file, use write_file, which asks the user."
+            )
         raw: dict[str, object] = {
             "exit_code": status.exit_code,
             "signal": status.signal,
@@ -153,6 +160,8 @@ class TerminalTool(Tool[TerminalArgs]):
             raw["sandboxed"] = True
         if refused:
             raw["sandbox_refused"] = refused
+        if undone:
+            raw["sandbox_undone"] = undone
         return ToolResult(
             text,
             ok=ok,

@@ -154,6 +154,8 @@ class ClientWorkspace:
             await self.channel.send_request("fs/write_text_file", params)
         except (RequestError, ConnectionError) as exc:
             raise WorkspaceError(f"the editor could not write {absolute}: {_describe(exc)}") from exc
+        if self.sandbox is not None:  # the agent's own write: not a running command's plant
+            self.sandbox.accept_written(absolute)
         try:
             await asyncio.to_thread(self._identity, path, allow_outside)
         except (OSError, WorkspaceError) as exc:

@@ -1,0 +1,301 @@
+"""What a sandboxed command may leave that no mount could forbid in advance, looked for
+after it ends and undone: names that do not exist yet, and repositories below a root.
+
+A mount needs something to mount on. A root's hook-manager files, other agents' project
+settings and Neovim's startup files are bound read-only where they exist; where they do
+not, a placeholder would cost a mount per launch and put an empty `.pre-commit-config.yaml`
+(which breaks pre-commit) or `.mcp.json` in the user's folder. Repositories below a root
+(a vendored clone, one a command makes with `git init`) have their own `.git/config` and
+hooks, which git runs when the user works in that folder. So, at each launch, `watch`
+notes which of those names are missing and what each repository below a root holds; after
+the command (`undo`), a name that appeared is renamed aside, a repository config that now
+names code (`git_inert`) is put back as it was (or renamed aside, when it is new), and a
+new or changed hook is renamed aside. Renamed, not deleted: the user can look at it. The
+messages go to the model with the command's result and to the log.
+
+Bounds: repositories are looked for to `NESTED_DEPTH` folders below a root, not inside
+dependency and build folders (`SKIP`). What a command plants stays until it ends: a
+background command's until it ends or the session's next command starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox import listing, protected
+from hermes_core.sandbox.git_inert import names_no_code
+
+# A root's names that run later outside the sandbox, kept read-only where they exist.
+PLANTABLE: tuple[str, ...] = (*protected.RUN_LATER_IF_PRESENT, *protected.EDITOR_FOLDERS_IF_PRESENT)
+NESTED_DEPTH = 3
+SKIP = frozenset(
+    {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
+)
+_CONFIG_LIMIT = 200_000
+
+_Id = tuple[int, int, int]  # device, inode, file type
+
+
+@dataclass(frozen=True, slots=True)
+class RepoState:
+    """What git would run from one repository below a root, as the launch found it."""
+
+    dotgit: _Id | None
+    # What git reads config from (`config`, `config.worktree`, the common dir's `config`)
+    # and `commondir`: their bytes by path, None when absent.
+    configs: dict[str, bytes | None]
+    hooks: frozenset[tuple[str, int, int, int]]  # (path, inode, size, mtime) of each real hook
+    hooks_id: _Id | None
+
+
+@dataclass(slots=True)
+class Watch:
+    missing: list[Path] = field(default_factory=list)
+    repos: dict[Path, RepoState] = field(default_factory=dict)
+
+
+def watch(roots: tuple[Path, ...]) -> Watch:
+    """The state `undo` compares with: taken when a command launches."""
+    seen = Watch()
+    for root in roots:
+        seen.missing += [root / name for name in PLANTABLE if not os.path.lexists(root / name)]
+        for work_tree in nested_repositories(root):
+            seen.repos[work_tree] = _state(work_tree)
+    return seen
+
+
+def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
+    """The agent's own file tools wrote `path` (asked for, where it is one of these): what
+    it is now is not a command's plant."""
+    seen.missing = [m for m in seen.missing if not (path == m or path.is_relative_to(m))]
+    for folder in path.parents:
+        if folder in roots or not any(folder.is_relative_to(root) for root in roots):
+            return
+        if os.path.lexists(folder / ".git"):
+            seen.repos[folder] = _state(folder)
+            return
+
+
+def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
+    """Undo what a command planted since `seen`; one sentence for each thing undone."""
+    said: list[str] = []
+    for path in seen.missing:
+        if os.path.lexists(path):
+            aside = _aside(path)
+            if aside is not None:
+                said.append(
+                    f"`{path}` appeared; it runs outside the sandbox later, so it was moved to `{aside}`"
+                )
+    for root in roots:
+        for work_tree in nested_repositories(root):
+            said += _undo_repository(work_tree, seen.repos.get(work_tree), roots)
+    return said
+
+
+def _repo_entry(name: str, is_dir: bool) -> bool:
+    return name == ".git" or (is_dir and name not in SKIP)
+
+
+def nested_repositories(root: Path) -> list[Path]:
+    """The folders below `root` (to `NESTED_DEPTH` levels, `SKIP` not entered) holding a
+    `.git` of any kind: a folder, a `gitdir:` file or a link. (Strings, not paths: this
+    runs twice per command over every folder of three levels.)"""
+    found: list[Path] = []
+    level = [str(root)]
+    for depth in range(NESTED_DEPTH + 1):
+        below: list[str] = []
+        for folder in level:
+            for name, _ in listing.entries(folder, _repo_entry):
+                if name == ".git":
+                    if depth > 0:
+                        found.append(Path(folder))
+                elif depth < NESTED_DEPTH:
+                    below.append(f"{folder}/{name}")
+        level = below
+    return found
+
+
+def _id(path: Path) -> _Id | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, stat.S_IFMT(info.st_mode))
+
+
+def git_dir(work_tree: Path) -> Path | None:
+    """Where git keeps this repository: its `.git` folder, or what a `gitdir:` file or a
+    link names."""
+    dotgit = work_tree / ".git"
+    if os.path.isdir(dotgit):
+        return Path(os.path.realpath(dotgit)) if os.path.islink(dotgit) else dotgit
+    data = read_regular(str(dotgit), 4096)
+    if data is None:
+        return None
+    for line in data.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("gitdir:"):
+            target = Path(line[len("gitdir:") :].strip())
+            target = target if target.is_absolute() else work_tree / target
+            return target.resolve() if target.is_dir() else None
+    return None
+
+
+def _state(work_tree: Path) -> RepoState:
+    gitdir = git_dir(work_tree)
+    if gitdir is None:
+        return RepoState(_id(work_tree / ".git"), {}, frozenset(), None)
+    files = _config_files(gitdir, work_tree)
+    configs = {str(path): read_regular(str(path), _CONFIG_LIMIT) for path in files}
+    hooks = _hooks(_hook_folders(gitdir, work_tree, files))
+    return RepoState(_id(work_tree / ".git"), configs, hooks, _id(gitdir / "hooks"))
+
+
+def _config_files(gitdir: Path, work_tree: Path) -> list[Path]:
+    """Where git reads this repository's config: its own files, `commondir` (it moves the
+    config elsewhere), the config of the directory that names, and the files the config
+    includes (`include.path`), when they exist."""
+    files = [gitdir / name for name in protected.GIT_FILES] + [gitdir / "commondir"]
+    data = read_regular(str(gitdir / "commondir"), 4096)
+    if data is not None:
+        common = Path(data.decode("utf-8", "replace").strip())
+        common = common if common.is_absolute() else gitdir / common
+        if common.is_dir():
+            files.append(common.resolve() / "config")
+    configs = [f for f in files if f.name != "commondir" and os.path.isfile(f)]
+    files += [target for key, target in protected.configured_code(configs, work_tree) if key == "path"]
+    return files
+
+
+def _hook_folders(gitdir: Path, work_tree: Path, files: list[Path]) -> list[Path]:
+    """`hooks` and the folder `core.hooksPath` names (husky's `.husky/_`, a `.githooks`)."""
+    configs = [f for f in files if f.name != "commondir" and os.path.isfile(f)]
+    named = [target for key, target in protected.configured_code(configs, work_tree) if key == "hookspath"]
+    return [gitdir / "hooks", *named]
+
+
+def _hooks(folders: list[Path]) -> frozenset[tuple[str, int, int, int]]:
+    found = set()
+    for folder in folders:
+        with contextlib.suppress(OSError), os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(".sample") or ".refused-" in entry.name:
+                    continue
+                with contextlib.suppress(OSError):
+                    info = entry.stat(follow_symlinks=False)
+                    found.add((entry.path, info.st_ino, info.st_size, info.st_mtime_ns))
+    return frozenset(found)
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    """Whether `path` (its folder's real place) lies in a root: only there could a sandboxed
+    command have written it. A `.git` link to `~/.ssh` must not make the agent rename
+    `~/.ssh/config`."""
+    real = Path(os.path.realpath(path.parent)) / path.name
+    return any(real.is_relative_to(root) for root in roots)
+
+
+def _undo_repository(work_tree: Path, before: RepoState | None, roots: tuple[Path, ...]) -> list[str]:
+    if before is not None and _state(work_tree) == before:
+        return []  # most commands: nothing changed
+    gitdir = git_dir(work_tree)
+    if gitdir is None:
+        return []
+    if before is not None and before.dotgit != _id(work_tree / ".git"):
+        before = None  # `.git` was replaced: nothing of the old one counts
+    said: list[str] = []
+    if not _inside(gitdir / "config", roots):
+        # Outside the roots, read-only to the sandbox and not ours to touch; but a `.git`
+        # the command pointed there (`gitdir: /tmp/someone-elses`) is in the root.
+        if before is None and not _runs_nothing(gitdir):
+            aside = _aside(work_tree / ".git")
+            if aside is not None:
+                said.append(
+                    f"`{work_tree}/.git` points git at code outside the workspace: moved to `{aside}`"
+                )
+        return said
+    files = _config_files(gitdir, work_tree)
+    for config in files:
+        if not _inside(config, roots):
+            continue
+        old = before.configs.get(str(config)) if before is not None else None
+        if not os.path.lexists(config):
+            continue
+        now = read_regular(str(config), _CONFIG_LIMIT)
+        if now == old and not os.path.islink(config):
+            continue
+        plain = now is not None and not os.path.islink(config) and config.name != "commondir"
+        if plain and now is not None and names_no_code(now.decode("utf-8", "replace")):
+            continue  # `git clone`, `git remote add`: nothing git would run
+        aside = _aside(config)
+        if aside is None:
+            continue
+        if old is not None:
+            _restore(config, old)
+            said.append(
+                f"`{config}` was changed to name a program git runs outside the sandbox: it is back as it "
+                f"was, the changed file is `{aside}`"
+            )
+        else:
+            said.append(f"`{config}` names a program git runs outside the sandbox: moved to `{aside}`")
+    hooks = gitdir / "hooks"
+    if os.path.islink(hooks) and (before is None or before.hooks_id != _id(hooks)):
+        aside = _aside(hooks)
+        if aside is not None:
+            said.append(f"`{hooks}` became a link git runs hooks through: moved to `{aside}`")
+        return said
+    kept = before.hooks if before is not None else frozenset()
+    for path, *_ in sorted(_hooks(_hook_folders(gitdir, work_tree, files)) - kept):
+        hook = Path(path)
+        if not _inside(hook, roots):
+            continue
+        aside = _aside(hook)
+        if aside is not None:
+            said.append(f"`{hook}` is a hook git runs outside the sandbox: moved to `{aside}`")
+    return said
+
+
+def _runs_nothing(gitdir: Path) -> bool:
+    """Whether a repository's config files name no code and its hooks folder holds none."""
+    files = _config_files(gitdir, gitdir.parent)
+    for config in files:
+        data = read_regular(str(config), _CONFIG_LIMIT)
+        if config.name == "commondir" and os.path.lexists(config):
+            return False
+        if data is not None and not names_no_code(data.decode("utf-8", "replace")):
+            return False
+    return not _hooks(_hook_folders(gitdir, gitdir.parent, files))
+
+
+def _aside(path: Path) -> Path | None:
+    """Rename `path` to an unguessable name beside it (a command cannot have made a folder
+    of that name to make the rename fail); where even that fails, remove it. None when it is
+    still there."""
+    aside = path.with_name(f"{path.name}.refused-{secrets.token_hex(6)}")
+    try:
+        path.rename(aside)
+        return aside
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    return None if os.path.lexists(path) else Path("(removed)")
+
+
+def _restore(path: Path, data: bytes) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with contextlib.suppress(OSError):
+        fd = os.open(path, flags, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)

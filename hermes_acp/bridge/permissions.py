@@ -6,6 +6,7 @@ job (`hermes_core.policy.approval.ApprovalMemory`), which sees the Decision this
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -114,12 +115,29 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         # The title is one line and cut; the command decided on is shown whole, escaped,
         # with no run of blanks that would push its tail out of sight.
         tool_call["content"] = [text_content(fence(shown_block(command)))]
+    elif not _all_in(request.arguments, title):
+        # A title is cut (an MCP call's arguments at 80 characters, a memory's text at 80):
+        # what the user decides on is shown whole below it, as the tool gets it.
+        arguments = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+        tool_call["content"] = [text_content(fence(shown_block(arguments)))]
     return {
         "sessionId": session_id,
         "toolCall": tool_call,
         "options": options,
         "_meta": {"hermes": hermes},
     }
+
+
+def _all_in(arguments: Any, title: str) -> bool:
+    """Whether every string in `arguments` reads whole in `title` (numbers and flags are
+    the tool's to word)."""
+    if isinstance(arguments, str):
+        return shown(arguments) in title
+    if isinstance(arguments, dict):
+        return all(_all_in(value, title) for value in arguments.values())
+    if isinstance(arguments, list):
+        return all(_all_in(value, title) for value in arguments)
+    return True
 
 
 def _undrawn_note(path: str, new_text: str) -> str | None:

@@ -287,6 +287,12 @@ class Agent:
             title="subagent",
             delegation=False,
         )
+        # The parent's policy itself, not a copy of its mode: its permission rules (a
+        # deny held for the model's own calls and not one `delegate_task` away) and a mode
+        # the user switches to mid-turn. And its hooks: a `pre_tool` guard guards both.
+        child.policy = child.runner.policy = self.policy
+        if self.hooks is not None:
+            child.hooks = child.runner.hooks = self.hooks
         child.set_effort(self._effort)
         return child
 

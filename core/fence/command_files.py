@@ -13,10 +13,11 @@ itself a file of the workspace (an activated `.venv/bin`, a `node_modules/.bin` 
 sandboxed command may replace it, or the packages beside it, unasked.
 
 What the binding covers: the script, and for an interpreter the files with the script's
-suffix beside it (what `import helpers` or `require('./x')` loads from the same folder);
+suffix beside it (what `import helpers` or `require('./x')` loads from the same folder)
+and, for Python, every module of a package folder beside it (`from tools import helper`);
 for git, the config and hooks of the repository it works on (`-C dir` followed; `--git-dir`
 and `--work-tree` are not pinned); inside the workspace or not (a sandboxed command may write
-a cache). What it does not: modules further away.
+a cache). What it does not: modules elsewhere (a `sys.path` the script extends itself).
 
 The parts: the digest of the files (`binding_digest`), what git runs code from
 (`git_code_files`), programs PATH finds in the workspace (`workspace_programs`), and the
@@ -183,7 +184,10 @@ def _with_siblings(script: Path, family: str | None, cwd: Path, depth: int = 0) 
             if entry.suffix in wanted and entry.is_file():
                 loadable.append(entry)
             elif family in _PACKAGE_FOLDERS and entry.is_dir():
-                loadable += _package_files(entry, family)
+                package = _package_files(entry, family)
+                if package is None:
+                    return None
+                loadable += package
     except OSError:
         return None
     if len(loadable) > MAX_SIBLINGS:
@@ -230,15 +234,44 @@ def _script_files(script: Path, cwd: Path, depth: int) -> list[Path] | None:
     return files
 
 
-def _package_files(folder: Path, family: str | None) -> list[Path]:
-    """What makes `folder` a module its interpreter would load in place of a file beside
-    it: for Python a regular package's `__init__` (a folder named like a module), for Node
-    the folder itself (`require('./x')` loads `x/index.js` or its package.json's main)."""
-    if family == "node":
-        return [] if folder.name.startswith(".") else [folder]
-    if not folder.name.isidentifier():
-        return []  # `.pytest_cache`, `build-output`: no `import` names them
-    return [entry for entry in folder.glob("__init__.*") if entry.suffix in _SUFFIXES["python"]]
+MAX_PACKAGE_ENTRIES = 5_000  # entries looked at in the folders beside a script, at most
+
+
+def _package_files(
+    folder: Path, family: str | None, budget: int = MAX_SIBLINGS, seen: list[int] | None = None
+) -> list[Path] | None:
+    """What the interpreter may load from `folder` beside the script: for Python every
+    module of the package it is (a folder named like a module, `__init__` or not: `from
+    tools import helper` runs `tools/helper.py`, and a namespace package needs no
+    `__init__`), subpackages included; for Node every script of the folder and the folders
+    in it (`require('./lib')` loads `lib/index.js`, `require('./lib/x')` `lib/x.js`: a
+    folder's digest was a constant, so neither was bound). None when it cannot be pinned: more than
+    `budget` files, a folder inside that is a link (it may lead anywhere, or loop), or a
+    tree too large to read at an approval (`MAX_PACKAGE_ENTRIES`; `seen` counts them)."""
+    if family == "node" and folder.name.startswith("."):
+        return []
+    if family == "python" and (
+        not folder.name.isidentifier() or folder.name == "__pycache__" or (folder / "pyvenv.cfg").exists()
+    ):
+        # `.pytest_cache`, `build-output`, a venv: no `import` names them; `__pycache__`
+        # is not read outside the sandbox (`unconfined_environment`)
+        return []
+    seen = seen if seen is not None else [0]
+    found: list[Path] = []
+    for entry in folder.iterdir():
+        seen[0] += 1
+        if seen[0] > MAX_PACKAGE_ENTRIES:
+            return None
+        if entry.suffix in _SUFFIXES[family or ""] and entry.is_file():
+            found.append(entry)
+        elif entry.is_dir():
+            inner = None if entry.is_symlink() else _package_files(entry, family, budget - len(found), seen)
+            if inner is None:
+                return None
+            found += inner
+        if len(found) > budget:
+            return None
+    return found
 
 
 def _workspace_node_modules(script: Path, cwd: Path) -> bool:

@@ -264,6 +264,11 @@ class ApprovalPolicy:
         leaves_sandbox = would_leave_sandbox(facts, confinement)
         always_offered = True
         title = tool.title(args, workspace)
+        if outside:
+            # The path as written may read as the project's (`docs/x` where a sandboxed
+            # command made `docs` a link out); the reason is in `_meta`, which editors do not
+            # draw. The title names where it lands.
+            title += f" (outside the workspace: {', '.join(str(p) for p in outside)})"
         if leaves_sandbox:
             key = f"{base} {UNCONFINED_SUFFIX}"
             # loaded at the first command: see scope_key

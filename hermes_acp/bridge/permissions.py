@@ -6,6 +6,7 @@ job (`hermes_core.policy.approval.ApprovalMemory`), which sees the Decision this
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -14,7 +15,7 @@ from acp.exceptions import RequestError
 from hermes_acp.bridge.channel import ClientChannel
 from hermes_acp.bridge.tool_cards import fence, text_content
 from hermes_core.policy.approval import ApprovalRequest, Decision
-from hermes_core.shell.shown import shown
+from hermes_core.shell.shown import shown, shown_block, undrawn_lines
 from hermes_core.tools.files import EDITS
 
 log = logging.getLogger(__name__)
@@ -105,15 +106,52 @@ def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, An
         tool_call["content"] = [
             {"type": "diff", "path": diff.path, "oldText": diff.old_text, "newText": diff.new_text}
         ]
+        if note := _undrawn_note(diff.path, diff.new_text):
+            # The editor draws the diff's bytes as they are: bidi controls reorder a line,
+            # a lone `\r` breaks one. What it cannot draw faithfully is said, escaped.
+            tool_call["title"] = f"{title} (holds characters the diff cannot draw: see below)"
+            tool_call["content"].append(text_content(note))
     elif isinstance(command := request.arguments.get("command"), str):
-        # The title is one line and cut; the command decided on is shown whole, escaped.
-        tool_call["content"] = [text_content(fence(shown(command, lines=True)))]
+        # The title is one line and cut; the command decided on is shown whole, escaped,
+        # with no run of blanks that would push its tail out of sight.
+        tool_call["content"] = [text_content(fence(shown_block(command)))]
+    elif not _all_in(request.arguments, title):
+        # A title is cut (an MCP call's arguments at 80 characters, a memory's text at 80):
+        # what the user decides on is shown whole below it, as the tool gets it.
+        arguments = json.dumps(request.arguments, indent=2, ensure_ascii=False)
+        tool_call["content"] = [text_content(fence(shown_block(arguments)))]
     return {
         "sessionId": session_id,
         "toolCall": tool_call,
         "options": options,
         "_meta": {"hermes": hermes},
     }
+
+
+def _all_in(arguments: Any, title: str) -> bool:
+    """Whether every string in `arguments` reads whole in `title` (numbers and flags are
+    the tool's to word)."""
+    if isinstance(arguments, str):
+        return shown(arguments) in title
+    if isinstance(arguments, dict):
+        return all(_all_in(value, title) for value in arguments.values())
+    if isinstance(arguments, list):
+        return all(_all_in(value, title) for value in arguments)
+    return True
+
+
+def _undrawn_note(path: str, new_text: str) -> str | None:
+    """What of an edit's path and new text an editor would draw otherwise than it is."""
+    parts: list[str] = []
+    if undrawn_lines(path):
+        parts.append(f"The path holds characters that draw as nothing or as a space: {shown(path)}")
+    if lines := undrawn_lines(new_text):
+        listed = "\n".join(f"{number}: {line}" for number, line in lines)
+        parts.append(
+            "These lines of the new text hold characters an editor draws as nothing, reorders "
+            "or breaks the line on (escaped here):\n" + fence(listed)
+        )
+    return "\n\n".join(parts) or None
 
 
 def _scope_label(scope: str) -> str:

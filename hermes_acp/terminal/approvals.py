@@ -44,11 +44,12 @@ class TerminalApprover:
         # Escaped again: a terminal obeys what an editor only shows (`\x1b[1A` moves back up).
         self.view.notice(f"Permission needed: {shown(_title(params, call))}")
         if reason := _reason(params):
-            self.view.notice(f"  why: {reason}")
+            self.view.notice(f"  why: {shown(reason)}")
         if command := command_of(raw_input):
             self.view.notice(f"  $ {shown(command, lines=True)}")
         if change := proposed_change(raw_input, self.cwd):
-            self.view.diff(change)
+            # The model's new text: `\x1b[1A\x1b[2K` in it would erase the diff's lines above.
+            self.view.diff(shown(change, lines=True))
         for number, option in enumerate(options, 1):
             self.view.notice(f"  {number}) {shown(str(option.get('name', option['optionId'])))}")
         while True:

@@ -10,6 +10,7 @@ import type { FromView } from "../protocol";
 import { h } from "./dom";
 import { lineChanges } from "../textEdits";
 import { addCopyButtons, linkFileReferences, renderMarkdown, type CodeButtons } from "./markdown";
+import { permissionDetail } from "./permissionDetail";
 
 type Post = (message: FromView) => void;
 
@@ -334,8 +335,9 @@ export class Thread {
       h("button", { className: `option ${option.kind}`, "data-option-id": option.optionId, onclick: () => this.post({ type: "permission", id, optionId: option.optionId }) }, option.name),
     );
     const review = reviewable ? h("button", { className: "review", onclick: () => this.post({ type: "review", id }) }, "Review") : null;
-    const input = request.toolCall.rawInput as Record<string, unknown> | undefined;
-    const detail = typeof input?.command === "string" ? h("pre", { className: "command" }, input.command) : typeof input?.path === "string" ? h("div", { className: "path" }, input.path) : null;
+    // The agent's own text for the card (escaped, whole), not the raw input drawn as it is.
+    const shown = permissionDetail(request.toolCall);
+    const detail = shown === null ? null : shown.kind === "command" ? h("pre", { className: "command" }, shown.text) : h("div", { className: "path" }, shown.text);
     const card = h(
       "div",
       { className: "permission", "data-permission-id": id },

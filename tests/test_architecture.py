@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.config",
             "hermes_core.config_plain",
             "hermes_core.credentials",
+            "hermes_core.private_files",  # the home, store and logs: the user's alone
             "hermes_core.lazy_package",
             "hermes_core.prompt.images",
             "hermes_core.prompt.image_size",  # an image's size from its header, in plain Python

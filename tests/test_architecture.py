@@ -83,6 +83,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.execution.processes",
             "hermes_core.workspace",
             "hermes_core.fence.rg_stall",  # an rg blocked for good on a FIFO
+            "hermes_core.fence.rg_output",  # rg's output made into matches and names, off the loop
             "hermes_core.fence.ripgrep",  # the port's listing and search
             "hermes_core.execution.jobs",
             "hermes_core.command_rules",

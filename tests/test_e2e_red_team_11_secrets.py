@@ -10,10 +10,14 @@ missed, end to end through the real server with a scripted (prompt-injected) mod
 - git's credential cache daemon (`git credential-cache`), whose socket in
   `~/.git-credential-cache/` answers `git credential-cache get` with the password of the
   user's last push over HTTPS.
+- 1Password's ssh agent at `~/.1password/agent.sock`, which its users name in `~/.ssh/config`
+  (`IdentityAgent`) with no `SSH_AUTH_SOCK` set, so hiding that variable's socket missed it:
+  a sandboxed command signed with the user's keys.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -108,3 +112,26 @@ async def test_the_file_tools_read_none_of_them(fake: FakeProvider, home: Path) 
     results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
     assert len(results) == len(calls)
     assert secrets_in("\n".join(results)) == [], results
+
+
+async def test_a_password_managers_ssh_agent_is_out_of_reach(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    (home / ".1password").mkdir(mode=0o700)
+    socket = home / ".1password" / "agent.sock"
+    agent = await asyncio.create_subprocess_exec(
+        "ssh-agent", "-D", "-a", str(socket), stdout=asyncio.subprocess.DEVNULL
+    )
+    try:
+        while not socket.exists():  # ssh-agent -D makes it, then serves
+            assert agent.returncode is None, "ssh-agent did not start"
+            await asyncio.sleep(0.01)
+        fake.script(turn(sandboxed(f"SSH_AUTH_SOCK={socket} ssh-add -l; echo agent-answered=$?", "probe")))
+        async with connected(server_env(home, fake), LOCAL) as (_, client):
+            await run_turns(client, project, 1)
+    finally:
+        agent.terminate()
+        await agent.wait()
+    result = next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
+    # 0: keys listed, 1: an agent answered with none; 2: no agent could be reached.
+    assert "agent-answered=2" in result, result

@@ -90,6 +90,9 @@ SECRET_DIRS: tuple[str, ...] = (
     # password of your last push over HTTPS.
     ".git-credential-cache",
     ".cache/git/credential",
+    # 1Password's ssh agent (`IdentityAgent ~/.1password/agent.sock` in ~/.ssh/config, with no
+    # SSH_AUTH_SOCK to hide): through it a command signs with your keys.
+    ".1password",
 )
 # Single files holding credentials, and shell and REPL histories (pasted tokens).
 SECRET_FILES: tuple[str, ...] = (
@@ -127,6 +130,9 @@ SECRET_FILES: tuple[str, ...] = (
     ".fetchmailrc",
     ".config/aerc/accounts.conf",
     ".wgetrc",  # `password = …`, `http_password = …`
+    # Bitwarden's ssh agent socket (the desktop app's, and its Flatpak's).
+    ".bitwarden-ssh-agent.sock",
+    ".var/app/com.bitwarden.desktop/data/.bitwarden-ssh-agent.sock",
     # Other coding agents' model credentials: an OpenAI key or ChatGPT login (Codex), Claude's
     # OAuth tokens and API key, Gemini's login, opencode's and `llm`'s keys, aider's and
     # Continue's configs (where their users keep `api-key`s).

@@ -114,11 +114,9 @@ async def test_the_file_tools_read_none_of_them(fake: FakeProvider, home: Path) 
     assert secrets_in("\n".join(results)) == [], results
 
 
-async def test_a_password_managers_ssh_agent_is_out_of_reach(
-    fake: FakeProvider, home: Path, project: Path
-) -> None:
-    (home / ".1password").mkdir(mode=0o700)
-    socket = home / ".1password" / "agent.sock"
+async def agent_answers(fake: FakeProvider, home: Path, project: Path, socket: Path) -> str:
+    """A real ssh-agent serving at `socket` while a sandboxed `ssh-add -l` in auto tries it:
+    what that command printed (`agent-answered=2`: no agent could be reached)."""
     agent = await asyncio.create_subprocess_exec(
         "ssh-agent", "-D", "-a", str(socket), stdout=asyncio.subprocess.DEVNULL
     )
@@ -132,6 +130,24 @@ async def test_a_password_managers_ssh_agent_is_out_of_reach(
     finally:
         agent.terminate()
         await agent.wait()
-    result = next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
+    return str(next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"))
+
+
+async def test_a_password_managers_ssh_agent_is_out_of_reach(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    (home / ".1password").mkdir(mode=0o700)
     # 0: keys listed, 1: an agent answered with none; 2: no agent could be reached.
+    result = await agent_answers(fake, home, project, home / ".1password" / "agent.sock")
+    assert "agent-answered=2" in result, result
+
+
+async def test_an_ssh_agent_the_ssh_config_names_is_out_of_reach(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # KeePassXC, a Flatpak'd manager, an agent of the user's own: wherever `IdentityAgent` says.
+    (home / ".ssh").mkdir(mode=0o700)
+    (home / ".ssh" / "config").write_text('Host *\n  IdentityAgent "~/.local/state/keys/agent.sock"\n')
+    (home / ".local" / "state" / "keys").mkdir(parents=True)
+    result = await agent_answers(fake, home, project, home / ".local" / "state" / "keys" / "agent.sock")
     assert "agent-answered=2" in result, result

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hermes_core.sandbox import listing
 from hermes_core.sandbox.relocated_secrets import RELOCATING, relocated_secrets
+from hermes_core.sandbox.ssh_agents import named_agents
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
 SECRET_DIRS: tuple[str, ...] = (
@@ -250,6 +251,7 @@ def home_secrets(home: Path) -> tuple[list[Path], list[Path]]:
     # A folder's name may be a file instead: hub keeps its `oauth_token` in a file named
     # `~/.config/hub`, which the folders' listing alone left readable.
     files = existing(home, SECRET_FILES, want_dir=False) + existing(home, SECRET_DIRS, want_dir=False)
+    files += [agent for agent in named_agents(home) if os.path.lexists(agent)]
     return existing(home, SECRET_DIRS, want_dir=True), files
 
 

@@ -32,7 +32,10 @@ def private_file(path: Path) -> Path:
     its folder private too."""
     path = Path(path)
     private_folder(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    except IsADirectoryError:
+        return path  # no file to keep private: its user (SQLite) reports that in its own words
     try:
         _tighten_fd(fd)
     finally:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import stat
 import sys
 import threading
 import time
@@ -34,8 +36,11 @@ def setup_logging(
         stderr.setLevel(logging.CRITICAL)
     root.addHandler(stderr)
     if log_file:
+        # The log and the trace hold what the model read and the user pasted: the user's
+        # alone, whatever the umask (its folder is the user's choice and left as it is).
         path = Path(log_file).expanduser()
         path.parent.mkdir(parents=True, exist_ok=True)
+        _private(path)
         file_handler = logging.FileHandler(path, encoding="utf-8")
         file_handler.setFormatter(formatter)
         root.addHandler(file_handler)
@@ -50,6 +55,7 @@ class TraceWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path).expanduser()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        _private(self.path)
         self._file: TextIO = self.path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
 
@@ -70,3 +76,14 @@ class TraceWriter:
     def close(self) -> None:
         with self._lock:
             self._file.close()
+
+
+def _private(path: Path) -> None:
+    """`path` created 0600, or made 0600 when it is ours (`--log-file` and `--trace` append)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():  # not a terminal's device
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)

@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.config",
             "hermes_core.config_plain",
             "hermes_core.credentials",
+            "hermes_core.private_files",  # the home, store and logs: the user's alone
             "hermes_core.lazy_package",
             "hermes_core.prompt.images",
             "hermes_core.prompt.image_size",  # an image's size from its header, in plain Python
@@ -82,6 +83,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.execution.processes",
             "hermes_core.workspace",
             "hermes_core.fence.rg_stall",  # an rg blocked for good on a FIFO
+            "hermes_core.fence.rg_output",  # rg's output made into matches and names, off the loop
             "hermes_core.fence.ripgrep",  # the port's listing and search
             "hermes_core.execution.jobs",
             "hermes_core.command_rules",

@@ -24,9 +24,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hermes_core.fence.rg_output import Match, found_matches, listed_names
 from hermes_core.fence.rg_stall import POLL_SECONDS, StallWatch, blocked_path, stall_message
 from hermes_core.fence.scope import FileTooLarge, WorkspaceError, WorkspaceScope, human_size
-from hermes_core.sandbox.git_credentials import redacted
 from hermes_core.sandbox.hidden_env import absolute_search_path
 from hermes_core.sandbox.secrets import SECRET_DIRS, SECRET_FILES
 
@@ -44,7 +44,6 @@ GIT_DIR_EXCLUDED = "--glob=!.git"
 _ENV_GLOBS = ("--glob=!.env", "--glob=!.envrc", "--glob=!.env[._-]*", "--glob=!.envrc[._-]*")
 _GLOB_SPECIAL = frozenset("*?[]{}\\!")
 _PROC_FDS = os.path.isdir("/proc/self/fd")
-_STDIN_NAME = "<stdin>"  # how rg names the file it read on its stdin
 
 
 class RipgrepMissing(WorkspaceError):
@@ -167,10 +166,6 @@ def secret_globs(scope: WorkspaceScope, base: Path, *, files: bool) -> list[str]
     return [*out, *_ENV_GLOBS] if files else out
 
 
-def strip_dot_slash(path: str) -> str:
-    return path[2:] if path.startswith("./") else path
-
-
 @dataclass(slots=True)
 class _Opened:
     """What rg reads, opened beneath the workspace: a directory it starts in or a file it
@@ -222,23 +217,12 @@ async def list_files(
         result = await run_rg(rg_args, cwd=target.cwd or resolved)
     finally:
         os.close(target.fd)
-    listed = result.stdout.decode("utf-8", errors="replace").split("\0")
-    names = sorted(
-        name
-        for name in (strip_dot_slash(raw) for raw in listed if raw)
-        if not scope.is_secret((resolved / name).parent)
-    )
+    # Off the event loop (core/fence/rg_output.py says why).
+    names = await asyncio.to_thread(listed_names, result.stdout, resolved, scope)
     return Listing(names, result.returncode, result.stderr)
 
 
 # --- search -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Match:
-    path: str  # relative to the workspace's cwd when inside it
-    line: int
-    text: str
 
 
 @dataclass(slots=True)
@@ -301,10 +285,14 @@ async def search(
             prefix = ""
     finally:
         os.close(target.fd)
-    matches, notes = _parse(result.stdout, prefix, None if target.is_dir else shown)
-    matches, notes = _without_secret_files(matches, notes, scope)
-    if not allow_outside:
-        matches, notes = _without_outside_files(matches, notes, scope)
+    matches, notes = await asyncio.to_thread(
+        found_matches,
+        result.stdout,
+        scope,
+        prefix=prefix,
+        stdin_name=None if target.is_dir else shown,
+        allow_outside=allow_outside,
+    )
     return Found(matches, notes, result.returncode, result.stderr, result.cut)
 
 
@@ -314,71 +302,6 @@ def _check_searchable(shown: str, size: int) -> None:
             f"{shown} is {human_size(size)}; search reads files up to {human_size(MAX_SEARCH_FILE_BYTES)} "
             "(a directory's larger files are skipped). Search a smaller file."
         )
-
-
-def _parse(stdout: bytes, prefix: str = "", stdin_name: str | None = None) -> tuple[list[Match], list[str]]:
-    """Matches with their paths made relative to the workspace's cwd: `prefix` before each
-    (rg ran in a subdirectory), `stdin_name` for the file rg read on its stdin."""
-    matches: list[Match] = []
-    notes: list[str] = []
-    for raw in stdout.splitlines():
-        path, sep, rest = raw.partition(b"\0")
-        number, colon, text = rest.partition(b":")
-        if not sep or not colon or not number.isdigit():
-            notes.append(raw.decode("utf-8", errors="replace"))  # "binary file matches" and the like
-            continue
-        name = strip_dot_slash(path.decode("utf-8", errors="replace"))
-        name = stdin_name if stdin_name is not None and name == _STDIN_NAME else prefix + name
-        line = text.decode("utf-8", errors="replace").strip()
-        # Every line, not only a file named like git's config: a bare mirror's `x.git/config`,
-        # or any file holding git's sections, carried a remote's token to the model (read_file
-        # judges by content; a search cannot reread the file without a race). A URL keeps its
-        # host and path, a `password = …` line says it was hidden: read_file shows code as is.
-        line = redacted(line)
-        matches.append(Match(name, int(number), line))
-    matches.sort(key=lambda m: (m.path, m.line))
-    return matches, notes
-
-
-def _without_secret_files(
-    matches: list[Match], notes: list[str], scope: WorkspaceScope
-) -> tuple[list[Match], list[str]]:
-    """Matches and notes from secret files, should rg have read one past its globs (a home
-    reached by another name), are dropped without a word: a note would tell the model
-    whether the secret matched its pattern."""
-
-    def secret(path: str) -> bool:
-        named = Path(os.path.normpath(os.path.join(scope.cwd, path)))
-        try:
-            return scope.is_secret(named) or scope.is_secret(scope.absolute(path))
-        except WorkspaceError:
-            return True
-
-    hidden = {path for path in {m.path for m in matches} if secret(path)}
-    kept = [m for m in matches if m.path not in hidden]
-    return kept, [note for note in notes if not secret(strip_dot_slash(note.partition("\0")[0]))]
-
-
-def _without_outside_files(
-    matches: list[Match], notes: list[str], scope: WorkspaceScope
-) -> tuple[list[Match], list[str]]:
-    """Matches in files the workspace rules count as outside (a hard link to a file
-    elsewhere, say `~/.ssh/id_rsa`) are left out, with a note: their text is not the
-    workspace's to show without asking."""
-    outside: set[str] = set()
-    for path in {m.path for m in matches}:
-        try:
-            if scope.outside(scope.absolute(path)):
-                outside.add(path)
-        except WorkspaceError:
-            outside.add(path)
-    if not outside:
-        return matches, notes
-    note = (
-        f"[Left out matches in {len(outside)} file(s) with several hard links, which may be "
-        f"files outside the workspace: {', '.join(sorted(outside)[:10])}. read_file asks the user first.]"
-    )
-    return [m for m in matches if m.path not in outside], [*notes, note]
 
 
 __all__ = [

@@ -1,10 +1,10 @@
 """The tool calls of one model response: approve, run, report (read first by
 core/loop/prepared_calls.py).
 
-Reads and searches run concurrently; edits join them when the files they touch
-differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py` and a symlink to it
-are one file); calls to the same file and interactive tools (commands) keep the
-model's order (core/loop/tool_waves.py). Results go back in the model's order whatever order they
+Reads and searches run concurrently (`MAX_PARALLEL_CALLS` at a time); edits join them
+when the files they touch differ (compared after resolving: `a.py`, `./a.py`, `/abs/a.py`
+and a symlink to it are one file); calls to the same file and interactive tools (commands)
+keep the model's order (core/loop/tool_waves.py). Results go back in the model's order whatever order they
 finished in.
 
 Whatever goes wrong with one call, from parsing to reporting, becomes that call's
@@ -44,6 +44,12 @@ if TYPE_CHECKING:
     from hermes_core.policy.hooks import Hooks
 
 log = logging.getLogger(__name__)
+
+# Calls of one response that run at once. A model may put hundreds of distinct reads and
+# searches in one reply: unbounded, 600 searches ran 334 rg at once, a third of them failed
+# with "Too many open files" (a desktop's 1024 descriptors), and another session's
+# read_file waited minutes (README "Limits").
+MAX_PARALLEL_CALLS = 8
 
 
 @dataclass(slots=True, kw_only=True)
@@ -208,6 +214,7 @@ class ToolRunner:
         if not items:
             return
         queue: asyncio.Queue[Event | PreparedCall] = asyncio.Queue()
+        running = asyncio.Semaphore(MAX_PARALLEL_CALLS)
 
         async def run(item: PreparedCall) -> None:
             assert item.tool is not None and item.args is not None
@@ -230,7 +237,8 @@ class ToolRunner:
                 with contained(item, "failed"):
                     hold, allowed = await self._guard(item)
                     if allowed:
-                        item.result = await item.tool.run(item.args, ctx)
+                        async with running:
+                            item.result = await item.tool.run(item.args, ctx)
             finally:
                 if hold is not None:
                     hold.release()

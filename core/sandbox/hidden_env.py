@@ -79,7 +79,12 @@ SECRET_ENV = re.compile(
     r"(\w+_)?(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|WEBHOOK|COOKIE|BEARER)_"
     r"(?!(\w+_)?(NAME|FILE|PATH|DIR|TYPE|ENDPOINT|HEADER)$)\w+|"
     r"\w*(TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|APIKEY|PRIVATEKEY|SIGNINGKEY|ACCESSKEY)|"
-    r"OP_SESSION_\w+|BW_SESSION"
+    r"OP_SESSION_\w+|BW_SESSION|"
+    # Credentials CI systems hand over whole, under names without such a word: GitLab's
+    # `DOCKER_AUTH_CONFIG` (registry logins), a base64 kubeconfig (`KUBE_CONFIG`,
+    # `KUBECONFIG_DATA`), a cloud service account's JSON key (`FIREBASE_SERVICE_ACCOUNT`).
+    r"(\w+_)?AUTH_CONFIG|(\w+_)?KUBE_?CONFIG_(DATA|B64|BASE64|CONTENT)|(\w+_)?KUBE_CONFIG|"
+    r"(\w+_)?SERVICE_ACCOUNT(_JSON|_B64|_BASE64)?"
 )
 # A URL carrying a password (`DATABASE_URL=postgres://app:pw@db/x`,
 # `PIP_INDEX_URL=https://user:token@pypi.corp/simple`): a credential by its value, whatever

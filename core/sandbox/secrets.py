@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hermes_core.sandbox import listing
 from hermes_core.sandbox.relocated_secrets import RELOCATING, relocated_secrets
+from hermes_core.sandbox.ssh_agents import named_agents
 
 # Directories whose whole content is credentials (or keys, tokens, agent sockets).
 SECRET_DIRS: tuple[str, ...] = (
@@ -67,6 +68,32 @@ SECRET_DIRS: tuple[str, ...] = (
     ".rd",  # Rancher Desktop
     ".colima",
     ".lima",
+    # Other browsers' profiles (cookies, saved passwords; without a keyring Chromium's are
+    # encrypted with a fixed key), and chat apps' logged-in sessions: a Discord token, a
+    # Telegram session or Slack's cookie is the account.
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".config/vivaldi",
+    ".config/opera",
+    ".config/discord",
+    ".config/Slack",
+    ".config/Signal",
+    ".config/Element",
+    ".local/share/TelegramDesktop",
+    # Saved logins of file-transfer, remote-desktop and chat clients (passwords in plain text
+    # or base64), and VS Code's extensions' stored state (their tokens).
+    ".config/filezilla",
+    ".config/remmina",
+    ".local/share/remmina",
+    ".purple",
+    ".config/Code/User/globalStorage",
+    # git's credential cache daemon: its socket answers `git credential-cache get` with the
+    # password of your last push over HTTPS.
+    ".git-credential-cache",
+    ".cache/git/credential",
+    # 1Password's ssh agent (`IdentityAgent ~/.1password/agent.sock` in ~/.ssh/config, with no
+    # SSH_AUTH_SOCK to hide): through it a command signs with your keys.
+    ".1password",
 )
 # Single files holding credentials, and shell and REPL histories (pasted tokens).
 SECRET_FILES: tuple[str, ...] = (
@@ -93,6 +120,20 @@ SECRET_FILES: tuple[str, ...] = (
     ".Xauthority",  # X11's cookie: with X11's abstract socket, keystrokes into your terminal
     ".ICEauthority",
     ".databrickscfg",
+    # Database and mail clients' passwords.
+    ".my.cnf",
+    ".mylogin.cnf",
+    ".msmtprc",
+    ".config/msmtp/config",
+    ".mbsyncrc",
+    ".config/isync/mbsyncrc",
+    ".offlineimaprc",
+    ".fetchmailrc",
+    ".config/aerc/accounts.conf",
+    ".wgetrc",  # `password = …`, `http_password = …`
+    # Bitwarden's ssh agent socket (the desktop app's, and its Flatpak's).
+    ".bitwarden-ssh-agent.sock",
+    ".var/app/com.bitwarden.desktop/data/.bitwarden-ssh-agent.sock",
     # Other coding agents' model credentials: an OpenAI key or ChatGPT login (Codex), Claude's
     # OAuth tokens and API key, Gemini's login, opencode's and `llm`'s keys, aider's and
     # Continue's configs (where their users keep `api-key`s).
@@ -207,7 +248,11 @@ def _secret_set(home: Path, extra: tuple[Path, ...]) -> frozenset[Path]:
 def home_secrets(home: Path) -> tuple[list[Path], list[Path]]:
     """The secret directories and files that exist under `home` (a link is hidden where
     its target is: a mount follows it)."""
-    return existing(home, SECRET_DIRS, want_dir=True), existing(home, SECRET_FILES, want_dir=False)
+    # A folder's name may be a file instead: hub keeps its `oauth_token` in a file named
+    # `~/.config/hub`, which the folders' listing alone left readable.
+    files = existing(home, SECRET_FILES, want_dir=False) + existing(home, SECRET_DIRS, want_dir=False)
+    files += [agent for agent in named_agents(home) if os.path.lexists(agent)]
+    return existing(home, SECRET_DIRS, want_dir=True), files
 
 
 def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -> list[Path]:

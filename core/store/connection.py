@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hermes_core.private_files import private_file, tighten_existing
 from hermes_core.store.records import (
     UPDATABLE_FIELDS,
     SessionRecord,
@@ -60,7 +61,11 @@ class SessionWriter:
 
     def __init__(self, path: Path, retries: Retries) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The conversations are the user's alone (core/private_files.py); SQLite makes its
+        # `-wal` and `-shm` with the database's mode, older ones are tightened here.
+        private_file(self.path)
+        for beside in ("-wal", "-shm", "-journal"):
+            tighten_existing(self.path.with_name(self.path.name + beside))
         self._lock = threading.RLock()
         self._retries = retries
         self._together = False  # a batch's transaction is open (`together`); read under the lock

@@ -47,15 +47,11 @@ def tighten_existing(path: Path) -> None:
     """`path` (a file beside a private one: SQLite's `-wal` and `-shm`) made 0600 when it
     exists and is the user's own."""
     with contextlib.suppress(FileNotFoundError):
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        try:
-            _tighten_fd(fd)
-        finally:
-            os.close(fd)
+        _tighten(path, os.O_NONBLOCK)
 
 
-def _tighten(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def _tighten(path: Path, flags: int = os.O_DIRECTORY) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags)
     try:
         _tighten_fd(fd)
     finally:
@@ -63,7 +59,20 @@ def _tighten(path: Path) -> None:
 
 
 def _tighten_fd(fd: int) -> None:
-    """Group and others lose every bit; the owner's stay as they are."""
+    """Group and others lose every bit; the owner's stay as they are. Not a folder others
+    share by design (the sticky bit: `HERMES_ACP_HOME=/tmp`) or the user's home itself
+    (`HERMES_ACP_HOME=~`): closing those would break other programs, and the files in them
+    are private already."""
     info = os.fstat(fd)
+    if info.st_mode & stat.S_ISVTX or _is_home(info):
+        return
     if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
         os.fchmod(fd, stat.S_IMODE(info.st_mode) & ~0o077)
+
+
+def _is_home(info: os.stat_result) -> bool:
+    try:
+        home = os.stat(Path.home())
+    except (OSError, RuntimeError):
+        return False
+    return (home.st_dev, home.st_ino) == (info.st_dev, info.st_ino)

@@ -93,3 +93,30 @@ async def test_a_home_an_older_version_left_open_is_closed(
             assert await server.wait() == 0
     open_still = [p for p in [agent_home, *agent_home.glob("sessions.db*")] if others_may_read(p)]
     assert open_still == [], [f"{p}: {oct(p.stat().st_mode)}" for p in open_still]
+
+
+@pytest.mark.parametrize("where", ["a shared temp folder", "the user's home"])
+async def test_a_home_others_need_open_is_left_open(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path, where: str
+) -> None:
+    """`HERMES_ACP_HOME=/tmp` (sticky, 1777) or `=~`: closing them would break every other
+    program and account that uses them; the store inside is still private."""
+    if where == "a shared temp folder":
+        agent_home, mode = tmp_path / "shared", 0o1777
+        agent_home.mkdir()
+    else:
+        agent_home, mode = home, 0o755
+    os.chmod(agent_home, mode)
+    fake.forget()
+    fake.script([Reply(text="Noted.")])
+    with usual_umask():
+        env = server_env(home, fake, HERMES_ACP_HOME=str(agent_home))
+        async with spawn_server(env) as server:
+            client = server.sdk_client(NO_CAPABILITIES)
+            await client.initialize()
+            session = (await client.new_session(project))["sessionId"]
+            assert await client.prompt(session, f"deploy with {PASTED}") == {"stopReason": "end_turn"}
+            await server.close_stdin()
+            assert await server.wait() == 0
+    assert stat.S_IMODE(agent_home.stat().st_mode) == mode, oct(agent_home.stat().st_mode)
+    assert not others_may_read(agent_home / "sessions.db")

@@ -40,6 +40,22 @@ def others_may_read(path: Path) -> bool:
     return bool(stat.S_IMODE(path.stat().st_mode) & 0o077)
 
 
+async def one_stored_turn(
+    fake: FakeProvider, env: dict[str, str], project: Path, args: tuple[str, ...] = ("--stdio",)
+) -> None:
+    """A server under the usual umask: one session, a prompt holding `PASTED`, a clean end."""
+    fake.forget()
+    fake.script([Reply(text="Noted.")])
+    with usual_umask():
+        async with spawn_server(env, args=args) as server:
+            client = server.sdk_client(NO_CAPABILITIES)
+            await client.initialize()
+            session = (await client.new_session(project))["sessionId"]
+            assert await client.prompt(session, f"deploy with {PASTED}") == {"stopReason": "end_turn"}
+            await server.close_stdin()
+            assert await server.wait() == 0
+
+
 def holding(folder: Path, secret: str) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
@@ -49,19 +65,8 @@ async def test_the_store_the_log_and_the_trace_are_the_users_alone(
 ) -> None:
     logs = tmp_path / "logs"
     log_file, trace = logs / "agent.log", logs / "wire.jsonl"
-    fake.forget()
-    fake.script([Reply(text="Noted.")])
-    with usual_umask():
-        async with spawn_server(
-            server_env(home, fake),
-            args=("--stdio", "--log-file", str(log_file), "--trace", str(trace)),
-        ) as server:
-            client = server.sdk_client(NO_CAPABILITIES)
-            await client.initialize()
-            session = (await client.new_session(project))["sessionId"]
-            assert await client.prompt(session, f"deploy with {PASTED}") == {"stopReason": "end_turn"}
-            await server.close_stdin()
-            assert await server.wait() == 0
+    args = ("--stdio", "--log-file", str(log_file), "--trace", str(trace))
+    await one_stored_turn(fake, server_env(home, fake), project, args)
     agent_home = home / ".hermes-acp"
     stored = holding(agent_home, PASTED)
     assert [p.name for p in stored if p.name.startswith("sessions.db")], "the prompt was not stored"
@@ -81,16 +86,7 @@ async def test_a_home_an_older_version_left_open_is_closed(
     for name in ("sessions.db", "sessions.db-wal"):
         (agent_home / name).touch()
         os.chmod(agent_home / name, 0o644)
-    fake.forget()
-    fake.script([Reply(text="Noted.")])
-    with usual_umask():
-        async with spawn_server(server_env(home, fake)) as server:
-            client = server.sdk_client(NO_CAPABILITIES)
-            await client.initialize()
-            session = (await client.new_session(project))["sessionId"]
-            assert await client.prompt(session, f"deploy with {PASTED}") == {"stopReason": "end_turn"}
-            await server.close_stdin()
-            assert await server.wait() == 0
+    await one_stored_turn(fake, server_env(home, fake), project)
     open_still = [p for p in [agent_home, *agent_home.glob("sessions.db*")] if others_may_read(p)]
     assert open_still == [], [f"{p}: {oct(p.stat().st_mode)}" for p in open_still]
 
@@ -107,16 +103,7 @@ async def test_a_home_others_need_open_is_left_open(
     else:
         agent_home, mode = home, 0o755
     os.chmod(agent_home, mode)
-    fake.forget()
-    fake.script([Reply(text="Noted.")])
-    with usual_umask():
-        env = server_env(home, fake, HERMES_ACP_HOME=str(agent_home))
-        async with spawn_server(env) as server:
-            client = server.sdk_client(NO_CAPABILITIES)
-            await client.initialize()
-            session = (await client.new_session(project))["sessionId"]
-            assert await client.prompt(session, f"deploy with {PASTED}") == {"stopReason": "end_turn"}
-            await server.close_stdin()
-            assert await server.wait() == 0
+    env = server_env(home, fake, HERMES_ACP_HOME=str(agent_home))
+    await one_stored_turn(fake, env, project)
     assert stat.S_IMODE(agent_home.stat().st_mode) == mode, oct(agent_home.stat().st_mode)
     assert not others_may_read(agent_home / "sessions.db")

@@ -44,6 +44,7 @@ EDITOR_REASON = "your editor runs what this file names outside the sandbox"
 SHELL_REASON = "your shell or ssh reads this outside the sandbox (a startup or login file)"
 OWN_REASON = "it is hermes-acp's own settings, keys or memory, which every later session follows"
 AGENT_REASON = "another coding agent runs the hooks or MCP servers this file names, outside the sandbox"
+MISE_REASON = "mise runs what this file names when your shell enters the folder, outside the sandbox"
 
 # (the last path components, why): matched against the end of a path, case-folded.
 _FILES: dict[tuple[str, ...], str] = {
@@ -78,13 +79,40 @@ _FILES: dict[tuple[str, ...], str] = {
     (".gemini", "settings.json"): AGENT_REASON,
     (".cursor", "mcp.json"): AGENT_REASON,
     (".codex", "config.toml"): AGENT_REASON,
+    (".roo", "mcp.json"): AGENT_REASON,
+    (".windsurf", "hooks.json"): AGENT_REASON,
+    (".qwen", "settings.json"): AGENT_REASON,
+    ("opencode.json",): AGENT_REASON,
+    ("opencode.jsonc",): AGENT_REASON,
+    ("crush.json",): AGENT_REASON,
+    (".crush.json",): AGENT_REASON,
+    (".aider.conf.yml",): AGENT_REASON,  # aider runs its `lint-cmd` after each edit
+    # mise trusts a config by its path: a trusted one rewritten runs its hooks at the next `cd`.
+    ("mise.toml",): MISE_REASON,
+    (".mise.toml",): MISE_REASON,
+    ("mise.local.toml",): MISE_REASON,
+    (".mise.local.toml",): MISE_REASON,
+    (".config", "mise", "config.toml"): MISE_REASON,
     **{
         (name,): SHELL_REASON
         for name in (".bashrc", ".bash_profile", ".bash_login", ".profile", ".zshrc", ".zprofile", ".zshenv")
     },
 }
 # Folders whose every file git, a hook manager or ssh runs or obeys.
-_FOLDERS: dict[str, str] = {".git": GIT_REASON, ".husky": HOOK_REASON, ".ssh": SHELL_REASON}
+_FOLDERS: dict[str, str] = {
+    ".git": GIT_REASON,
+    ".husky": HOOK_REASON,
+    ".ssh": SHELL_REASON,
+    # Agents' folders whose files name MCP servers, hooks or plugins (OpenCode's run
+    # in-process), JetBrains' run configurations and startup tasks, mise's config folders.
+    ".opencode": AGENT_REASON,
+    ".kiro": AGENT_REASON,
+    ".continue": AGENT_REASON,
+    ".amazonq": AGENT_REASON,
+    ".clinerules": AGENT_REASON,
+    ".idea": EDITOR_REASON,
+    ".mise": MISE_REASON,
+}
 
 
 def protected_reason(*paths: PurePath, own: tuple[PurePath, ...] = ()) -> str | None:

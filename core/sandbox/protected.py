@@ -280,7 +280,28 @@ EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed", ".claude")
 # `.claude`, `.gemini`, `.cursor`, `.codex`: other coding agents' project settings, whose
 # hooks and MCP servers those agents run outside any sandbox (`.claude` is in most
 # repositories' future: a placeholder when missing).
-EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer", ".gemini", ".cursor", ".codex")
+EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (
+    ".helix",
+    ".devcontainer",
+    ".gemini",
+    ".cursor",
+    ".codex",
+    # More agents' project folders, each naming MCP servers, hooks or plugins it starts:
+    # OpenCode (plugins run in-process at its start), Roo Code, Kiro, Continue, Amazon Q,
+    # Windsurf, Qwen Code, Cline (`.clinerules/hooks/`); JetBrains IDEs' run configurations
+    # and startup tasks; mise's config folders (below).
+    ".opencode",
+    ".roo",
+    ".kiro",
+    ".continue",
+    ".amazonq",
+    ".windsurf",
+    ".qwen",
+    ".clinerules",
+    ".idea",
+    ".mise",
+    ".config/mise",
+)
 # What git's hook managers and Neovim run outside the sandbox, read-only where present:
 # husky 9's `.husky/_/h` (the hooks folder git's config names) runs `.husky/pre-commit`,
 # made or not, so all of `.husky/`; pre-commit's and lefthook's configs name the commands
@@ -300,6 +321,20 @@ RUN_LATER_IF_PRESENT: tuple[str, ...] = (
     ".exrc",
     ".mcp.json",  # Claude Code's project MCP servers
     ".devcontainer.json",  # the dev container's `initializeCommand` runs on the host
+    # mise runs a config's `[hooks]` and `env._.source` at every `cd` once activated, and
+    # trusts a config by its path, not its content: a trusted file rewritten runs unasked.
+    "mise.toml",
+    ".mise.toml",
+    "mise.local.toml",
+    ".mise.local.toml",
+    ".config/mise.toml",
+    # Agents without a folder: OpenCode's and Crush's MCP servers; aider (no trust at all)
+    # runs `lint-cmd` after each edit it makes.
+    "opencode.json",
+    "opencode.jsonc",
+    "crush.json",
+    ".crush.json",
+    ".aider.conf.yml",
 )
 
 

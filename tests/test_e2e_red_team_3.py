@@ -36,8 +36,9 @@ with open("sub/.git/config", "a") as config:
 """
 
 
-# Four folders down: past the after-command check's bound (`planted.NESTED_DEPTH`), which
-# would undo the plant itself; this test is about what the "always" covers.
+# Four folders down: once past the after-command check's bound; since round 12 that check
+# finds repositories at any depth and undoes the plant itself (asserted below), and this
+# test stays about what the "always" covers: git in another repository asks again.
 DEEP = "a/b/c/sub"
 
 
@@ -65,7 +66,10 @@ async def test_always_for_git_status_outside_does_not_cover_a_repository_the_san
     user = User()
     async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
         await run_turns(client, project, 3)
-    assert "fsmonitor" in (project / DEEP / ".git" / "config").read_text()  # the plant worked
+    # The plant was made, and put aside after its command (`planted`, `repo_finder`).
+    config = project / DEEP / ".git" / "config"
+    assert "fsmonitor" not in (config.read_text() if config.exists() else "")
+    assert "fsmonitor" in "".join(p.read_text() for p in (project / DEEP / ".git").glob("config.refused-*"))
     assert user.asked_for() == ["first", "later"]  # git in another repository asks again
     assert not marker.exists()
 

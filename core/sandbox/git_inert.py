@@ -36,6 +36,7 @@ _INERT: dict[str, frozenset[str]] = {
             "checkstat",
             "trustctime",
             "abbrev",
+            "worktree",  # a submodule's `modules/<name>/config`: where its work tree is
         }
     ),
     "remote.*": frozenset({"url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror", "promisor"}),

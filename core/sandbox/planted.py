@@ -13,9 +13,10 @@ names code (`git_inert`) is put back as it was (or renamed aside, when it is new
 new or changed hook is renamed aside. Renamed, not deleted: the user can look at it. The
 messages go to the model with the command's result and to the log.
 
-Bounds: repositories are looked for to `NESTED_DEPTH` folders below a root, not inside
-dependency and build folders (`SKIP`). What a command plants stays until it ends: a
-background command's until it ends or the session's next command starts.
+Bounds: repositories are found at any depth, dependency folders included, by watches the
+kernel keeps (`repo_finder`; where those run out, three folders down as before). What a
+command plants stays until it ends: a background command's until it ends or the session's
+next command starts.
 """
 
 from __future__ import annotations
@@ -29,15 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.gitignore import read_regular
-from hermes_core.sandbox import listing, protected
+from hermes_core.sandbox import protected, repo_finder
 from hermes_core.sandbox.git_inert import names_no_code
 
 # A root's names that run later outside the sandbox, kept read-only where they exist.
 PLANTABLE: tuple[str, ...] = (*protected.RUN_LATER_IF_PRESENT, *protected.EDITOR_FOLDERS_IF_PRESENT)
-NESTED_DEPTH = 3
-SKIP = frozenset(
-    {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
-)
 _CONFIG_LIMIT = 200_000
 
 _Id = tuple[int, int, int]  # device, inode, file type
@@ -59,6 +56,7 @@ class RepoState:
 class Watch:
     missing: list[Path] = field(default_factory=list)
     repos: dict[Path, RepoState] = field(default_factory=dict)
+    editors: set[Path] = field(default_factory=set)  # `sub/.zed`, `sub/.helix` there at launch
 
 
 def watch(roots: tuple[Path, ...]) -> Watch:
@@ -68,13 +66,24 @@ def watch(roots: tuple[Path, ...]) -> Watch:
         seen.missing += [root / name for name in PLANTABLE if not os.path.lexists(root / name)]
         for work_tree in nested_repositories(root):
             seen.repos[work_tree] = _state(work_tree)
+        seen.editors.update(nested_editor_folders(root))
     return seen
+
+
+def nested_editor_folders(root: Path) -> list[Path]:
+    """The editor folders below `root` that an editor reads at any depth (`sub/.zed`)."""
+    return [
+        Path(folder) / name
+        for name in repo_finder.NESTED_EDITORS
+        for folder in repo_finder.holding(str(root), name)
+    ]
 
 
 def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
     """The agent's own file tools wrote `path` (asked for, where it is one of these): what
     it is now is not a command's plant."""
     seen.missing = [m for m in seen.missing if not (path == m or path.is_relative_to(m))]
+    seen.editors.update(p for p in path.parents if p.name in repo_finder.NESTED_EDITORS)
     for folder in path.parents:
         if folder in roots or not any(folder.is_relative_to(root) for root in roots):
             return
@@ -96,30 +105,21 @@ def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
     for root in roots:
         for work_tree in nested_repositories(root):
             said += _undo_repository(work_tree, seen.repos.get(work_tree), roots)
+        for folder in nested_editor_folders(root):
+            if folder not in seen.editors and _inside(folder, roots):
+                aside = _aside(folder)
+                if aside is not None:
+                    said.append(
+                        f"`{folder}` appeared; your editor reads its settings in that folder and runs the "
+                        f"programs they name outside the sandbox, so it was moved to `{aside}`"
+                    )
     return said
 
 
-def _repo_entry(name: str, is_dir: bool) -> bool:
-    return name == ".git" or (is_dir and name not in SKIP)
-
-
 def nested_repositories(root: Path) -> list[Path]:
-    """The folders below `root` (to `NESTED_DEPTH` levels, `SKIP` not entered) holding a
-    `.git` of any kind: a folder, a `gitdir:` file or a link. (Strings, not paths: this
-    runs twice per command over every folder of three levels.)"""
-    found: list[Path] = []
-    level = [str(root)]
-    for depth in range(NESTED_DEPTH + 1):
-        below: list[str] = []
-        for folder in level:
-            for name, _ in listing.entries(folder, _repo_entry):
-                if name == ".git":
-                    if depth > 0:
-                        found.append(Path(folder))
-                elif depth < NESTED_DEPTH:
-                    below.append(f"{folder}/{name}")
-        level = below
-    return found
+    """The folders below `root`, at any depth, holding a `.git` of any kind: a folder, a
+    `gitdir:` file or a link (`repo_finder`: the kernel tells what changed, no walk)."""
+    return [Path(folder) for folder in repo_finder.repositories(str(root))]
 
 
 def _id(path: Path) -> _Id | None:
@@ -162,6 +162,8 @@ def _config_files(gitdir: Path, work_tree: Path) -> list[Path]:
     config elsewhere), the config of the directory that names, and the files the config
     includes (`include.path`), when they exist."""
     files = [gitdir / name for name in protected.GIT_FILES] + [gitdir / "commondir"]
+    files += [folder / "config" for folder in _module_dirs(gitdir)]
+    files += [folder / "config.worktree" for folder in _subfolders(gitdir / "worktrees")]
     data = read_regular(str(gitdir / "commondir"), 4096)
     if data is not None:
         common = Path(data.decode("utf-8", "replace").strip())
@@ -174,10 +176,35 @@ def _config_files(gitdir: Path, work_tree: Path) -> list[Path]:
 
 
 def _hook_folders(gitdir: Path, work_tree: Path, files: list[Path]) -> list[Path]:
-    """`hooks` and the folder `core.hooksPath` names (husky's `.husky/_`, a `.githooks`)."""
+    """`hooks` (the repository's and its submodules'), and the folder `core.hooksPath`
+    names (husky's `.husky/_`, a `.githooks`)."""
     configs = [f for f in files if f.name != "commondir" and os.path.isfile(f)]
     named = [target for key, target in protected.configured_code(configs, work_tree) if key == "hookspath"]
-    return [gitdir / "hooks", *named]
+    return [gitdir / "hooks", *(folder / "hooks" for folder in _module_dirs(gitdir)), *named]
+
+
+def _module_dirs(gitdir: Path, depth: int = 6) -> list[Path]:
+    """The submodules' git directories below `modules/` (a name may hold slashes:
+    `modules/libs/foo`; a submodule's own inside its `modules/`): git runs their config and
+    hooks when it works in a submodule, or when a later `git submodule update` reuses one."""
+    found = []
+    pending = [(gitdir / "modules", depth)]
+    while pending:
+        folder, left = pending.pop()
+        for sub in _subfolders(folder):
+            if os.path.lexists(sub / "HEAD") or os.path.lexists(sub / "config"):
+                found.append(sub)
+                if left > 1:
+                    pending.append((sub / "modules", left - 1))
+            elif left > 1:
+                pending.append((sub, left - 1))
+    return found
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+    return []
 
 
 def _hooks(folders: list[Path]) -> frozenset[tuple[str, int, int, int]]:

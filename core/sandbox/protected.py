@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.gitignore import read_regular
+from hermes_core.sandbox import repo_finder
 from hermes_core.sandbox.file_memo import read_through
 
 # Inside a `.git` directory: what git reads as configuration or runs as code. `commondir`
@@ -360,6 +361,13 @@ def editor_guard(root: Path) -> EditorGuard:
             guard.read_only.append(path)
         elif not path.exists() and name in EDITOR_FOLDERS:
             guard.placeholders.append(path)
+    # Zed reads `.zed/settings.json` at every level, Helix the nearest `.helix` above where
+    # it starts: those below the root that exist (a new one is renamed aside: `planted`).
+    for name in repo_finder.NESTED_EDITORS:
+        for folder in repo_finder.holding(str(root), name):
+            path = Path(folder) / name
+            if path.is_dir() and not path.is_symlink():
+                guard.read_only.append(path)
     return guard
 
 

@@ -1,0 +1,212 @@
+"""Every repository below a root, at any depth and in dependency folders too, kept current by
+the kernel (inotify) instead of a walk of the tree before and after each command; and the
+same for the editor folders read at any depth (`NESTED_EDITORS`).
+
+A `.git` planted anywhere below a root runs later, outside the sandbox: git finds a
+repository upward from the working directory (a shell prompt's `git status` in any folder
+below), Zed scans its whole worktree for repositories, and VS Code opens the repository of
+any file you open (go to definition lands in `node_modules/pkg/lib/x.js`). Walking every
+folder costs a stat each (~5 µs: 90 ms for a 16,000-folder `node_modules`), twice per
+command. So each root is walked once per process, with a watch on every folder; later
+checks read only what the kernel reports: a `.git` created or moved in anywhere, and new
+folders (watched first, then walked, so what was made before the watch is seen too).
+
+Fails towards walking: when the kernel dropped events (its queue overflowed) the next check
+walks the root again. Where watches run out (`MAX_WATCHES`, or the system's
+`fs.inotify.max_user_watches`: a root that holds a home folder) or inotify is missing, the
+check is the bounded walk it was before (`BOUNDED_DEPTH` folders down, dependency folders not
+entered) on top of what the watches found.
+
+Zed reads `.zed/settings.json` at every level of a worktree ("folder-specific settings …
+can be defined at multiple levels", its configuring-zed docs), and a folder's `languages.*.
+formatter.external.command` runs when you save a file there; Helix takes the nearest folder
+with a `.helix` (or `.git`) above where it starts for the workspace whose `languages.toml`
+names the language servers it starts. VS Code reads `.vscode/` only at a workspace folder's
+root, which the sandbox keeps read-only already.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import logging
+import os
+import struct
+import threading
+
+from hermes_core.changes import inotify
+from hermes_core.sandbox import listing
+
+log = logging.getLogger(__name__)
+
+MAX_WATCHES = 100_000  # for all roots of this process together, and half the system's at most
+BOUNDED_DEPTH = 3
+BOUNDED_SKIP = frozenset(
+    {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
+)
+_IN_ISDIR = 0x4000_0000
+_MASK = (
+    inotify.IN_CREATE
+    | inotify.IN_MOVED_TO
+    | inotify.IN_ONLYDIR
+    | inotify.IN_DONT_FOLLOW
+    | inotify.IN_EXCL_UNLINK
+)
+_EVENT = struct.Struct("iIII")
+NESTED_EDITORS = (".zed", ".helix")
+_NAMES = frozenset({".git", *NESTED_EDITORS})
+_watches_used = 0
+_finders: dict[str, _Finder] = {}
+_finders_lock = threading.Lock()
+
+
+def repositories(root: str) -> list[str]:
+    """The folders below `root` (not `root` itself) that hold a `.git` of any kind: a folder,
+    a `gitdir:` file or a link."""
+    return holding(root, ".git")
+
+
+def holding(root: str, name: str) -> list[str]:
+    """The folders below `root` (not `root` itself) holding an entry `name` (`.git` or one of
+    `NESTED_EDITORS`), of any kind."""
+    with _finders_lock:
+        finder = _finders.get(root)
+        if finder is None:
+            finder = _finders[root] = _Finder(root)
+    return finder.current(name)
+
+
+class _Finder:
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.lock = threading.Lock()
+        self.paths: dict[int, str] = {}
+        self.found: dict[str, set[str]] = {name: set() for name in _NAMES}
+        self.partial = False  # some folder has no watch: the bounded walk adds its view
+        self.stale = True  # the next check walks the whole root
+        self.fd = -1
+        if inotify.available():
+            self.fd = inotify._libc().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if self.fd < 0:
+            log.warning(
+                "sandbox: no inotify for %s: nested repositories are looked for %d folders down",
+                root,
+                BOUNDED_DEPTH,
+            )
+
+    def current(self, name: str) -> list[str]:
+        with self.lock:
+            if self.fd >= 0:
+                self._drain()
+                if self.stale:
+                    self.stale = False
+                    for folders in self.found.values():
+                        folders.clear()
+                    self._walk(self.root)
+            self.found[name] = {f for f in self.found[name] if os.path.lexists(f"{f}/{name}")}
+            found = set(self.found[name])
+        if self.fd < 0 or self.partial:
+            found.update(bounded_walk(self.root, name))
+        return sorted(found)
+
+    def _walk(self, top: str) -> None:
+        """Watch `top` and every folder below it (`.git` not entered, links not followed),
+        noting each `.git`; the watch comes before the listing, so nothing is missed between."""
+        pending = [top]
+        while pending:
+            folder = pending.pop()
+            if not self._watch(folder):
+                self.partial = True
+                return
+            with contextlib.suppress(OSError), os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.name in _NAMES:
+                        if folder != self.root:
+                            self.found[entry.name].add(folder)
+                    elif entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+
+    def _watch(self, folder: str) -> bool:
+        global _watches_used
+        if _watches_used >= _budget():
+            return False
+        wd = inotify._libc().inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
+        if wd < 0:
+            code = ctypes.get_errno()
+            if code == errno.ENOSPC:
+                log.warning("sandbox: inotify watches ran out below %s", self.root)
+                return False
+            return True  # gone or no longer a folder: nothing to watch, nothing below
+        if wd not in self.paths:
+            _watches_used += 1
+        self.paths[wd] = folder  # a folder moved inside keeps its watch: its new name
+        return True
+
+    def _drain(self) -> None:
+        global _watches_used
+        while True:
+            try:
+                data = os.read(self.fd, 64 * 1024)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.stale = True
+                return
+            offset = 0
+            while offset + _EVENT.size <= len(data):
+                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+                name = os.fsdecode(data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0"))
+                offset += _EVENT.size + length
+                if mask & inotify.IN_Q_OVERFLOW:
+                    self.stale = True
+                    continue
+                folder = self.paths.get(wd)
+                if folder is None:
+                    continue
+                if mask & inotify.IN_IGNORED:
+                    del self.paths[wd]
+                    _watches_used -= 1
+                elif name in _NAMES:
+                    if folder != self.root:
+                        self.found[name].add(folder)
+                elif mask & _IN_ISDIR and not self.stale:
+                    self._walk(f"{folder}/{name}")
+
+
+def _budget() -> int:
+    """`MAX_WATCHES`, or half of what the system lets this user have (the workspace watcher
+    and the user's editor need theirs)."""
+    global _system_half
+    if _system_half is None:
+        try:
+            with open("/proc/sys/fs/inotify/max_user_watches") as limit:
+                _system_half = int(limit.read()) // 2
+        except (OSError, ValueError):
+            _system_half = 8192 // 2  # the kernel's old default
+    return min(MAX_WATCHES, _system_half)
+
+
+_system_half: int | None = None
+
+
+def _bounded_entry(name: str, is_dir: bool) -> bool:
+    return name in _NAMES or (is_dir and name not in BOUNDED_SKIP)
+
+
+def bounded_walk(root: str, wanted: str = ".git") -> list[str]:
+    """The folders holding `wanted`, `BOUNDED_DEPTH` folders down, `BOUNDED_SKIP` not
+    entered: what is looked at where watches are not to be had."""
+    found: list[str] = []
+    level = [root]
+    for depth in range(BOUNDED_DEPTH + 1):
+        below: list[str] = []
+        for folder in level:
+            for name, _ in listing.entries(folder, _bounded_entry):
+                if name == wanted:
+                    if depth > 0:
+                        found.append(folder)
+                elif name not in _NAMES and depth < BOUNDED_DEPTH:
+                    below.append(f"{folder}/{name}")
+        level = below
+    return found

@@ -49,6 +49,10 @@ MISE_REASON = "mise runs what this file names when your shell enters the folder,
 # (the last path components, why): matched against the end of a path, case-folded.
 _FILES: dict[tuple[str, ...], str] = {
     (".gitmodules",): GIT_REASON,
+    # What makes a folder a repository with no `.git` in sight: git takes one holding `HEAD`,
+    # `objects/` and `refs/` for the repository of every folder below it (a bare one, or
+    # with `core.worktree` a work tree's). Lexical, so a batch of writes cannot order around it.
+    ("head",): GIT_REASON,
     (".gitconfig",): GIT_REASON,  # a home folder (or a dotfiles repository linked into one)
     (".config", "git", "config"): GIT_REASON,
     (".hg", "hgrc"): GIT_REASON.replace("git", "mercurial", 1),

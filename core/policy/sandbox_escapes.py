@@ -5,6 +5,7 @@ and a file tool writing a file that other programs run outside it (`.git/config`
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,8 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
             return scope.display(resolved), INSTALL_REASON
         if _in_home_protected(Path(named), resolved):
             return scope.display(resolved), HOME_REASON
+        if _makes_a_bare_repository(Path(named)) or _makes_a_bare_repository(resolved):
+            return scope.display(resolved), GIT_REASON
         if configured is None:
             configured = _configured_code(scope.roots)
         for key, target in configured:
@@ -54,6 +57,23 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
 
 
 INSTALL_REASON = "it is hermes-acp's own installation, which runs outside the sandbox at its next start"
+
+
+def _makes_a_bare_repository(path: Path) -> bool:
+    """Whether `path` lies in a folder laid out as a bare repository (`HEAD`, `objects/`,
+    `refs/`), once it is written: git takes one for the repository of that folder and every
+    folder below it (its config, with `core.worktree`, runs `core.fsmonitor` at a `git
+    status` there), and no `.git` in the path says so. Writing its `config` or a hook in
+    one that exists; completing one whose `HEAD` is there (writing a `HEAD` asks anyway:
+    `protected_paths`, so a batch of writes cannot complete one unasked)."""
+    for folder in list(path.parents)[:3]:
+        first, *rest = path.relative_to(folder).parts
+        head = (first == "HEAD" and not rest) or os.path.isfile(folder / "HEAD")
+        objects = (first == "objects" and bool(rest)) or os.path.isdir(folder / "objects")
+        refs = (first == "refs" and bool(rest)) or os.path.isdir(folder / "refs")
+        if head and objects and refs:
+            return True
+    return False
 
 
 def _own_code() -> list[Path]:

@@ -57,6 +57,7 @@ class Watch:
     missing: list[Path] = field(default_factory=list)
     repos: dict[Path, RepoState] = field(default_factory=dict)
     editors: set[Path] = field(default_factory=set)  # `sub/.zed`, `sub/.helix` there at launch
+    bare: dict[Path, RepoState] = field(default_factory=dict)  # bare repositories below a root
 
 
 def watch(roots: tuple[Path, ...]) -> Watch:
@@ -67,7 +68,22 @@ def watch(roots: tuple[Path, ...]) -> Watch:
         for work_tree in nested_repositories(root):
             seen.repos[work_tree] = _state(work_tree)
         seen.editors.update(nested_editor_folders(root))
+        for folder in bare_repositories(root):
+            seen.bare[folder] = _state(folder, bare=True)
     return seen
+
+
+def bare_repositories(root: Path) -> list[Path]:
+    """Folders below `root` laid out as a bare repository (`HEAD`, `objects/`, `refs/`): git
+    takes one for the repository when you work in it or below (unless your config says
+    `safe.bareRepository = explicit`), and runs what its config names: `core.pager` at your
+    next `git log`, `diff.external`, aliases."""
+    found = []
+    for folder in repo_finder.holding(str(root), "HEAD"):
+        path = Path(folder)
+        if os.path.isdir(path / "objects") and os.path.isdir(path / "refs") and os.path.isfile(path / "HEAD"):
+            found.append(path)
+    return found
 
 
 def nested_editor_folders(root: Path) -> list[Path]:
@@ -105,6 +121,8 @@ def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
     for root in roots:
         for work_tree in nested_repositories(root):
             said += _undo_repository(work_tree, seen.repos.get(work_tree), roots)
+        for folder in bare_repositories(root):
+            said += _undo_repository(folder, seen.bare.get(folder), roots, bare=True)
         for folder in nested_editor_folders(root):
             if folder not in seen.editors and _inside(folder, roots):
                 aside = _aside(folder)
@@ -147,8 +165,8 @@ def git_dir(work_tree: Path) -> Path | None:
     return None
 
 
-def _state(work_tree: Path) -> RepoState:
-    gitdir = git_dir(work_tree)
+def _state(work_tree: Path, bare: bool = False) -> RepoState:
+    gitdir = work_tree if bare else git_dir(work_tree)
     if gitdir is None:
         return RepoState(_id(work_tree / ".git"), {}, frozenset(), None)
     files = _config_files(gitdir, work_tree)
@@ -228,10 +246,12 @@ def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
     return any(real.is_relative_to(root) for root in roots)
 
 
-def _undo_repository(work_tree: Path, before: RepoState | None, roots: tuple[Path, ...]) -> list[str]:
-    if before is not None and _state(work_tree) == before:
+def _undo_repository(
+    work_tree: Path, before: RepoState | None, roots: tuple[Path, ...], bare: bool = False
+) -> list[str]:
+    if before is not None and _state(work_tree, bare) == before:
         return []  # most commands: nothing changed
-    gitdir = git_dir(work_tree)
+    gitdir = work_tree if bare else git_dir(work_tree)
     if gitdir is None:
         return []
     if before is not None and before.dotgit != _id(work_tree / ".git"):

@@ -55,7 +55,7 @@ _MASK = (
 )
 _EVENT = struct.Struct("iIII")
 NESTED_EDITORS = (".zed", ".helix")
-_NAMES = frozenset({".git", *NESTED_EDITORS})
+_NAMES = frozenset({".git", "HEAD", *NESTED_EDITORS})  # `HEAD`: a bare repository's
 _watches_used = 0
 _finders: dict[str, _Finder] = {}
 _finders_lock = threading.Lock()
@@ -68,8 +68,8 @@ def repositories(root: str) -> list[str]:
 
 
 def holding(root: str, name: str) -> list[str]:
-    """The folders below `root` (not `root` itself) holding an entry `name` (`.git` or one of
-    `NESTED_EDITORS`), of any kind."""
+    """The folders below `root` (not `root` itself) holding an entry `name` (`.git`, `HEAD`
+    or one of `NESTED_EDITORS`), of any kind."""
     with _finders_lock:
         finder = _finders.get(root)
         if finder is None:

@@ -147,6 +147,8 @@ class Sandbox:
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
         self._watch: planted.Watch | None = None  # what the running commands may plant
+        if mode == "workspace-write":  # the after-command check's one walk, before the first command
+            planted.prepare(scope.roots)
         self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}

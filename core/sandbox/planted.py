@@ -134,6 +134,11 @@ def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
     return said
 
 
+def prepare(roots: tuple[Path, ...]) -> None:
+    """Start watching these roots now (`repo_finder`: one walk each, in a thread)."""
+    repo_finder.prepare(tuple(str(root) for root in roots))
+
+
 def nested_repositories(root: Path) -> list[Path]:
     """The folders below `root`, at any depth, holding a `.git` of any kind: a folder, a
     `gitdir:` file or a link (`repo_finder`: the kernel tells what changed, no walk)."""

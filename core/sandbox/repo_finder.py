@@ -41,6 +41,10 @@ from hermes_core.sandbox import listing
 log = logging.getLogger(__name__)
 
 MAX_WATCHES = 100_000  # for all roots of this process together, and half the system's at most
+# Roots kept watched: each is an inotify instance (128 per user by default, which the
+# workspace watcher and the user's editor need too); the least recently checked goes first,
+# and is walked again when it is checked next.
+MAX_ROOTS = 8
 BOUNDED_DEPTH = 3
 BOUNDED_SKIP = frozenset(
     {".git", "node_modules", ".venv", "venv", "target", "build", "dist", "__pycache__", ".tox", ".mypy_cache"}
@@ -57,8 +61,9 @@ _EVENT = struct.Struct("iIII")
 NESTED_EDITORS = (".zed", ".helix")
 _NAMES = frozenset({".git", "HEAD", *NESTED_EDITORS})  # `HEAD`: a bare repository's
 _watches_used = 0
-_finders: dict[str, _Finder] = {}
+_finders: dict[str, _Finder] = {}  # in order of use, the most recent last
 _finders_lock = threading.Lock()
+_budget_lock = threading.Lock()
 
 
 def repositories(root: str) -> list[str]:
@@ -70,11 +75,27 @@ def repositories(root: str) -> list[str]:
 def holding(root: str, name: str) -> list[str]:
     """The folders below `root` (not `root` itself) holding an entry `name` (`.git`, `HEAD`
     or one of `NESTED_EDITORS`), of any kind."""
+    return _finder(root).current(name)
+
+
+def prepare(roots: tuple[str, ...]) -> None:
+    """Walk these roots now, in a thread, so that the first command does not wait for the
+    walk (it waits only for what is left of it)."""
+    for root in roots:
+        finder = _finder(root)
+        threading.Thread(target=finder.current, args=(".git",), daemon=True, name="repo-finder").start()
+
+
+def _finder(root: str) -> _Finder:
     with _finders_lock:
-        finder = _finders.get(root)
+        finder = _finders.pop(root, None)
         if finder is None:
-            finder = _finders[root] = _Finder(root)
-    return finder.current(name)
+            finder = _Finder(root)
+        _finders[root] = finder
+        while len(_finders) > MAX_ROOTS:
+            oldest = next(iter(_finders))
+            _finders.pop(oldest).close()
+    return finder
 
 
 class _Finder:
@@ -86,29 +107,49 @@ class _Finder:
         self.partial = False  # some folder has no watch: the bounded walk adds its view
         self.stale = True  # the next check walks the whole root
         self.fd = -1
+        self.closed = False
+        self._open()
+
+    def _open(self) -> None:
         if inotify.available():
             self.fd = inotify._libc().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             log.warning(
                 "sandbox: no inotify for %s: nested repositories are looked for %d folders down",
-                root,
+                self.root,
                 BOUNDED_DEPTH,
             )
 
     def current(self, name: str) -> list[str]:
         with self.lock:
+            if self.closed:  # evicted meanwhile (`MAX_ROOTS`): watched again, from a walk
+                self.closed = False
+                self._open()
             if self.fd >= 0:
                 self._drain()
                 if self.stale:
                     self.stale = False
                     for folders in self.found.values():
                         folders.clear()
+                    self.partial = False
                     self._walk(self.root)
             self.found[name] = {f for f in self.found[name] if os.path.lexists(f"{f}/{name}")}
             found = set(self.found[name])
         if self.fd < 0 or self.partial:
             found.update(bounded_walk(self.root, name))
         return sorted(found)
+
+    def close(self) -> None:
+        global _watches_used
+        with self.lock:
+            if self.fd >= 0:
+                os.close(self.fd)
+                self.fd = -1
+                with _budget_lock:
+                    _watches_used -= len(self.paths)
+                self.paths.clear()
+                self.stale = True
+                self.closed = True
 
     def _walk(self, top: str) -> None:
         """Watch `top` and every folder below it (`.git` not entered, links not followed),
@@ -139,7 +180,8 @@ class _Finder:
                 return False
             return True  # gone or no longer a folder: nothing to watch, nothing below
         if wd not in self.paths:
-            _watches_used += 1
+            with _budget_lock:
+                _watches_used += 1
         self.paths[wd] = folder  # a folder moved inside keeps its watch: its new name
         return True
 
@@ -166,7 +208,8 @@ class _Finder:
                     continue
                 if mask & inotify.IN_IGNORED:
                     del self.paths[wd]
-                    _watches_used -= 1
+                    with _budget_lock:
+                        _watches_used -= 1
                 elif name in _NAMES:
                     if folder != self.root:
                         self.found[name].add(folder)

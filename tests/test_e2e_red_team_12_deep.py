@@ -101,3 +101,31 @@ async def test_a_hook_planted_in_a_deep_vendored_repository_is_moved_aside(
     assert not marker.exists()
     assert "lib/.git/hooks/pre-commit" in told
     assert "example.invalid" in (lib / ".git" / "config").read_text()
+
+
+@pytest.mark.parametrize("husky", ["there", "missing"])
+async def test_a_nested_repository_hook_managers_files_keep_no_new_code(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path, husky: str
+) -> None:
+    # The vendored repository's installed hook runs its work tree's `.husky/pre-commit` (as
+    # husky's does; pre-commit's reads `.pre-commit-config.yaml`, lefthook's `lefthook.yml`).
+    # The hook is unchanged; what it runs is rewritten (or made) by the command.
+    lib = project / "vendor" / "lib"
+    lib.mkdir(parents=True)
+    git("init", "-q", cwd=lib)
+    hook = lib / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\n[ -f .husky/pre-commit ] && sh .husky/pre-commit\nexit 0\n")
+    hook.chmod(0o755)
+    if husky == "there":
+        (lib / ".husky").mkdir()
+        (lib / ".husky" / "pre-commit").write_text("echo checks\n")
+    marker = tmp_path / "ran-at-commit"
+    _, told = await run_in_auto(
+        fake,
+        home,
+        project,
+        f"mkdir -p vendor/lib/.husky; echo 'touch {marker}' > vendor/lib/.husky/pre-commit; true",
+    )
+    user_git("commit", "-q", "--allow-empty", "-m", "x", cwd=lib)
+    assert not marker.exists()
+    assert husky == "there" or "vendor/lib/.husky" in told  # made: renamed aside, and said

@@ -67,6 +67,8 @@ def watch(roots: tuple[Path, ...]) -> Watch:
         seen.missing += [root / name for name in PLANTABLE if not os.path.lexists(root / name)]
         for work_tree in nested_repositories(root):
             seen.repos[work_tree] = _state(work_tree)
+            missing = (work_tree / name for name in protected.HOOK_MANAGER_FILES)
+            seen.missing += [path for path in missing if not os.path.lexists(path)]
         seen.editors.update(nested_editor_folders(root))
         for folder in bare_repositories(root):
             seen.bare[folder] = _state(folder, bare=True)

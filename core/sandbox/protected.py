@@ -308,7 +308,9 @@ EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (
 # made or not, so all of `.husky/`; pre-commit's and lefthook's configs name the commands
 # their installed hook runs at the next commit; Neovim runs `.nvim.lua`/`.exrc` once trusted.
 # Where missing, a sandboxed command may create them: `planted` renames them aside after it.
-RUN_LATER_IF_PRESENT: tuple[str, ...] = (
+# The hook managers' are a repository's: a nested repository's installed hook runs its own
+# work tree's (`planted` and `editor_guard` look after those too).
+HOOK_MANAGER_FILES: tuple[str, ...] = (
     ".husky",
     ".pre-commit-config.yaml",
     "lefthook.yml",
@@ -317,6 +319,9 @@ RUN_LATER_IF_PRESENT: tuple[str, ...] = (
     ".lefthook.yaml",
     "lefthook-local.yml",
     ".lefthook-local.yml",
+)
+RUN_LATER_IF_PRESENT: tuple[str, ...] = (
+    *HOOK_MANAGER_FILES,
     ".nvim.lua",
     ".nvimrc",
     ".exrc",
@@ -361,6 +366,11 @@ def editor_guard(root: Path) -> EditorGuard:
             guard.read_only.append(path)
         elif not path.exists() and name in EDITOR_FOLDERS:
             guard.placeholders.append(path)
+    for folder in repo_finder.repositories(str(root)):
+        for name in HOOK_MANAGER_FILES:
+            path = Path(folder) / name
+            if not path.is_symlink() and (path.is_dir() or path.is_file()):
+                guard.read_only.append(path)
     # Zed reads `.zed/settings.json` at every level, Helix the nearest `.helix` above where
     # it starts: those below the root that exist (a new one is renamed aside: `planted`).
     for name in repo_finder.NESTED_EDITORS:

@@ -155,3 +155,20 @@ async def test_write_file_into_a_bare_repository_that_exists_asks(
         assert await client.prompt(session, "edit", within=HANG) == {"stopReason": "end_turn"}
     assert [r["toolCall"]["toolCallId"] for r in client.permission_requests] == ["w"]
     assert "git runs" in client.permission_requests[0]["_meta"]["hermes"]["reason"]
+
+
+async def test_a_root_that_is_no_repository_is_not_laid_out_as_one(
+    fake: FakeProvider, home: Path, project: Path, tmp_path: Path
+) -> None:
+    # No `.git` in the root (a sandboxed `git init` there fails and asks): the root itself
+    # laid out as a bare repository (`git init --bare .` works), its work tree the folder
+    # above. Your `git status` in what you take for a plain folder runs its fsmonitor.
+    marker = tmp_path / "ran-at-status"
+    command = (
+        "git init -q --bare . && git config core.bare false && git config core.worktree .. && "
+        f"git config core.fsmonitor 'touch {marker} #'"
+    )
+    told = await run_in_auto(fake, home, project, command)
+    user_git("status", cwd=project)
+    assert not marker.exists()
+    assert "config" in told

@@ -76,12 +76,14 @@ def watch(roots: tuple[Path, ...]) -> Watch:
 
 
 def bare_repositories(root: Path) -> list[Path]:
-    """Folders below `root` laid out as a bare repository (`HEAD`, `objects/`, `refs/`): git
+    """`root` and folders below it laid out as a bare repository (`HEAD`, `objects/`, `refs/`): git
     takes one for the repository when you work in it or below (unless your config says
     `safe.bareRepository = explicit`), and runs what its config names: `core.pager` at your
     next `git log`, `diff.external`, aliases."""
     found = []
-    for folder in repo_finder.holding(str(root), "HEAD"):
+    # The root itself too: one with no `.git` of its own, laid out as one (`git init --bare
+    # .`) with the folder above as its work tree, is what `git status` there finds.
+    for folder in (str(root), *repo_finder.holding(str(root), "HEAD")):
         path = Path(folder)
         if os.path.isdir(path / "objects") and os.path.isdir(path / "refs") and os.path.isfile(path / "HEAD"):
             found.append(path)

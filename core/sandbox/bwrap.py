@@ -354,6 +354,9 @@ class Sandbox:
             tmp_bytes=self.tmp_mb * 1024 * 1024,
             network=self.network,
             new_session=new_session,
+            # An editor's terminal (the only launch in a new session) gets the environment a
+            # local command gets, not the editor's less the names the agent knows.
+            environment=self.environment(dict(os.environ)) if new_session else None,
             unset=[
                 *CREDENTIAL_NAMES,
                 *sorted(self.hidden_env),

@@ -54,6 +54,7 @@ from hermes_core.sandbox.hidden_env import (
     named_sockets,
     secret_variables,
 )
+from hermes_core.sandbox.host_sockets import host_sockets
 from hermes_core.sandbox.index_configs import index_configs
 from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
 from hermes_core.sandbox.overlay_views import viewable
@@ -116,6 +117,7 @@ class Sandbox:
         hidden_env: frozenset[str] = frozenset(),  # besides CREDENTIAL_ENV: fallbacks' key variables
         state: Path | None = None,  # where the caches' overlays live; None: caches read-only
         ssh_agent: bool = False,
+        sockets: tuple[str, ...] = (),  # host sockets under /run kept reachable (the user's choice)
         max_processes: int = DEFAULT_MAX_PROCESSES,
         tmp_mb: int = DEFAULT_TMP_MB,
         memory_mb: int | None = None,  # the session's commands together; 0: half the RAM; None: no cap
@@ -133,6 +135,7 @@ class Sandbox:
         self.hidden_env = hidden_env
         self.state = state
         self.ssh_agent = ssh_agent
+        self.sockets = sockets
         self.max_processes = max_processes
         self.tmp_mb = tmp_mb
         self.memory_mb = memory_mb
@@ -181,6 +184,7 @@ class Sandbox:
             hidden_env=frozenset(e.api_key_env for e in settings.fallback if e.api_key_env),
             state=settings.home / "sandbox" / "caches",
             ssh_agent=settings.sandbox_ssh_agent,
+            sockets=tuple(settings.sandbox_sockets),
             max_processes=settings.sandbox_max_processes,
             tmp_mb=settings.sandbox_tmp_mb,
             memory_mb=settings.sandbox_memory_mb,
@@ -608,6 +612,7 @@ class Sandbox:
             if sock:
                 files.append(Path(sock))
         files += [Path(p) for p in HOST_SOCKETS]
+        files += host_sockets(self.sockets, skip=[str(d) for d in dirs])  # every daemon's in /run
         files += named_sockets(os.environ)
         files += env_files(self.home, roots, skip=emptied.hides_children)
         hidden_dirs: list[Path] = []

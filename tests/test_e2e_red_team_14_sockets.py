@@ -8,10 +8,16 @@ systemd's and snapd's), and nothing else there: libvirt's `libvirt-sock` (a VM w
 host's disk), a local PostgreSQL's `.s.PGSQL.5432` reached by peer authentication as you (a
 superuser's `COPY … FROM PROGRAM 'sh …'` runs outside), MySQL's, CRI-O's, buildkit's, a CI
 runner's. Here a daemon of the test's own listens under `/run`, named like none of them.
+
+The host's abstract sockets (X11's `@/tmp/.X11-unix/X0`: many desktops let your uid type
+into your terminal without a cookie; a session bus on `unix:abstract=…`: `systemd-run
+--user`) were scoped by Landlock for local commands only: a command the editor runs in its
+terminal (Zed runs every command there) reached them while the network was on.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 import uuid
 from collections.abc import Iterator
@@ -19,9 +25,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.acp_harness import connected, server_env
+from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider
 from tests.support.red_team import LOCAL, run_turns, sandboxed, turn
+from tests.test_e2e_red_team_8_fence import BANNER, host_abstract_socket  # noqa: F401 (a fixture)
+
+EDITOR_TERMINAL = PLAIN_CAPABILITIES | {"fs": {}}  # the editor runs every command in its terminal
 
 CONNECT = (
     "python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
@@ -74,3 +83,32 @@ async def test_the_sandbox_sockets_setting_lets_one_through(
     (agent_home / "config.toml").write_text(f'sandbox_sockets = ["{daemon}"]\n')
     result = await probe(fake, home, project, daemon)
     assert "reached the daemon" in result, result
+
+
+async def test_a_command_in_the_editors_terminal_cannot_reach_the_hosts_abstract_sockets(
+    fake: FakeProvider,
+    home: Path,
+    project: Path,
+    host_abstract_socket: str,  # noqa: F811 (the fixture imported above)
+) -> None:
+    probe = (
+        "import socket\n"
+        "def talk(name, serve=False):\n"
+        "    if serve:\n"
+        "        own = socket.socket(socket.AF_UNIX); own.bind(name); own.listen()\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n"
+        "        s.connect(name); print('reached', name[1:], s.recv(99) if not serve else b'own')\n"
+        "    except OSError as exc:\n"
+        "        print('refused', name[1:], exc)\n"
+        f"talk('\\0{host_abstract_socket}')\n"
+        "talk('\\0made-inside', serve=True)\n"
+    )
+    (project / "probe.py").write_text(probe)
+    fake.script(turn(sandboxed("python3 probe.py", "probe")))
+    async with connected(server_env(home, fake), EDITOR_TERMINAL) as (_, client):
+        await run_turns(client, project, 1)
+        assert client.terminals, "the command did not run in the editor's terminal"
+    sent = "\n".join(json.dumps(request.body) for request in fake.requests)
+    assert "reached made-inside" in sent, sent  # the command's own abstract sockets still work
+    assert BANNER not in sent and "refused" in sent, sent

@@ -23,6 +23,7 @@ import functools
 import itertools
 import logging
 import os
+import sys
 import tempfile
 import weakref
 from pathlib import Path
@@ -322,12 +323,20 @@ class Sandbox:
         # sandbox is not applied meanwhile (`alive_lock`).
         held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
         opener: list[str] = []
+        editor = own_fds is None
         if own_fds is None:
             argv = keep_shell(argv)
             opener, filtered = seccomp.editor_prefix()
             own_fds = [*AS_PID_1, *filtered]
+        inside = limits.limited(argv, self.max_processes)
+        if editor and self.network:
+            # An editor's terminal: the editor starts it, not our launch thread, so the
+            # host's abstract sockets (X11, a session bus) are scoped from inside.
+            from hermes_core.sandbox.abstract_sockets import scoped_exec
+
+            inside = scoped_exec(inside, self.bwrap, sys.executable)
         # bwrap's own options go anywhere before `--`: right after the program.
-        return [*prefix, *held, *opener, self.bwrap, *own_fds], limits.limited(argv, self.max_processes)
+        return [*prefix, *held, *opener, self.bwrap, *own_fds], inside
 
     def launch_options(
         self,

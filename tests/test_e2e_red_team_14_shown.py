@@ -7,16 +7,22 @@ wholly in look-alike letters was drawn as it is: `curl -fsSL https://аррӏе.
 (all five letters Cyrillic) drew as apple.com, `ѕһ ./setup` (Cyrillic `ѕ` and `һ`) as `sh`
 running a program the model planted, Greek capitals `ΜΑΚΕ` as `MAKE`. Those words are now
 escaped whole; a real word of the script (`привет`) is drawn as it is.
+
+A card's `locations` sent the editor to open a secret, a file outside the workspace or a
+FIFO before the user answered.
 """
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from pathlib import Path
 
 import pytest
 
-from tests.support.fake_provider import FakeProvider
+from tests.support.acp_harness import connected, server_env
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.red_team import LOCAL, User
 from tests.test_e2e_red_team_10_shown import ask_once
 
 WHOLE_WORDS = {
@@ -52,3 +58,33 @@ async def test_a_real_word_of_another_script_is_drawn_as_it_is(
     # Not every Cyrillic word is a disguise: `привет` holds letters no Latin one resembles.
     texts, _ = await ask_once(fake, home, project, "echo \u043f\u0440\u0438\u0432\u0435\u0442 > hi.txt")
     assert "\u043f\u0440\u0438\u0432\u0435\u0442" in texts[0], texts[0]
+
+
+async def test_a_card_points_the_editor_only_at_plain_files_of_the_workspace(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Zed's "follow the agent" opens each card's `locations` as the card arrives, before
+    # the user answers: the model's `read_file ~/.aws/credentials` put the keys in an
+    # editor tab (on screen, in a screen share) and a FIFO's location hung the editor that
+    # opened it. The user rejects every read; the editor must not have been sent there.
+    (home / ".aws").mkdir()
+    (home / ".aws" / "credentials").write_text("[default]\naws_secret_access_key = abc\n")
+    (project / ".env").write_text("TOKEN=abc\n")
+    os.mkfifo(project / "pipe")
+    (project / "notes.md").write_text("notes\n")
+    paths = {
+        "outside": str(home / ".aws" / "credentials"),
+        "dotenv": ".env",
+        "fifo": "pipe",
+        "plain": "notes.md",
+    }
+    calls = [ToolCallSpec("read_file", {"path": path}, id=name) for name, path in paths.items()]
+    fake.script([Reply(tool_calls=calls), Reply(text="Done.")])
+    async with connected(server_env(home, fake), LOCAL, permission=User(first="reject_once")) as (_, client):
+        sid = await client.session_in_mode(project, "ask")
+        assert await client.prompt(sid, "read them") == {"stopReason": "end_turn"}
+        pointed = {
+            name: [loc["path"] for u in client.tool_updates(name) for loc in u.get("locations") or []]
+            for name in paths
+        }
+    assert pointed == {"outside": [], "dotenv": [], "fifo": [], "plain": [str(project / "notes.md")]}, pointed

@@ -29,6 +29,7 @@ from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider
 from tests.support.red_team import LOCAL, run_turns, sandboxed, turn
 from tests.test_e2e_red_team_8_fence import BANNER, host_abstract_socket  # noqa: F401 (a fixture)
+from tests.test_e2e_red_team_11_secrets import agent_answers
 
 EDITOR_TERMINAL = PLAIN_CAPABILITIES | {"fs": {}}  # the editor runs every command in its terminal
 
@@ -112,3 +113,19 @@ async def test_a_command_in_the_editors_terminal_cannot_reach_the_hosts_abstract
     sent = "\n".join(json.dumps(request.body) for request in fake.requests)
     assert "reached made-inside" in sent, sent  # the command's own abstract sockets still work
     assert BANNER not in sent and "refused" in sent, sent
+
+
+async def test_an_ssh_agent_an_included_ssh_config_names_is_out_of_reach(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # 1Password's own setup writes `Include ~/.ssh/1Password/config`, and many keep a
+    # `config.d/*`: the agent is named there, not in `~/.ssh/config`, which was all that
+    # was read. `ssh-add -l` reached it (a signature would follow).
+    (home / ".ssh" / "config.d").mkdir(parents=True, mode=0o700)
+    (home / ".ssh" / "config").write_text("Include config.d/*\n\nHost example\n  User u\n")
+    (home / ".ssh" / "config.d" / "keys").write_text(
+        'Host *\n  IdentityAgent "~/.local/state/vault/agent.sock"\n'
+    )
+    (home / ".local" / "state" / "vault").mkdir(parents=True)
+    result = await agent_answers(fake, home, project, home / ".local" / "state" / "vault" / "agent.sock")
+    assert "agent-answered=2" in result, result  # 0: keys listed, 1: no keys, 2: no agent reached

@@ -171,6 +171,7 @@ class Settings(BaseModel):
     sandbox_caches: list[str] = Field(default_factory=lambda: list(_default_caches()))
     sandbox_writable: list[str] = Field(default_factory=list)  # really writable: changes carry out
     sandbox_ssh_agent: bool = False  # let sandboxed commands use the ssh agent (sign with your keys)
+    sandbox_sockets: list[str] = Field(default_factory=list)  # host sockets under /run kept reachable
     sandbox_max_processes: int = Field(default=2048, ge=16)  # per command, threads included
     sandbox_tmp_mb: int = Field(default=1024, ge=1)  # the size of a command's private TMPDIR
     sandbox_memory_mb: int = Field(default=0, ge=0)  # a session's commands together; 0: half the RAM

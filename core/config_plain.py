@@ -37,7 +37,7 @@ SDK_ENV = {
     "ANTHROPIC_BASE_URL": "anthropic_base_url",
     "OPENROUTER_API_KEY": "openrouter_api_key",
 }
-LIST_KEYS = frozenset({"models", "api_keys", "sandbox_caches", "sandbox_writable"})
+LIST_KEYS = frozenset({"models", "api_keys", "sandbox_caches", "sandbox_writable", "sandbox_sockets"})
 
 PROVIDERS = ("openai", "openai-responses", "anthropic", "openrouter", "bedrock", "custom")
 API_MODES = ("chat_completions", "anthropic_messages", "responses", "bedrock_converse")
@@ -150,6 +150,7 @@ RULES: dict[str, Rule] = {
     "sandbox_caches": TEXTS,
     "sandbox_writable": TEXTS,
     "sandbox_ssh_agent": FLAG,
+    "sandbox_sockets": TEXTS,
     "sandbox_max_processes": _integer(16),
     "sandbox_tmp_mb": _integer(1),
     "sandbox_memory_mb": _integer(0),

@@ -23,6 +23,12 @@ log = logging.getLogger(__name__)
 
 TAIL_CHARS = 2_000  # of the output, on the card
 LINE_TAIL_CHARS = 200  # of the output, in the model's one line
+# Background commands running at once. Each sandboxed one may hold the sandbox's whole
+# process cap (`sandbox_max_processes`), so without a count a model multiplies that cap by
+# starting more: 8 a reply, reply after reply, in every session of the server.
+MAX_RUNNING = 16  # in one session
+MAX_RUNNING_ALL = 64  # in every session of this process together
+_placed = 0  # this process's background commands: starting or running
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +66,25 @@ class Jobs:
     running: dict[str, Job] = field(default_factory=dict)
     unreported: list[JobEnded] = field(default_factory=list)
     on_end: Callable[[JobEnded], None] | None = None  # the embedder's: update the call's card
+    starting: int = 0  # places taken for commands not yet adopted
+
+    def take_place(self) -> str | None:
+        """Take a place for one more background command: None, or why there is none (the
+        caller then starts nothing). Give it back with `give_back` unless it is `watch`ed."""
+        global _placed
+        if len(self.running) + self.starting >= MAX_RUNNING:
+            return f"{MAX_RUNNING} background commands of this session are already running"
+        if _placed >= MAX_RUNNING_ALL:
+            return f"{MAX_RUNNING_ALL} background commands of this agent's sessions are already running"
+        self.starting += 1
+        _placed += 1
+        return None
+
+    def give_back(self) -> None:
+        """The place `take_place` gave, for a command that did not start."""
+        global _placed
+        self.starting -= 1
+        _placed -= 1
 
     def report_ends_to(self, on_end: Callable[[JobEnded], None]) -> None:
         """Have the embedder hear of each job's end, as it happens (it updates the call's card)."""
@@ -68,7 +93,9 @@ class Jobs:
     def watch(self, handle: str, command: str, call_id: str, run: RunningCommand, processes: dict) -> None:
         job = Job(handle, command, call_id)
         self.running[handle] = job
+        self.starting -= 1  # its place is the watcher's now, given back when it ends
         job.watcher = asyncio.create_task(self._wait(job, run, processes), name=f"job {handle}")
+        job.watcher.add_done_callback(_free_place)  # ended, or cancelled even before it began
 
     async def _wait(self, job: Job, run: RunningCommand, processes: dict) -> None:
         try:
@@ -108,6 +135,11 @@ class Jobs:
                 with contextlib.suppress(BaseException):
                     await job.watcher
         self.running.clear()
+
+
+def _free_place(_: asyncio.Task[None]) -> None:
+    global _placed
+    _placed -= 1
 
 
 def running_jobs_text(jobs: Jobs) -> str:

@@ -11,13 +11,16 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from hermes_core.events import ToolCallStarted, ToolKind
+from hermes_core.events import Location, ToolCallStarted, ToolKind
 from hermes_core.loop.tool_record import OutputTail
 from hermes_core.loop.tool_waves import file_identity
 from hermes_core.messages import ToolCall
@@ -144,8 +147,28 @@ def _started_event(item: PreparedCall, workspace: Workspace) -> ToolCallStarted:
             with contextlib.suppress(Exception):
                 title = tool.title(item.args, workspace)
             with contextlib.suppress(Exception):
-                locations = tuple(tool.locations(item.args, workspace))
+                locations = tuple(
+                    loc for loc in tool.locations(item.args, workspace) if _followable(loc, workspace)
+                )
     return ToolCallStarted(item.call.id, item.call.name, title, kind, item.raw_args, locations)
+
+
+def _followable(location: Location, workspace: Workspace) -> bool:
+    """Whether an editor may open this location as the card arrives (Zed's "follow the
+    agent" does, before the user answered): a file of the workspace that is no secret and
+    no FIFO or device. `~/.aws/credentials` opened in a tab is on screen for anyone who sees
+    it, and a FIFO or `/dev/zero` hangs the editor that reads it. The title still names it."""
+    scope = workspace.scope
+    path = Path(location.path)
+    if scope.outside(path) or scope.is_secret(path):
+        return False
+    try:
+        mode = os.stat(path).st_mode  # a stat, not an open: a FIFO does not block it
+    except FileNotFoundError:
+        return True  # a file about to be written
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or stat.S_ISDIR(mode)
 
 
 @contextlib.contextmanager

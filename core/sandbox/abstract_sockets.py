@@ -93,3 +93,29 @@ def in_child(bwrap: str | None) -> Callable[[], None] | None:
         libc.syscall(ctypes.c_long(_RESTRICT_SELF), ctypes.c_int(fd), ctypes.c_uint32(0))
 
     return scope
+
+
+# Run inside the sandbox as an editor terminal's pid 1 before the command line's shell: the
+# same domain `in_child` makes, entered from within (the editor, not the agent, starts that
+# process tree). Where it cannot, the command does not run (126): fail closed.
+_SCOPE_THEN_EXEC = (
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "libc.syscall.restype = ctypes.c_long\n"
+    "attr = (ctypes.c_uint64 * 3)(0, 0, 1)\n"
+    "fd = libc.syscall(ctypes.c_long(444), attr, ctypes.c_size_t(24), ctypes.c_uint32(0))\n"
+    "if fd < 0 or libc.prctl(38, 1, 0, 0, 0) != 0 or libc.syscall(ctypes.c_long(446), ctypes.c_int(fd), "
+    "ctypes.c_uint32(0)) != 0:\n"
+    "    sys.stderr.write('hermes-acp: could not scope abstract sockets; not run\\n'); sys.exit(126)\n"
+    "os.close(fd)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+def scoped_exec(argv: list[str], bwrap: str | None, python: str) -> list[str]:
+    """`argv` (run inside the sandbox) entered through `python` into a domain that scopes
+    the host's abstract sockets, for a command the editor starts in its terminal; `argv`
+    as it is where the kernel cannot scope (before 6.12) or `bwrap` is setuid."""
+    if bwrap is None or _ruleset(bwrap) is None:
+        return argv
+    return [python, "-I", "-S", "-c", _SCOPE_THEN_EXEC, *argv]

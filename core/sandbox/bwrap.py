@@ -23,6 +23,7 @@ import functools
 import itertools
 import logging
 import os
+import sys
 import tempfile
 import weakref
 from pathlib import Path
@@ -54,6 +55,7 @@ from hermes_core.sandbox.hidden_env import (
     named_sockets,
     secret_variables,
 )
+from hermes_core.sandbox.host_sockets import host_sockets
 from hermes_core.sandbox.index_configs import index_configs
 from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
 from hermes_core.sandbox.overlay_views import viewable
@@ -116,6 +118,7 @@ class Sandbox:
         hidden_env: frozenset[str] = frozenset(),  # besides CREDENTIAL_ENV: fallbacks' key variables
         state: Path | None = None,  # where the caches' overlays live; None: caches read-only
         ssh_agent: bool = False,
+        sockets: tuple[str, ...] = (),  # host sockets under /run kept reachable (the user's choice)
         max_processes: int = DEFAULT_MAX_PROCESSES,
         tmp_mb: int = DEFAULT_TMP_MB,
         memory_mb: int | None = None,  # the session's commands together; 0: half the RAM; None: no cap
@@ -133,6 +136,7 @@ class Sandbox:
         self.hidden_env = hidden_env
         self.state = state
         self.ssh_agent = ssh_agent
+        self.sockets = sockets
         self.max_processes = max_processes
         self.tmp_mb = tmp_mb
         self.memory_mb = memory_mb
@@ -183,6 +187,7 @@ class Sandbox:
             hidden_env=frozenset(e.api_key_env for e in settings.fallback if e.api_key_env),
             state=settings.home / "sandbox" / "caches",
             ssh_agent=settings.sandbox_ssh_agent,
+            sockets=tuple(settings.sandbox_sockets),
             max_processes=settings.sandbox_max_processes,
             tmp_mb=settings.sandbox_tmp_mb,
             memory_mb=settings.sandbox_memory_mb,
@@ -320,12 +325,20 @@ class Sandbox:
         # sandbox is not applied meanwhile (`alive_lock`).
         held = self.alive.launch_prefix() if self.alive is not None and not alive_held else []
         opener: list[str] = []
+        editor = own_fds is None
         if own_fds is None:
             argv = keep_shell(argv)
             opener, filtered = seccomp.editor_prefix()
             own_fds = [*AS_PID_1, *filtered]
+        inside = limits.limited(argv, self.max_processes)
+        if editor and self.network:
+            # An editor's terminal: the editor starts it, not our launch thread, so the
+            # host's abstract sockets (X11, a session bus) are scoped from inside.
+            from hermes_core.sandbox.abstract_sockets import scoped_exec
+
+            inside = scoped_exec(inside, self.bwrap, sys.executable)
         # bwrap's own options go anywhere before `--`: right after the program.
-        return [*prefix, *held, *opener, self.bwrap, *own_fds], limits.limited(argv, self.max_processes)
+        return [*prefix, *held, *opener, self.bwrap, *own_fds], inside
 
     def launch_options(
         self,
@@ -356,6 +369,9 @@ class Sandbox:
             tmp_bytes=self.tmp_mb * 1024 * 1024,
             network=self.network,
             new_session=new_session,
+            # An editor's terminal (the only launch in a new session) gets the environment a
+            # local command gets, not the editor's less the names the agent knows.
+            environment=self.environment(dict(os.environ)) if new_session else None,
             unset=[
                 *CREDENTIAL_NAMES,
                 *sorted(self.hidden_env),
@@ -607,6 +623,7 @@ class Sandbox:
             if sock:
                 files.append(Path(sock))
         files += [Path(p) for p in HOST_SOCKETS]
+        files += host_sockets(self.sockets, skip=[str(d) for d in dirs])  # every daemon's in /run
         files += named_sockets(os.environ)
         files += env_files(self.home, roots, skip=emptied.hides_children)
         hidden_dirs: list[Path] = []

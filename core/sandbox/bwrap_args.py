@@ -155,9 +155,11 @@ def launch_argv(
     network: bool,
     new_session: bool,
     unset: list[str],
+    environment: dict[str, str] | None = None,
 ) -> list[str]:
     """The bwrap command line for one launch: a pure function of what to mount, so the
-    local path and an editor's terminal get the same argv."""
+    local path and an editor's terminal get the same argv. `environment`: the whole
+    environment the command gets (the editor's own is cleared), instead of `unset`."""
     args: list[str] = [bwrap, *BASE_ARGS]
     if not network:
         args.append("--unshare-net")  # its own network namespace: loopback only, and up
@@ -232,9 +234,16 @@ def launch_argv(
     for step in binds_first(steps):
         args += step.args
     # An editor's terminal starts from the editor's environment, which the agent never
-    # sees: bwrap drops the credentials there (a local command's are dropped beforehand).
-    for name in unset:
-        args += ["--unsetenv", name]
+    # sees: names dropped one by one miss what only the editor holds (its login shell's
+    # tokens, a direnv of the folder), so there it is replaced whole by what a local
+    # command gets (a local command's are dropped beforehand).
+    if environment is not None:
+        args.append("--clearenv")
+        for name, value in environment.items():
+            args += ["--setenv", name, value]
+    else:
+        for name in unset:
+            args += ["--unsetenv", name]
     for path in remount:  # once every mount point inside it is made; not recursive
         args += ["--remount-ro", str(path)]
     args += ["--setenv", "TMPDIR", str(tmp), "--chdir", str(cwd), "--", *argv]

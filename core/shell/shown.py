@@ -8,8 +8,10 @@ format characters would let the model show one command and run another. Each bec
 `\\x1b`, `\\u202e`…: visible, and a reader sees something was there. So do the characters
 Unicode calls default-ignorable outside those categories (the combining grapheme joiner,
 variation selectors, Hangul fillers: `./build\\u034f.sh` drew as `./build.sh`), blanks other
-than the space (a no-break space is no word break to the shell), and a letter of a script
-that copies Latin shapes inside a Latin word (`./b\\u057dild.sh`, an Armenian `ս`).
+than the space (a no-break space is no word break to the shell), a letter of a script
+that copies Latin shapes inside a Latin word (`./b\\u057dild.sh`, an Armenian `ս`), and a
+word made only of such letters (`https://\\u0430\\u0440\\u0440\\u04cf\\u0435.com`, all Cyrillic, drew as
+apple.com).
 """
 
 from __future__ import annotations
@@ -38,6 +40,16 @@ _LOOKALIKE_SCRIPTS = (
     "FULLWIDTH",
     "MATHEMATICAL",
 )
+# Letters of those scripts that draw as a Latin one at a glance (`а` a, `ѕ` s, `һ` h, `ӏ` l,
+# Greek `ο` o, `ϲ` c, Armenian `ս` u…). A word made of these alone reads as a Latin word
+# (`аррӏе`, `ѕһ`), so it is escaped whole; a real word of the script (`привет`) holds others.
+_LATIN_TWINS = frozenset(
+    "аеорсухѕіјһӏԁԛԝүёїкАВЕКМНОРСТХІЈЅҮԚԜӀЁЇ"  # Cyrillic
+    "οανικρχυϲϳΑΒΕΖΗΙΚΜΝΟΡΤΥΧϹͿ"  # Greek
+    "սօոհցզՏՕՍԼ"  # Armenian
+)
+# Scripts that are Latin look-alikes through and through: every letter counts as a twin.
+_TWIN_SCRIPTS = ("CHEROKEE", "LISU", "FULLWIDTH", "MATHEMATICAL")
 _LETTERS = re.compile(r"[^\W\d_]+")
 LINE_BREAK = " ⏎ "  # a newline in one-line text: the shell reads a new command there
 _BLANKS = re.compile(r"[ \t]+")
@@ -62,13 +74,21 @@ def draws_unlike_itself(char: str) -> bool:
     )
 
 
+def _latin_twin(char: str) -> bool:
+    return char in _LATIN_TWINS or unicodedata.name(char, "").startswith(_TWIN_SCRIPTS)
+
+
 def _lookalikes(text: str) -> set[int]:
     """Where in `text` a letter of a look-alike script sits inside a word that holds ASCII
-    letters too."""
+    letters too, or in a word made of Latin twins alone (`https://аррӏе.com`, all Cyrillic)."""
     found: set[int] = set()
     for word in _LETTERS.finditer(text):
         letters = word.group()
-        if letters.isascii() or not any(c.isascii() for c in letters):
+        if letters.isascii():
+            continue
+        if not any(c.isascii() for c in letters):
+            if all(map(_latin_twin, letters)):
+                found.update(range(word.start(), word.end()))
             continue
         for i, char in enumerate(letters, word.start()):
             if not char.isascii() and unicodedata.name(char, "").startswith(_LOOKALIKE_SCRIPTS):

@@ -106,12 +106,23 @@ class TerminalTool(Tool[TerminalArgs]):
 
             sandbox = ctx.workspace.sandbox
             env = unconfined_environment(sandbox.hidden_env if sandbox is not None else ())
+        if args.background:
+            full = ctx.state.jobs.take_place()
+            if full is not None:
+                return ToolResult.error(
+                    f"Not started: {full}. Stop one you no longer need with the process tool "
+                    "(action 'kill'), or run this one in the foreground."
+                )
         try:
             run = await ctx.workspace.start_command(
                 args.command, output_limit=limits.max_output_chars, unconfined=ctx.allow_outside, env=env
             )
-        except (WorkspaceError, OSError) as exc:
-            return ToolResult.error(f"Could not start the command: {exc}")
+        except BaseException as exc:
+            if args.background:
+                ctx.state.jobs.give_back()
+            if isinstance(exc, (WorkspaceError, OSError)):
+                return ToolResult.error(f"Could not start the command: {exc}")
+            raise
         if run.terminal_id:
             ctx.emit(ToolCallProgress(ctx.call_id, terminal_id=run.terminal_id))
         if args.background:

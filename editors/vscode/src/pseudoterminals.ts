@@ -1,6 +1,7 @@
 import * as vscode from "vscode";
 import type { TerminalExitStatus } from "@agentclientprotocol/sdk";
 import type { TerminalSink } from "./terminals";
+import { drawableCommand, drawableOutput } from "./terminalText";
 
 /**
  * Shows the agent's commands in one reused VS Code terminal named "Hermes" (a Pseudoterminal
@@ -45,12 +46,12 @@ export class PseudoterminalSink implements TerminalSink, vscode.Disposable {
   }
 
   opened(_id: string, commandLine: string): void {
-    this.emit(`\x1b[2m$ ${commandLine.replace(/\r?\n/g, "\r\n  ")}\x1b[0m\r\n`);
+    this.emit(`\x1b[2m$ ${drawableCommand(commandLine).replace(/\n/g, "\r\n  ")}\x1b[0m\r\n`);
     this.terminal?.show(true);
   }
 
   output(_id: string, text: string): void {
-    this.emit(text.replace(/\r?\n/g, "\r\n"));
+    this.emit(drawableOutput(text).replace(/\r?\n/g, "\r\n"));
   }
 
   exited(_id: string, status: TerminalExitStatus): void {

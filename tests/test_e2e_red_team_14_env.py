@@ -37,7 +37,7 @@ async def test_a_command_in_the_editors_terminal_sees_no_variable_only_the_edito
     for name, value in EDITOR_ONLY.items():
         monkeypatch.setenv(name, value)  # the test client is the editor: its terminals inherit this
     fake.script(turn(sandboxed("env; echo probe-ran", "probe")))
-    env = server_env(home, fake, PLAIN_SETTING="kept-0123")
+    env = server_env(home, fake, PLAIN_SETTING="kept-0123", TERM="dumb")
     async with connected(env, EDITOR_TERMINAL) as (_, client):
         await run_turns(client, project, 1)
         assert client.terminals, "the command did not run in the editor's terminal"
@@ -47,3 +47,6 @@ async def test_a_command_in_the_editors_terminal_sees_no_variable_only_the_edito
     # What a local command gets, it still gets: the agent's own plain settings and PATH.
     assert "PLAIN_SETTING=kept-0123" in result, result
     assert "OPENAI_API_KEY" not in result, result
+    # The terminal is still described as the terminal it is (pagers and colours need it),
+    # whatever the agent's own TERM said about its pipes.
+    assert "TERM=xterm-256color" in result, result

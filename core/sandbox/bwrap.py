@@ -215,6 +215,14 @@ class Sandbox:
             if not self._hides_variable(name) and name not in carrying
         }
 
+    def terminal_environment(self) -> dict[str, str]:
+        """What a command in an editor's terminal gets: a local command's environment, with
+        the terminal described as the one it runs in. The agent's own `TERM` describes its
+        pipes (often unset, or `dumb`, under a GUI editor); every editor terminal that runs
+        our commands (Zed's, VS Code's xterm.js, JetBrains') is an xterm-256color, and
+        without `TERM` pagers, `git log` and colours degrade."""
+        return {**self.environment(dict(os.environ)), "TERM": "xterm-256color"}
+
     def _hides_variable(self, name: str) -> bool:
         # By the name and this sandbox's settings alone: kept (every variable, every launch).
         hides = self._hidden_names.get(name)
@@ -371,7 +379,7 @@ class Sandbox:
             new_session=new_session,
             # An editor's terminal (the only launch in a new session) gets the environment a
             # local command gets, not the editor's less the names the agent knows.
-            environment=self.environment(dict(os.environ)) if new_session else None,
+            environment=self.terminal_environment() if new_session else None,
             unset=[
                 *CREDENTIAL_NAMES,
                 *sorted(self.hidden_env),

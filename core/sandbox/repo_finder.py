@@ -13,7 +13,7 @@ folders (watched first, then walked, so what was made before the watch is seen t
 
 Fails towards walking: when the kernel dropped events (its queue overflowed) the next check
 walks the root again. Where watches run out (`MAX_WATCHES`, or the system's
-`fs.inotify.max_user_watches`: a root that holds a home folder) or inotify is missing, the
+a quarter of `fs.inotify.max_user_watches`: a root that holds a home folder) or inotify is missing, the
 check is the bounded walk it was before (`BOUNDED_DEPTH` folders down, dependency folders not
 entered) on top of what the watches found.
 
@@ -40,7 +40,7 @@ from hermes_core.sandbox import listing
 
 log = logging.getLogger(__name__)
 
-MAX_WATCHES = 100_000  # for all roots of this process together, and half the system's at most
+MAX_WATCHES = 100_000  # for all roots of this process together, and a quarter of the system's at most
 # Roots kept watched: each is an inotify instance (128 per user by default, which the
 # workspace watcher and the user's editor need too); the least recently checked goes first,
 # and is walked again when it is checked next.
@@ -218,19 +218,20 @@ class _Finder:
 
 
 def _budget() -> int:
-    """`MAX_WATCHES`, or half of what the system lets this user have (the workspace watcher
-    and the user's editor need theirs)."""
-    global _system_half
-    if _system_half is None:
+    """`MAX_WATCHES`, or a quarter of what the system lets this user have: the user's
+    editor, our workspace watcher and the agent processes of other threads (each with a
+    budget of its own) need theirs, and an editor refused a watch stops seeing changes."""
+    global _system_share
+    if _system_share is None:
         try:
             with open("/proc/sys/fs/inotify/max_user_watches") as limit:
-                _system_half = int(limit.read()) // 2
+                _system_share = int(limit.read()) // 4
         except (OSError, ValueError):
-            _system_half = 8192 // 2  # the kernel's old default
-    return min(MAX_WATCHES, _system_half)
+            _system_share = 8192 // 4  # the kernel's old default
+    return min(MAX_WATCHES, _system_share)
 
 
-_system_half: int | None = None
+_system_share: int | None = None
 
 
 def _bounded_entry(name: str, is_dir: bool) -> bool:

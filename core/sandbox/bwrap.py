@@ -60,6 +60,7 @@ from hermes_core.sandbox.overlay_views import viewable
 from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
 from hermes_core.sandbox.refusals import explain_refusal
+from hermes_core.sandbox.work_dirs import WORK_DIRS
 
 if TYPE_CHECKING:
     from hermes_core.config import Settings
@@ -146,6 +147,7 @@ class Sandbox:
         self._placeholders: set[Path] = set()  # removed after the session's last command
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
+        self._work_dirs: list[Path] = []  # the running commands' own overlay work dirs
         self._watch: planted.Watch | None = None  # what the running commands may plant
         self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
         self._agent_env: list[str] | None = None
@@ -345,9 +347,14 @@ class Sandbox:
                 search_path=search_path,
                 workspace=[*self.scope.roots, *self._existing(self.writable)],
             )
+        mounts = self.mounts(need)
+        if command is not None:
+            # A local command (its end is seen): each writable cache overlay gets a work
+            # dir of its own, given back once the session's commands have ended.
+            mounts.overlays = [self._own_work_dir(layer) for layer in mounts.overlays]
         launch = launch_argv(
             self.bwrap,
-            self.mounts(need),
+            mounts,
             argv=[],
             cwd=cwd,
             tmp=self.temp_dir,
@@ -366,6 +373,12 @@ class Sandbox:
         )
         assert launch[-1] == "--"
         return launch[1:-1]
+
+    def _own_work_dir(self, layer: caches.Overlay) -> caches.Overlay:
+        layer, work = WORK_DIRS.take(layer)
+        if work is not None:
+            self._work_dirs.append(work)
+        return layer
 
     def _hidden_agent_env(self) -> list[str]:
         if self._agent_env is None:  # fixed names and settings: worked out once
@@ -508,6 +521,8 @@ class Sandbox:
                 # points go (a mount point in use elsewhere would lose its mount).
                 for path in sorted(self._placeholders, reverse=True):
                     _rmdir_quietly(str(path))
+                WORK_DIRS.give_back(self._work_dirs)
+                self._work_dirs.clear()
         self._disarm()
         if self._watch is not None:
             self._undo_plants()

@@ -336,29 +336,29 @@ def measure_cpu(runs: int) -> dict[str, float]:
         env = {**os.environ, "HOME": str(home), "PATH": search}
         shell = ["/bin/bash", "-c", "true"]
         lines = {**CLASSES, "git": EVERYDAY_GIT}
-        launches = {"bare": shell}
         python: dict[str, list[float]] = {kind: [] for kind in lines}
-        for kind, line in lines.items():
-            launches[kind] = sandbox.wrap(
-                shell, cwd=project, command=line, search_path=search, in_cgroup=True
-            )
-            sandbox.after_command()
         try:
-            meters = {name: CpuMeter(name) for name in launches}
+            meters = {name: CpuMeter(name) for name in ("bare", *lines)}
         except OSError as exc:
             raise SystemExit(f"--cpu needs a cgroup it can make ({exc})") from None
-        samples: dict[str, list[float]] = {name: [] for name in launches}
-        order = list(launches)
+        samples: dict[str, list[float]] = {name: [] for name in meters}
+        order = list(meters)
         try:
             for _ in range(runs):
+                # Each run's launches made anew, as a command's are: a local command's
+                # overlays take work dirs no mount used yet (`work_dirs`), given back after.
+                launches = {"bare": shell}
+                for kind, line in lines.items():
+                    started = time.process_time()
+                    launches[kind] = sandbox.wrap(
+                        shell, cwd=project, command=line, search_path=search, in_cgroup=True
+                    )
+                    sandbox.environment(env)
+                    python[kind].append((time.process_time() - started) * 1000)
                 random.shuffle(order)
                 for name in order:
                     samples[name].append(meters[name].run(launches[name], project))
-                for kind, line in lines.items():
-                    started = time.process_time()
-                    sandbox.wrap(shell, cwd=project, command=line, search_path=search, in_cgroup=True)
-                    sandbox.environment(env)
-                    python[kind].append((time.process_time() - started) * 1000)
+                for _ in lines:
                     sandbox.after_command()
         finally:
             for meter in meters.values():

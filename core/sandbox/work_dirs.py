@@ -87,6 +87,13 @@ class WorkDirs:
         work.mkdir(mode=0o700)
         return work
 
+    def forget_after_fork(self) -> None:
+        """In a forked child (the warm start): the parent's spares and thread are the
+        parent's, never to be taken or used here."""
+        self._lock = threading.Lock()
+        self._spares = {}
+        self._worker = None
+
     def remove_spares(self) -> None:
         """At exit: the spares made for commands that will not come (the give-backs
         under way finished first)."""
@@ -117,3 +124,4 @@ def _remove(work: Path) -> None:
 
 WORK_DIRS = WorkDirs()
 atexit.register(WORK_DIRS.remove_spares)
+os.register_at_fork(after_in_child=WORK_DIRS.forget_after_fork)

@@ -37,7 +37,9 @@ for the caches it may write) and for an editor terminal (every overlay, no line 
 Then the price of one mount of each kind bwrap makes (`mount_price_*`: 20 of a kind
 against none): a tmpfs; a tmpfs remounted read-only (what an empty read-only folder cost
 before); a read-only bind of /dev/null over a file (a hidden secret file); a read-only
-overlay of two empty folders (`empty_layers`, what an empty read-only folder costs now).
+overlay of two empty folders (`empty_layers`, what an empty read-only folder costs now);
+a writable overlay whose work dir an earlier mount used (what a cache's overlay cost
+before), and one whose work dir no mount used yet (`work_dirs`, a local command's now).
 
 With --source DIR (another checkout, e.g. main's: `git -C MAIN archive HEAD | tar -x -C DIR`),
 before against after in one invocation: --pairs rounds, each running this benchmark (this
@@ -63,6 +65,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -333,29 +336,29 @@ def measure_cpu(runs: int) -> dict[str, float]:
         env = {**os.environ, "HOME": str(home), "PATH": search}
         shell = ["/bin/bash", "-c", "true"]
         lines = {**CLASSES, "git": EVERYDAY_GIT}
-        launches = {"bare": shell}
         python: dict[str, list[float]] = {kind: [] for kind in lines}
-        for kind, line in lines.items():
-            launches[kind] = sandbox.wrap(
-                shell, cwd=project, command=line, search_path=search, in_cgroup=True
-            )
-            sandbox.after_command()
         try:
-            meters = {name: CpuMeter(name) for name in launches}
+            meters = {name: CpuMeter(name) for name in ("bare", *lines)}
         except OSError as exc:
             raise SystemExit(f"--cpu needs a cgroup it can make ({exc})") from None
-        samples: dict[str, list[float]] = {name: [] for name in launches}
-        order = list(launches)
+        samples: dict[str, list[float]] = {name: [] for name in meters}
+        order = list(meters)
         try:
             for _ in range(runs):
+                # Each run's launches made anew, as a command's are: a local command's
+                # overlays take work dirs no mount used yet (`work_dirs`), given back after.
+                launches = {"bare": shell}
+                for kind, line in lines.items():
+                    started = time.process_time()
+                    launches[kind] = sandbox.wrap(
+                        shell, cwd=project, command=line, search_path=search, in_cgroup=True
+                    )
+                    sandbox.environment(env)
+                    python[kind].append((time.process_time() - started) * 1000)
                 random.shuffle(order)
                 for name in order:
                     samples[name].append(meters[name].run(launches[name], project))
-                for kind, line in lines.items():
-                    started = time.process_time()
-                    sandbox.wrap(shell, cwd=project, command=line, search_path=search, in_cgroup=True)
-                    sandbox.environment(env)
-                    python[kind].append((time.process_time() - started) * 1000)
+                for _ in lines:
                     sandbox.after_command()
         finally:
             for meter in meters.values():
@@ -371,11 +374,15 @@ def measure_cpu(runs: int) -> dict[str, float]:
 def measure_mount_prices(runs: int, count: int = 20) -> dict[str, float]:
     """What one mount of each kind adds to a launch, in ms: `count` of them against none,
     shuffled. bwrap reads and parses /proc/self/mountinfo for every bind and remount, so
-    those cost several times a plain tmpfs or a read-only overlay (`empty_layers`)."""
+    those cost several times a plain tmpfs or a read-only overlay (`empty_layers`). A
+    writable overlay (its layers on the home's file system, as the caches' are) with the
+    work dir an earlier mount used (overlayfs removes and makes its `work` folder again)
+    and with a work dir no mount used yet (`work_dirs`: made, and the used one removed,
+    before the launch, off the timing)."""
     bwrap = Sandbox(WorkspaceScope(Path.cwd()), mode="off").bwrap
     if bwrap is None:
         raise SystemExit("no bwrap here")
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory(dir=Path.home()) as layers:
         places = [Path(folder) / f"d{i}" for i in range(count)]
         for place in places:
             place.mkdir()
@@ -390,12 +397,19 @@ def measure_mount_prices(runs: int, count: int = 20) -> dict[str, float]:
             "tmpfs_remount_ro": [a for p in places for a in ("--tmpfs", str(p), "--remount-ro", str(p))],
             "ro_bind_file": [a for p in places for a in ("--ro-bind", "/dev/null", f"{p}.file")],
             "ro_overlay_empty": [a for p in places for a in overlay_args(empty, p)],
+            "rw_overlay_used_work": writable_overlays(places, Path(layers) / "used"),
+            "rw_overlay_fresh_work": writable_overlays(places, Path(layers) / "fresh"),
         }
+        fresh = [Path(layers) / "fresh" / f"work{i}" for i in range(count)]
         samples: dict[str, list[float]] = {name: [] for name in kinds}
         order = list(kinds)
         for _ in range(runs):
             random.shuffle(order)
             for name in order:
+                if name == "rw_overlay_fresh_work":
+                    for work in fresh:
+                        with contextlib.suppress(FileNotFoundError):
+                            (work / "work").rmdir()
                 started = time.perf_counter()
                 subprocess.run([*base, *kinds[name], "--", "/bin/true"], check=True)
                 samples[name].append((time.perf_counter() - started) * 1000)
@@ -405,6 +419,17 @@ def measure_mount_prices(runs: int, count: int = 20) -> dict[str, float]:
         for name, values in samples.items()
         if name != "none"
     }
+
+
+def writable_overlays(places: list[Path], layers: Path) -> list[str]:
+    """A writable overlay on each of `places`, its upper and work dir under `layers`."""
+    args: list[str] = []
+    for index, place in enumerate(places):
+        upper, work = layers / f"upper{index}", layers / f"work{index}"
+        upper.mkdir(parents=True)
+        work.mkdir()
+        args += ["--overlay-src", str(place), "--overlay", str(upper), str(work), str(place)]
+    return args
 
 
 _LANDLOCK_RULES = """

@@ -157,3 +157,44 @@ async def test_a_commit_whose_hook_writes_a_cache_still_works(
     [result] = await run_turn(fake, home, hooked_repo, line)
     assert "hook-ran" in result and "one" in result, result
     assert users_caches(home) == before
+
+
+# Waits (inside its sandbox) until the next command has started, then writes npm's cache.
+WRITE_AFTER_THE_NEXT_START = """while [ ! -e started ]; do sleep 0.02; done
+if echo from-the-first >> ~/.npm/_cacache/index
+then echo first-wrote > first
+else echo first-refused > first
+fi
+"""
+
+
+async def test_a_command_still_writes_its_cache_after_another_one_started(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    """Two scripts at once, both with every cache's overlay: the second one's mount must not
+    take the first one's work dir away (its next write to the cache failed with EPERM)."""
+    before = with_caches(home)
+    (project / "first.sh").write_text(WRITE_AFTER_THE_NEXT_START)
+    (project / "second.sh").write_text("touch started\n")  # a script: every cache's overlay too
+    (project / "third.sh").write_text(
+        "while [ ! -e first ]; do sleep 0.02; done; cat first ~/.npm/_cacache/index\n"
+    )
+    background = {"command": "sh first.sh", "background": True}
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("terminal", background, id="call_first")]),
+            *one_at_a_time("sh second.sh", "sh third.sh"),
+        ]
+    )
+    async with spawn_server(server_env(home, fake)) as server:
+        client = server.sdk_client(LOCAL, permission="allow_once")
+        await client.initialize()
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "build it") == {"stopReason": "end_turn"}
+        assert client.permission_requests == []
+    seen = tool_results(fake)[-1]
+    assert "first-wrote" in seen, seen
+    assert "the user's own\nfrom-the-first" in seen, seen  # kept in the sandbox's layer
+    assert users_caches(home) == before
+    left = [p for works in home.rglob("works") for p in works.iterdir()]
+    assert left == []  # each command's work dirs removed, and the spares at the end

@@ -280,7 +280,15 @@ EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed", ".claude")
 # `.claude`, `.gemini`, `.cursor`, `.codex`: other coding agents' project settings, whose
 # hooks and MCP servers those agents run outside any sandbox (`.claude` is in most
 # repositories' future: a placeholder when missing).
-EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (".helix", ".devcontainer", ".gemini", ".cursor", ".codex")
+# `.hermes`: this agent's own project rules (`config.toml`: deny rules, hooks).
+EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (
+    ".helix",
+    ".devcontainer",
+    ".gemini",
+    ".cursor",
+    ".codex",
+    ".hermes",
+)
 # What git's hook managers and Neovim run outside the sandbox, read-only where present:
 # husky 9's `.husky/_/h` (the hooks folder git's config names) runs `.husky/pre-commit`,
 # made or not, so all of `.husky/`; pre-commit's and lefthook's configs name the commands

@@ -28,6 +28,7 @@ import logging
 import os
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ PROMPT_PREVIEW_CHARS = 200
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
 _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 MAX_FILES = 200_000  # a larger tree is not snapshotted (the turn goes on, a warning is logged)
+_CLOCK_REALTIME_COARSE = 5  # Linux's; Python names no constant for it
 
 
 def project_key(cwd: str | Path) -> str:
@@ -126,14 +128,31 @@ def _read_names(rg: subprocess.Popen[bytes], max_files: int) -> tuple[list[str],
     return files, len(files) > max_files
 
 
+def status_clock_ns() -> int:
+    """Now, by the clock the kernel stamps a file's ctime with (the coarse real-time clock,
+    a few ms behind `time.time_ns()`): a file created or changed after this has a ctime at
+    least this. Elsewhere, the fine clock less a margin for that lag."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            return time.clock_gettime_ns(_CLOCK_REALTIME_COARSE)
+    return time.time_ns() - 50_000_000
+
+
 @dataclass(slots=True)
 class TurnRecord:
     prompt_id: str
     before: str  # manifest hash
     after: str | None = None  # None while the turn runs (or when it was never finished)
+    # `status_clock_ns` just before the `before` snapshot; 0 in records older than it.
+    since_ns: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prompt_id": self.prompt_id, "before": self.before, "after": self.after}
+        return {
+            "prompt_id": self.prompt_id,
+            "before": self.before,
+            "after": self.after,
+            "since_ns": self.since_ns,
+        }
 
 
 @dataclass(slots=True)
@@ -260,7 +279,10 @@ class CheckpointStore:
             raw = json.loads(self._session_path().read_text())
         except (OSError, ValueError):
             return []
-        return [TurnRecord(t["prompt_id"], t["before"], t.get("after")) for t in raw.get("turns", [])]
+        return [
+            TurnRecord(t["prompt_id"], t["before"], t.get("after"), int(t.get("since_ns") or 0))
+            for t in raw.get("turns", [])
+        ]
 
     def save_turns(self, turns: Iterable[TurnRecord]) -> None:
         data = json.dumps({"turns": [t.to_dict() for t in turns]}, indent=1).encode()
@@ -278,7 +300,8 @@ class CheckpointStore:
         """The files a turn changed (created, edited or deleted)."""
         before = self.load_manifest(record.before)
         after = self.load_manifest(record.after) if record.after else self.scan()
-        return sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+        changed = (rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+        return sorted(rel for rel in changed if rel in before or not self._there_before(rel, record))
 
     def restore(self, records: list[TurnRecord], *, force: bool = False) -> RestoreReport:
         """Put back the files the agent changed in `records` (a session's turns from the
@@ -305,6 +328,8 @@ class CheckpointStore:
             if now != left_by_agent[rel] and not force:
                 report.kept.append(rel)
                 continue
+            if wanted is None and self._there_before(rel, records[0]):
+                continue  # listed by no snapshot before (ignored then), unchanged since: as it was
             try:
                 if wanted is None:
                     self._delete(rel)
@@ -318,6 +343,19 @@ class CheckpointStore:
                 report.failed.append(f"{rel}: {exc.strerror or exc}")
         self.scan()  # the restored state is what the next snapshot compares against
         return report
+
+    def _there_before(self, rel: str, record: TurnRecord) -> bool:
+        """Whether `rel`, in no snapshot before `record`, was there all along: its status last
+        changed before that snapshot (a ctime cannot be set back). A file the ignore rules
+        hid then (`data/` in `.gitignore`) is in no snapshot; a turn that changed the rules
+        made it appear in the one after, as if the agent had created it, and the rewind
+        deleted the user's file."""
+        if not record.since_ns:
+            return False
+        try:
+            return os.lstat(os.path.join(self.root, rel)).st_ctime_ns < record.since_ns
+        except OSError:
+            return False
 
     def _write_back(self, rel: str, entry: Entry) -> None:
         data = self.objects.read(entry[0])
@@ -393,13 +431,14 @@ class Checkpoints:
                 return
             await self.settled()
             prompt_id = self._prompt_id
+            since = status_clock_ns()
             try:
                 digest = await asyncio.to_thread(self.store.snapshot)
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("checkpoint before a write failed: %s", exc)
                 return
             turns = self.store.turns()
-            turns.append(TurnRecord(prompt_id, digest))
+            turns.append(TurnRecord(prompt_id, digest, since_ns=since))
             await asyncio.to_thread(self.store.save_turns, turns)
             self._taken = True
 

@@ -1,0 +1,47 @@
+"""Round thirteen of issue 19's hidden red team: `/rewind`, the user's undo, as a way to
+destroy the user's files. A checkpoint lists the files ripgrep lists, ignore rules
+honoured, so a file ignored before a turn is in no snapshot before it. A turn that changes
+the ignore rules (`.gitignore` tidied, or a `.ignore` the repository ships removed: unasked
+in auto) makes such a file appear in the snapshot after the turn, which reads as "created
+by the agent": the rewind deleted it. The user's `data/` of years, gone by their own undo.
+End to end through the real server, a scripted model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.acp_harness import AcpClient
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+PRECIOUS = "id,value\n1,the user's own data\n"
+
+
+@pytest.mark.parametrize("how", ["write_file", "a sandboxed command"])
+async def test_a_rewind_deletes_no_file_that_was_there_before_the_turn(
+    client: AcpClient, fake: FakeProvider, project: Path, how: str
+) -> None:
+    (project / ".gitignore").write_text("data/\n")
+    (project / "data").mkdir()
+    (project / "data" / "results.csv").write_text(PRECIOUS)
+    (project / "README.md").write_text("# project\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+    if how == "write_file":
+        call = ToolCallSpec("write_file", {"path": ".gitignore", "content": "build/\n"}, id="tidy")
+    else:
+        call = ToolCallSpec("terminal", {"command": "rm .gitignore && echo removed"}, id="tidy")
+    edit = ToolCallSpec("write_file", {"path": "README.md", "content": "# project, tidied\n"}, id="readme")
+    fake.script([Reply(tool_calls=[call, edit]), Reply(text="Tidied.")])
+    assert await client.prompt(sid, "tidy up") == {"stopReason": "end_turn"}
+
+    outcome = await client.request("_hermes/rewind", {"sessionId": sid, "prompt": 1, "restore": "files"})
+
+    # The user's file is still there, and what the turn changed is undone.
+    assert (project / "data" / "results.csv").read_text() == PRECIOUS
+    assert "data/results.csv" not in outcome["deleted"]
+    assert (project / ".gitignore").read_text() == "data/\n"
+    assert (project / "README.md").read_text() == "# project\n"

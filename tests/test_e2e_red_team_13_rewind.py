@@ -45,3 +45,27 @@ async def test_a_rewind_deletes_no_file_that_was_there_before_the_turn(
     assert "data/results.csv" not in outcome["deleted"]
     assert (project / ".gitignore").read_text() == "data/\n"
     assert (project / "README.md").read_text() == "# project\n"
+
+
+async def test_a_rewind_keeps_what_the_user_wrote_since_in_a_file_the_turn_made_ignored(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    # The other way round: the turn adds `data/` to the ignore rules, so the snapshot after
+    # it lists no `data/results.csv`, which reads as "deleted by the agent". The user then
+    # edits the file by hand; the rewind wrote the old content over their edit, though a
+    # file changed by hand since is kept unless `force`.
+    (project / "data").mkdir()
+    (project / "data" / "results.csv").write_text(PRECIOUS)
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+    call = ToolCallSpec("write_file", {"path": ".gitignore", "content": "data/\n"}, id="ignore")
+    fake.script([Reply(tool_calls=[call]), Reply(text="Ignored the data.")])
+    assert await client.prompt(sid, "ignore the data folder") == {"stopReason": "end_turn"}
+    edited = PRECIOUS + "2,added by hand after the turn\n"
+    (project / "data" / "results.csv").write_text(edited)
+
+    outcome = await client.request("_hermes/rewind", {"sessionId": sid, "prompt": 1, "restore": "files"})
+
+    assert (project / "data" / "results.csv").read_text() == edited
+    assert outcome["kept"] == ["data/results.csv"]
+    assert not (project / ".gitignore").exists()

@@ -323,6 +323,8 @@ class CheckpointStore:
         for rel in sorted(left_by_agent):
             now = current.get(rel)
             wanted = target.get(rel)
+            if now is None and wanted is not None:
+                now = self._unlisted(rel)
             if now == wanted:
                 continue
             if now != left_by_agent[rel] and not force:
@@ -356,6 +358,33 @@ class CheckpointStore:
             return os.lstat(os.path.join(self.root, rel)).st_ctime_ns < record.since_ns
         except OSError:
             return False
+
+    def _unlisted(self, rel: str) -> Entry | None:
+        """A file that is there though the listing left it out (ignored since: the turn
+        added `data/` to `.gitignore`, so it read as deleted): what it holds now, so that
+        what the user wrote there since is kept, not overwritten. One that cannot be read
+        counts as changed; one behind a folder that is now a link is the write-back's to refuse."""
+        try:
+            self._refuse_links_on_the_way(rel, os.path.dirname(rel))
+        except OSError:
+            return None
+        try:
+            info = os.lstat(os.path.join(self.root, rel))
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return ("?", 0)
+        root_fd = os.open(self.root, _DIRECTORY_FLAGS)
+        try:
+            with os.fdopen(self._open_listed(rel, root_fd), "rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
+        except (OSError, WorkspaceError):
+            return ("?", 0)
+        finally:
+            os.close(root_fd)
+        if len(data) > MAX_FILE_BYTES:
+            return ("?", 0)
+        return (hashlib.sha256(data).hexdigest(), info.st_mode & 0o7777)
 
     def _write_back(self, rel: str, entry: Entry) -> None:
         data = self.objects.read(entry[0])

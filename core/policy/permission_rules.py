@@ -206,6 +206,33 @@ class PermissionRules:
                         return RuleMatch(action, rule)
         return None
 
+    def read_guard(self, path: str) -> str | None:
+        """`guarding_read(path)` as the model reads it: the rule and where it is written."""
+        rule = self.guarding_read(path)
+        return None if rule is None else f"`{rule.text}` ({rule.source})"
+
+    def guarding_read(self, path: str | Path) -> Rule | None:
+        """The deny or ask `Read(…)` rule covering the file at `path` (absolute), by its
+        spelling or where it resolves to. A rule covers a call by the path it names, and
+        `search` or `list_files` over a folder names the folder: what they found inside it
+        is checked file by file with this (and left out: a search cannot ask per file)."""
+        lexical = str(path)
+        real: str | None = None
+        for action in ("deny", "ask"):
+            for rule_file in self.files:
+                for rule in rule_file.rules:
+                    if rule.action != action or rule.family != "Read":
+                        continue
+                    if rule.specifier is None or rule.specifier in ("", "*"):
+                        return rule
+                    pattern = rule._path_pattern()
+                    if pattern.fullmatch(lexical):
+                        return rule
+                    real = real if real is not None else os.path.realpath(lexical)
+                    if pattern.fullmatch(real):
+                        return rule
+        return None
+
     def waiting_allow(
         self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
     ) -> Rule | None:

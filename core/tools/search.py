@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field
 
 from hermes_core.events import ToolKind
@@ -68,6 +70,8 @@ class SearchTool(Tool[SearchArgs]):
             return ToolResult.error(f"Path not found: {args.path}")
         except (OSError, WorkspaceError) as exc:
             return ToolResult.error(str(exc))
+        if ctx.read_guard is not None:
+            found = _unguarded(found, ctx)
         matches, notes = found.matches, found.notes
         if found.returncode == 2 and not matches:
             error = found.stderr or "ripgrep failed"
@@ -82,6 +86,29 @@ class SearchTool(Tool[SearchArgs]):
                 text += "\n" + "\n".join(notes)
             return ToolResult(text, raw_output={"matches": 0})
         return ToolResult(_render(found, ctx), raw_output={"matches": len(matches), "cut": found.cut})
+
+
+def _unguarded(found: Found, ctx: ToolContext) -> Found:
+    """The matches outside the files a deny or ask `Read(…)` rule guards, and a note naming
+    the rule: the call named a folder, which no rule may name, and its lines reached the
+    model whatever the rule said."""
+    assert ctx.read_guard is not None
+    scope = ctx.workspace.scope
+    guards: dict[str, int] = {}
+    by_file: dict[str, str | None] = {}
+    for match in found.matches:
+        if match.path not in by_file:
+            by_file[match.path] = ctx.read_guard(str(scope.absolute(match.path)))
+        if (rule := by_file[match.path]) is not None:
+            guards[rule] = guards.get(rule, 0) + 1
+    kept = [match for match in found.matches if by_file[match.path] is None]
+    if not guards:
+        return found
+    notes = [
+        f"{count} matching lines left out: their files are guarded by the permission rule {rule}."
+        for rule, count in guards.items()
+    ]
+    return dataclasses.replace(found, matches=kept, notes=[*found.notes, *notes])
 
 
 def _render(result: Found, ctx: ToolContext) -> str:

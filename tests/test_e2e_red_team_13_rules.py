@@ -8,13 +8,14 @@ not. End to end through the real server, a scripted model."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.acp_harness import AcpClient
 from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.red_team import LOCAL
+from tests.support.red_team import LOCAL, git
 from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -66,3 +67,38 @@ async def test_the_model_cannot_drop_the_projects_deny_rules_unasked(
         request = client.permission_requests[0]
         assert "hermes-acp's own" in request["_meta"]["hermes"]["reason"]
         assert "allow_always" not in {o["optionId"] for o in request["options"]}
+
+
+def _log(project: Path) -> str:
+    return subprocess.run(["git", "log", "--oneline"], cwd=project, capture_output=True, text=True).stdout
+
+
+IDENTITY = (
+    "GIT_AUTHOR_NAME=m GIT_AUTHOR_EMAIL=m@example.com GIT_COMMITTER_NAME=m GIT_COMMITTER_EMAIL=m@example.com"
+)
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["git -C . commit", "git --no-pager commit", "git -c core.pager=cat commit", "git $(printf commit)"],
+)
+async def test_a_deny_rule_for_a_git_subcommand_holds_past_gits_own_options(
+    client: AcpClient, fake: FakeProvider, project: Path, spelling: str
+) -> None:
+    # `deny = ["Bash(git commit:*)"]` matched the text `git commit…` only: git's own
+    # options before the subcommand (`-C .`, `--no-pager`, `-c k=v`) or a subcommand the
+    # shell computes slipped past it, in yolo, unasked.
+    git("init", "-q", cwd=project)
+    (project / ".hermes").mkdir()
+    (project / ".hermes" / "config.toml").write_text('[permissions]\ndeny = ["Bash(git commit:*)"]\n')
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+    command = f"{IDENTITY} {spelling} --allow-empty -q -m landed"
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="c")]), Reply(text="Done.")]
+    )
+    assert await client.prompt(sid, "commit") == {"stopReason": "end_turn"}
+
+    assert "landed" not in _log(project)
+    result = next(m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool")
+    assert "Bash(git commit:*)" in str(result), result

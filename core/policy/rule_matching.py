@@ -63,12 +63,27 @@ def command_matches(specifier: str, command: CommandLine, action: Action) -> boo
         if any(_writes_a_file(r) for c in commands for r in c.redirects):
             return False  # `npm test > src/x.py` is more than `npm test`
         return all(_text_matches(specifier, " ".join(w.text for w in unit)) for unit in units)
+    from hermes_core.command_rules.words import subcommand_at
+
     candidates = {plain}
     candidates.update(" ".join(w.text for w in unit) for unit in units)
+    named = _program_named(specifier)
     for invocation in all_invocations(script):
-        candidates.add(" ".join((invocation.program, *invocation.args)))
+        args = invocation.args
+        candidates.add(" ".join((invocation.program, *args)))
         candidates.add(" ".join(w.text for w in invocation.words))
+        # `git -C . push`, `git --no-pager -c k=v push`: the subcommand past the program's
+        # own leading options, which `Bash(git push:*)` does not spell.
+        candidates.add(" ".join((invocation.program, *args[subcommand_at(invocation.program, args) :])))
+        if invocation.program == named and any(w.subs for w in invocation.words[1:]):
+            return True  # `git $(echo push)`: what the rule names may be what the shell computes
     return any(_text_matches(specifier, candidate) for candidate in candidates)
+
+
+def _program_named(specifier: str) -> str | None:
+    """The program a command rule names by its first word (`git` in `git push:*`), if plain."""
+    first = specifier.removesuffix(":*").split(" ", 1)[0]
+    return first if first and "*" not in first and " " in specifier.removesuffix(":*").strip() else None
 
 
 def _writes_a_file(redirect: Any) -> bool:

@@ -77,7 +77,9 @@ _TOOL_FAMILIES: dict[str, str] = {
     "list_files": "Read",
     "search": "Read",
 }
-_RULE = re.compile(r"\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*", re.DOTALL)
+# `mcp__server__*` ends its name with a star: without it that rule, the README's own
+# spelling, was "cannot be read; ignored", a deny among them.
+_RULE = re.compile(r"\s*([A-Za-z_][\w-]*(?:__\*)?)\s*(?:\((.*)\))?\s*", re.DOTALL)
 PROJECT_FILES = (".hermes/config.toml", ".claude/settings.json", ".claude/settings.local.json")
 
 
@@ -97,7 +99,7 @@ class Rule:
         caller has them already (the command line read once)."""
         family = _TOOL_FAMILIES.get(tool.name, tool.name)
         if family.startswith("mcp__") or self.family.startswith("mcp__"):
-            return mcp_covers(self.family, tool.name)
+            return mcp_covers(self.family, tool.name, getattr(tool, "server_key", None))
         if family != self.family:
             return False
         if self.specifier is None or self.specifier in ("", "*"):

@@ -24,12 +24,22 @@ if TYPE_CHECKING:
 Action = Literal["deny", "ask", "allow"]
 
 
-def mcp_covers(pattern: str, tool_name: str) -> bool:
-    if pattern.endswith("__*"):
-        return tool_name.startswith(pattern[:-1])
+def mcp_covers(pattern: str, tool_name: str, server: str | None = None) -> bool:
+    """Whether `mcp__server__tool`, `mcp__server` or `mcp__server__*` names the tool.
+    `server`: the tool's server as its name spells it, when known: a server-wide rule
+    compares it whole, since by the name's prefix `mcp__github` also covered the servers
+    named `github (work)` (`mcp__github__work___…`) or `github_`."""
     if pattern == tool_name:
         return True
-    return pattern.count("__") == 1 and tool_name.startswith(pattern + "__")
+    if pattern.endswith("__*"):
+        whole = pattern[:-3]
+    elif pattern.count("__") == 1:
+        whole = pattern
+    else:
+        return False
+    if server is not None:
+        return whole == f"mcp__{server}"
+    return tool_name.startswith(whole + "__")
 
 
 def _text_matches(specifier: str, text: str) -> bool:

@@ -30,7 +30,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,8 @@ from hermes_core.rewind.checkpoint_objects import Entry, Manifest, ObjectStore, 
 from hermes_core.sandbox.secrets import is_env_file, is_secret_path
 
 log = logging.getLogger(__name__)
+
+Protected = Callable[[str], "str | None"]  # why writing the file at this path leaves the sandbox
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are listed but not kept (named when a rewind meets one)
 LIST_TIMEOUT_SECONDS = 60.0
@@ -303,11 +305,16 @@ class CheckpointStore:
         changed = (rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
         return sorted(rel for rel in changed if rel in before or not self._there_before(rel, record))
 
-    def restore(self, records: list[TurnRecord], *, force: bool = False) -> RestoreReport:
+    def restore(
+        self, records: list[TurnRecord], *, force: bool = False, protected: Protected | None = None
+    ) -> RestoreReport:
         """Put back the files the agent changed in `records` (a session's turns from the
         rewind point on, oldest first) as they were before the first of them. A file whose
         content now differs from what the agent last left is the user's: kept (and named)
-        unless `force`."""
+        unless `force`. `protected(path)`: why a file (its absolute path) runs outside the
+        sandbox once written, or None; such a file is not written back but named under
+        `failed`: the snapshot may hold what a background command planted there just before
+        it (`.husky/pre-commit`), which the sandbox renamed aside since."""
         report = RestoreReport()
         if not records:
             return report
@@ -339,7 +346,7 @@ class CheckpointStore:
                 elif not wanted[0]:
                     report.lost.append(rel)
                 else:
-                    self._write_back(rel, wanted)
+                    self._write_back(rel, wanted, protected)
                     report.restored.append(rel)
             except OSError as exc:  # that file stays as it is; the others are still restored
                 report.failed.append(f"{rel}: {exc.strerror or exc}")
@@ -386,8 +393,12 @@ class CheckpointStore:
             return ("?", 0)
         return (hashlib.sha256(data).hexdigest(), info.st_mode & 0o7777)
 
-    def _write_back(self, rel: str, entry: Entry) -> None:
+    def _write_back(self, rel: str, entry: Entry, protected: Protected | None = None) -> None:
         data = self.objects.read(entry[0])
+        if protected is not None:
+            self._refuse_links_on_the_way(rel, os.path.dirname(rel))  # that refusal names the link
+            if why := protected(str(self.root / rel)):  # before a folder on its way is made
+                raise OSError(f"not written back, since {why}; restore it yourself if you meant to")
         directory, name, there = self._open_parent(rel, make_dirs=True)
         try:
             if isinstance(there, str):

@@ -2,7 +2,9 @@
 `read_file`, `list_files` and `search`, but only by the path the call names. `search
 "launch code"` over the whole project (path `.`, which no rule names) printed the lines of
 the files the rule denies: the content the user walled off reached the model in one call,
-in every mode. End to end through the real server, a scripted model."""
+in every mode. And what the filter says must not answer whether a guarded file holds a
+pattern: a model asks that a character at a time. End to end through the real server, a
+scripted model."""
 
 from __future__ import annotations
 
@@ -68,4 +70,23 @@ async def test_a_listing_of_a_folder_names_no_file_a_read_rule_guards(
 
     results = _tool_results(fake)
     assert "0000-RED-13" not in results, results
-    assert "README.md" in results and "1 files left out" in results, results
+    assert "README.md" in results, results
+
+
+async def test_a_search_does_not_tell_whether_a_guarded_file_holds_the_pattern(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    (project / ".hermes").mkdir()
+    (project / ".hermes" / "config.toml").write_text('[permissions]\ndeny = ["Read(secrets/**)"]\n')
+    (project / "secrets").mkdir()
+    (project / "secrets" / "deploy.txt").write_text(f"{SECRET}\n")
+    (project / "secrets" / "blob.bin").write_bytes(b"\0\0" + SECRET.encode())
+    sid = (await client.new_session(project))["sessionId"]
+    answers = []
+    for guess in ("0000-RED", "9999-RED"):  # the first is in both guarded files
+        fake.script(
+            [Reply(tool_calls=[ToolCallSpec("search", {"pattern": guess}, id="s")]), Reply(text="Ok.")]
+        )
+        assert await client.prompt(sid, "look") == {"stopReason": "end_turn"}
+        answers.append(_tool_results(fake).split("\n")[-1].replace(guess, "GUESS"))
+    assert answers[0] == answers[1], answers

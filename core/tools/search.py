@@ -89,26 +89,27 @@ class SearchTool(Tool[SearchArgs]):
 
 
 def _unguarded(found: Found, ctx: ToolContext) -> Found:
-    """The matches outside the files a deny or ask `Read(…)` rule guards, and a note naming
-    the rule: the call named a folder, which no rule may name, and its lines reached the
-    model whatever the rule said."""
+    """The matches and rg's notes ("binary file matches") outside the files a deny or ask
+    `Read(…)` rule guards: the call named a folder, which no rule may name, and their lines
+    reached the model whatever the rule said. Left out without a word: a note that says
+    "N lines left out" is an answer to whether a guarded file holds the pattern, which a
+    model can ask a character at a time."""
     assert ctx.read_guard is not None
     scope = ctx.workspace.scope
-    guards: dict[str, int] = {}
-    by_file: dict[str, str | None] = {}
-    for match in found.matches:
-        if match.path not in by_file:
-            by_file[match.path] = ctx.read_guard(str(scope.absolute(match.path)))
-        if (rule := by_file[match.path]) is not None:
-            guards[rule] = guards.get(rule, 0) + 1
-    kept = [match for match in found.matches if by_file[match.path] is None]
-    if not guards:
+    by_file: dict[str, bool] = {}
+
+    def guarded(path: str) -> bool:
+        if path not in by_file:
+            by_file[path] = (
+                ctx.read_guard is not None and ctx.read_guard(str(scope.absolute(path))) is not None
+            )
+        return by_file[path]
+
+    kept = [match for match in found.matches if not guarded(match.path)]
+    notes = [note for note in found.notes if not guarded(note.partition(": ")[0])]
+    if len(kept) == len(found.matches) and len(notes) == len(found.notes):
         return found
-    notes = [
-        f"{count} matching lines left out: their files are guarded by the permission rule {rule}."
-        for rule, count in guards.items()
-    ]
-    return dataclasses.replace(found, matches=kept, notes=[*found.notes, *notes])
+    return dataclasses.replace(found, matches=kept, notes=notes)
 
 
 def _render(result: Found, ctx: ToolContext) -> str:

@@ -90,3 +90,28 @@ async def test_a_search_does_not_tell_whether_a_guarded_file_holds_the_pattern(
         assert await client.prompt(sid, "look") == {"stopReason": "end_turn"}
         answers.append(_tool_results(fake).split("\n")[-1].replace(guess, "GUESS"))
     assert answers[0] == answers[1], answers
+
+
+async def test_a_sandboxed_command_cannot_read_a_folder_a_deny_rule_walls_off(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    # `deny = ["Read(secrets/**)"]` held the file tools; in auto the same model ran
+    # `cat secrets/deploy.txt` in the sandbox, unasked, and read it all.
+    (project / ".hermes").mkdir()
+    (project / ".hermes" / "config.toml").write_text('[permissions]\ndeny = ["Read(secrets/**)"]\n')
+    (project / "secrets").mkdir()
+    (project / "secrets" / "deploy.txt").write_text(f"{SECRET}\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+    command = "cat secrets/deploy.txt; ls secrets; echo probe-ran"
+    fake.script(
+        [Reply(tool_calls=[ToolCallSpec("terminal", {"command": command}, id="t")]), Reply(text="Ok.")]
+    )
+    assert await client.prompt(sid, "deploy") == {"stopReason": "end_turn"}
+
+    results = _tool_results(fake)
+    assert "probe-ran" in results, results
+    assert "0000-RED-13" not in results and "deploy.txt\n" not in results.replace("secrets/deploy.txt", ""), (
+        results
+    )
+    assert (project / "secrets" / "deploy.txt").read_text() == f"{SECRET}\n"

@@ -235,6 +235,20 @@ class PermissionRules:
                         return rule
         return None
 
+    def denied_folders(self) -> list[Path]:
+        """The folders a deny `Read(…)` rule walls off whole (`Read(secrets/**)`,
+        `Read(//srv/keys/)`), as they are now: the sandbox hides them from commands too, or
+        `cat secrets/x` in auto read what `read_file` may not. A pattern that names only
+        some files (`Read(**/*.pem)`, `Read(secrets/*.txt)`) guards the file tools alone."""
+        folders: list[Path] = []
+        for rule_file in self.files:
+            for rule in rule_file.rules:
+                if rule.action == "deny" and rule.family == "Read" and rule.specifier:
+                    folder = _whole_folder(rule.specifier, rule.base)
+                    if folder is not None and folder.is_dir():
+                        folders.append(folder.resolve())
+        return folders
+
     def waiting_allow(
         self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
     ) -> Rule | None:
@@ -355,6 +369,24 @@ def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
         log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
         return None
     return (parsed if isinstance(parsed, dict) else {}), digest
+
+
+def _whole_folder(specifier: str, base: Path) -> Path | None:
+    """The folder a path pattern covers entirely (`dir/**`, `dir/`), or None."""
+    spec = specifier.strip()
+    if spec.endswith("/**"):
+        spec = spec[:-3]
+    elif spec.endswith("/"):
+        spec = spec.rstrip("/")
+    else:
+        return None
+    if not spec or any(c in spec for c in "*?["):
+        return None
+    if spec.startswith("//"):
+        return Path(spec[1:])
+    if spec == "~" or spec.startswith("~/"):
+        return Path.home() / spec[2:]
+    return base / spec.lstrip("/").removeprefix("./")
 
 
 def _regular(fd: int) -> bool:

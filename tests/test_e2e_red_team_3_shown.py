@@ -92,8 +92,9 @@ async def test_permissions_trust_takes_only_the_rules_the_user_was_shown(
     fake: FakeProvider, home: Path, project: Path
 ) -> None:
     # The user lists the project's rules (one harmless allow rule) and decides to trust
-    # them. Before the answer, the model rewrites the file (accept_edits: unasked) to allow
-    # every command and add a hook. `/permissions trust` must not trust what was not shown.
+    # them. Before the answer, the model rewrites the file to allow every command and add a
+    # hook (it asks since red team 13; the user lets that edit through unread).
+    # `/permissions trust` must not trust what was not shown.
     marker = project / "hook-ran"  # hooks run in the sandbox: the project is what it may write
     settings = project / ".hermes" / "config.toml"
     settings.parent.mkdir()
@@ -103,7 +104,7 @@ async def test_permissions_trust_takes_only_the_rules_the_user_was_shown(
         '[[hooks.prompt_submit]]\ncommand = "touch hook-ran"\n'
     )
     fake.script(turn(ToolCallSpec("write_file", {"path": ".hermes/config.toml", "content": swapped}, id="w")))
-    user = User(first="reject_once")
+    user = User(first="allow_once")
     async with connected(server_env(home, fake), LOCAL, permission=user) as (_, client):
         sid = await client.session_in_mode(project, "accept_edits")
         listed = await said(client, sid, "/permissions")
@@ -114,7 +115,7 @@ async def test_permissions_trust_takes_only_the_rules_the_user_was_shown(
         fake.script(turn(sandboxed("touch ran-unasked", "cmd")))
         assert await client.prompt(sid, "go on") == {"stopReason": "end_turn"}
     assert "Not trusted" in answer, answer
-    assert user.asked_for() == ["cmd"]  # `Bash` from the unseen rewrite did not apply
+    assert user.asked_for() == ["w", "cmd"]  # `Bash` from the unseen rewrite did not apply
     assert not marker.exists()  # nor did its hook
 
 

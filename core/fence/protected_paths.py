@@ -16,6 +16,8 @@ What is protected, at any depth (a nested repository's or a submodule's as well)
   `.mcp.json`, `.gemini/settings.json`, `.cursor/mcp.json`, `.codex/config.toml` (Claude
   Code, Gemini CLI, Cursor and Codex run the hooks and MCP servers they name, once the folder
   was trusted, whatever the file says by then);
+- hermes-acp's own project rules, `.hermes/config.toml`: its deny and ask rules apply at
+  once (the user's guards for a repository may be there), its hooks once trusted;
 - hermes-acp's own home (`config.toml` could turn the sandbox off, `memory/` is every
   later session's instructions), for a workspace that contains it;
 - what a home folder runs or obeys, for a workspace that is one (or a dotfiles repository
@@ -43,6 +45,9 @@ HOOK_REASON = "git runs this on your next commit, outside the sandbox (a hook ma
 EDITOR_REASON = "your editor runs what this file names outside the sandbox"
 SHELL_REASON = "your shell or ssh reads this outside the sandbox (a startup or login file)"
 OWN_REASON = "it is hermes-acp's own settings, keys or memory, which every later session follows"
+RULES_REASON = (
+    "it holds hermes-acp's own permission rules and hooks for this project, which every later session follows"
+)
 AGENT_REASON = "another coding agent runs the hooks or MCP servers this file names, outside the sandbox"
 MISE_REASON = "mise runs what this file names when your shell enters the folder, outside the sandbox"
 
@@ -77,6 +82,9 @@ _FILES: dict[tuple[str, ...], str] = {
     (".exrc",): EDITOR_REASON,
     # Other coding agents run the hooks and MCP servers their project settings name, once
     # the folder is trusted (by folder, not by content): Claude Code, Gemini CLI, Cursor.
+    # This agent's own project rules: deny and ask rules apply at once, so the user's guards
+    # for a repository live there too; rewritten, the next session had none.
+    (".hermes", "config.toml"): RULES_REASON,
     (".claude", "settings.json"): AGENT_REASON,
     (".claude", "settings.local.json"): AGENT_REASON,
     (".mcp.json",): AGENT_REASON,

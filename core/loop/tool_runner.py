@@ -231,6 +231,7 @@ class ToolRunner:
                 emit=emit,
                 limits=self.limits,
                 allow_outside=item.allow_outside,
+                read_guard=self.policy.rules.read_guard if self.policy.rules is not None else None,
             )
             hold: Hold | None = None
             try:

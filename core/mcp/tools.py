@@ -83,6 +83,7 @@ class McpTool(Tool[McpToolArgs]):
         self.needs_approval = True
         self.read_only = read_only
         self.server = link.config.name
+        self.server_key = _clean(self.server)  # as the name spells it: what `mcp__<server>` rules name
         self.remote_name = info.name
         self.display_name = (
             (annotations.title if annotations and annotations.title else None) or info.title or info.name

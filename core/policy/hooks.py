@@ -290,7 +290,7 @@ async def _spawn(
         start_new_session=True,  # its whole group is killed on a timeout or a cancel
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(stdin), spec.timeout)
+        out, err = await asyncio.wait_for(_talk(process, stdin), spec.timeout)
     except TimeoutError:
         _kill(process)
         await process.wait()
@@ -299,8 +299,38 @@ async def _spawn(
     except BaseException:
         _kill(process)
         raise
-    decode = lambda b: b[:MAX_OUTPUT].decode("utf-8", errors="replace")  # noqa: E731
+    decode = lambda b: b.decode("utf-8", errors="replace")  # noqa: E731
     return process.returncode, decode(out), decode(err)
+
+
+async def _talk(process: asyncio.subprocess.Process, stdin: bytes) -> tuple[bytes, bytes]:
+    """`communicate`, keeping the first MAX_OUTPUT bytes of each stream and dropping the
+    rest as it comes: what a hook runs is the workspace's (`./scripts/check.sh`, which the
+    model rewrites unasked in auto), and `communicate` held all of it in the agent's memory,
+    hundreds of megabytes for every session of the editor."""
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    writer = process.stdin
+
+    async def feed() -> None:
+        try:
+            writer.write(stdin)
+            await writer.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the hook did not read its input
+        finally:
+            writer.close()
+
+    _, out, err = await asyncio.gather(feed(), _first_bytes(process.stdout), _first_bytes(process.stderr))
+    await process.wait()
+    return out, err
+
+
+async def _first_bytes(stream: asyncio.StreamReader) -> bytes:
+    kept = bytearray()
+    while chunk := await stream.read(1 << 16):
+        if len(kept) < MAX_OUTPUT:
+            kept += chunk[: MAX_OUTPUT - len(kept)]
+    return bytes(kept)
 
 
 def _kill(process: asyncio.subprocess.Process) -> None:

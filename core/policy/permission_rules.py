@@ -77,7 +77,9 @@ _TOOL_FAMILIES: dict[str, str] = {
     "list_files": "Read",
     "search": "Read",
 }
-_RULE = re.compile(r"\s*([A-Za-z_][\w-]*)\s*(?:\((.*)\))?\s*", re.DOTALL)
+# `mcp__server__*` ends its name with a star: without it that rule, the README's own
+# spelling, was "cannot be read; ignored", a deny among them.
+_RULE = re.compile(r"\s*([A-Za-z_][\w-]*(?:__\*)?)\s*(?:\((.*)\))?\s*", re.DOTALL)
 PROJECT_FILES = (".hermes/config.toml", ".claude/settings.json", ".claude/settings.local.json")
 
 
@@ -97,7 +99,7 @@ class Rule:
         caller has them already (the command line read once)."""
         family = _TOOL_FAMILIES.get(tool.name, tool.name)
         if family.startswith("mcp__") or self.family.startswith("mcp__"):
-            return mcp_covers(self.family, tool.name)
+            return mcp_covers(self.family, tool.name, getattr(tool, "server_key", None))
         if family != self.family:
             return False
         if self.specifier is None or self.specifier in ("", "*"):
@@ -205,6 +207,47 @@ class PermissionRules:
                     if rule.action == action and _safely(rule, tool, args, workspace, facts):
                         return RuleMatch(action, rule)
         return None
+
+    def read_guard(self, path: str) -> str | None:
+        """`guarding_read(path)` as the model reads it: the rule and where it is written."""
+        rule = self.guarding_read(path)
+        return None if rule is None else f"`{rule.text}` ({rule.source})"
+
+    def guarding_read(self, path: str | Path) -> Rule | None:
+        """The deny or ask `Read(…)` rule covering the file at `path` (absolute), by its
+        spelling or where it resolves to. A rule covers a call by the path it names, and
+        `search` or `list_files` over a folder names the folder: what they found inside it
+        is checked file by file with this (and left out: a search cannot ask per file)."""
+        lexical = str(path)
+        real: str | None = None
+        for action in ("deny", "ask"):
+            for rule_file in self.files:
+                for rule in rule_file.rules:
+                    if rule.action != action or rule.family != "Read":
+                        continue
+                    if rule.specifier is None or rule.specifier in ("", "*"):
+                        return rule
+                    pattern = rule._path_pattern()
+                    if pattern.fullmatch(lexical):
+                        return rule
+                    real = real if real is not None else os.path.realpath(lexical)
+                    if pattern.fullmatch(real):
+                        return rule
+        return None
+
+    def denied_folders(self) -> list[Path]:
+        """The folders a deny `Read(…)` rule walls off whole (`Read(secrets/**)`,
+        `Read(//srv/keys/)`), as they are now: the sandbox hides them from commands too, or
+        `cat secrets/x` in auto read what `read_file` may not. A pattern that names only
+        some files (`Read(**/*.pem)`, `Read(secrets/*.txt)`) guards the file tools alone."""
+        folders: list[Path] = []
+        for rule_file in self.files:
+            for rule in rule_file.rules:
+                if rule.action == "deny" and rule.family == "Read" and rule.specifier:
+                    folder = _whole_folder(rule.specifier, rule.base)
+                    if folder is not None and folder.is_dir():
+                        folders.append(folder.resolve())
+        return folders
 
     def waiting_allow(
         self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
@@ -326,6 +369,24 @@ def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
         log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
         return None
     return (parsed if isinstance(parsed, dict) else {}), digest
+
+
+def _whole_folder(specifier: str, base: Path) -> Path | None:
+    """The folder a path pattern covers entirely (`dir/**`, `dir/`), or None."""
+    spec = specifier.strip()
+    if spec.endswith("/**"):
+        spec = spec[:-3]
+    elif spec.endswith("/"):
+        spec = spec.rstrip("/")
+    else:
+        return None
+    if not spec or any(c in spec for c in "*?["):
+        return None
+    if spec.startswith("//"):
+        return Path(spec[1:])
+    if spec == "~" or spec.startswith("~/"):
+        return Path.home() / spec[2:]
+    return base / spec.lstrip("/").removeprefix("./")
 
 
 def _regular(fd: int) -> bool:

@@ -24,12 +24,22 @@ if TYPE_CHECKING:
 Action = Literal["deny", "ask", "allow"]
 
 
-def mcp_covers(pattern: str, tool_name: str) -> bool:
-    if pattern.endswith("__*"):
-        return tool_name.startswith(pattern[:-1])
+def mcp_covers(pattern: str, tool_name: str, server: str | None = None) -> bool:
+    """Whether `mcp__server__tool`, `mcp__server` or `mcp__server__*` names the tool.
+    `server`: the tool's server as its name spells it, when known: a server-wide rule
+    compares it whole, since by the name's prefix `mcp__github` also covered the servers
+    named `github (work)` (`mcp__github__work___…`) or `github_`."""
     if pattern == tool_name:
         return True
-    return pattern.count("__") == 1 and tool_name.startswith(pattern + "__")
+    if pattern.endswith("__*"):
+        whole = pattern[:-3]
+    elif pattern.count("__") == 1:
+        whole = pattern
+    else:
+        return False
+    if server is not None:
+        return whole == f"mcp__{server}"
+    return tool_name.startswith(whole + "__")
 
 
 def _text_matches(specifier: str, text: str) -> bool:
@@ -63,12 +73,27 @@ def command_matches(specifier: str, command: CommandLine, action: Action) -> boo
         if any(_writes_a_file(r) for c in commands for r in c.redirects):
             return False  # `npm test > src/x.py` is more than `npm test`
         return all(_text_matches(specifier, " ".join(w.text for w in unit)) for unit in units)
+    from hermes_core.command_rules.words import subcommand_at
+
     candidates = {plain}
     candidates.update(" ".join(w.text for w in unit) for unit in units)
+    named = _program_named(specifier)
     for invocation in all_invocations(script):
-        candidates.add(" ".join((invocation.program, *invocation.args)))
+        args = invocation.args
+        candidates.add(" ".join((invocation.program, *args)))
         candidates.add(" ".join(w.text for w in invocation.words))
+        # `git -C . push`, `git --no-pager -c k=v push`: the subcommand past the program's
+        # own leading options, which `Bash(git push:*)` does not spell.
+        candidates.add(" ".join((invocation.program, *args[subcommand_at(invocation.program, args) :])))
+        if invocation.program == named and any(w.subs for w in invocation.words[1:]):
+            return True  # `git $(echo push)`: what the rule names may be what the shell computes
     return any(_text_matches(specifier, candidate) for candidate in candidates)
+
+
+def _program_named(specifier: str) -> str | None:
+    """The program a command rule names by its first word (`git` in `git push:*`), if plain."""
+    first = specifier.removesuffix(":*").split(" ", 1)[0]
+    return first if first and "*" not in first and " " in specifier.removesuffix(":*").strip() else None
 
 
 def _writes_a_file(redirect: Any) -> bool:

@@ -29,12 +29,18 @@ def protected_write(tool: Tool[Any], args: BaseModel, workspace: Workspace) -> t
     """(the path, why) when a file tool would write a file that runs outside the sandbox."""
     if tool.kind not in EDIT_KINDS:
         return None
+    return protected_paths(tool.paths(args), workspace)
+
+
+def protected_paths(raws: list[str], workspace: Workspace) -> tuple[str, str] | None:
+    """(the first path, why) of `raws` that runs outside the sandbox once written: what a
+    file tool asks for in every mode, and what `/rewind` does not write back unasked."""
     scope = workspace.scope
     # The agent's own home, where the sandbox knows it (it hides it from commands).
     homes = workspace.sandbox.hidden if workspace.sandbox is not None else ()
     own = tuple(dict.fromkeys(p for home in homes for p in (Path(home), Path(home).resolve())))
     configured: list[tuple[str, Path]] | None = None
-    for raw in tool.paths(args):
+    for raw in raws:
         resolved = scope.absolute(raw)
         named = lexical(raw, scope.cwd)
         if why := protected_reason(named, resolved, own=own):

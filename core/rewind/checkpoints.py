@@ -28,8 +28,9 @@ import logging
 import os
 import stat
 import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,12 +42,15 @@ from hermes_core.sandbox.secrets import is_env_file, is_secret_path
 
 log = logging.getLogger(__name__)
 
+Protected = Callable[[str], "str | None"]  # why writing the file at this path leaves the sandbox
+
 MAX_FILE_BYTES = 8 * 1024 * 1024  # larger files are listed but not kept (named when a rewind meets one)
 LIST_TIMEOUT_SECONDS = 60.0
 PROMPT_PREVIEW_CHARS = 200
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
 _DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 MAX_FILES = 200_000  # a larger tree is not snapshotted (the turn goes on, a warning is logged)
+_CLOCK_REALTIME_COARSE = 5  # Linux's; Python names no constant for it
 
 
 def project_key(cwd: str | Path) -> str:
@@ -126,14 +130,31 @@ def _read_names(rg: subprocess.Popen[bytes], max_files: int) -> tuple[list[str],
     return files, len(files) > max_files
 
 
+def status_clock_ns() -> int:
+    """Now, by the clock the kernel stamps a file's ctime with (the coarse real-time clock,
+    a few ms behind `time.time_ns()`): a file created or changed after this has a ctime at
+    least this. Elsewhere, the fine clock less a margin for that lag."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError):
+            return time.clock_gettime_ns(_CLOCK_REALTIME_COARSE)
+    return time.time_ns() - 50_000_000
+
+
 @dataclass(slots=True)
 class TurnRecord:
     prompt_id: str
     before: str  # manifest hash
     after: str | None = None  # None while the turn runs (or when it was never finished)
+    # `status_clock_ns` just before the `before` snapshot; 0 in records older than it.
+    since_ns: int = 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prompt_id": self.prompt_id, "before": self.before, "after": self.after}
+        return {
+            "prompt_id": self.prompt_id,
+            "before": self.before,
+            "after": self.after,
+            "since_ns": self.since_ns,
+        }
 
 
 @dataclass(slots=True)
@@ -260,7 +281,10 @@ class CheckpointStore:
             raw = json.loads(self._session_path().read_text())
         except (OSError, ValueError):
             return []
-        return [TurnRecord(t["prompt_id"], t["before"], t.get("after")) for t in raw.get("turns", [])]
+        return [
+            TurnRecord(t["prompt_id"], t["before"], t.get("after"), int(t.get("since_ns") or 0))
+            for t in raw.get("turns", [])
+        ]
 
     def save_turns(self, turns: Iterable[TurnRecord]) -> None:
         data = json.dumps({"turns": [t.to_dict() for t in turns]}, indent=1).encode()
@@ -278,13 +302,19 @@ class CheckpointStore:
         """The files a turn changed (created, edited or deleted)."""
         before = self.load_manifest(record.before)
         after = self.load_manifest(record.after) if record.after else self.scan()
-        return sorted(rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+        changed = (rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel))
+        return sorted(rel for rel in changed if rel in before or not self._there_before(rel, record))
 
-    def restore(self, records: list[TurnRecord], *, force: bool = False) -> RestoreReport:
+    def restore(
+        self, records: list[TurnRecord], *, force: bool = False, protected: Protected | None = None
+    ) -> RestoreReport:
         """Put back the files the agent changed in `records` (a session's turns from the
         rewind point on, oldest first) as they were before the first of them. A file whose
         content now differs from what the agent last left is the user's: kept (and named)
-        unless `force`."""
+        unless `force`. `protected(path)`: why a file (its absolute path) runs outside the
+        sandbox once written, or None; such a file is not written back but named under
+        `failed`: the snapshot may hold what a background command planted there just before
+        it (`.husky/pre-commit`), which the sandbox renamed aside since."""
         report = RestoreReport()
         if not records:
             return report
@@ -300,11 +330,15 @@ class CheckpointStore:
         for rel in sorted(left_by_agent):
             now = current.get(rel)
             wanted = target.get(rel)
+            if now is None and wanted is not None:
+                now = self._unlisted(rel)
             if now == wanted:
                 continue
             if now != left_by_agent[rel] and not force:
                 report.kept.append(rel)
                 continue
+            if wanted is None and self._there_before(rel, records[0]):
+                continue  # listed by no snapshot before (ignored then), unchanged since: as it was
             try:
                 if wanted is None:
                     self._delete(rel)
@@ -312,15 +346,59 @@ class CheckpointStore:
                 elif not wanted[0]:
                     report.lost.append(rel)
                 else:
-                    self._write_back(rel, wanted)
+                    self._write_back(rel, wanted, protected)
                     report.restored.append(rel)
             except OSError as exc:  # that file stays as it is; the others are still restored
                 report.failed.append(f"{rel}: {exc.strerror or exc}")
         self.scan()  # the restored state is what the next snapshot compares against
         return report
 
-    def _write_back(self, rel: str, entry: Entry) -> None:
+    def _there_before(self, rel: str, record: TurnRecord) -> bool:
+        """Whether `rel`, in no snapshot before `record`, was there all along: its status last
+        changed before that snapshot (a ctime cannot be set back). A file the ignore rules
+        hid then (`data/` in `.gitignore`) is in no snapshot; a turn that changed the rules
+        made it appear in the one after, as if the agent had created it, and the rewind
+        deleted the user's file."""
+        if not record.since_ns:
+            return False
+        try:
+            return os.lstat(os.path.join(self.root, rel)).st_ctime_ns < record.since_ns
+        except OSError:
+            return False
+
+    def _unlisted(self, rel: str) -> Entry | None:
+        """A file that is there though the listing left it out (ignored since: the turn
+        added `data/` to `.gitignore`, so it read as deleted): what it holds now, so that
+        what the user wrote there since is kept, not overwritten. One that cannot be read
+        counts as changed; one behind a folder that is now a link is the write-back's to refuse."""
+        try:
+            self._refuse_links_on_the_way(rel, os.path.dirname(rel))
+        except OSError:
+            return None
+        try:
+            info = os.lstat(os.path.join(self.root, rel))
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return ("?", 0)
+        root_fd = os.open(self.root, _DIRECTORY_FLAGS)
+        try:
+            with os.fdopen(self._open_listed(rel, root_fd), "rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
+        except (OSError, WorkspaceError):
+            return ("?", 0)
+        finally:
+            os.close(root_fd)
+        if len(data) > MAX_FILE_BYTES:
+            return ("?", 0)
+        return (hashlib.sha256(data).hexdigest(), info.st_mode & 0o7777)
+
+    def _write_back(self, rel: str, entry: Entry, protected: Protected | None = None) -> None:
         data = self.objects.read(entry[0])
+        if protected is not None:
+            self._refuse_links_on_the_way(rel, os.path.dirname(rel))  # that refusal names the link
+            if why := protected(str(self.root / rel)):  # before a folder on its way is made
+                raise OSError(f"not written back, since {why}; restore it yourself if you meant to")
         directory, name, there = self._open_parent(rel, make_dirs=True)
         try:
             if isinstance(there, str):
@@ -393,13 +471,14 @@ class Checkpoints:
                 return
             await self.settled()
             prompt_id = self._prompt_id
+            since = status_clock_ns()
             try:
                 digest = await asyncio.to_thread(self.store.snapshot)
             except (OSError, subprocess.SubprocessError) as exc:
                 log.warning("checkpoint before a write failed: %s", exc)
                 return
             turns = self.store.turns()
-            turns.append(TurnRecord(prompt_id, digest))
+            turns.append(TurnRecord(prompt_id, digest, since_ns=since))
             await asyncio.to_thread(self.store.save_turns, turns)
             self._taken = True
 

@@ -281,6 +281,7 @@ EDITOR_FOLDERS: tuple[str, ...] = (".vscode", ".zed", ".claude")
 # `.claude`, `.gemini`, `.cursor`, `.codex`: other coding agents' project settings, whose
 # hooks and MCP servers those agents run outside any sandbox (`.claude` is in most
 # repositories' future: a placeholder when missing).
+# `.hermes`: this agent's own project rules (`config.toml`: deny rules, hooks).
 EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (
     ".helix",
     ".devcontainer",
@@ -302,6 +303,7 @@ EDITOR_FOLDERS_IF_PRESENT: tuple[str, ...] = (
     ".idea",
     ".mise",
     ".config/mise",
+    ".hermes",
 )
 # What git's hook managers and Neovim run outside the sandbox, read-only where present:
 # husky 9's `.husky/_/h` (the hooks folder git's config names) runs `.husky/pre-commit`,

@@ -68,6 +68,10 @@ class ToolContext:
     emit: Callable[[Event], None]  # progress events (command output, plan updates)
     limits: ToolLimits = field(default_factory=ToolLimits)
     allow_outside: bool = False  # an approval let this call leave the workspace
+    # The permission rule guarding reads of a file (by its absolute path), as the model may
+    # read it, or None: what `search` and `list_files` found inside a folder a call named is
+    # checked file by file (core/policy/permission_rules.py `read_guard`).
+    read_guard: Callable[[str], str | None] | None = None
 
 
 @dataclass(slots=True)

@@ -280,13 +280,24 @@ class ListFilesTool(Tool[ListFilesArgs]):
             return ToolResult.error(f"Directory not found: {path}")
         except (OSError, WorkspaceError) as exc:
             return ToolResult.error(str(exc))
-        names = listing.names
-        if listing.returncode == 2 and not names:
+        names = _unguarded(listing.names, path, ctx)
+        if listing.returncode == 2 and not listing.names:
             return ToolResult.error(listing.stderr or "ripgrep failed to list the files")
         only = f" matching {args.glob}" if args.glob else ""
         if not names:
             return ToolResult(f"No files{only} in {path}.", raw_output={"files": 0})
         return ToolResult(_render_listing(names, ctx, only), raw_output={"files": len(names)})
+
+
+def _unguarded(names: list[str], folder: str, ctx: ToolContext) -> list[str]:
+    """The names outside the files a deny or ask `Read(…)` rule guards (the call named the
+    folder, which no rule may name), left out without a word: a count of them answers
+    whether a guarded name fits the glob asked."""
+    if ctx.read_guard is None:
+        return names
+    scope = ctx.workspace.scope
+    base = folder.rstrip("/") or "/"
+    return [name for name in names if ctx.read_guard(str(scope.absolute(f"{base}/{name}"))) is None]
 
 
 def _render_listing(names: list[str], ctx: ToolContext, only: str) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import Field
 
 from hermes_core.events import ToolKind
@@ -68,6 +70,8 @@ class SearchTool(Tool[SearchArgs]):
             return ToolResult.error(f"Path not found: {args.path}")
         except (OSError, WorkspaceError) as exc:
             return ToolResult.error(str(exc))
+        if ctx.read_guard is not None:
+            found = _unguarded(found, ctx)
         matches, notes = found.matches, found.notes
         if found.returncode == 2 and not matches:
             error = found.stderr or "ripgrep failed"
@@ -82,6 +86,30 @@ class SearchTool(Tool[SearchArgs]):
                 text += "\n" + "\n".join(notes)
             return ToolResult(text, raw_output={"matches": 0})
         return ToolResult(_render(found, ctx), raw_output={"matches": len(matches), "cut": found.cut})
+
+
+def _unguarded(found: Found, ctx: ToolContext) -> Found:
+    """The matches and rg's notes ("binary file matches") outside the files a deny or ask
+    `Read(…)` rule guards: the call named a folder, which no rule may name, and their lines
+    reached the model whatever the rule said. Left out without a word: a note that says
+    "N lines left out" is an answer to whether a guarded file holds the pattern, which a
+    model can ask a character at a time."""
+    assert ctx.read_guard is not None
+    scope = ctx.workspace.scope
+    by_file: dict[str, bool] = {}
+
+    def guarded(path: str) -> bool:
+        if path not in by_file:
+            by_file[path] = (
+                ctx.read_guard is not None and ctx.read_guard(str(scope.absolute(path))) is not None
+            )
+        return by_file[path]
+
+    kept = [match for match in found.matches if not guarded(match.path)]
+    notes = [note for note in found.notes if not guarded(note.partition(": ")[0])]
+    if len(kept) == len(found.matches) and len(notes) == len(found.notes):
+        return found
+    return dataclasses.replace(found, matches=kept, notes=notes)
 
 
 def _render(result: Found, ctx: ToolContext) -> str:

@@ -106,6 +106,8 @@ class SessionFactory:
                     agent.switch_model(record.model)
                 agent.set_effort(record.reasoning_effort)
             rules = _permission_rules(settings, cwd)
+            if workspace.sandbox is not None:  # a deny Read rule's folders: hidden from commands too
+                workspace.sandbox.hidden += tuple(rules.denied_folders())
             agent.connect(
                 rules=rules,
                 checkpoints=_checkpoints(settings, cwd, session_id),

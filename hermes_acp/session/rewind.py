@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -124,10 +125,26 @@ async def rewind(session: Session, number: int, what: What, *, force: bool) -> O
         checkpoints = session.agent.checkpoints
         records = [p.record for p in prompts[number - 1 :] if p.record is not None]
         if checkpoints is not None:
-            outcome.report = await asyncio.to_thread(checkpoints.store.restore, records, force=force)
+            outcome.report = await asyncio.to_thread(
+                checkpoints.store.restore, records, force=force, protected=_protected(session)
+            )
     if what in ("both", "chat"):
         outcome.forked = await _cut_conversation(session, prompt)
     return outcome
+
+
+def _protected(session: Session) -> Callable[[str], str | None]:
+    """Why a path, written, runs outside the sandbox: what the file tools ask for in every
+    mode (`sandbox_escapes.protected_paths`), which a rewind does not write unasked."""
+    from hermes_core.policy.sandbox_escapes import protected_paths
+
+    workspace = session.agent.workspace
+
+    def why(path: str) -> str | None:
+        found = protected_paths([path], workspace)
+        return None if found is None else found[1]
+
+    return why
 
 
 async def _cut_conversation(session: Session, prompt: Prompt) -> str:

@@ -112,10 +112,27 @@ _SCOPE_THEN_EXEC = (
 )
 
 
-def scoped_exec(argv: list[str], bwrap: str | None, python: str) -> list[str]:
+def scoped_exec(
+    argv: list[str], bwrap: str | None, python: str, unix_table: str = "/proc/net/unix"
+) -> list[str]:
     """`argv` (run inside the sandbox) entered through `python` into a domain that scopes
     the host's abstract sockets, for a command the editor starts in its terminal; `argv`
-    as it is where the kernel cannot scope (before 6.12) or `bwrap` is setuid."""
-    if bwrap is None or _ruleset(bwrap) is None:
+    as it is where the kernel cannot scope (before 6.12) or `bwrap` is setuid, and where
+    the host has no abstract socket to reach (`unix_table`, the agent's network namespace,
+    which the sandbox shares): that Python costs every such command ~25 ms, and Zed runs
+    every command in its terminal. A host socket made while the command runs is not scoped."""
+    if bwrap is None or _ruleset(bwrap) is None or not has_abstract_sockets(unix_table):
         return argv
     return [python, "-I", "-S", "-c", _SCOPE_THEN_EXEC, *argv]
+
+
+def has_abstract_sockets(unix_table: str = "/proc/net/unix") -> bool:
+    """Whether any unix socket in this network namespace has an abstract name (`@…` in
+    the kernel's table: listening, bound or connected alike); True when the table cannot be
+    read (fail closed)."""
+    try:
+        with open(unix_table, "rb") as table:
+            next(table, None)  # the header
+            return any(b" @" in line for line in table)
+    except OSError:
+        return True

@@ -95,3 +95,34 @@ def changed(folder: str) -> int | None:
 def settled(stamps: tuple[int | None, ...], scanned_at: int) -> bool:
     """Whether a scan taken at `scanned_at` was well after every change in `stamps`."""
     return all(stamp is None or scanned_at - stamp > SETTLED_NS for stamp in stamps)
+
+
+def _every(name: str, is_dir: bool) -> bool:
+    return True
+
+
+_name_sets: dict[str, tuple[list[tuple[str, bool]], frozenset[str]]] = {}
+
+
+def absent_in(folder: str) -> Callable[[str], bool]:
+    """A test of names relative to `folder` (`.zed`, `.config/mise`): True where nothing
+    by that name is there (no link followed). The first part is looked up in the folder's
+    listing (`entries`: one stat while no entry was added, removed or renamed, instead of
+    one per name: a root is checked for some sixty names before every command); a longer
+    name whose first part is there is looked at on the disk."""
+    every = entries(folder, _every)
+    cached = _name_sets.get(folder)
+    if cached is None or cached[0] is not every:
+        cached = _name_sets[folder] = (every, frozenset(name for name, _ in every))
+    listed = cached[1]
+    readable = bool(listed)  # an empty or unreadable folder: each name looked at on the disk
+
+    def is_absent(name: str) -> bool:
+        first, sep, _ = name.partition("/")
+        if readable and first not in listed:
+            return True
+        if readable and not sep:
+            return False
+        return not os.path.lexists(os.path.join(folder, name))
+
+    return is_absent

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.gitignore import read_regular
-from hermes_core.sandbox import protected, repo_finder
+from hermes_core.sandbox import listing, protected, repo_finder
 from hermes_core.sandbox.git_inert import names_no_code
 
 # A root's names that run later outside the sandbox, kept read-only where they exist.
@@ -64,7 +64,8 @@ def watch(roots: tuple[Path, ...]) -> Watch:
     """The state `undo` compares with: taken when a command launches."""
     seen = Watch()
     for root in roots:
-        seen.missing += [root / name for name in PLANTABLE if not os.path.lexists(root / name)]
+        absent = listing.absent_in(str(root))
+        seen.missing += [root / name for name in PLANTABLE if absent(name)]
         for work_tree in nested_repositories(root):
             seen.repos[work_tree] = _state(work_tree)
             missing = (work_tree / name for name in protected.HOOK_MANAGER_FILES)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_core.fence.gitignore import read_regular
-from hermes_core.sandbox import repo_finder
+from hermes_core.sandbox import listing, repo_finder
 from hermes_core.sandbox.file_memo import read_through
 
 # Inside a `.git` directory: what git reads as configuration or runs as code. `commondir`
@@ -357,8 +357,13 @@ def editor_guard(root: Path) -> EditorGuard:
     empty read-only placeholders where `.vscode` or `.zed` is missing, so a sandboxed
     `mkdir .zed && echo … > .zed/settings.json` fails."""
     guard = EditorGuard()
+    absent = listing.absent_in(str(root))
     for name in (*EDITOR_FOLDERS, *EDITOR_FOLDERS_IF_PRESENT, *RUN_LATER_IF_PRESENT):
         path = root / name
+        if absent(name):
+            if name in EDITOR_FOLDERS:
+                guard.placeholders.append(path)
+            continue
         if path.is_symlink():
             try:
                 guard.read_only.append(path.resolve(strict=True))

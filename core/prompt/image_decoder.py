@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import weakref
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 
 TIMEOUT_SECONDS = 120.0
 _CHILD = [sys.executable, "-I", "-m", "hermes_core.prompt.image_child"]
-_decoders: weakref.WeakKeyDictionary[Sandbox, Sandbox] = weakref.WeakKeyDictionary()
+_decoders: weakref.WeakKeyDictionary[Sandbox, tuple[Sandbox, threading.Lock]] = weakref.WeakKeyDictionary()
+_decoders_lock = threading.Lock()
 
 
 class DecodeRefused(ValueError):
@@ -42,36 +44,44 @@ def downscale(data: bytes, mime: str, sandbox: Sandbox | None) -> tuple[bytes, s
         )
     if sandbox is None or sandbox.confinement == "off":
         return _run(argv, env, data)
-    decoder = _decoder(sandbox)
-    wrapped = decoder.wrap(argv, cwd=decoder.scope.cwd)
-    try:
-        return _run(wrapped, decoder.environment(env), data)
-    finally:
-        decoder.after_command()
+    decoder, one_at_a_time = _decoder(sandbox)
+    # One decode at a time per session: its sandbox's process cap (8, the session's decodes
+    # together: threads count) is one decoder's, and the reads of one reply run in parallel
+    # threads: two decodes at once could exceed it and fail (an image left out under load).
+    with one_at_a_time:
+        wrapped = decoder.wrap(argv, cwd=decoder.scope.cwd)
+        try:
+            return _run(wrapped, decoder.environment(env), data)
+        finally:
+            decoder.after_command()
 
 
-def _decoder(sandbox: Sandbox) -> Sandbox:
+def _decoder(sandbox: Sandbox) -> tuple[Sandbox, threading.Lock]:
     """The session's sandbox, read-only and without network: the child writes nothing and
-    sends nothing but its answer."""
+    sends nothing but its answer (made once; a lock of its own, below)."""
+    with _decoders_lock:
+        made = _decoders.get(sandbox)
+        if made is None:
+            made = _decoders[sandbox] = (_read_only(sandbox), threading.Lock())
+    return made
+
+
+def _read_only(sandbox: Sandbox) -> Sandbox:
     from hermes_core.sandbox.bwrap import Sandbox
 
-    decoder = _decoders.get(sandbox)
-    if decoder is None:
-        decoder = Sandbox(
-            sandbox.scope,
-            mode="read-only",
-            network=False,
-            caches=(),
-            hidden=sandbox.hidden,
-            hidden_env=sandbox.hidden_env,
-            state=None,
-            max_processes=8,
-            tmp_mb=16,
-            bwrap=sandbox.bwrap,
-            home=sandbox.home,
-        )
-        _decoders[sandbox] = decoder
-    return decoder
+    return Sandbox(
+        sandbox.scope,
+        mode="read-only",
+        network=False,
+        caches=(),
+        hidden=sandbox.hidden,
+        hidden_env=sandbox.hidden_env,
+        state=None,
+        max_processes=8,
+        tmp_mb=16,
+        bwrap=sandbox.bwrap,
+        home=sandbox.home,
+    )
 
 
 def _run(argv: list[str], env: dict[str, str], data: bytes) -> tuple[bytes, str]:

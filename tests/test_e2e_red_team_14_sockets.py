@@ -28,7 +28,11 @@ import pytest
 from tests.support.acp_harness import PLAIN_CAPABILITIES, connected, server_env
 from tests.support.fake_provider import FakeProvider
 from tests.support.red_team import LOCAL, run_turns, sandboxed, turn
-from tests.test_e2e_red_team_8_fence import BANNER, host_abstract_socket  # noqa: F401 (a fixture)
+from tests.test_e2e_red_team_8_fence import (  # noqa: F401 (host_abstract_socket: a fixture)
+    BANNER,
+    abstract_socket_probe,
+    host_abstract_socket,
+)
 from tests.test_e2e_red_team_11_secrets import agent_answers
 
 EDITOR_TERMINAL = PLAIN_CAPABILITIES | {"fs": {}}  # the editor runs every command in its terminal
@@ -92,19 +96,7 @@ async def test_a_command_in_the_editors_terminal_cannot_reach_the_hosts_abstract
     project: Path,
     host_abstract_socket: str,  # noqa: F811 (the fixture imported above)
 ) -> None:
-    probe = (
-        "import socket\n"
-        "def talk(name, serve=False):\n"
-        "    if serve:\n"
-        "        own = socket.socket(socket.AF_UNIX); own.bind(name); own.listen()\n"
-        "    s = socket.socket(socket.AF_UNIX)\n"
-        "    try:\n"
-        "        s.connect(name); print('reached', name[1:], s.recv(99) if not serve else b'own')\n"
-        "    except OSError as exc:\n"
-        "        print('refused', name[1:], exc)\n"
-        f"talk('\\0{host_abstract_socket}')\n"
-        "talk('\\0made-inside', serve=True)\n"
-    )
+    probe = abstract_socket_probe(host_abstract_socket)
     (project / "probe.py").write_text(probe)
     fake.script(turn(sandboxed("python3 probe.py", "probe")))
     async with connected(server_env(home, fake), EDITOR_TERMINAL) as (_, client):

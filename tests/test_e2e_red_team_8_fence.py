@@ -83,6 +83,24 @@ async def test_a_sandboxed_command_cannot_rewrite_what_a_hook_manager_or_neovim_
 BANNER = "HOST-SESSION-BUS-0123"
 
 
+def abstract_socket_probe(host_socket: str) -> str:
+    """A Python script that tries the host's abstract socket `host_socket` and one of its own,
+    printing `reached NAME` or `refused NAME` for each."""
+    return (
+        "import socket\n"
+        "def talk(name, serve=False):\n"
+        "    if serve:\n"
+        "        own = socket.socket(socket.AF_UNIX); own.bind(name); own.listen()\n"
+        "    s = socket.socket(socket.AF_UNIX)\n"
+        "    try:\n"
+        "        s.connect(name); print('reached', name[1:], s.recv(99) if not serve else b'own')\n"
+        "    except OSError as exc:\n"
+        "        print('refused', name[1:], exc)\n"
+        f"talk('\\0{host_socket}')\n"
+        "talk('\\0made-inside', serve=True)\n"
+    )
+
+
 @pytest.fixture
 def host_abstract_socket() -> Iterator[str]:
     """A service of the user's on an abstract unix socket (a session bus on
@@ -114,19 +132,7 @@ async def test_a_sandboxed_command_cannot_reach_the_hosts_abstract_sockets(
 ) -> None:
     # With the network on the sandbox shares the host's network namespace, where abstract
     # sockets live: through X11 or the session bus a command runs anything outside.
-    probe = (
-        "import socket\n"
-        "def talk(name, serve=False):\n"
-        "    if serve:\n"
-        "        own = socket.socket(socket.AF_UNIX); own.bind(name); own.listen()\n"
-        "    s = socket.socket(socket.AF_UNIX)\n"
-        "    try:\n"
-        "        s.connect(name); print('reached', name[1:], s.recv(99) if not serve else b'own')\n"
-        "    except OSError as exc:\n"
-        "        print('refused', name[1:], exc)\n"
-        f"talk('\\0{host_abstract_socket}')\n"
-        "talk('\\0made-inside', serve=True)\n"
-    )
+    probe = abstract_socket_probe(host_abstract_socket)
     (project / "probe.py").write_text(probe)
     await run_in_auto(fake, home, project, "python3 probe.py")
     sent = "\n".join(json.dumps(request.body) for request in fake.requests)

@@ -37,6 +37,7 @@ from hermes_core.sandbox import (
     protected,
     seccomp,
     secrets,
+    stale_work_dirs,
 )
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import launch_argv
@@ -144,6 +145,7 @@ class Sandbox(FenceMounts):
             )
         if self.confinement == "sandboxed" and self.state is not None and self.bwrap is not None:
             overlays_work(self.bwrap)  # asked once per process, here rather than in a turn
+            stale_work_dirs.sweep_once(self.state)  # a killed agent's, never given back
         if self.confinement == "sandboxed" and self._home_in_a_root_holds_something():
             self.notice = (
                 "This session's folder contains your home folder. The sandbox still hides your "

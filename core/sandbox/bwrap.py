@@ -343,9 +343,11 @@ class Sandbox(FenceMounts):
                 workspace=[*self.scope.roots, *self._existing(self.writable)],
             )
         mounts = self.mounts(need)
-        if command is not None:
-            # A local command (its end is seen): each writable cache overlay gets a work
-            # dir of its own, given back once the session's commands have ended.
+        if self.mode == "workspace-write":
+            # Each writable cache overlay gets a work dir of its own, given back once the
+            # session's commands have ended (`after_command`: a local command's end, an
+            # editor terminal's exit or release, a hook's): two launches sharing one, the
+            # second one's mount took the first one's away (its cache writes failed, EPERM).
             mounts.overlays = [self._own_work_dir(layer) for layer in mounts.overlays]
         launch = launch_argv(
             self.bwrap,

@@ -107,7 +107,7 @@ class WorkDirs:
             if folder not in self._owned:
                 folder.mkdir(mode=0o700, exist_ok=True)
                 self._owned[folder] = _hold(folder, self._token)
-                own.mkdir(mode=0o700)  # after the lock: a folder without one is stale
+                own.mkdir(mode=0o700, exist_ok=True)  # after the lock: a folder without one is stale
         return own
 
     def forget_after_fork(self) -> None:

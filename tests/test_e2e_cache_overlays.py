@@ -229,3 +229,5 @@ async def test_an_editor_terminals_command_still_writes_its_cache_after_another_
     assert "first-wrote" in seen, seen
     assert "the user's own\nfrom-the-first" in seen, seen
     assert users_caches(home) == before
+    left = [p for works in home.rglob("works") for p in works.iterdir()]
+    assert left == []  # given back as the editor reported each command's end

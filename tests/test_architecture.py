@@ -114,6 +114,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.policy.approval",
             "hermes_core.policy.hooks",
             "hermes_core.rewind.checkpoints",
+            "hermes_core.rewind.file_list",
+            "hermes_core.rewind.rewinding",
             "hermes_core.prompt.skills",
             "hermes_core.prompt.context",
         ),

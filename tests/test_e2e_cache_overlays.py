@@ -198,3 +198,36 @@ async def test_a_command_still_writes_its_cache_after_another_one_started(
     assert users_caches(home) == before
     left = [p for works in home.rglob("works") for p in works.iterdir()]
     assert left == []  # each command's work dirs removed, and the spares at the end
+
+
+async def test_an_editor_terminals_command_still_writes_its_cache_after_another_one_started(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    """The same two scripts at once in the editor's terminals: each launch has a work dir of
+    its own there too (they shared the layer's: the first one's write failed with EPERM)."""
+    before = with_caches(home)
+    (project / "first.sh").write_text(WRITE_AFTER_THE_NEXT_START)
+    (project / "second.sh").write_text("touch started\n")
+    (project / "third.sh").write_text(
+        "while [ ! -e first ]; do sleep 0.02; done; cat first ~/.npm/_cacache/index\n"
+    )
+    background = {"command": "sh first.sh", "background": True}
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("terminal", background, id="call_first")]),
+            *one_at_a_time("sh second.sh", "sh third.sh"),
+        ]
+    )
+    async with spawn_server(server_env(home, fake)) as server:
+        client = server.sdk_client(PLAIN_CAPABILITIES, permission="allow_once")
+        await client.initialize()
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "build it") == {"stopReason": "end_turn"}
+        assert client.permission_requests == []
+        assert client.methods_called().count("terminal/create") == 3  # the editor ran them
+    seen = tool_results(fake)[-1]
+    assert "first-wrote" in seen, seen
+    assert "the user's own\nfrom-the-first" in seen, seen
+    assert users_caches(home) == before
+    left = [p for works in home.rglob("works") for p in works.iterdir()]
+    assert left == []  # given back as the editor reported each command's end

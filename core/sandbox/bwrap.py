@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -36,6 +37,7 @@ from hermes_core.sandbox import (
     protected,
     seccomp,
     secrets,
+    stale_work_dirs,
 )
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import launch_argv
@@ -116,6 +118,10 @@ class Sandbox(FenceMounts):
         self.home = (home if home is not None else Path.home()).resolve()
         self._cgroup: limits.PidsCgroup | Literal[False] | None = False  # False: not looked for yet
         self._thread: limits.LaunchThread | None = None
+        # Each made once however many threads launch at once (a reply's parallel reads,
+        # a hook beside a command): a second one would be left behind, or removed while a
+        # launch that named it moves in. Shared with `read_only_view`'s copy.
+        self._making = threading.RLock()
         self._own_code = protected.own_code()
         self._own_sources = protected.own_sources()  # kept visible where a temp dir is emptied
         self._placeholders: set[Path] = set()  # removed after the session's last command
@@ -139,6 +145,7 @@ class Sandbox(FenceMounts):
             )
         if self.confinement == "sandboxed" and self.state is not None and self.bwrap is not None:
             overlays_work(self.bwrap)  # asked once per process, here rather than in a turn
+            stale_work_dirs.sweep_once(self.state)  # a killed agent's, never given back
         if self.confinement == "sandboxed" and self._home_in_a_root_holds_something():
             self.notice = (
                 "This session's folder contains your home folder. The sandbox still hides your "
@@ -336,9 +343,11 @@ class Sandbox(FenceMounts):
                 workspace=[*self.scope.roots, *self._existing(self.writable)],
             )
         mounts = self.mounts(need)
-        if command is not None:
-            # A local command (its end is seen): each writable cache overlay gets a work
-            # dir of its own, given back once the session's commands have ended.
+        if self.mode == "workspace-write":
+            # Each writable cache overlay gets a work dir of its own, given back once the
+            # session's commands have ended (`after_command`: a local command's end, an
+            # editor terminal's exit or release, a hook's): two launches sharing one, the
+            # second one's mount took the first one's away (its cache writes failed, EPERM).
             mounts.overlays = [self._own_work_dir(layer) for layer in mounts.overlays]
         launch = launch_argv(
             self.bwrap,
@@ -379,13 +388,14 @@ class Sandbox(FenceMounts):
     def launch_thread(self) -> limits.LaunchThread:
         """The thread this session's local commands are started from (inside its pids
         cgroup where there is one)."""
-        if self._thread is None:
-            memory = self._memory_cgroup()
-            self._thread = limits.LaunchThread(
-                self._pids_cgroup(), self.bwrap, memory.path if memory is not None else None
-            )
-            weakref.finalize(self, self._thread.close)
-        return self._thread
+        with self._making:
+            if self._thread is None:
+                memory = self._memory_cgroup()
+                self._thread = limits.LaunchThread(
+                    self._pids_cgroup(), self.bwrap, memory.path if memory is not None else None
+                )
+                weakref.finalize(self, self._thread.close)
+            return self._thread
 
     def read_only_view(self) -> Sandbox:
         """This sandbox with the roots read-only, sharing its pids cgroup and launch state:
@@ -397,20 +407,23 @@ class Sandbox(FenceMounts):
         return view
 
     def _pids_cgroup(self) -> limits.PidsCgroup | None:
-        if self._cgroup is False:
-            self._cgroup = limits.PidsCgroup.create(
-                f"hermes-acp-{os.getpid()}-{next(_counter)}", self.max_processes
-            )
-        return self._cgroup
+        with self._making:
+            if self._cgroup is False:
+                self._cgroup = limits.PidsCgroup.create(
+                    f"hermes-acp-{os.getpid()}-{next(_counter)}", self.max_processes
+                )
+            return self._cgroup
 
     def _memory_cgroup(self) -> MemoryCgroup | None:
-        if self._memory is False:
-            self._memory = None
-            if self.memory_mb is not None:
-                self._memory = MemoryCgroup.create(
-                    f"hermes-acp-{os.getpid()}-{next(_counter)}", cap_bytes(self.memory_mb)
-                )
-        return self._memory
+        with self._making:
+            if self._memory is False:
+                made = None
+                if self.memory_mb is not None:
+                    made = MemoryCgroup.create(
+                        f"hermes-acp-{os.getpid()}-{next(_counter)}", cap_bytes(self.memory_mb)
+                    )
+                self._memory = made  # not None before it is made: a launch meanwhile would go uncapped
+            return self._memory
 
     def after_command(self) -> None:
         """After a local sandboxed command: remove the empty mount points bwrap left for the

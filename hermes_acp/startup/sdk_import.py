@@ -17,8 +17,12 @@ module is imported without OpenTelemetry (below).
 
 from __future__ import annotations
 
+import builtins
 import importlib
+import importlib.util
 import sys
+import threading
+from typing import Any
 
 from hermes_acp.startup.lazy_package import defer_package_init as defer
 
@@ -31,11 +35,14 @@ DEFERRED = (SDK_PACKAGE, "watchfiles")
 # The SDK's telemetry module wraps each request it handles in an OpenTelemetry span
 # whenever `opentelemetry` is importable (it is: the SDK depends on it). Nothing in this
 # process configures a tracer provider, so every span is a no-op that still costs its calls
-# (~10 µs each), and the import ~10 ms of CPU before the first prompt. The module is imported
-# with the package hidden, so it takes its own "not installed" branch (no spans); the rest
-# of the process still imports opentelemetry as usual.
+# (~10 µs each), and the import ~10 ms of CPU before the first prompt. The module is run
+# with an `__import__` of its own that says opentelemetry is not installed, so it takes its
+# "not installed" branch (no spans). Not by a `None` put in `sys.modules` for the while, as
+# before: that is the whole process's, and any other thread's import of opentelemetry
+# meanwhile (the MCP client's, say) failed with "import of opentelemetry.trace halted".
 SDK_TELEMETRY = "acp.telemetry"
-TRACING = "opentelemetry.trace"
+TRACING = "opentelemetry"
+_telemetry_lock = threading.Lock()
 
 
 def defer_package_init(*names: str) -> None:
@@ -48,14 +55,27 @@ def defer_package_init(*names: str) -> None:
 
 
 def _sdk_telemetry_without_tracing() -> None:
-    if SDK_TELEMETRY in sys.modules:
-        return
-    hidden = sys.modules.get(TRACING)
-    sys.modules[TRACING] = None  # type: ignore[assignment]  # `import` raises ModuleNotFoundError
-    try:
-        importlib.import_module(SDK_TELEMETRY)
-    finally:
-        if hidden is None:
-            del sys.modules[TRACING]
-        else:
-            sys.modules[TRACING] = hidden
+    with _telemetry_lock:  # start-up calls this from two threads
+        if SDK_TELEMETRY in sys.modules:
+            return
+        spec = importlib.util.find_spec(SDK_TELEMETRY)
+        if spec is None or spec.loader is None:
+            return
+        module = importlib.util.module_from_spec(spec)
+        vars(module)["__builtins__"] = {**vars(builtins), "__import__": _import_without_tracing}
+        sys.modules[SDK_TELEMETRY] = module  # as an import does: in place while it runs
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[SDK_TELEMETRY]
+            raise
+        setattr(sys.modules[SDK_PACKAGE], SDK_TELEMETRY.rpartition(".")[2], module)
+
+
+def _import_without_tracing(
+    name: str, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+) -> Any:
+    """`__import__` for the telemetry module alone: opentelemetry is not there for it."""
+    if level == 0 and (name == TRACING or name.startswith(f"{TRACING}.")):
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    return builtins.__import__(name, globals, locals, fromlist, level)

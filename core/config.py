@@ -60,13 +60,24 @@ class FallbackEntry(BaseModel):
     api_mode: ApiMode | None = None
 
 
+def _no_items() -> list[Any]:
+    # Not `list`: `model_construct` asks each default factory for its signature, and a
+    # builtin's is parsed from its text signature (tokenize's regexes compiled on the first,
+    # ~0.15 ms each after; `load_settings` fills ~16 such defaults on the event loop).
+    return []
+
+
+def _no_entries() -> dict[str, Any]:
+    return {}
+
+
 class PermissionTable(BaseModel):
     """`[permissions]`: rules in Claude Code's syntax (core/policy/permission_rules.py)."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    allow: list[str] = Field(default_factory=list)
-    ask: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=_no_items)
+    ask: list[str] = Field(default_factory=_no_items)
+    deny: list[str] = Field(default_factory=_no_items)
 
     def as_table(self) -> dict[str, list[str]]:
         """What `model_dump()` gives, without building the model's serializer: a session's
@@ -88,11 +99,11 @@ class HookTable(BaseModel):
     """`[[hooks.<event>]]`: command hooks, the user's own code."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    session_start: list[HookEntry] = Field(default_factory=list)
-    prompt_submit: list[HookEntry] = Field(default_factory=list)
-    pre_tool: list[HookEntry] = Field(default_factory=list)
-    post_tool: list[HookEntry] = Field(default_factory=list)
-    stop: list[HookEntry] = Field(default_factory=list)
+    session_start: list[HookEntry] = Field(default_factory=_no_items)
+    prompt_submit: list[HookEntry] = Field(default_factory=_no_items)
+    pre_tool: list[HookEntry] = Field(default_factory=_no_items)
+    post_tool: list[HookEntry] = Field(default_factory=_no_items)
+    stop: list[HookEntry] = Field(default_factory=_no_items)
 
     def as_table(self) -> dict[str, list[dict[str, Any]]]:
         """What `model_dump()` gives, without building the model's serializer."""
@@ -129,7 +140,7 @@ class Settings(BaseModel):
     api_key: str | None = None  # for "custom"
     # More keys for the configured provider, tried in turn when one is refused (429/402/403);
     # OPENAI_API_KEY_1, _2, ... (and the other providers' numbered variables) add to these.
-    api_keys: list[str] = Field(default_factory=list)
+    api_keys: list[str] = Field(default_factory=_no_items)
 
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -140,10 +151,10 @@ class Settings(BaseModel):
     bedrock_region: str | None = None
     bedrock_profile: str | None = None
 
-    models: list[str] = Field(default_factory=list)  # offered in the editor's model picker
-    fallback: list[FallbackEntry] = Field(default_factory=list)
-    prices: dict[str, Price] = Field(default_factory=dict)
-    context_windows: dict[str, int] = Field(default_factory=dict)
+    models: list[str] = Field(default_factory=_no_items)  # offered in the editor's model picker
+    fallback: list[FallbackEntry] = Field(default_factory=_no_items)
+    prices: dict[str, Price] = Field(default_factory=_no_entries)
+    context_windows: dict[str, int] = Field(default_factory=_no_entries)
     reasoning_effort: Literal["low", "medium", "high"] | None = None
     max_output_tokens: int | None = Field(default=None, gt=0)
 
@@ -169,9 +180,9 @@ class Settings(BaseModel):
     sandbox_network: Literal["on", "off"] = "on"
     # toolchain caches seen as private overlays (README "Sandbox")
     sandbox_caches: list[str] = Field(default_factory=lambda: list(_default_caches()))
-    sandbox_writable: list[str] = Field(default_factory=list)  # really writable: changes carry out
+    sandbox_writable: list[str] = Field(default_factory=_no_items)  # really writable: changes carry out
     sandbox_ssh_agent: bool = False  # let sandboxed commands use the ssh agent (sign with your keys)
-    sandbox_sockets: list[str] = Field(default_factory=list)  # host sockets under /run kept reachable
+    sandbox_sockets: list[str] = Field(default_factory=_no_items)  # host sockets under /run kept reachable
     sandbox_max_processes: int = Field(default=2048, ge=16)  # per command, threads included
     sandbox_tmp_mb: int = Field(default=1024, ge=1)  # the size of a command's private TMPDIR
     sandbox_memory_mb: int = Field(default=0, ge=0)  # a session's commands together; 0: half the RAM

@@ -113,3 +113,46 @@ async def test_the_system_trust_store_is_the_one_read(
     out, err = await process.communicate()
     assert process.returncode == 0, err.decode()
     assert out.decode().strip() == "['m1']"
+
+
+DEFAULT_CONTEXT = """
+import asyncio, sys
+from hermes_core.providers.tls import import_aiohttp, verified_context
+
+aiohttp = import_aiohttp()
+
+async def get() -> str:
+    async with aiohttp.ClientSession() as session:  # aiohttp's default context, not an endpoint's
+        try:
+            async with session.get(sys.argv[1]) as response:
+                return "ok" if response.status == 200 else str(response.status)
+        except aiohttp.ClientConnectorCertificateError:
+            return "refused"
+
+async def main() -> None:
+    print(await get())
+    await asyncio.to_thread(verified_context)  # what an https endpoint's client makes
+    print(await get())
+
+asyncio.run(main())
+"""
+
+
+async def test_aiohttp_s_default_trusts_nothing_until_the_trust_store_is_loaded(
+    tls_server: int, certificate: tuple[Path, Path]
+) -> None:
+    # aiohttp is imported without the trust store (core/providers/tls.py): a request that
+    # reaches its default context before an https endpoint made ours (a plain-http endpoint
+    # redirected to https) is refused, even to a certificate the trust store holds
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        DEFAULT_CONTEXT,
+        f"https://127.0.0.1:{tls_server}/v1/models",
+        env={**os.environ, "SSL_CERT_FILE": str(certificate[0])},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    assert out.decode().split() == ["refused", "ok"]

@@ -48,6 +48,13 @@ def proxy_for(url: str) -> str | None:
     return proxy if "://" in proxy else f"http://{proxy}"
 
 
+def needs_tls(base_url: str | None, proxy: str | None) -> bool:
+    """Whether calling `base_url` (the API shape's default when None), through `proxy`,
+    opens a TLS connection: anything but plain http to a plain-http proxy or none."""
+    plain = (base_url or "").lower().startswith("http://")
+    return not plain or (proxy or "").lower().startswith("https://")
+
+
 def _proxy_and_credentials(proxy: str | None) -> tuple[Any, str | None]:
     """The proxy's URL without its user and password, and those as a Proxy-Authorization
     value (aiohttp sends none for a proxy URL's credentials, and deprecates `proxy_auth`)."""
@@ -89,12 +96,16 @@ class Response:
 class Client:
     """One endpoint's connection pool, with its headers, timeouts and proxy.
 
-    Made in a worker thread (importing aiohttp is blocking work); its aiohttp session is
-    made on the event loop at the first request, since a session belongs to a loop."""
+    Made in a worker thread (importing aiohttp and loading the trust store are blocking
+    work); its aiohttp session is made on the event loop at the first request, since a
+    session belongs to a loop."""
 
     def __init__(self, base_url: str, timeout: float, headers: dict[str, str]) -> None:
-        import aiohttp
         from yarl import URL
+
+        from hermes_core.providers.tls import import_aiohttp, verified_context
+
+        aiohttp = import_aiohttp()
 
         self._url = URL
         self._base = base_url.rstrip("/")
@@ -108,7 +119,11 @@ class Client:
         self._timeout = aiohttp.ClientTimeout(
             total=None, connect=timeout, sock_connect=timeout, sock_read=timeout
         )
-        self._proxy, credentials = _proxy_and_credentials(proxy_for(base_url))
+        proxy = proxy_for(base_url)
+        self._proxy, credentials = _proxy_and_credentials(proxy)
+        # TLS: the system's trust store (tls.py), for an https endpoint or proxy; a plain-http
+        # one leaves aiohttp's default, which trusts nothing until such a context is made.
+        self._ssl: Any = verified_context() if needs_tls(base_url, proxy) else True
         # A proxy's credentials: on a plain-http request, which the proxy forwards, in its
         # headers; for TLS, on the CONNECT that opens the tunnel (aiohttp's proxy_headers).
         self._proxy_headers = None
@@ -136,9 +151,9 @@ class Client:
     def _new_session(self) -> Any:
         import aiohttp
 
-        # TLS: aiohttp's verified default context (the system's trust store, honouring
-        # SSL_CERT_FILE / SSL_CERT_DIR), made by its import, which the warm-up does.
-        connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_SECONDS)
+        connector = aiohttp.TCPConnector(
+            limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE_SECONDS, ssl=self._ssl
+        )
         # No default headers: aiohttp builds a proxy's CONNECT from them, and would send
         # our Authorization (the API key) to the proxy as its Proxy-Authorization.
         return aiohttp.ClientSession(

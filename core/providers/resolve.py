@@ -122,6 +122,11 @@ def build_provider(
     return made
 
 
+def primary_base_url(settings: Settings) -> str | None:
+    """The configured provider's base URL; None: its API shape's default."""
+    return settings.base_url or _key_and_base(settings, settings.provider)[1]
+
+
 def _provider_class(mode: ApiMode) -> type[Any]:
     if mode == "anthropic_messages":
         from hermes_core.providers.anthropic_messages import AnthropicMessagesProvider

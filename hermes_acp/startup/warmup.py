@@ -36,9 +36,10 @@ class Warmup:
     """Imports what the first session and the first prompt need, in a thread: the session
     modules once the initialize response is out and the input goes on (a client that only
     wanted the hello ends first: early_hello.input_ends_next), then, once a session opens,
-    what a model call needs (aiohttp, whose import makes its TLS context, ~0.3 s;
-    no provider SDK is on that path any more: core/providers/http.py). Start-up does not pay for them, and a
-    prompt sent with its session/new waits only for what is left of them.
+    what a model call needs (aiohttp, ~0.15 s, and for an https endpoint the trust store,
+    ~0.05 s; no provider SDK is on that path any more: core/providers/http.py). Start-up
+    does not pay for them, and a prompt sent with its session/new waits only for what is
+    left of them.
 
     Session creation waits for the module imports and a turn for the HTTP ones, so the
     main thread never imports a module the warm-up thread is half-way through.
@@ -111,19 +112,24 @@ def _probe_sandbox() -> None:
 
 
 def _import_provider_sdk() -> None:
-    """Import what a model call needs (aiohttp, whose import also loads the system's
-    certificates into its TLS context: ~0.3 s of CPU) and the module of the configured
-    API shape."""
-    import aiohttp  # noqa: F401
+    """Import what a model call needs (aiohttp, without the trust store its import would
+    load twice: core/providers/tls.py) and the module of the configured API shape, and
+    load the trust store once when the configured endpoint is called over TLS."""
+    from hermes_core.providers.tls import import_aiohttp, verified_context
 
+    import_aiohttp()
     from hermes_core.config import load_settings
-    from hermes_core.providers.resolve import provider_module
+    from hermes_core.providers.http import needs_tls, proxy_for
+    from hermes_core.providers.resolve import primary_base_url, provider_module
 
     try:
         settings = load_settings()
     except Exception:
         return
     provider_module(settings)
+    url = primary_base_url(settings)
+    if needs_tls(url, url and proxy_for(url)):
+        verified_context()
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

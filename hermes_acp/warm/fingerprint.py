@@ -6,8 +6,9 @@ file of our own packages (edited in place, so each file counts), the folder of e
 loaded module (an installer replaces files, which changes their folder), the listing of
 every folder under our packages (a module added or removed: not their mtime, which a
 child's first byte-code cache changes), the import path's folders (a distribution
-installed or removed), the interpreter and, when the server made a TLS context (aiohttp's import), the
-certificates it trusts (a CA added or removed: a fresh process would see it).
+installed or removed), the interpreter and, when the server made a TLS context (with
+aiohttp's import: warm/imports.py, core/providers/tls.py), the certificates it trusts (a
+CA added or removed: a fresh process would see it).
 """
 
 from __future__ import annotations
@@ -78,10 +79,10 @@ def changed(recorded: dict[str, Stamp | None]) -> list[str]:
 
 
 def _trust_store() -> list[str]:
-    """The certificate file and folder behind the TLS context every child shares (aiohttp
-    makes its verified context when it is imported: the providers' HTTP), once it was
-    made; their folder's stamp changes when a certificate is added or removed, the file's
-    when it is rewritten."""
+    """The certificate file and folder behind the TLS context every child shares (the
+    server makes it with aiohttp's import: warm/imports.py), once it was made; their
+    folder's stamp changes when a certificate is added or removed, the file's when it is
+    rewritten."""
     if "aiohttp.connector" not in sys.modules:
         return []
     import ssl

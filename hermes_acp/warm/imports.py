@@ -20,7 +20,6 @@ MODULES = (
     "hermes_core.config",
     "hermes_core.config_plain",
     "httpx2",  # MCP over HTTP
-    "aiohttp",  # the providers' HTTP; its import makes its TLS context (the trust store)
     "hermes_acp.cli",
     # what building a session and its first turn import (measured: a child's new modules)
     "hermes_acp.session.early_build",
@@ -54,7 +53,7 @@ def import_everything() -> list[str]:
             importlib.import_module(module)
         except Exception:  # a module renamed or gone: not ours to fail for
             failed.append(module)
-    for step in (_provider, _sandbox_probe):
+    for step in (_http, _provider, _sandbox_probe):
         try:
             step()
         except Exception:
@@ -62,8 +61,17 @@ def import_everything() -> list[str]:
     return failed
 
 
+def _http() -> None:
+    """The providers' HTTP (aiohttp) and its TLS context (the trust store), made once for
+    every child, whatever the endpoint."""
+    from hermes_core.providers.tls import import_aiohttp, verified_context
+
+    import_aiohttp()
+    verified_context()
+
+
 def _provider() -> None:
-    """The configured API shape's module (the TLS context comes with aiohttp's import)."""
+    """The configured API shape's module."""
     from hermes_core.config import load_settings
     from hermes_core.providers.resolve import provider_module
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.bridge.remote_images import defuse
 from hermes_core.events import (
     FileDiff,
     ToolCallFinished,
@@ -345,7 +346,9 @@ def terminal_content(terminal_id: str) -> Update:
 
 
 def text_content(text: str) -> Update:
-    return {"type": "content", "content": {"type": "text", "text": text}}
+    # Editors render a card's text as Markdown: what a command printed or a tool returned
+    # (`![x](https://…?d=<token>)`) must not load an image there either.
+    return {"type": "content", "content": {"type": "text", "text": defuse(text)}}
 
 
 def shown(text: str) -> str:

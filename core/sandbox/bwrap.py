@@ -456,7 +456,7 @@ class Sandbox(FenceMounts):
         if not self.edit_guarded:
             return
         if self._edit_before is None:
-            for folder in edit_guard.make_missing_folders(self.edit_guarded):
+            for folder in edit_guard.make_missing_folders(self.edit_guarded, self.scope.roots):
                 self._remove_when_done(folder, per_command=False)
             self._edit_before = edit_guard.identities(self.edit_guarded)
         else:

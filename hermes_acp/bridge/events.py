@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from hermes_acp.bridge.remote_images import ImageDefuser
+from hermes_acp.bridge.remote_images import ImageDefuser, defuse
 from hermes_acp.bridge.tool_cards import COALESCE_CHARS, COALESCE_SECONDS, ToolCards
 from hermes_core.events import (
     AnswerRestarted,
@@ -269,7 +269,7 @@ def plan_update(entries: Iterable[PlanEntry]) -> Update:
         "sessionUpdate": "plan",
         "entries": [
             # The model's words, drawn as a list: nothing in them may hide the rest.
-            {"content": shown(entry.content), "priority": entry.priority, "status": entry.status}
+            {"content": defuse(shown(entry.content)), "priority": entry.priority, "status": entry.status}
             for entry in entries
         ],
     }

@@ -26,10 +26,10 @@ from __future__ import annotations
 import re
 
 _CAP = 512  # characters a construct may stay undecided before it is escaped
-_SPECIAL = re.compile(r"[!<\n\\`]")
+_SPECIAL = re.compile(r"[!<\n\r\\`]")
 _CONTAINER = re.compile(r"(?:[ \t]|>|[-*+](?=[ \t])|\d{1,9}[.)](?=[ \t]))*")
 _MARKER_SO_FAR = re.compile(r"\d{1,9}[.)]?|[-*+]")
-_BLANK_LINE = re.compile(r"[ \t]*\n")
+_BLANK_LINE = re.compile(r"[ \t]*[\n\r]")
 _TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
 _LABEL_END = re.compile(r"(?<!\\)\]")
 _LOADS = frozenset(
@@ -122,7 +122,8 @@ class ImageDefuser:
     def _step(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
         """Let out what starts at `i`; the next position, or None to wait for more."""
         if self._in_fence_line:
-            end = s.find("\n", i)
+            ends = [e for e in (s.find("\n", i), s.find("\r", i)) if e >= 0]
+            end = min(ends) if ends else -1
             if end < 0:
                 out.append(s[i:])
                 return len(s), False
@@ -150,7 +151,7 @@ class ImageDefuser:
             out.append(s[i:k])
             self._fence = None
             return k, False
-        if j < len(s) and s[j] != "\n" and _width(s[i:j]) < indent:
+        if j < len(s) and s[j] not in "\n\r" and _width(s[i:j]) < indent:
             # A container the fence was in has ended, and the fence with it.
             self._fence = None
             self._line_start = True
@@ -203,7 +204,7 @@ class ImageDefuser:
         q = match.start()
         out.append(s[i:q])
         c = s[q]
-        if c == "\n":
+        if c in "\n\r":  # CommonMark ends a line at `\r` too: a lone one starts a new line
             if self._opener is not None and not (self._opener[0] == "`" and self._opener_tainted):
                 self._fence = self._opener
             self._opener = None
@@ -220,7 +221,7 @@ class ImageDefuser:
                     return q, True
                 out.append(c)
                 return q + 1, False
-            if s[q + 1] == "\n":
+            if s[q + 1] in "\n\r":
                 out.append(c)
                 return q + 1, False
             self._opener_tainted = self._opener_tainted or s[q + 1] == "`"
@@ -260,7 +261,7 @@ def _image(s: str, j: int, final: bool) -> int:
             continue
         if c in "`<":  # a code span or a tag in the text: where it closes is not ours to guess
             return _ESCAPE
-        if c == "\n" and _BLANK_LINE.match(s, k + 1):
+        if c in "\n\r" and _BLANK_LINE.match(s, k + 1):
             return _KEEP  # the paragraph ended first
         if c == "[":
             depth += 1
@@ -277,7 +278,8 @@ def _image(s: str, j: int, final: bool) -> int:
 def _definition(s: str, j: int, final: bool) -> int:
     """A line (in its containers) starting with `[`: escape it if it may define a link,
     whose address an image elsewhere in the message would load."""
-    end = s.find("\n", j)
+    ends = [e for e in (s.find("\n", j), s.find("\r", j)) if e >= 0]
+    end = min(ends) if ends else -1
     line = s[j:] if end < 0 else s[j:end]
     close = _LABEL_END.search(line)
     if close is None:  # the label may go on past the line
@@ -312,13 +314,28 @@ def _inline_tag(s: str, j: int, final: bool) -> int:
         return _ESCAPE
     if s[e] not in " \t\n\r\f/>":
         return _KEEP
-    gt = s.find(">", e)
+    gt = _tag_end(s, e)
     attributes = s[e:] if gt < 0 else s[e:gt]
     if _LOADING_ATTRIBUTE.search(attributes):
         return _ESCAPE
     if gt >= 0:
         return _KEEP
     return _ESCAPE if final or len(attributes) > _CAP else _NEED
+
+
+def _tag_end(s: str, e: int) -> int:
+    """Where the tag whose attributes start at `e` ends: its `>` outside quotes (`title=">"`
+    does not end it), or -1."""
+    quote = ""
+    for k in range(e, len(s)):
+        c = s[k]
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "\"'":
+            quote = c
+        elif c == ">":
+            return k
+    return -1
 
 
 def defuse(text: str) -> str:

@@ -138,7 +138,9 @@ class ToolCards:
         update: Update = {
             "sessionUpdate": "tool_call",
             "toolCallId": event.call_id,
-            "title": shown_text(event.title),  # the model's words: nothing invisible in them
+            # The model's words: nothing invisible in them, and no image (Zed renders a
+            # title as Markdown).
+            "title": defuse(shown_text(event.title)),
             "kind": event.kind,
             "status": "pending",
             "rawInput": event.arguments,

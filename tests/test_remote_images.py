@@ -4,6 +4,9 @@ as the model wrote it."""
 
 from __future__ import annotations
 
+import random
+from html.parser import HTMLParser
+
 import pytest
 from markdown_it import MarkdownIt
 
@@ -81,3 +84,37 @@ def test_only_what_may_start_an_image_is_held_back() -> None:
     assert defuser.feed("](") == "!\\[alt]("  # decided: an image, shown as its text
     assert defuser.feed("https://x)") == "https://x)"
     assert defuser.feed(" and more") == " and more"
+
+
+class _Fetches(HTMLParser):
+    """Any element (a link aside) with an attribute naming the attacker: what would load."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag != "a" and any(v and "attacker.example" in v for k, v in attrs if k != "class"):
+            self.found = True
+
+
+PIECES = [
+    *ATTACKS.values(),
+    *("![", "](", URL, ")", "[", "]", "[x]: ", "`", "```", "~~~", "\n", "\n\n", "\r", "\r\n"),
+    *("    ", " ", "> ", "- ", "1. ", "<", ">", "<div>", "<!--", "-->", "\\", "!", "x", "\t", ":", "'"),
+    *('"', "(", "[^1]: ", "|", "<https://a.example>", "&#33;", "![![x](" + URL + ")"),
+]
+
+
+def test_random_mixtures_of_the_pieces_render_no_fetch() -> None:
+    # Nested and cut-short constructs, split anywhere: what a prompt-injected model would
+    # try next. Seeded: the same mixtures every run.
+    rng = random.Random(15)
+    renderer = MarkdownIt("commonmark", {"html": True})
+    for _ in range(4000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 12)))
+        size = rng.randint(1, 6)
+        for out in (defuse(text), streamed(text, size)):
+            parser = _Fetches()
+            parser.feed(renderer.render(out))
+            assert not parser.found, (text, size, out)

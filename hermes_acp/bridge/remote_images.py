@@ -81,6 +81,12 @@ class ImageDefuser:
         self._line_start = True
         self._fence_allowed = True
         self._in_fence_line = False
+        # This fence line began with a closing run (its indent): it closes if only blanks follow.
+        self._closing: int | None = None
+        # False once where a fence ends is a guess (a flush inside one, a list it may be in
+        # ended): a fence this side took for opened may be the one a renderer closes, and
+        # what follows would pass as code. From then on no fence is opened: all is escaped.
+        self._trust_fences = True
         self._ended_line = True  # the last character let out was a newline
         self._flushed = True  # nothing fed since the last flush: flushing again does nothing
 
@@ -99,8 +105,11 @@ class ImageDefuser:
             return ""
         self._flushed = True
         out = self._run(final=True) if self._pending else ""
+        if self._fence is not None or self._opener is not None:
+            self._trust_fences = False
         self._fence = self._opener = None
         self._in_fence_line = False
+        self._closing = None
         self._line_start = True
         self._fence_allowed = self._ended_line
         return out
@@ -123,13 +132,17 @@ class ImageDefuser:
         """Let out what starts at `i`; the next position, or None to wait for more."""
         if self._in_fence_line:
             ends = [e for e in (s.find("\n", i), s.find("\r", i)) if e >= 0]
-            end = min(ends) if ends else -1
-            if end < 0:
+            end = min(ends) if ends else len(s)
+            if self._closing is not None and s[i:end].strip(" \t"):
+                self._closing = None  # text after the run: not a closing fence
+            if end == len(s):
                 out.append(s[i:])
                 return len(s), False
             out.append(s[i : end + 1])
             self._in_fence_line = False
             self._line_start = self._fence_allowed = True
+            if self._closing is not None:
+                self._close_fence(self._closing)
             return end + 1, False
         if self._line_start:
             return self._fence_line(s, i, final, out) if self._fence else self._new_line(s, i, final, out)
@@ -144,20 +157,34 @@ class ImageDefuser:
         k = j
         while k < len(s) and s[k] == char:
             k += 1
-        if k == len(s) and not final and k - j < length:
+        if k == len(s) and not final:
             return i, True
         self._line_start = False
-        if k - j >= length:  # closed (a line a renderer keeps as code closes it early: safe)
-            out.append(s[i:k])
-            self._fence = None
-            return k, False
-        if j < len(s) and s[j] not in "\n\r" and _width(s[i:j]) < indent:
-            # A container the fence was in has ended, and the fence with it.
-            self._fence = None
-            self._line_start = True
-            return i, False
         self._in_fence_line = True
+        width = _width(s[i:j])
+        if k - j >= length:  # closes it if only blanks follow (seen at the line's end)
+            self._closing = width
+            out.append(s[i:k])
+            return k, False
+        if j < len(s) and s[j] not in "\n\r" and width < indent:
+            # A list the fence may be in ended with this line, and the fence with it; or the
+            # fence was not in one, and this is code. Taken as ended, and fences no longer
+            # trusted: escaping code costs a backslash, the other guess an image.
+            self._fence, self._trust_fences = None, False
+            self._in_fence_line = False
+            self._line_start = True
         return i, False
+
+    def _close_fence(self, width: int) -> None:
+        """A closing run with only blanks after it, `width` in: it closes a fence that is
+        not in a list for sure up to three spaces in; further in, only one in a list (whose
+        items indent it): taken as closed, and fences no longer trusted."""
+        assert self._fence is not None
+        self._closing = None
+        if width <= 3:
+            self._fence = None
+        elif self._fence[2] > 0:
+            self._fence, self._trust_fences = None, False
 
     def _new_line(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
         j = i
@@ -169,7 +196,7 @@ class ImageDefuser:
                 k += 1
             if k == len(s) and not final:
                 return i, True
-            if k - j >= 3 and self._fence_allowed:
+            if k - j >= 3 and self._fence_allowed and self._trust_fences:
                 out.append(s[i:k])
                 self._opener, self._opener_tainted = (s[j], k - j, j - i), False
                 self._line_start = False
@@ -261,9 +288,15 @@ def _image(s: str, j: int, final: bool) -> int:
             continue
         if c in "`<":  # a code span or a tag in the text: where it closes is not ours to guess
             return _ESCAPE
-        if c in "\n\r" and _BLANK_LINE.match(s, k + 1):
-            return _KEEP  # the paragraph ended first
+        if c in "\n\r":
+            end = k + 2 if s.startswith("\r\n", k) else k + 1
+            if end > len(s) or (c == "\r" and end == len(s)):
+                return _ESCAPE if final else _NEED  # a `\r` may be half of `\r\n`
+            if _BLANK_LINE.match(s, end):
+                return _KEEP  # the paragraph ended first
         if c == "[":
+            if depth:  # a bracket inside: escaping one in there (`![a ![b](u)](v)`) would
+                return _ESCAPE  # move where this one's text ends
             depth += 1
         elif c == "]":
             depth -= 1

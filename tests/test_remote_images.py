@@ -118,3 +118,30 @@ def test_random_mixtures_of_the_pieces_render_no_fetch() -> None:
             parser = _Fetches()
             parser.feed(renderer.render(out))
             assert not parser.found, (text, size, out)
+
+
+def test_flushed_anywhere_no_reading_of_the_pieces_fetches() -> None:
+    # Something else sent between two deltas (a thought, a tool call) flushes the stream:
+    # one client starts a new block there, another appends to the last. Under both readings
+    # nothing may load: a trailing `!` before `[x](u)`, a trailing `\` before our `\<`, a
+    # fence opened on one side of the cut and closed on the other.
+    rng = random.Random(1515)
+    renderer = MarkdownIt("commonmark", {"html": True})
+
+    def fetches(markdown: str) -> bool:
+        parser = _Fetches()
+        parser.feed(renderer.render(markdown))
+        return parser.found
+
+    for _ in range(2000):
+        parts = [rng.choice(PIECES) for _ in range(rng.randint(1, 12))]
+        defuser = ImageDefuser()
+        blocks = [""]
+        for part in parts:
+            blocks[-1] += defuser.feed(part)
+            if rng.random() < 0.3:
+                blocks[-1] += defuser.flush()
+                blocks.append("")
+        blocks[-1] += defuser.flush()
+        assert not fetches("".join(blocks)), parts
+        assert not any(fetches(block) for block in blocks), parts

@@ -105,7 +105,8 @@ class ImageDefuser:
             return ""
         self._flushed = True
         out = self._run(final=True) if self._pending else ""
-        if self._fence is not None or self._opener is not None:
+        if self._fence is not None or self._opener is not None or not self._ended_line:
+            # (mid-line, the two readings differ on whether the next line can open one)
             self._trust_fences = False
         self._fence = self._opener = None
         self._in_fence_line = False
@@ -176,15 +177,17 @@ class ImageDefuser:
         return i, False
 
     def _close_fence(self, width: int) -> None:
-        """A closing run with only blanks after it, `width` in: it closes a fence that is
-        not in a list for sure up to three spaces in; further in, only one in a list (whose
-        items indent it): taken as closed, and fences no longer trusted."""
+        """A closing run with only blanks after it, `width` in. A fence opened at the line's
+        start is in no list: up to three spaces in, it closes it. One opened further in may
+        be in a list item, whose indent (unknown here) decides whether the run closes it, is
+        code, or ends the item and opens a new fence: taken as closed, and fences no longer
+        trusted."""
         assert self._fence is not None
         self._closing = None
-        if width <= 3:
-            self._fence = None
-        elif self._fence[2] > 0:
+        if self._fence[2] > 0:
             self._fence, self._trust_fences = None, False
+        elif width <= 3:
+            self._fence = None
 
     def _new_line(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
         j = i
@@ -210,7 +213,7 @@ class ImageDefuser:
             return i, True
         if p < len(s) and s[p] == "[":
             verdict = _definition(s, p + 1, final)
-        elif p < len(s) and s[p] == "<":
+        elif p < len(s) and s[p] == "<":  # (in an HTML block a backslash escapes nothing)
             verdict = _line_tag(s, p + 1, final)
         else:
             verdict = _KEEP
@@ -242,12 +245,15 @@ class ImageDefuser:
             self._opener_tainted = True
             out.append(c)
             return q + 1, False
+        if q + 1 == len(s) and c in "\\!<":
+            if not final:
+                return q, True
+            # The last character before a flush: a client that appends what comes next
+            # would read `!` and a later `[x](u)` as an image, `<` and `img …>` as a tag,
+            # and `\` and our `\<` as a backslash and a tag. Escaped, each draws the same.
+            out.append("\\" + c)
+            return q + 1, False
         if c == "\\":
-            if q + 1 == len(s):
-                if not final:
-                    return q, True
-                out.append(c)
-                return q + 1, False
             if s[q + 1] in "\n\r":
                 out.append(c)
                 return q + 1, False

@@ -16,58 +16,27 @@ an image the model shows from the workspace is not worth that risk. Likewise:
 - nothing inside a fenced code block is touched: there nothing renders.
 
 Each rule errs towards escaping: a construct cut short by the end of the stream, or longer
-than `_CAP` while undecided, is escaped; an escaped construct looks the same once rendered.
+than `CAP` while undecided, is escaped; an escaped construct looks the same once rendered.
 It streams: only the characters that may start a construct are held back (from a `!`, a
 `<`, a line's first few characters), and `flush` lets them go when something else is sent.
 """
 
 from __future__ import annotations
 
-import re
-
-_CAP = 512  # characters a construct may stay undecided before it is escaped
-_SPECIAL = re.compile(r"[!<\n\r\\`]")
-_CONTAINER = re.compile(r"(?:[ \t]|>|[-*+](?=[ \t])|\d{1,9}[.)](?=[ \t]))*")
-_MARKER_SO_FAR = re.compile(r"\d{1,9}[.)]?|[-*+]")
-_BLANK_LINE = re.compile(r"[ \t]*[\n\r]")
-_TAG_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]*")
-_LABEL_END = re.compile(r"(?<!\\)\]")
-_LOADS = frozenset(
-    {
-        "img",
-        "image",
-        "picture",
-        "source",
-        "video",
-        "audio",
-        "iframe",
-        "frame",
-        "frameset",
-        "object",
-        "embed",
-        "applet",
-        "svg",
-        "math",
-        "input",
-        "link",
-        "style",
-        "script",
-        "body",
-        "track",
-        "meta",
-        "base",
-        "bgsound",
-        "portal",
-        "fencedframe",
-    }
+from hermes_acp.bridge.markdown_verdicts import (
+    CAP,
+    CONTAINER,
+    ESCAPE,
+    KEEP,
+    MARKER_SO_FAR,
+    NEED,
+    SPECIAL,
+    definition,
+    image,
+    inline_tag,
+    line_tag,
+    width,
 )
-_LOADING_ATTRIBUTE = re.compile(
-    r"(?:^|[\s/\"'])(?:src|srcset|href|xlink:href|background|poster|style|data|lowsrc|dynsrc"
-    r"|codebase|action|formaction|ping|longdesc|manifest|icon)\s*=",
-    re.IGNORECASE,
-)
-
-_NEED, _ESCAPE, _KEEP = 0, 1, 2
 
 
 class ImageDefuser:
@@ -162,12 +131,12 @@ class ImageDefuser:
             return i, True
         self._line_start = False
         self._in_fence_line = True
-        width = _width(s[i:j])
+        indent_width = width(s[i:j])
         if k - j >= length:  # closes it if only blanks follow (seen at the line's end)
-            self._closing = width
+            self._closing = indent_width
             out.append(s[i:k])
             return k, False
-        if j < len(s) and s[j] not in "\n\r" and width < indent:
+        if j < len(s) and s[j] not in "\n\r" and indent_width < indent:
             # A list the fence may be in ended with this line, and the fence with it; or the
             # fence was not in one, and this is code. Taken as ended, and fences no longer
             # trusted: escaping code costs a backslash, the other guess an image.
@@ -206,28 +175,28 @@ class ImageDefuser:
                 return k, False
         elif j == len(s) and not final:
             return i, True
-        prefix = _CONTAINER.match(s, i)
+        prefix = CONTAINER.match(s, i)
         p = prefix.end() if prefix else i
         rest = s[p : p + 12]
-        if not final and p - i < _CAP and (rest == "" or _MARKER_SO_FAR.fullmatch(rest)):
+        if not final and p - i < CAP and (rest == "" or MARKER_SO_FAR.fullmatch(rest)):
             return i, True
         if p < len(s) and s[p] == "[":
-            verdict = _definition(s, p + 1, final)
+            verdict = definition(s, p + 1, final)
         elif p < len(s) and s[p] == "<":  # (in an HTML block a backslash escapes nothing)
-            verdict = _line_tag(s, p + 1, final)
+            verdict = line_tag(s, p + 1, final)
         else:
-            verdict = _KEEP
-        if verdict == _NEED:
+            verdict = KEEP
+        if verdict == NEED:
             return i, True
         self._line_start = False
         out.append(s[i:p])
-        if verdict == _ESCAPE:
+        if verdict == ESCAPE:
             out.append("\\" + s[p])
             return p + 1, False
         return p, False
 
     def _inline(self, s: str, i: int, final: bool, out: list[str]) -> tuple[int, bool]:
-        match = _SPECIAL.search(s, i)
+        match = SPECIAL.search(s, i)
         if match is None:
             out.append(s[i:])
             return len(s), False
@@ -260,10 +229,10 @@ class ImageDefuser:
             self._opener_tainted = self._opener_tainted or s[q + 1] == "`"
             out.append(s[q : q + 2])
             return q + 2, False
-        verdict = _image(s, q + 1, final) if c == "!" else _inline_tag(s, q + 1, final)
-        if verdict == _NEED:
+        verdict = image(s, q + 1, final) if c == "!" else inline_tag(s, q + 1, final)
+        if verdict == NEED:
             return q, True
-        if verdict == _KEEP:
+        if verdict == KEEP:
             out.append(c)
             return q + 1, False
         if c == "!":
@@ -271,110 +240,6 @@ class ImageDefuser:
             return q + 2, False
         out.append("\\<")
         return q + 1, False
-
-
-def _width(indent: str) -> int:
-    return sum(4 if c == "\t" else 1 for c in indent)
-
-
-def _image(s: str, j: int, final: bool) -> int:
-    """After a `!`: escape it if it may start an image."""
-    if j == len(s):
-        return _KEEP if final else _NEED
-    if s[j] != "[":
-        return _KEEP
-    depth = 0
-    k = j
-    while k < len(s):
-        if k - j > _CAP:
-            return _ESCAPE
-        c = s[k]
-        if c == "\\":
-            k += 2
-            continue
-        if c in "`<":  # a code span or a tag in the text: where it closes is not ours to guess
-            return _ESCAPE
-        if c in "\n\r":
-            end = k + 2 if s.startswith("\r\n", k) else k + 1
-            if end > len(s) or (c == "\r" and end == len(s)):
-                return _ESCAPE if final else _NEED  # a `\r` may be half of `\r\n`
-            if _BLANK_LINE.match(s, end):
-                return _KEEP  # the paragraph ended first
-        if c == "[":
-            if depth:  # a bracket inside: escaping one in there (`![a ![b](u)](v)`) would
-                return _ESCAPE  # move where this one's text ends
-            depth += 1
-        elif c == "]":
-            depth -= 1
-            if depth == 0:
-                if k + 1 == len(s):
-                    return _ESCAPE if final else _NEED
-                return _ESCAPE if s[k + 1] in "([" else _KEEP
-        k += 1
-    return _ESCAPE if final else _NEED
-
-
-def _definition(s: str, j: int, final: bool) -> int:
-    """A line (in its containers) starting with `[`: escape it if it may define a link,
-    whose address an image elsewhere in the message would load."""
-    ends = [e for e in (s.find("\n", j), s.find("\r", j)) if e >= 0]
-    end = min(ends) if ends else -1
-    line = s[j:] if end < 0 else s[j:end]
-    close = _LABEL_END.search(line)
-    if close is None:  # the label may go on past the line
-        return _ESCAPE if end >= 0 or final or len(line) > _CAP else _NEED
-    after = close.end()
-    if after == len(line):
-        if end < 0 and not final:
-            return _NEED
-        return _KEEP
-    return _ESCAPE if line[after] == ":" else _KEEP
-
-
-def _line_tag(s: str, j: int, final: bool) -> int:
-    """A `<` at a line's start: any tag, comment or declaration could open an HTML block,
-    in which a fence is no fence: escaped."""
-    if j == len(s):
-        return _ESCAPE if final else _NEED
-    return _ESCAPE if s[j].isascii() and (s[j].isalpha() or s[j] in "!?/") else _KEEP
-
-
-def _inline_tag(s: str, j: int, final: bool) -> int:
-    """A `<` inside a line: escaped if it starts a tag that loads something."""
-    if j == len(s):
-        return _KEEP if final else _NEED
-    name = _TAG_NAME.match(s, j)
-    if name is None:
-        return _KEEP
-    e = name.end()
-    if e == len(s):
-        return _ESCAPE if final or e - j > _CAP else _NEED
-    if name.group().lower() in _LOADS:
-        return _ESCAPE
-    if s[e] not in " \t\n\r\f/>":
-        return _KEEP
-    gt = _tag_end(s, e)
-    attributes = s[e:] if gt < 0 else s[e:gt]
-    if _LOADING_ATTRIBUTE.search(attributes):
-        return _ESCAPE
-    if gt >= 0:
-        return _KEEP
-    return _ESCAPE if final or len(attributes) > _CAP else _NEED
-
-
-def _tag_end(s: str, e: int) -> int:
-    """Where the tag whose attributes start at `e` ends: its `>` outside quotes (`title=">"`
-    does not end it), or -1."""
-    quote = ""
-    for k in range(e, len(s)):
-        c = s[k]
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "\"'":
-            quote = c
-        elif c == ">":
-            return k
-    return -1
 
 
 def defuse(text: str) -> str:

@@ -88,3 +88,19 @@ async def test_a_guarded_folder_swapped_by_renaming_its_parent_is_moved_aside(
     results = await _auto_command(client, fake, project, rules, command)
     assert not (project / "conf" / "prod" / "db.yml").exists()
     assert "Edit(conf/prod/**)" in results and "moved to" in results, results
+
+
+async def test_a_guarded_name_that_is_a_dangling_link_stops_no_command(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    # The cloned repository's `secrets` is a link to nowhere: mounting it would fail every
+    # launch. The link is left unmounted; a command that swaps it is undone after.
+    (project / "secrets").symlink_to("/nonexistent/hermes-rt15")
+    rules = 'deny = ["Edit(secrets/**)"]'
+    await _auto_command(client, fake, project, rules, "echo ok > notes.txt")
+    assert (project / "notes.txt").read_text() == "ok\n"
+    results = await _auto_command(
+        client, fake, project, rules, "rm secrets && mkdir secrets && echo x > secrets/a"
+    )
+    assert not (project / "secrets" / "a").exists(), results
+    assert "Edit(secrets/**)" in results and "moved to" in results, results

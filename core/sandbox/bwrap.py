@@ -130,7 +130,7 @@ class Sandbox(FenceMounts):
         # The paths your deny and ask `Edit(…)` rules name (set by the session), and what
         # they were when the running commands launched.
         self.edit_guarded: tuple[edit_guard.Guarded, ...] = ()
-        self._edit_before: dict[Path, edit_guard.Identity] | None = None
+        self._edit_before: edit_guard.Snapshot | None = None
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
         # What the first turn tells the user (once) about this session's sandbox; the turn
@@ -442,6 +442,7 @@ class Sandbox(FenceMounts):
         if self._edit_before is not None:
             self._undo_edits()
             if self._running == 0:
+                self._edit_before.close()
                 self._edit_before = None
 
     def _watch_plants(self) -> None:

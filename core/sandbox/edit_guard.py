@@ -14,8 +14,10 @@ A pattern naming files by a wildcard (`Edit(**/*.pem)`) guards the file tools al
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,23 +58,61 @@ def make_missing_folders(guarded: tuple[Guarded, ...], roots: tuple[Path, ...]) 
 
 
 def read_only(guarded: tuple[Guarded, ...]) -> list[Path]:
-    """What the next command mounts read-only: each guarded path there now."""
-    return [item.path for item in guarded if os.path.lexists(item.path)]
+    """What the next command mounts read-only: each guarded path there now (a link: where
+    it leads, if anywhere; the link itself, swapped, is moved aside by `undo`)."""
+    paths = []
+    for item in guarded:
+        if os.path.islink(item.path):
+            try:
+                paths.append(item.path.resolve(strict=True))
+            except (OSError, RuntimeError):
+                continue
+        elif os.path.lexists(item.path):
+            paths.append(item.path)
+    return paths
 
 
-def identities(guarded: tuple[Guarded, ...]) -> dict[Path, Identity]:
-    """What `undo` compares with: taken when a command launches."""
-    return {item.path: _identity(item.path) for item in guarded}
+class Snapshot(dict[Path, Identity]):
+    """Each guarded path's identity when a command launched, the path held open meanwhile:
+    a link removed and a folder made in its place could otherwise get the freed inode's
+    number, and pass for what was there."""
+
+    def __init__(self, guarded: tuple[Guarded, ...]) -> None:
+        super().__init__()
+        self._held: list[int] = []
+        weakref.finalize(self, _close_all, self._held)  # a session that ends with it open
+        for item in guarded:
+            self.note(item.path)
+
+    def note(self, path: Path) -> None:
+        self[path] = _identity(path)
+        with contextlib.suppress(OSError):
+            self._held.append(os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC))
+
+    def close(self) -> None:
+        _close_all(self._held)
 
 
-def accept(before: dict[Path, Identity], path: Path) -> None:
+def _close_all(held: list[int]) -> None:
+    for fd in held:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    held.clear()
+
+
+def identities(guarded: tuple[Guarded, ...]) -> Snapshot:
+    """What `undo` compares with: taken when a command launches (`close` it after)."""
+    return Snapshot(guarded)
+
+
+def accept(before: Snapshot, path: Path) -> None:
     """The file tools wrote `path` (the rule allowed it, or you did): not a command's."""
-    for guarded in before:
+    for guarded in list(before):
         if path == guarded or guarded in path.parents:
-            before[guarded] = _identity(guarded)
+            before.note(guarded)
 
 
-def undo(guarded: tuple[Guarded, ...], before: dict[Path, Identity]) -> list[str]:
+def undo(guarded: tuple[Guarded, ...], before: Snapshot) -> list[str]:
     """Move aside each guarded path a command created or replaced since `before`; one
     sentence for each."""
     said = []

@@ -13,7 +13,9 @@ an image the model shows from the workspace is not worth that risk. Likewise:
 - a raw HTML tag that loads (`<img>`, `<picture>`, `<video>`, …, or any tag with a `src`,
   `srcset`, `href`, `style`, `background`, `poster` or `data` attribute) has its `<`
   escaped; at a line's start every tag is (an HTML block would change what is code);
-- nothing inside a fenced code block is touched: there nothing renders.
+- nothing inside a fenced code block is touched: there nothing renders. Where a fence's
+  end is a guess (one opened indented, maybe in a list item; a flush inside one), no later
+  fence is trusted: the rest is escaped like prose (a backslash in code, not an image).
 
 Each rule errs towards escaping: a construct cut short by the end of the stream, or longer
 than `CAP` while undecided, is escaped; an escaped construct looks the same once rendered.

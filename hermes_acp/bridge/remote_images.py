@@ -63,8 +63,12 @@ class ImageDefuser:
 
     def feed(self, text: str) -> str:
         """What of the stream so far may be sent now."""
-        self._pending += text
         self._flushed = False
+        if not (self._pending or self._line_start or self._closing is not None) and not SPECIAL.search(text):
+            # Most deltas: words inside a line, nothing that could start a construct.
+            self._ended_line = self._ended_line and not text
+            return text
+        self._pending += text
         return self._run(final=False)
 
     def flush(self) -> str:

@@ -249,6 +249,24 @@ class PermissionRules:
                         folders.append(folder.resolve())
         return folders
 
+    def edit_guarded(self) -> list[tuple[Path, str, bool]]:
+        """The paths a deny or ask `Edit(…)` rule names whole: (path, the rule and where it
+        is written, whether a folder). The sandbox keeps them read-only for commands, or a
+        sandboxed `echo x > secrets/a` wrote what `write_file` may not. A pattern with a
+        wildcard in it (`Edit(**/*.pem)`) names no path: the file tools alone apply it."""
+        guarded: list[tuple[Path, str, bool]] = []
+        for rule_file in self.files:
+            for rule in rule_file.rules:
+                if rule.action not in ("deny", "ask") or rule.family != "Edit" or not rule.specifier:
+                    continue
+                folder = _whole_folder(rule.specifier, rule.base)
+                path = folder if folder is not None else _one_file(rule.specifier, rule.base)
+                if path is not None:
+                    guarded.append(
+                        (Path(os.path.abspath(path)), f"`{rule.text}` ({rule.source})", folder is not None)
+                    )
+        return guarded
+
     def waiting_allow(
         self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
     ) -> Rule | None:
@@ -387,6 +405,14 @@ def _whole_folder(specifier: str, base: Path) -> Path | None:
     if spec == "~" or spec.startswith("~/"):
         return Path.home() / spec[2:]
     return base / spec.lstrip("/").removeprefix("./")
+
+
+def _one_file(specifier: str, base: Path) -> Path | None:
+    """The one file a path pattern without wildcards names (`config/prod.yml`), or None."""
+    spec = specifier.strip()
+    if not spec or spec.endswith("/") or any(c in spec for c in "*?[{"):
+        return None
+    return _whole_folder(spec + "/", base)
 
 
 def _regular(fd: int) -> bool:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import (
     caches,
+    edit_guard,
     limits,
     memory_cap,
     planted,
@@ -132,6 +133,10 @@ class Sandbox(FenceMounts):
         if mode == "workspace-write":  # the after-command check's one walk, before the first command
             planted.prepare(scope.roots)
         self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
+        # The paths your deny and ask `Edit(…)` rules name (set by the session), and what
+        # they were when the running commands launched.
+        self.edit_guarded: tuple[edit_guard.Guarded, ...] = ()
+        self._edit_before: edit_guard.Snapshot | None = None
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
         # What the first turn tells the user (once) about this session's sandbox; the turn
@@ -447,6 +452,11 @@ class Sandbox(FenceMounts):
             self._undo_plants()
             if self._running == 0:
                 self._watch = None
+        if self._edit_before is not None:
+            self._undo_edits()
+            if self._running == 0:
+                self._edit_before.close()
+                self._edit_before = None
 
     def _watch_plants(self) -> None:
         """Note what a command could plant that no mount forbids (`planted`); while an
@@ -457,6 +467,20 @@ class Sandbox(FenceMounts):
             self._watch = planted.watch(self.scope.roots)
         else:
             self._undo_plants()
+        if not self.edit_guarded:
+            return
+        if self._edit_before is None:
+            for folder in edit_guard.make_missing_folders(self.edit_guarded, self.scope.roots):
+                self._remove_when_done(folder, per_command=False)
+            self._edit_before = edit_guard.identities(self.edit_guarded)
+        else:
+            self._undo_edits()
+
+    def _undo_edits(self) -> None:
+        assert self._edit_before is not None
+        for sentence in edit_guard.undo(self.edit_guarded, self._edit_before):
+            logger.warning("sandbox: %s", sentence)
+            self._undone.append(sentence)
 
     def _undo_plants(self) -> None:
         assert self._watch is not None
@@ -468,6 +492,8 @@ class Sandbox(FenceMounts):
         """The file tools wrote `path`: while a command runs, it is no command's plant."""
         if self._watch is not None:
             planted.accept(self._watch, path, self.scope.roots)
+        if self._edit_before is not None:
+            edit_guard.accept(self._edit_before, path)
 
     def take_undone(self) -> list[str]:
         """What was undone after this session's commands since last asked (for the model)."""
@@ -480,6 +506,9 @@ class Sandbox(FenceMounts):
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
         if isinstance(self._memory, MemoryCgroup) and self._memory.killed_since_last_look():
             return self._memory.why()
+        guarded = edit_guard.explain(output, self.edit_guarded, self.scope.roots)
+        if guarded is not None:
+            return guarded
         return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)
 
 

@@ -15,7 +15,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from hermes_core.sandbox import caches, git_credentials, listing, protected, secrets
+from hermes_core.sandbox import caches, edit_guard, git_credentials, listing, protected, secrets
 from hermes_core.sandbox.bwrap_args import Mounts
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed
 from hermes_core.sandbox.emptied import Emptied, inside_any
@@ -74,6 +74,7 @@ class FenceMounts:
     _own_sources: list[Path]
     _placeholders: set[Path]
     _seen_placeholders: set[Path]
+    edit_guarded: tuple[edit_guard.Guarded, ...]
 
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the
@@ -130,6 +131,8 @@ class FenceMounts:
                         # Kept until the session ends: made and removed around each
                         # command, two more directory changes cost ~1 ms a launch.
                         self._remove_when_done(path, per_command=False)
+            # Your deny and ask `Edit(…)` rules' paths: read-only, as for the file tools.
+            out.read_only += [p for p in edit_guard.read_only(self.edit_guarded) if inside_changeable(p)]
         # A cache left without its overlay inside a writable root (the home as a root):
         # read-only, like everywhere else; first, so paths bound inside it still apply.
         out.read_only[:0] = read_only_caches

@@ -92,12 +92,15 @@ def bare_repositories(root: Path) -> list[Path]:
 
 
 def nested_editor_folders(root: Path) -> list[Path]:
-    """The editor folders below `root` that an editor reads at any depth (`sub/.zed`)."""
-    return [
+    """The editor folders below `root` that an editor reads at any depth (`sub/.zed`), and
+    the configs another tool reads in every folder above the one you work in
+    (`sub/mise.toml`)."""
+    editors = [
         Path(folder) / name
         for name in repo_finder.NESTED_EDITORS
         for folder in repo_finder.holding(str(root), name)
     ]
+    return editors + [Path(path) for path in repo_finder.run_later_below(str(root))]
 
 
 def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
@@ -105,6 +108,7 @@ def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
     it is now is not a command's plant."""
     seen.missing = [m for m in seen.missing if not (path == m or path.is_relative_to(m))]
     seen.editors.update(p for p in path.parents if p.name in repo_finder.NESTED_EDITORS)
+    seen.editors.update(p for p in (path, *path.parents) if repo_finder.run_later_name(p.name))
     for folder in path.parents:
         if folder in roots or not any(folder.is_relative_to(root) for root in roots):
             return
@@ -131,7 +135,13 @@ def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
         for folder in nested_editor_folders(root):
             if folder not in seen.editors and _inside(folder, roots):
                 aside = _aside(folder)
-                if aside is not None:
+                if aside is not None and repo_finder.run_later_name(folder.name):
+                    said.append(
+                        f"`{folder}` appeared; mise reads it in that folder and every folder below, and runs "
+                        f"the hooks and scripts it names outside the sandbox, so it was moved to `{aside}`; "
+                        "write it with write_file, which asks the user"
+                    )
+                elif aside is not None:
                     said.append(
                         f"`{folder}` appeared; your editor reads its settings in that folder and runs the "
                         f"programs they name outside the sandbox, so it was moved to `{aside}`"

@@ -385,6 +385,11 @@ def editor_guard(root: Path) -> EditorGuard:
             path = Path(folder) / name
             if path.is_dir() and not path.is_symlink():
                 guard.read_only.append(path)
+    # mise reads its configs in every folder above where you work (`sub/mise.toml`).
+    for found in repo_finder.run_later_below(str(root)):
+        path = Path(found)
+        if path not in guard.read_only and not path.is_symlink() and (path.is_dir() or path.is_file()):
+            guard.read_only.append(path)
     return guard
 
 

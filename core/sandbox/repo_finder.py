@@ -32,6 +32,7 @@ import ctypes
 import errno
 import logging
 import os
+import re
 import struct
 import threading
 
@@ -60,6 +61,23 @@ _MASK = (
 _EVENT = struct.Struct("iIII")
 NESTED_EDITORS = (".zed", ".helix")
 _NAMES = frozenset({".git", "HEAD", *NESTED_EDITORS})  # `HEAD`: a bare repository's
+# mise reads the config files of the folder you are in and of every folder above it (its
+# configuration docs: "hierarchical"), and once it is activated in your shell it runs a
+# config's `[hooks]` and `env._.source` at every `cd`: `mise.toml`, `.mise.toml`, their
+# `.local` and per-environment (`mise.<env>.toml`) variants, and the folders `mise/`,
+# `.mise/` (`config.toml`) and `.config/mise/` (found as `mise` in `.config`), at any depth.
+_RUN_LATER = re.compile(r"\.?mise(?:\.[^/]*)?\.toml|\.?mise")
+
+
+def run_later_name(name: str) -> bool:
+    """Whether an entry of this name below a root is a config another tool runs later."""
+    return _RUN_LATER.fullmatch(name) is not None
+
+
+def _tracked(name: str) -> bool:
+    return name in _NAMES or _RUN_LATER.fullmatch(name) is not None
+
+
 _watches_used = 0
 _finders: dict[str, _Finder] = {}  # in order of use, the most recent last
 _finders_lock = threading.Lock()
@@ -76,6 +94,11 @@ def holding(root: str, name: str) -> list[str]:
     """The folders below `root` (not `root` itself) holding an entry `name` (`.git`, `HEAD`
     or one of `NESTED_EDITORS`), of any kind."""
     return _finder(root).current(name)
+
+
+def run_later_below(root: str) -> list[str]:
+    """The run-later configs below `root` (`sub/mise.toml`, `sub/.config/mise`), as paths."""
+    return _finder(root).run_later()
 
 
 def prepare(roots: tuple[str, ...]) -> None:
@@ -103,7 +126,7 @@ class _Finder:
         self.root = root
         self.lock = threading.Lock()
         self.paths: dict[int, str] = {}
-        self.found: dict[str, set[str]] = {name: set() for name in _NAMES}
+        self.found: dict[str, set[str]] = {name: set() for name in _NAMES}  # run-later names added
         self.partial = False  # some folder has no watch: the bounded walk adds its view
         self.stale = True  # the next check walks the whole root
         self.fd = -1
@@ -122,22 +145,36 @@ class _Finder:
 
     def current(self, name: str) -> list[str]:
         with self.lock:
-            if self.closed:  # evicted meanwhile (`MAX_ROOTS`): watched again, from a walk
-                self.closed = False
-                self._open()
-            if self.fd >= 0:
-                self._drain()
-                if self.stale:
-                    self.stale = False
-                    for folders in self.found.values():
-                        folders.clear()
-                    self.partial = False
-                    self._walk(self.root)
-            self.found[name] = {f for f in self.found[name] if os.path.lexists(f"{f}/{name}")}
+            self._refresh()
+            self.found[name] = {f for f in self.found.get(name, ()) if os.path.lexists(f"{f}/{name}")}
             found = set(self.found[name])
         if self.fd < 0 or self.partial:
             found.update(bounded_walk(self.root, name))
         return sorted(found)
+
+    def run_later(self) -> list[str]:
+        with self.lock:
+            self._refresh()
+            paths: set[str] = set()
+            for name in [n for n in self.found if run_later_name(n)]:
+                self.found[name] = {f for f in self.found[name] if os.path.lexists(f"{f}/{name}")}
+                paths.update(f"{f}/{name}" for f in self.found[name])
+        if self.fd < 0 or self.partial:
+            paths.update(bounded_walk_paths(self.root))
+        return sorted(paths)
+
+    def _refresh(self) -> None:
+        if self.closed:  # evicted meanwhile (`MAX_ROOTS`): watched again, from a walk
+            self.closed = False
+            self._open()
+        if self.fd >= 0:
+            self._drain()
+            if self.stale:
+                self.stale = False
+                for folders in self.found.values():
+                    folders.clear()
+                self.partial = False
+                self._walk(self.root)
 
     def close(self) -> None:
         global _watches_used
@@ -162,10 +199,10 @@ class _Finder:
                 return
             with contextlib.suppress(OSError), os.scandir(folder) as entries:
                 for entry in entries:
-                    if entry.name in _NAMES:
-                        if folder != self.root:
-                            self.found[entry.name].add(folder)
-                    elif entry.is_dir(follow_symlinks=False):
+                    if _tracked(entry.name) and folder != self.root:
+                        self.found.setdefault(entry.name, set()).add(folder)
+                    # A run-later folder (`mise/`) may hold a repository: entered too.
+                    if entry.name not in _NAMES and entry.is_dir(follow_symlinks=False):
                         pending.append(entry.path)
 
     def _watch(self, folder: str) -> bool:
@@ -210,10 +247,10 @@ class _Finder:
                     del self.paths[wd]
                     with _budget_lock:
                         _watches_used -= 1
-                elif name in _NAMES:
-                    if folder != self.root:
-                        self.found[name].add(folder)
-                elif mask & _IN_ISDIR and not self.stale:
+                    continue
+                if _tracked(name) and folder != self.root:
+                    self.found.setdefault(name, set()).add(folder)
+                if name not in _NAMES and mask & _IN_ISDIR and not self.stale:
                     self._walk(f"{folder}/{name}")
 
 
@@ -236,6 +273,27 @@ _system_share: int | None = None
 
 def _bounded_entry(name: str, is_dir: bool) -> bool:
     return name in _NAMES or (is_dir and name not in BOUNDED_SKIP)
+
+
+def _run_later_or_entered(name: str, is_dir: bool) -> bool:
+    return run_later_name(name) or _bounded_entry(name, is_dir)
+
+
+def bounded_walk_paths(root: str) -> list[str]:
+    """The run-later configs `BOUNDED_DEPTH` folders down (not in `root` itself),
+    `BOUNDED_SKIP` not entered, as paths: what is looked at where watches are not to be had."""
+    found: list[str] = []
+    level = [root]
+    for depth in range(BOUNDED_DEPTH + 1):
+        below: list[str] = []
+        for folder in level:
+            for name, is_dir in listing.entries(folder, _run_later_or_entered):
+                if run_later_name(name) and depth > 0:
+                    found.append(f"{folder}/{name}")
+                if is_dir and name not in _NAMES and name not in BOUNDED_SKIP and depth < BOUNDED_DEPTH:
+                    below.append(f"{folder}/{name}")
+        level = below
+    return found
 
 
 def bounded_walk(root: str, wanted: str = ".git") -> list[str]:

@@ -49,9 +49,13 @@ async def say(channel: ClientChannel, session_id: str, text: str, meta: dict[str
 def said(text: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """`say`'s update: a message of its own (a messageId no other chunk has), so a client
     does not run it into the answer streaming beside it (a `/steer` answered mid-turn)."""
+    from hermes_acp.bridge.remote_images import defuse
+
     chunk: dict[str, Any] = {
         "sessionUpdate": "agent_message_chunk",
-        "content": {"type": "text", "text": text},
+        # What the model or the workspace wrote reaches these too (`/memory`'s entries, a
+        # skill's description, a session's title): no image in them loads.
+        "content": {"type": "text", "text": defuse(text)},
         "messageId": uuid.uuid4().hex,
     }
     if meta:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from hermes_acp.bridge.remote_images import ImageDefuser, defuse
 from hermes_acp.bridge.tool_cards import COALESCE_CHARS, COALESCE_SECONDS, ToolCards
 from hermes_core.events import (
     AnswerRestarted,
@@ -70,6 +71,8 @@ class EventTranslator:
         self._message_ids: dict[str, str] = {}
         self._thinking = False  # thought text streamed since the last answer text or notice
         self._compaction: str | None = None  # the card of a compression under way
+        # The model's Markdown, by chunk kind, so that no image in it loads when rendered.
+        self._defusers = {ANSWER: ImageDefuser(), THOUGHT: ImageDefuser()}
         self._handlers: dict[type, Callable[[Any], list[Update]]] = {
             TextDelta: self._text,
             ThoughtDelta: self._thought,
@@ -88,14 +91,29 @@ class EventTranslator:
 
     def translate(self, event: Event) -> list[Update]:
         """The `session/update` params for one event (often one, sometimes none)."""
-        handler = self._handlers.get(type(event))
-        return handler(event) if handler is not None else []
+        kind = type(event)
+        # Anything else between the model's deltas ends their run: what a defuser held
+        # back goes first, so the editor gets everything in order.
+        held = self._held(THOUGHT) if kind is not ThoughtDelta else []
+        if kind is not TextDelta:
+            held += self._held(ANSWER)
+        handler = self._handlers.get(kind)
+        return held + (handler(event) if handler is not None else [])
+
+    def flush(self) -> list[Update]:
+        """What the model's text still holds back, at the end of a turn (or its cancel)."""
+        return self._held(THOUGHT) + self._held(ANSWER)
+
+    def _held(self, kind: str) -> list[Update]:
+        held = self._defusers[kind].flush()
+        return self._streamed(kind, held, defused=True) if held else []
 
     def start_turn(self) -> None:
         """A new turn: its text is a new message, whatever the last turn left open."""
         self._message_ids.clear()
         self._thinking = False
         self._compaction = None  # one that failed was closed with its turn
+        self._defusers = {ANSWER: ImageDefuser(), THOUGHT: ImageDefuser()}
 
     def interrupted(self, answer: str) -> list[Update]:
         """The mark a cancel put at the end of the answer it cut short (`answer`, as kept
@@ -104,7 +122,10 @@ class EventTranslator:
         from hermes_core.loop.turn import INTERRUPTED_MARK
 
         rest = INTERRUPTED_MARK if answer == INTERRUPTED_MARK else f"\n\n{INTERRUPTED_MARK}"
-        return self._streamed(ANSWER, rest) if answer.endswith(INTERRUPTED_MARK) else []
+        held = self.flush()
+        if not answer.endswith(INTERRUPTED_MARK):
+            return held
+        return held + self._streamed(ANSWER, rest, defused=True)
 
     def plan_update(self, entries: Iterable[PlanEntry]) -> Update:
         """The `session/update` params for a whole plan (e.g. the stored plan on load)."""
@@ -121,7 +142,9 @@ class EventTranslator:
         self._thinking = bool(event.text) or self._thinking
         return self._streamed(THOUGHT, event.text)
 
-    def _streamed(self, kind: str, text: str) -> list[Update]:
+    def _streamed(self, kind: str, text: str, *, defused: bool = False) -> list[Update]:
+        if not defused:
+            text = self._defusers[kind].feed(text)
         if not text:
             return []
         message_id = self._message_ids.get(kind)
@@ -246,7 +269,7 @@ def plan_update(entries: Iterable[PlanEntry]) -> Update:
         "sessionUpdate": "plan",
         "entries": [
             # The model's words, drawn as a list: nothing in them may hide the rest.
-            {"content": shown(entry.content), "priority": entry.priority, "status": entry.status}
+            {"content": defuse(shown(entry.content)), "priority": entry.priority, "status": entry.status}
             for entry in entries
         ],
     }

@@ -13,6 +13,7 @@ from typing import Any
 from acp.exceptions import RequestError
 
 from hermes_acp.bridge.channel import ClientChannel
+from hermes_acp.bridge.remote_images import defuse
 from hermes_acp.bridge.tool_cards import fence, text_content
 from hermes_core.policy.approval import ApprovalRequest, Decision
 from hermes_core.shell.shown import shown, shown_block, undrawn_lines
@@ -68,7 +69,9 @@ class AcpApprover:
 
 def permission_params(session_id: str, request: ApprovalRequest) -> dict[str, Any]:
     """The `session/request_permission` params for one request."""
-    title = shown(request.title)  # a tool's own title is escaped already; an MCP tool's may not be
+    # A tool's own title is escaped already, an MCP tool's may not be; an editor may render
+    # it as Markdown: no image in it loads.
+    title = defuse(shown(request.title))
     if request.sandbox == "sandboxed":
         title += " (sandboxed)"
     elif request.sandbox == "unconfined":

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hermes_acp.bridge.remote_images import defuse
 from hermes_core.events import (
     FileDiff,
     ToolCallFinished,
@@ -137,7 +138,9 @@ class ToolCards:
         update: Update = {
             "sessionUpdate": "tool_call",
             "toolCallId": event.call_id,
-            "title": shown_text(event.title),  # the model's words: nothing invisible in them
+            # The model's words: nothing invisible in them, and no image (Zed renders a
+            # title as Markdown).
+            "title": defuse(shown_text(event.title)),
             "kind": event.kind,
             "status": "pending",
             "rawInput": event.arguments,
@@ -345,7 +348,9 @@ def terminal_content(terminal_id: str) -> Update:
 
 
 def text_content(text: str) -> Update:
-    return {"type": "content", "content": {"type": "text", "text": text}}
+    # Editors render a card's text as Markdown: what a command printed or a tool returned
+    # (`![x](https://…?d=<token>)`) must not load an image there either.
+    return {"type": "content", "content": {"type": "text", "text": defuse(text)}}
 
 
 def shown(text: str) -> str:

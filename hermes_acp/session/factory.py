@@ -68,6 +68,7 @@ class SessionFactory:
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
         from hermes_core.policy.approval import ApprovalMemory, Mode
+        from hermes_core.sandbox.edit_guard import guarded_inside
         from hermes_core.store.sessions import restored_plan, restored_usage
         from hermes_core.store.writer import Persister, store_child
 
@@ -108,6 +109,10 @@ class SessionFactory:
             rules = _permission_rules(settings, cwd)
             if workspace.sandbox is not None:  # a deny Read rule's folders: hidden from commands too
                 workspace.sandbox.hidden += tuple(rules.denied_folders())
+                # and a deny or ask Edit rule's paths: read-only for commands too
+                workspace.sandbox.edit_guarded = guarded_inside(
+                    rules.edit_guarded(), workspace.sandbox.scope.roots
+                )
             agent.connect(
                 rules=rules,
                 checkpoints=_checkpoints(settings, cwd, session_id),

@@ -180,10 +180,13 @@ class TurnRunner:
                     save_record(session, title=event.title, force=True)
                 for params in translate(event):
                     await notify("session/update", params)
+            for params in session.translator.flush():
+                await notify("session/update", params)
         except ProviderError as exc:
             # The editor shows the error where the answer would be, and the turn ends
             # normally: a JSON-RPC error would be shown as a crash of the agent.
             log.warning("session %s: the model provider failed: %s", session.id, exc)
+            await send_closing_updates(self.channel, session.translator.flush())
             await close_cards(self.channel, session, f"Stopped: {exc}")
             text = f"\n\n**The model provider failed:** {exc}\n"
             # `_meta` lets a script's client (`hermes-acp run`) tell this from an answer.
@@ -204,6 +207,8 @@ class TurnRunner:
             if interrupted is not None:
                 persist_message(session, interrupted)
                 await send_closing_updates(self.channel, session.translator.interrupted(interrupted.text))
+            else:
+                await send_closing_updates(self.channel, session.translator.flush())
             await close_cards(self.channel, session, CANCELLED_NOTE)
             await _end_of_turn(session)
             return "cancelled"
@@ -211,6 +216,7 @@ class TurnRunner:
         if error is None:
             await _end_of_turn(session)
             return task.result()
+        await send_closing_updates(self.channel, session.translator.flush())
         await close_cards(self.channel, session, f"Stopped by an error: {error}")
         # Any acp import loads the SDK schema; this module loads before `initialize` is answered.
         from acp.exceptions import RequestError

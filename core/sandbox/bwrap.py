@@ -40,6 +40,7 @@ from hermes_core.sandbox import (
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
+from hermes_core.sandbox.empty_layers import skeletons_present
 from hermes_core.sandbox.fence_mounts import FenceMounts, SandboxMode, rmdir_quietly
 from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
@@ -128,6 +129,7 @@ class Sandbox(FenceMounts):
         self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
+        self._last_launch: tuple[tuple[object, ...], list[str]] | None = None  # (key, options)
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -340,29 +342,49 @@ class Sandbox(FenceMounts):
             # A local command (its end is seen): each writable cache overlay gets a work
             # dir of its own, given back once the session's commands have ended.
             mounts.overlays = [self._own_work_dir(layer) for layer in mounts.overlays]
+        environ = dict(os.environ)  # read once: each lookup in os.environ decodes
+        # An editor's terminal (the only launch in a new session) gets the environment a
+        # local command gets, not the editor's less the names the agent knows.
+        environment = self.terminal_environment() if new_session else None
+        unset = [
+            *CREDENTIAL_NAMES,
+            *sorted(self.hidden_env),
+            *self._hidden_agent_env(),
+            # An editor's terminal inherits the editor's environment, which is the
+            # agent's too when the editor started it: its credentials by name.
+            *secret_variables(environ),
+            *credential_values(environ),
+        ]
+        tmp, tmp_bytes = self.temp_dir, self.tmp_mb * 1024 * 1024
+        # The argv is a pure function of these: while they stay the same (a session's
+        # commands without a writable overlay, as a rule), the last one is used again.
+        key = (
+            mounts.key(),
+            str(cwd),
+            str(tmp),
+            tmp_bytes,
+            self.network,
+            new_session,
+            tuple(environment.items()) if environment is not None else None,
+            tuple(unset),
+        )
+        last = self._last_launch
+        if last is not None and last[0] == key and skeletons_present(last[1]):
+            return list(last[1])
         launch = launch_argv(
             self.bwrap,
             mounts,
             argv=[],
             cwd=cwd,
-            tmp=self.temp_dir,
-            tmp_bytes=self.tmp_mb * 1024 * 1024,
+            tmp=tmp,
+            tmp_bytes=tmp_bytes,
             network=self.network,
             new_session=new_session,
-            # An editor's terminal (the only launch in a new session) gets the environment a
-            # local command gets, not the editor's less the names the agent knows.
-            environment=self.terminal_environment() if new_session else None,
-            unset=[
-                *CREDENTIAL_NAMES,
-                *sorted(self.hidden_env),
-                *self._hidden_agent_env(),
-                # An editor's terminal inherits the editor's environment, which is the
-                # agent's too when the editor started it: its credentials by name.
-                *secret_variables(os.environ),
-                *credential_values(os.environ),
-            ],
+            environment=environment,
+            unset=unset,
         )
         assert launch[-1] == "--"
+        self._last_launch = (key, launch[1:-1])
         return launch[1:-1]
 
     def _own_work_dir(self, layer: caches.Overlay) -> caches.Overlay:

@@ -40,7 +40,6 @@ from hermes_core.sandbox import (
 from hermes_core.sandbox.alive_lock import AliveLock, alive_lock
 from hermes_core.sandbox.bwrap_args import launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
-from hermes_core.sandbox.empty_layers import skeletons_present
 from hermes_core.sandbox.fence_mounts import FenceMounts, SandboxMode, rmdir_quietly
 from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
@@ -50,6 +49,7 @@ from hermes_core.sandbox.hidden_env import (
     hides_variable,
     secret_variables,
 )
+from hermes_core.sandbox.launch_memo import LaunchMemo
 from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
 from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
@@ -129,7 +129,7 @@ class Sandbox(FenceMounts):
         self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
-        self._last_launch: tuple[tuple[object, ...], list[str]] | None = None  # (key, options)
+        self._launches = LaunchMemo()  # the last launch's options, used again while the same
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -356,36 +356,27 @@ class Sandbox(FenceMounts):
             *credential_values(environ),
         ]
         tmp, tmp_bytes = self.temp_dir, self.tmp_mb * 1024 * 1024
-        # The argv is a pure function of these: while they stay the same (a session's
-        # commands without a writable overlay, as a rule), the last one is used again.
-        key = (
-            mounts.key(),
-            str(cwd),
-            str(tmp),
-            tmp_bytes,
-            self.network,
-            new_session,
-            tuple(environment.items()) if environment is not None else None,
-            tuple(unset),
-        )
-        last = self._last_launch
-        if last is not None and last[0] == key and skeletons_present(last[1]):
-            return list(last[1])
-        launch = launch_argv(
-            self.bwrap,
-            mounts,
-            argv=[],
-            cwd=cwd,
-            tmp=tmp,
-            tmp_bytes=tmp_bytes,
-            network=self.network,
-            new_session=new_session,
-            environment=environment,
-            unset=unset,
-        )
-        assert launch[-1] == "--"
-        self._last_launch = (key, launch[1:-1])
-        return launch[1:-1]
+
+        def make() -> list[str]:
+            assert self.bwrap is not None
+            launch = launch_argv(
+                self.bwrap,
+                mounts,
+                argv=[],
+                cwd=cwd,
+                tmp=tmp,
+                tmp_bytes=tmp_bytes,
+                network=self.network,
+                new_session=new_session,
+                environment=environment,
+                unset=unset,
+            )
+            assert launch[-1] == "--"
+            return launch[1:-1]
+
+        environ_items = tuple(environment.items()) if environment is not None else None
+        inputs = (str(cwd), str(tmp), tmp_bytes, self.network, new_session, environ_items, tuple(unset))
+        return self._launches.options(mounts, inputs, make)
 
     def _own_work_dir(self, layer: caches.Overlay) -> caches.Overlay:
         layer, work = WORK_DIRS.take(layer)
@@ -416,6 +407,7 @@ class Sandbox(FenceMounts):
         self._pids_cgroup()  # made once, here, so that the view shares it
         view = copy.copy(self)
         view.mode = "read-only"
+        view._launches = LaunchMemo()  # its own: its mounts differ
         return view
 
     def _pids_cgroup(self) -> limits.PidsCgroup | None:

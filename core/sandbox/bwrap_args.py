@@ -55,11 +55,12 @@ class Mounts:
         ]
 
     def key(self) -> tuple[object, ...]:
-        """Everything the argv is made of, as strings: two launches whose keys are equal
-        get the same argv (`launch_argv` is a pure function of them)."""
+        """What the argv is made of, as strings: two launches whose keys are equal get the
+        same argv (`launch_argv` is a pure function of them) but for the writable overlays'
+        work dirs, left out (`launch_memo` puts each launch's own in their places)."""
         return (
             tuple(map(str, self.writable)),
-            tuple((str(o.lower), str(o.upper), str(o.work)) for o in self.overlays),
+            tuple((str(o.lower), str(o.upper)) for o in self.overlays),
             tuple((str(o.lower), str(o.upper)) for o in self.read_only_overlays),
             tuple(map(str, self.pinned)),
             tuple(map(str, self.read_only)),

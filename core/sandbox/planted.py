@@ -56,8 +56,8 @@ class RepoState:
 class Watch:
     missing: list[Path] = field(default_factory=list)
     # A root's `PLANTABLE` names missing at launch, by root: looked up again in the root's
-    # cached listing (`listing.absent_in`: one stat while no entry of the root changed)
-    # rather than one `lstat` each (some forty) after every command.
+    # cached listing while no entry of the root changed (`listing.listed_absent_in`: one
+    # stat) rather than one `lstat` each (some forty) after every command.
     absent: dict[Path, list[str]] = field(default_factory=dict)
     repos: dict[Path, RepoState] = field(default_factory=dict)
     editors: set[Path] = field(default_factory=set)  # `sub/.zed`, `sub/.helix` there at launch
@@ -124,8 +124,11 @@ def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
     said: list[str] = []
     appeared: list[Path] = []
     for root, names in seen.absent.items():
-        absent = listing.absent_in(str(root))
-        appeared += [root / name for name in names if not absent(name)]
+        absent = listing.listed_absent_in(str(root))
+        if absent is None:  # the root changed (or was never listed): each name on the disk
+            appeared += [root / name for name in names if os.path.lexists(root / name)]
+        else:
+            appeared += [root / name for name in names if not absent(name)]
     appeared += [path for path in seen.missing if os.path.lexists(path)]
     for path in appeared:
         if os.path.lexists(path):

@@ -1,7 +1,8 @@
-"""A launch keeps what it worked out while nothing it looked at changed (the folders' change
-times of the secrets' names, the roots' listings, the last launch's options), so a secret
-or a plant that appears between two commands of one session must still be caught by the
-second: hidden from it, or renamed aside after it. Real bwrap launches.
+"""A launch keeps what it worked out while nothing it looked at changed (which secrets
+exist, by the change times of the folders on the way to them; a root's listing, for the
+names a command could plant), so a secret or a plant that appears between two commands of
+one session must still be caught by the second: hidden from it, or renamed aside after it.
+Real bwrap launches.
 
 Each test lets the caches keep what they saw at once (`SETTLED_NS` = 0: otherwise a folder
 changed less than a second ago is looked at again anyway, and no cache would be tried),

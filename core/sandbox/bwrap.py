@@ -49,7 +49,6 @@ from hermes_core.sandbox.hidden_env import (
     hides_variable,
     secret_variables,
 )
-from hermes_core.sandbox.launch_memo import LaunchMemo
 from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
 from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 from hermes_core.sandbox.probe import Availability, bundled_bwrap, overlays_work, probe
@@ -129,7 +128,6 @@ class Sandbox(FenceMounts):
         self._undone: list[str] = []  # what `planted.undo` undid, not yet told the model
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
-        self._launches = LaunchMemo()  # the last launch's options, used again while the same
         # What the first turn tells the user (once) about this session's sandbox; the turn
         # clears it once said. Worked out here (probing bwrap once per process) so that a
         # turn reads a field instead of probing: a turn without commands runs no sandbox code.
@@ -342,41 +340,30 @@ class Sandbox(FenceMounts):
             # A local command (its end is seen): each writable cache overlay gets a work
             # dir of its own, given back once the session's commands have ended.
             mounts.overlays = [self._own_work_dir(layer) for layer in mounts.overlays]
-        environ = dict(os.environ)  # read once: each lookup in os.environ decodes
-        # An editor's terminal (the only launch in a new session) gets the environment a
-        # local command gets, not the editor's less the names the agent knows.
-        environment = self.terminal_environment() if new_session else None
-        unset = [
-            *CREDENTIAL_NAMES,
-            *sorted(self.hidden_env),
-            *self._hidden_agent_env(),
-            # An editor's terminal inherits the editor's environment, which is the
-            # agent's too when the editor started it: its credentials by name.
-            *secret_variables(environ),
-            *credential_values(environ),
-        ]
-        tmp, tmp_bytes = self.temp_dir, self.tmp_mb * 1024 * 1024
-
-        def make() -> list[str]:
-            assert self.bwrap is not None
-            launch = launch_argv(
-                self.bwrap,
-                mounts,
-                argv=[],
-                cwd=cwd,
-                tmp=tmp,
-                tmp_bytes=tmp_bytes,
-                network=self.network,
-                new_session=new_session,
-                environment=environment,
-                unset=unset,
-            )
-            assert launch[-1] == "--"
-            return launch[1:-1]
-
-        environ_items = tuple(environment.items()) if environment is not None else None
-        inputs = (str(cwd), str(tmp), tmp_bytes, self.network, new_session, environ_items, tuple(unset))
-        return self._launches.options(mounts, inputs, make)
+        launch = launch_argv(
+            self.bwrap,
+            mounts,
+            argv=[],
+            cwd=cwd,
+            tmp=self.temp_dir,
+            tmp_bytes=self.tmp_mb * 1024 * 1024,
+            network=self.network,
+            new_session=new_session,
+            # An editor's terminal (the only launch in a new session) gets the environment a
+            # local command gets, not the editor's less the names the agent knows.
+            environment=self.terminal_environment() if new_session else None,
+            unset=[
+                *CREDENTIAL_NAMES,
+                *sorted(self.hidden_env),
+                *self._hidden_agent_env(),
+                # An editor's terminal inherits the editor's environment, which is the
+                # agent's too when the editor started it: its credentials by name.
+                *secret_variables(os.environ),
+                *credential_values(os.environ),
+            ],
+        )
+        assert launch[-1] == "--"
+        return launch[1:-1]
 
     def _own_work_dir(self, layer: caches.Overlay) -> caches.Overlay:
         layer, work = WORK_DIRS.take(layer)
@@ -407,7 +394,6 @@ class Sandbox(FenceMounts):
         self._pids_cgroup()  # made once, here, so that the view shares it
         view = copy.copy(self)
         view.mode = "read-only"
-        view._launches = LaunchMemo()  # its own: its mounts differ
         return view
 
     def _pids_cgroup(self) -> limits.PidsCgroup | None:

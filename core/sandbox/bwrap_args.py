@@ -54,27 +54,6 @@ class Mounts:
             tmp,
         ]
 
-    def key(self) -> tuple[object, ...]:
-        """What the argv is made of, as strings: two launches whose keys are equal get the
-        same argv (`launch_argv` is a pure function of them) but for the writable overlays'
-        work dirs, left out (`launch_memo` puts each launch's own in their places)."""
-        return (
-            tuple(map(str, self.writable)),
-            tuple((str(o.lower), str(o.upper)) for o in self.overlays),
-            tuple((str(o.lower), str(o.upper)) for o in self.read_only_overlays),
-            tuple(map(str, self.pinned)),
-            tuple(map(str, self.read_only)),
-            tuple(sorted((str(k), str(v)) for k, v in self.substitutes.items())),
-            tuple(map(str, self.placeholders)),
-            tuple(map(str, self.hidden_dirs)),
-            tuple(map(str, self.hidden_files)),
-            tuple(map(str, self.sockets)),
-            tuple(map(str, self.private)),
-            tuple(map(str, self.kept)),
-            tuple(sorted(map(str, self.views))),
-            tuple(map(str, self.empty)) if self.empty is not None else None,
-        )
-
     def unlayer_mount_points(self) -> None:
         """A read-only overlay cannot take a mount point it does not show: a secret inside a
         cache (`~/.cache/huggingface/token`) that the sandbox's layer covers (it removed that

@@ -44,13 +44,6 @@ def skeleton_args(layers: tuple[Path, Path], target: Path, inside: list[Path]) -
     return ["--overlay-src", str(layers[1]), "--overlay-src", str(skeleton), "--ro-overlay", str(target)]
 
 
-def skeletons_present(args: list[str]) -> bool:
-    """Whether each skeleton that a launch's `args` name is still there (a temp dir cleaner
-    may have taken one): args worked out earlier are used again only then."""
-    prefix = str(own_folder("hermes-acp-skeleton-")) + os.sep
-    return all(os.path.isdir(arg) for arg in args if arg.startswith(prefix))
-
-
 def _skeleton(target: Path, inside: tuple[Path, ...]) -> Path | None:
     """A folder of ours with an empty folder (or file, for a file) at each of `inside`'s
     places relative to `target`: made once per set of places (again if it was removed)."""

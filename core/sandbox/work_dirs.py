@@ -26,15 +26,12 @@ import itertools
 import os
 import shutil
 import threading
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
 
 from hermes_core.sandbox.caches import Overlay
 
 _SPARES_EACH = 4  # per cache at most: sessions of one process that launch at once
-T = TypeVar("T")
 
 
 class WorkDirs:
@@ -53,12 +50,6 @@ class WorkDirs:
         with self._lock:
             spares = self._spares.get(folder)
             work = spares.pop() if spares else None
-            last = not spares
-        if last:
-            # The next command's, made while this one runs: the give-back below comes only
-            # once it has ended, often after the next launch (commands back to back), which
-            # then made its own on its path (~0.25 ms a cache).
-            self._submit(self._replenish, folder)
         if work is None:
             try:
                 work = self._make(folder)
@@ -70,23 +61,9 @@ class WorkDirs:
         """After the commands that used them have ended (nothing runs in their sandboxes):
         remove them and make as many spares, in the background."""
         if used:
-            self._submit(self._recycle, list(used))
-
-    def _submit(self, job: Callable[[T], None], arg: T) -> None:
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dirs")
-        self._worker.submit(job, arg)
-
-    def _replenish(self, folder: Path) -> None:
-        with self._lock:
-            if self._spares.get(folder):
-                return
-        try:
-            spare = self._make(folder)
-        except OSError:
-            return
-        with self._lock:
-            self._spares.setdefault(folder, []).append(spare)
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="work-dirs")
+            self._worker.submit(self._recycle, list(used))
 
     def _recycle(self, used: list[Path]) -> None:
         wanted: dict[Path, int] = {}

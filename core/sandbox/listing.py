@@ -126,3 +126,18 @@ def absent_in(folder: str) -> Callable[[str], bool]:
         return not os.path.lexists(os.path.join(folder, name))
 
     return is_absent
+
+
+def listed_absent_in(folder: str) -> Callable[[str], bool] | None:
+    """`absent_in(folder)` when its last listing still holds (no entry added, removed or
+    renamed since, and taken well after the last change): a lookup instead of a stat per
+    name. None otherwise: the caller looks at its few names on the disk rather than
+    have a large folder listed again for them."""
+    try:
+        ctime = os.stat(folder).st_ctime_ns
+    except (OSError, ValueError):
+        return None
+    scan = _scans.get(folder)
+    if scan is None or scan[0] != ctime or scan[1] - ctime <= SETTLED_NS:
+        return None
+    return absent_in(folder)

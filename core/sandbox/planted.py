@@ -55,6 +55,10 @@ class RepoState:
 @dataclass(slots=True)
 class Watch:
     missing: list[Path] = field(default_factory=list)
+    # A root's `PLANTABLE` names missing at launch, by root: looked up again in the root's
+    # cached listing while no entry of the root changed (`listing.listed_absent_in`: one
+    # stat) rather than one `lstat` each (some forty) after every command.
+    absent: dict[Path, list[str]] = field(default_factory=dict)
     repos: dict[Path, RepoState] = field(default_factory=dict)
     editors: set[Path] = field(default_factory=set)  # `sub/.zed`, `sub/.helix` there at launch
     bare: dict[Path, RepoState] = field(default_factory=dict)  # bare repositories below a root
@@ -65,7 +69,7 @@ def watch(roots: tuple[Path, ...]) -> Watch:
     seen = Watch()
     for root in roots:
         absent = listing.absent_in(str(root))
-        seen.missing += [root / name for name in PLANTABLE if absent(name)]
+        seen.absent[root] = [name for name in PLANTABLE if absent(name)]
         for work_tree in nested_repositories(root):
             seen.repos[work_tree] = _state(work_tree)
             missing = (work_tree / name for name in protected.HOOK_MANAGER_FILES)
@@ -107,6 +111,8 @@ def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
     """The agent's own file tools wrote `path` (asked for, where it is one of these): what
     it is now is not a command's plant."""
     seen.missing = [m for m in seen.missing if not (path == m or path.is_relative_to(m))]
+    for root, names in seen.absent.items():
+        seen.absent[root] = [n for n in names if not (path == root / n or path.is_relative_to(root / n))]
     seen.editors.update(p for p in path.parents if p.name in repo_finder.NESTED_EDITORS)
     seen.editors.update(p for p in (path, *path.parents) if repo_finder.run_later_name(p.name))
     for folder in path.parents:
@@ -120,7 +126,15 @@ def accept(seen: Watch, path: Path, roots: tuple[Path, ...]) -> None:
 def undo(seen: Watch, roots: tuple[Path, ...]) -> list[str]:
     """Undo what a command planted since `seen`; one sentence for each thing undone."""
     said: list[str] = []
-    for path in seen.missing:
+    appeared: list[Path] = []
+    for root, names in seen.absent.items():
+        absent = listing.listed_absent_in(str(root))
+        if absent is None:  # the root changed (or was never listed): each name on the disk
+            appeared += [root / name for name in names if os.path.lexists(root / name)]
+        else:
+            appeared += [root / name for name in names if not absent(name)]
+    appeared += [path for path in seen.missing if os.path.lexists(path)]
+    for path in appeared:
         if os.path.lexists(path):
             aside = _aside(path)
             if aside is not None:

@@ -359,11 +359,11 @@ def editor_guard(root: Path) -> EditorGuard:
     guard = EditorGuard()
     absent = listing.absent_in(str(root))
     for name in (*EDITOR_FOLDERS, *EDITOR_FOLDERS_IF_PRESENT, *RUN_LATER_IF_PRESENT):
-        path = root / name
-        if absent(name):
+        if absent(name):  # most of the sixty: no path made for them (~0.1 ms a launch)
             if name in EDITOR_FOLDERS:
-                guard.placeholders.append(path)
+                guard.placeholders.append(root / name)
             continue
+        path = root / name
         if path.is_symlink():
             try:
                 guard.read_only.append(path.resolve(strict=True))

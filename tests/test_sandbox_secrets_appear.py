@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from hermes_core.sandbox import file_memo, listing
+from hermes_core.workspace import LocalWorkspace
 from tests.test_sandbox_config_changes import after_the_clock_moves
 from tests.test_sandbox_fence import home, repo, run, sandboxed
 
@@ -29,6 +30,13 @@ TOKEN = "hunter2-token"
 def caches_keep_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(listing, "SETTLED_NS", 0)
     monkeypatch.setattr(file_memo, "SETTLED_NS", 0)
+
+
+async def two_commands(ws: LocalWorkspace, home: Path) -> None:
+    """Two plain commands: the second launch may use what the first worked out."""
+    for _ in range(2):
+        code, out = await run(ws, "true", home)
+        assert code == 0, out
 
 
 async def test_a_secret_file_made_between_two_commands_is_hidden_from_the_second(
@@ -65,9 +73,7 @@ async def test_a_secret_folder_made_between_two_commands_is_hidden_from_the_seco
     repo: Path, home: Path
 ) -> None:
     ws, _ = sandboxed(repo, home)
-    for _ in range(2):
-        code, out = await run(ws, "true", home)
-        assert code == 0, out
+    await two_commands(ws, home)
     after_the_clock_moves(home)
     (home / ".aws").mkdir()
     (home / ".aws" / "credentials").write_text(f"[default]\naws_secret_access_key = {TOKEN}\n")
@@ -79,12 +85,10 @@ async def test_a_dotenv_made_in_the_root_between_two_commands_is_hidden_from_the
     repo: Path, home: Path
 ) -> None:
     ws, _ = sandboxed(repo, home)
-    for _ in range(2):
-        code, out = await run(ws, "true", home)
-        assert code == 0, out
+    await two_commands(ws, home)
     after_the_clock_moves(repo)
     (repo / ".env").write_text(f"TOKEN={TOKEN}\n")
-    code, out = await run(ws, "cat .env", home)
+    _, out = await run(ws, "cat .env", home)
     assert TOKEN not in out
 
 

@@ -204,11 +204,12 @@ def _sweep(base: Path) -> None:
         return
     for name in names:
         owner = name.split("-")[2]
-        if owner.isdigit() and not _alive(int(owner)):
+        if owner.isdigit() and not pid_alive(int(owner)):
             _remove(str(base / name))
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Some process has `pid` (ours or another user's: EPERM says it exists)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -23,6 +23,8 @@ import stat
 import threading
 from pathlib import Path
 
+from hermes_core.sandbox.limits import pid_alive
+
 _LEGACY = re.compile(r"(\d+)-\d+")  # `PID-N`, before the lock files
 _TOKEN = re.compile(r"p\d+-[0-9a-f]+")
 _LOCK = ".lock"
@@ -76,7 +78,7 @@ def sweep_works(works: Path) -> None:
                             os.unlink(lock)
                     finally:
                         os.close(fd)
-        elif (legacy := _LEGACY.fullmatch(name)) is not None and not _alive(int(legacy[1])):
+        elif (legacy := _LEGACY.fullmatch(name)) is not None and not pid_alive(int(legacy[1])):
             _remove(path)
 
 
@@ -139,16 +141,6 @@ def _remove(path: Path) -> None:
                 with contextlib.suppress(OSError):
                     os.rmdir(work)
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _after_fork() -> None:

@@ -168,12 +168,9 @@ fi
 """
 
 
-async def test_a_command_still_writes_its_cache_after_another_one_started(
-    fake: FakeProvider, home: Path, project: Path
-) -> None:
-    """Two scripts at once, both with every cache's overlay: the second one's mount must not
-    take the first one's work dir away (its next write to the cache failed with EPERM)."""
-    before = with_caches(home)
+def script_two_builds_at_once(fake: FakeProvider, project: Path) -> None:
+    """A background script that writes its cache after a second script started, and a third
+    that shows what the first wrote."""
     (project / "first.sh").write_text(WRITE_AFTER_THE_NEXT_START)
     (project / "second.sh").write_text("touch started\n")  # a script: every cache's overlay too
     (project / "third.sh").write_text(
@@ -186,6 +183,15 @@ async def test_a_command_still_writes_its_cache_after_another_one_started(
             *one_at_a_time("sh second.sh", "sh third.sh"),
         ]
     )
+
+
+async def test_a_command_still_writes_its_cache_after_another_one_started(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    """Two scripts at once, both with every cache's overlay: the second one's mount must not
+    take the first one's work dir away (its next write to the cache failed with EPERM)."""
+    before = with_caches(home)
+    script_two_builds_at_once(fake, project)
     async with spawn_server(server_env(home, fake)) as server:
         client = server.sdk_client(LOCAL, permission="allow_once")
         await client.initialize()
@@ -206,18 +212,7 @@ async def test_an_editor_terminals_command_still_writes_its_cache_after_another_
     """The same two scripts at once in the editor's terminals: each launch has a work dir of
     its own there too (they shared the layer's: the first one's write failed with EPERM)."""
     before = with_caches(home)
-    (project / "first.sh").write_text(WRITE_AFTER_THE_NEXT_START)
-    (project / "second.sh").write_text("touch started\n")
-    (project / "third.sh").write_text(
-        "while [ ! -e first ]; do sleep 0.02; done; cat first ~/.npm/_cacache/index\n"
-    )
-    background = {"command": "sh first.sh", "background": True}
-    fake.script(
-        [
-            Reply(tool_calls=[ToolCallSpec("terminal", background, id="call_first")]),
-            *one_at_a_time("sh second.sh", "sh third.sh"),
-        ]
-    )
+    script_two_builds_at_once(fake, project)
     async with spawn_server(server_env(home, fake)) as server:
         client = server.sdk_client(PLAIN_CAPABILITIES, permission="allow_once")
         await client.initialize()

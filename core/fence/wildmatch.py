@@ -223,6 +223,20 @@ class PathGlob:
                 return False
         return 2 * len(self._tokens) in states
 
+    def viable(self, text: str) -> bool:
+        """Whether some path that starts with `text` could match: a folder worth looking into
+        for matches (`src/` for `src/*.rs`; not `docs/`)."""
+        if len(text) <= len(self._prefix):
+            return self._prefix.startswith(text)
+        if not text.startswith(self._prefix):
+            return False
+        states = self._closure({2 * len(self._prefix)})
+        for char in text[len(self._prefix) :]:
+            states = self._closure({nxt for state in states for nxt in self._step(state, char)})
+            if not states:
+                return False
+        return True
+
     def _step(self, state: int, char: str) -> tuple[int, ...]:
         index, phase = divmod(state, 2)
         if index == len(self._tokens):

@@ -23,6 +23,7 @@ from hermes_core.policy.sandbox_escapes import (
     confinement_of,
     protected_write,
     unconfined_reason,
+    unguarded_edits_reason,
     unpinned_links_reason,
     would_leave_sandbox,
 )
@@ -287,7 +288,12 @@ class ApprovalPolicy:
                 key = f"{key}, {pinned.describe()}"
         protected = protected_write(tool, args, workspace)
         asks_why = facts.always_asks or (
-            None if leaves_sandbox else unpinned_links_reason(confinement, workspace)
+            None
+            if leaves_sandbox
+            else (
+                unpinned_links_reason(confinement, workspace)
+                or unguarded_edits_reason(confinement, workspace)
+            )
         )
         if asks_why:
             always_offered = False

@@ -253,7 +253,7 @@ class PermissionRules:
         """The paths a deny or ask `Edit(…)` rule names whole: (path, the rule and where it
         is written, whether a folder). The sandbox keeps them read-only for commands, or a
         sandboxed `echo x > secrets/a` wrote what `write_file` may not. A pattern with a
-        wildcard in it (`Edit(**/*.pem)`) names no path: the file tools alone apply it."""
+        wildcard in it (`Edit(**/*.pem)`) names no path: `edit_patterns` has those."""
         guarded: list[tuple[Path, str, bool]] = []
         for rule_file in self.files:
             for rule in rule_file.rules:
@@ -266,6 +266,22 @@ class PermissionRules:
                         (Path(os.path.abspath(path)), f"`{rule.text}` ({rule.source})", folder is not None)
                     )
         return guarded
+
+    def edit_patterns(self) -> list[tuple[PathGlob, str]]:
+        """The deny and ask `Edit(…)` rules that name files by a wildcard (`Edit(**/*.pem)`,
+        `Edit(src/*.rs)`): (their pattern, the rule and where it is written), for the sandbox
+        to keep what they match read-only (`sandbox/edit_globs.py`). A bare `Edit` or
+        `Edit(*)` (every edit) is not among them."""
+        patterns: list[tuple[PathGlob, str]] = []
+        for rule_file in self.files:
+            for rule in rule_file.rules:
+                if rule.action not in ("deny", "ask") or rule.family != "Edit":
+                    continue
+                spec = (rule.specifier or "").strip()
+                if spec in ("", "*") or _whole_folder(spec, rule.base) or _one_file(spec, rule.base):
+                    continue
+                patterns.append((rule._path_pattern(), f"`{rule.text}` ({rule.source})"))
+        return patterns
 
     def waiting_allow(
         self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None

@@ -154,6 +154,17 @@ def unpinned_links_reason(confinement: str | None, workspace: Workspace) -> str 
     )
 
 
+def unguarded_edits_reason(confinement: str | None, workspace: Workspace) -> str | None:
+    """Why a sandboxed command asks in every mode where the sandbox cannot keep what your
+    wildcard `Edit(…)` rules match read-only (`edit_globs.Globs.unguardable`); None when
+    it can, or there is no such rule."""
+    sandbox = workspace.sandbox
+    if confinement != "sandboxed" or sandbox is None or sandbox.mode != "workspace-write":
+        return None
+    globs = sandbox.edit_globs
+    return None if globs is None else globs.unguardable()
+
+
 def unconfined_reason(confinement: str | None, sandbox: Sandbox | None) -> str:
     if confinement == "unavailable":
         detail = f" ({sandbox.availability.reason})" if sandbox is not None else ""

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import (
     caches,
+    edit_globs,
     edit_guard,
     limits,
     memory_cap,
@@ -137,6 +138,10 @@ class Sandbox(FenceMounts):
         # they were when the running commands launched.
         self.edit_guarded: tuple[edit_guard.Guarded, ...] = ()
         self._edit_before: edit_guard.Snapshot | None = None
+        # Your wildcard `Edit(…)` rules (set by the session; None: none, nothing paid), and
+        # what they matched when the last command launched.
+        self.edit_globs: edit_globs.Globs | None = None
+        self.glob_guarded: tuple[edit_guard.Guarded, ...] = ()
         self._agent_env: list[str] | None = None
         self._hidden_names: dict[str, bool] = {}
         # What the first turn tells the user (once) about this session's sandbox; the turn
@@ -467,18 +472,28 @@ class Sandbox(FenceMounts):
             self._watch = planted.watch(self.scope.roots)
         else:
             self._undo_plants()
-        if not self.edit_guarded:
+        if not self.edit_guarded and self.edit_globs is None:
             return
         if self._edit_before is None:
             for folder in edit_guard.make_missing_folders(self.edit_guarded, self.scope.roots):
                 self._remove_when_done(folder, per_command=False)
-            self._edit_before = edit_guard.identities(self.edit_guarded)
+            if self.edit_globs is not None:
+                self.glob_guarded = self.edit_globs.guarded()
+            self._edit_before = edit_guard.identities((*self.edit_guarded, *self.glob_guarded))
         else:
             self._undo_edits()
+            if self.edit_globs is not None:
+                self.glob_guarded = self.edit_globs.guarded()
 
     def _undo_edits(self) -> None:
         assert self._edit_before is not None
-        for sentence in edit_guard.undo(self.edit_guarded, self._edit_before):
+        guarded = self.edit_guarded
+        if self.edit_globs is not None:
+            # What matches now and what matched at launch: a match the command made, or
+            # one it swapped in, differs from what the launch noted.
+            now = self.edit_globs.guarded()
+            guarded += edit_globs.found_outermost({*self.glob_guarded, *now})
+        for sentence in edit_guard.undo(guarded, self._edit_before):
             logger.warning("sandbox: %s", sentence)
             self._undone.append(sentence)
 
@@ -494,6 +509,9 @@ class Sandbox(FenceMounts):
             planted.accept(self._watch, path, self.scope.roots)
         if self._edit_before is not None:
             edit_guard.accept(self._edit_before, path)
+            outermost = self.edit_globs.outermost_match(path) if self.edit_globs is not None else None
+            if outermost is not None:
+                self._edit_before.note(outermost)
 
     def take_undone(self) -> list[str]:
         """What was undone after this session's commands since last asked (for the model)."""
@@ -506,7 +524,7 @@ class Sandbox(FenceMounts):
         """Why the sandbox, not the command, is likely to blame for a failure, or None."""
         if isinstance(self._memory, MemoryCgroup) and self._memory.killed_since_last_look():
             return self._memory.why()
-        guarded = edit_guard.explain(output, self.edit_guarded, self.scope.roots)
+        guarded = edit_guard.explain(output, (*self.edit_guarded, *self.glob_guarded), self.scope.roots)
         if guarded is not None:
             return guarded
         return explain_refusal(output, mounts=self.mounts, temp_dir=self.temp_dir, network=self.network)

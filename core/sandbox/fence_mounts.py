@@ -75,6 +75,7 @@ class FenceMounts:
     _placeholders: set[Path]
     _seen_placeholders: set[Path]
     edit_guarded: tuple[edit_guard.Guarded, ...]
+    glob_guarded: tuple[edit_guard.Guarded, ...]  # what the wildcard `Edit(…)` rules match now
 
     def is_secret(self, path: Path) -> bool:
         """Whether read_file and search must refuse this resolved path (the same list the
@@ -132,7 +133,8 @@ class FenceMounts:
                         # command, two more directory changes cost ~1 ms a launch.
                         self._remove_when_done(path, per_command=False)
             # Your deny and ask `Edit(…)` rules' paths: read-only, as for the file tools.
-            out.read_only += [p for p in edit_guard.read_only(self.edit_guarded) if inside_changeable(p)]
+            edits = (*self.edit_guarded, *self.glob_guarded)
+            out.read_only += [p for p in edit_guard.read_only(edits) if inside_changeable(p)]
         # A cache left without its overlay inside a writable root (the home as a root):
         # read-only, like everywhere else; first, so paths bound inside it still apply.
         out.read_only[:0] = read_only_caches

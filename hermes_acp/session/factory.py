@@ -68,6 +68,7 @@ class SessionFactory:
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
         from hermes_core.policy.approval import ApprovalMemory, Mode
+        from hermes_core.sandbox import edit_globs
         from hermes_core.sandbox.edit_guard import guarded_inside
         from hermes_core.store.sessions import restored_plan, restored_usage
         from hermes_core.store.writer import Persister, store_child
@@ -112,6 +113,10 @@ class SessionFactory:
                 # and a deny or ask Edit rule's paths: read-only for commands too
                 workspace.sandbox.edit_guarded = guarded_inside(
                     rules.edit_guarded(), workspace.sandbox.scope.roots
+                )
+                # and what a wildcard Edit rule matches (`Edit(**/*.pem)`)
+                workspace.sandbox.edit_globs = edit_globs.for_rules(
+                    rules.edit_patterns(), workspace.sandbox.scope.roots
                 )
             agent.connect(
                 rules=rules,

@@ -1,0 +1,148 @@
+"""A deny or ask `Edit(…)` rule naming files by a wildcard (`Edit(**/*.pem)`, `Edit(src/*.rs)`)
+held the file tools only: in auto a prompt-injected model ran `sh -c 'echo x >> keys/a.pem'`
+or `sed -i … src/main.rs` in the sandbox, unasked, and the rule was bypassed. Now what such
+a rule matches is read-only for commands, a match a command creates is moved aside after it,
+and where the sandbox cannot guard the matches, the command asks. End to end through the real
+server, a scripted model, real bwrap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.acp_harness import AcpClient
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.red_team import LOCAL
+from tests.support.server_setup import ServerSetup
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SERVER_SETUP = ServerSetup(capabilities=LOCAL)
+MINE = "mine\n"
+
+
+def _tool_results(fake: FakeProvider) -> str:
+    messages = fake.requests[-1].body["messages"]
+    return "\n".join(str(m["content"]) for m in messages if m["role"] == "tool")
+
+
+async def _auto_command(
+    client: AcpClient, fake: FakeProvider, project: Path, rules: str, command: str, *, ran: bool = True
+) -> str:
+    (project / ".hermes").mkdir(exist_ok=True)
+    (project / ".hermes" / "config.toml").write_text(f"[permissions]\n{rules}\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+    call = ToolCallSpec("terminal", {"command": f"{command}; s=$?; echo probe-ran; exit $s"}, id="t")
+    fake.script([Reply(tool_calls=[call]), Reply(text="Ok.")])
+    assert await client.prompt(sid, "tidy up") == {"stopReason": "end_turn"}
+    results = _tool_results(fake)
+    assert ("probe-ran" in results) is ran, results
+    return results
+
+
+def _plant(project: Path, *relative: str) -> None:
+    for name in relative:
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(MINE)
+
+
+def _refused(folder: Path) -> list[str]:
+    return sorted(p.name.split(".refused-")[0] for p in folder.iterdir() if ".refused-" in p.name)
+
+
+@pytest.mark.parametrize("action", ["deny", "ask"])
+async def test_a_command_cannot_change_a_file_a_wildcard_rule_matches(
+    client: AcpClient, fake: FakeProvider, project: Path, action: str
+) -> None:
+    (project / ".gitignore").write_text("ignored/\n")
+    (project / "vendor" / "lib" / ".git").mkdir(parents=True)  # a nested repository
+    (project / "vendor" / "lib" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    guarded = [
+        "keys/a.pem",  # appended to
+        "ignored/b.pem",  # truncated, in a .gitignored folder
+        ".hidden/c.pem",  # sed -i: a new file renamed over it
+        "vendor/lib/d.pem",  # mv over it, in a nested repository
+        "e.pem",  # removed
+        "f.pem",  # replaced by a hard link, and linked to another name to write through
+        "g.pem",  # cp onto it
+        "deep/er/h.pem",  # a symbolic link's target, written through the link
+    ]
+    _plant(project, *guarded)
+    rules = f'{action} = ["Edit(**/*.pem)"]'
+    command = (
+        "echo ok > keys/notes.txt; echo evil > t1; echo evil > t2; echo evil > t3; "
+        ": > ignored/b.pem; sed -i s/mine/evil/ .hidden/c.pem; "
+        "mv -f t1 vendor/lib/d.pem; rm -f e.pem; ln -f t2 f.pem; ln f.pem f-link && echo evil >> f-link; "
+        "cp t3 g.pem; ln -s deep/er/h.pem h-link && echo evil > h-link; "
+        "echo evil >> keys/a.pem"  # last: the command fails, and the model is told why
+    )
+    asked = len(client.permission_requests)
+    results = await _auto_command(client, fake, project, rules, command)
+    for name in guarded:
+        assert (project / name).read_text() == MINE, (name, results)
+    assert not (project / "f-link").exists()  # no hard link across the read-only mount
+    assert (project / "keys" / "notes.txt").read_text() == "ok\n"  # its neighbour: written as before
+    assert "Read-only file system" in results and "write_file" in results, results
+    assert "Edit(**/*.pem)" in results, results  # the model is told which rule
+    assert len(client.permission_requests) == asked  # auto: nothing asked, nothing changed
+
+
+async def test_a_match_a_command_creates_is_moved_aside(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    rules = 'deny = ["Edit(**/*.pem)"]'
+    command = (
+        "echo x > new.pem; mkdir d && touch d/k.pem; echo y > tmp.txt && mv tmp.txt renamed.pem; "
+        "mkdir staging && echo z > staging/z.part && mv staging/z.part staging/z.pem && mv staging built; "
+        "echo ok > notes.txt; ln -s notes.txt linked.pem"
+    )
+    asked = len(client.permission_requests)
+    results = await _auto_command(client, fake, project, rules, command)
+    for gone in ("new.pem", "d/k.pem", "renamed.pem", "built/z.pem", "linked.pem"):
+        assert not (project / gone).exists() and not (project / gone).is_symlink(), (gone, results)
+    assert _refused(project) == ["linked.pem", "new.pem", "renamed.pem"]
+    assert _refused(project / "d") == ["k.pem"] and _refused(project / "built") == ["z.pem"]
+    assert "Edit(**/*.pem)" in results and "moved to" in results, results
+    assert (project / "notes.txt").read_text() == "ok\n"  # the link was moved, never followed
+    assert len(client.permission_requests) == asked
+
+
+async def test_a_pattern_anchored_in_a_folder_guards_what_the_file_tools_guard(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    # `src/*.rs`: the files directly in src/, not src/sub/*.rs nor lib/*.rs (the file
+    # tools' own reading of the pattern).
+    _plant(project, "src/main.rs", "src/sub/deep.rs", "lib/other.rs")
+    rules = 'ask = ["Edit(src/*.rs)"]'
+    command = (
+        "sed -i s/mine/evil/ src/main.rs; echo evil > src/new.rs; "
+        "echo ok > src/sub/deep.rs; echo ok > lib/other.rs; echo ok > src/notes.md"
+    )
+    asked = len(client.permission_requests)
+    results = await _auto_command(client, fake, project, rules, command)
+    assert (project / "src" / "main.rs").read_text() == MINE
+    assert not (project / "src" / "new.rs").exists() and _refused(project / "src") == ["new.rs"]
+    for name in ("src/sub/deep.rs", "lib/other.rs", "src/notes.md"):
+        assert (project / name).read_text() == "ok\n", name
+    assert "Edit(src/*.rs)" in results, results
+    assert len(client.permission_requests) == asked
+
+
+async def test_a_command_asks_when_more_files_match_than_the_sandbox_can_guard(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    _plant(project, *(f"certs/{n}.pem" for n in range(205)))
+    asked = len(client.permission_requests)
+    rules = 'deny = ["Edit(**/*.pem)"]'
+    client.permission = "reject_once"
+    try:
+        await _auto_command(client, fake, project, rules, "echo evil > certs/7.pem", ran=False)
+    finally:
+        client.permission = "allow_once"
+    assert (project / "certs" / "7.pem").read_text() == MINE
+    assert len(client.permission_requests) == asked + 1
+    reason = client.permission_requests[-1]["_meta"]["hermes"]["reason"]
+    assert "205 paths match" in reason and "Edit(**/*.pem)" in reason, reason

@@ -139,7 +139,7 @@ class Sandbox(FenceMounts):
         self.edit_guarded: tuple[edit_guard.Guarded, ...] = ()
         self._edit_before: edit_guard.Snapshot | None = None
         # Your wildcard `Edit(…)` rules (set by the session; None: none, nothing paid), and
-        # what they matched when the last command launched.
+        # what the last command launched with read-only of what they match.
         self.edit_globs: edit_globs.Globs | None = None
         self.glob_guarded: tuple[edit_guard.Guarded, ...] = ()
         self._agent_env: list[str] | None = None
@@ -478,21 +478,18 @@ class Sandbox(FenceMounts):
             for folder in edit_guard.make_missing_folders(self.edit_guarded, self.scope.roots):
                 self._remove_when_done(folder, per_command=False)
             if self.edit_globs is not None:
-                self.glob_guarded = self.edit_globs.guarded()
+                self.glob_guarded = self.edit_globs.launch(first=True)
             self._edit_before = edit_guard.identities((*self.edit_guarded, *self.glob_guarded))
         else:
             self._undo_edits()
             if self.edit_globs is not None:
-                self.glob_guarded = self.edit_globs.guarded()
+                self.glob_guarded = self.edit_globs.launch(first=False)
 
     def _undo_edits(self) -> None:
         assert self._edit_before is not None
         guarded = self.edit_guarded
         if self.edit_globs is not None:
-            # What matches now and what matched at launch: a match the command made, or
-            # one it swapped in, differs from what the launch noted.
-            now = self.edit_globs.guarded()
-            guarded += edit_globs.found_outermost({*self.glob_guarded, *now})
+            guarded += self.edit_globs.to_check()
         for sentence in edit_guard.undo(guarded, self._edit_before):
             logger.warning("sandbox: %s", sentence)
             self._undone.append(sentence)

@@ -63,6 +63,8 @@ class Globs:
         self.patterns = patterns
         self.roots = roots
         self._finders = [_Finder(str(root), self._matches, self._viable) for root in roots]
+        self._known: set[Path] = set()
+        self._mounted: tuple[Guarded, ...] = ()
 
     def rule_for(self, path: str) -> str | None:
         """The rule whose pattern matches `path` (absolute, as written), or None."""
@@ -87,6 +89,23 @@ class Globs:
                 if rule is not None:
                     found.append(Guarded(Path(path), rule, os.path.isdir(path) and not os.path.islink(path)))
         return found_outermost(found)
+
+    def launch(self, *, first: bool) -> tuple[Guarded, ...]:
+        """What the next command gets read-only (`MAX_GUARDED` at most: past that it asked,
+        and you let it run). `first`: no command of the session runs, so what matches now is
+        yours, not a command's."""
+        now = self.guarded()
+        if first:
+            self._known = {item.path for item in now}
+        self._mounted = now[:MAX_GUARDED]
+        return self._mounted
+
+    def to_check(self) -> tuple[Guarded, ...]:
+        """What `edit_guard.undo` compares with the launch's snapshot: the matches mounted,
+        and each match that was not there when the first running command launched (made by
+        a command, or swapped in under a new name)."""
+        new = [item for item in self.guarded() if item.path not in self._known]
+        return found_outermost([*self._mounted, *new])
 
     def unguardable(self) -> str | None:
         """Why the sandbox cannot keep these rules for the next command (so it asks), or None."""

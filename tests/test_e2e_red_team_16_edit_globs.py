@@ -146,3 +146,20 @@ async def test_a_command_asks_when_more_files_match_than_the_sandbox_can_guard(
     assert len(client.permission_requests) == asked + 1
     reason = client.permission_requests[-1]["_meta"]["hermes"]["reason"]
     assert "205 paths match" in reason and "Edit(**/*.pem)" in reason, reason
+
+
+async def test_a_one_name_pattern_guards_that_name_at_any_depth_as_the_file_tools_do(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    # `Edit(prod.yml)` names `prod.yml` in every folder for write_file; the sandbox kept only
+    # the root's read-only.
+    _plant(project, "prod.yml", "deploy/eu/prod.yml")
+    rules = 'deny = ["Edit(prod.yml)"]'
+    command = "mkdir -p new && echo evil > new/prod.yml; echo evil > prod.yml; echo evil > deploy/eu/prod.yml"
+    asked = len(client.permission_requests)
+    results = await _auto_command(client, fake, project, rules, command)
+    assert (project / "prod.yml").read_text() == MINE
+    assert (project / "deploy" / "eu" / "prod.yml").read_text() == MINE, results
+    assert not (project / "new" / "prod.yml").exists() and _refused(project / "new") == ["prod.yml"]
+    assert "Edit(prod.yml)" in results, results
+    assert len(client.permission_requests) == asked

@@ -195,6 +195,9 @@ def star_text(specifier: str) -> re.Pattern[str]:
     return re.compile(f"{first}{atomic}.*{last}", re.DOTALL)
 
 
+_STEPS_KEPT = 20_000
+
+
 class PathGlob:
     """A permission rule's path glob over absolute paths, matched by advancing a set of
     positions in the pattern one character at a time: the work is the path's length times
@@ -202,10 +205,13 @@ class PathGlob:
     `/`), `("seg",)` (`[^/]*`), `("any",)` (`.*`), `("dirs",)` (`(?:.*/)?`), `("below",)`
     (`(?:/.*)?`)."""
 
-    __slots__ = ("_prefix", "_tokens")
+    __slots__ = ("_prefix", "_steps", "_tokens")
 
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self._tokens = tokens
+        # `advance`'s steps, kept: a walk reads the same few position sets over and over
+        # (bounded by `_STEPS_KEPT`, whatever the pattern).
+        self._steps: dict[tuple[frozenset[int], str], frozenset[int]] = {}
         # The literal start (the project's folder, most of a rule) is compared as a string.
         literal = 0
         while literal < len(tokens) and tokens[literal][0] == "lit":
@@ -223,19 +229,28 @@ class PathGlob:
                 return False
         return 2 * len(self._tokens) in states
 
-    def viable(self, text: str) -> bool:
-        """Whether some path that starts with `text` could match: a folder worth looking into
-        for matches (`src/` for `src/*.rs`; not `docs/`)."""
-        if len(text) <= len(self._prefix):
-            return self._prefix.startswith(text)
-        if not text.startswith(self._prefix):
-            return False
-        states = self._closure({2 * len(self._prefix)})
-        for char in text[len(self._prefix) :]:
-            states = self._closure({nxt for state in states for nxt in self._step(state, char)})
-            if not states:
-                return False
-        return True
+    def advance(self, text: str, states: frozenset[int] | None = None) -> frozenset[int]:
+        """The positions in the pattern once `text` is read, from `states` (what this returned
+        for the text before it) or from the start; empty: no path starting so can match. A
+        walk keeps a folder's (`dir/`), and each name in it then costs its own length."""
+        current = frozenset(self._closure({0})) if states is None else states
+        steps = self._steps
+        for char in text:
+            following = steps.get((current, char))
+            if following is None:
+                if len(steps) > _STEPS_KEPT:
+                    steps.clear()
+                reached = {nxt for state in current for nxt in self._step(state, char)}
+                following = frozenset(self._closure(reached))
+                steps[(current, char)] = following
+            current = following
+            if not current:
+                break
+        return current
+
+    def accepts(self, states: frozenset[int]) -> bool:
+        """Whether `advance` ended where the pattern matches."""
+        return 2 * len(self._tokens) in states
 
     def _step(self, state: int, char: str) -> tuple[int, ...]:
         index, phase = divmod(state, 2)

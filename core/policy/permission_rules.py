@@ -269,16 +269,19 @@ class PermissionRules:
 
     def edit_patterns(self) -> list[tuple[PathGlob, str]]:
         """The deny and ask `Edit(…)` rules that name files by a wildcard (`Edit(**/*.pem)`,
-        `Edit(src/*.rs)`): (their pattern, the rule and where it is written), for the sandbox
-        to keep what they match read-only (`sandbox/edit_globs.py`). A bare `Edit` or
-        `Edit(*)` (every edit) is not among them."""
+        `Edit(src/*.rs)`), and those naming one name at any depth (`Edit(.env.prod)`,
+        `Edit(secrets/)`: `edit_guarded` has the root's): (their pattern, the rule and where
+        it is written), for the sandbox to keep what they match read-only
+        (`sandbox/edit_globs.py`). A bare `Edit` or `Edit(*)` (every edit) is not among them."""
         patterns: list[tuple[PathGlob, str]] = []
         for rule_file in self.files:
             for rule in rule_file.rules:
                 if rule.action not in ("deny", "ask") or rule.family != "Edit":
                     continue
                 spec = (rule.specifier or "").strip()
-                if spec in ("", "*") or _whole_folder(spec, rule.base) or _one_file(spec, rule.base):
+                whole = _whole_folder(spec, rule.base) or _one_file(spec, rule.base)
+                any_depth = "/" not in spec.removeprefix("./").rstrip("/") and not spec.startswith("~")
+                if spec in ("", "*") or (whole and not any_depth):
                     continue
                 patterns.append((rule._path_pattern(), f"`{rule.text}` ({rule.source})"))
         return patterns

@@ -11,7 +11,7 @@ unlinked, nor hard-linked to another name (a link across mounts is refused), wha
 command does.
 
 Finding the matches must not cost a walk per launch: each root is walked once per process,
-with an inotify watch on every folder a match could lie below (`PathGlob.viable`: only
+with an inotify watch on every folder a match could lie below (`PathGlob.advance`: only
 `src/` for `src/*.rs`, every folder for `**/*.pem`), ignored and hidden folders and nested
 repositories included (the rule is about paths, not git); later launches read what the
 kernel reports (a name created or moved in) and `lstat` the matches they know. The matching
@@ -31,6 +31,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import stat
 import struct
 import threading
 import weakref
@@ -45,6 +46,7 @@ from hermes_core.sandbox.edit_guard import Guarded
 
 MAX_GUARDED = 200  # read-only binds per launch for these rules: beyond, commands ask
 MAX_WATCHES = 50_000  # per root, and within repo_finder's share of the system's
+_CACHED = 100_000  # paths and folders whose matching is kept
 _IN_ISDIR = 0x4000_0000
 _MASK = inotify.IN_CREATE | inotify.IN_MOVED_TO | inotify.IN_DONT_FOLLOW | inotify.IN_EXCL_UNLINK
 _EVENT = struct.Struct("iIII")
@@ -59,35 +61,63 @@ class Pattern:
 class Globs:
     """A session's wildcard `Edit(…)` patterns over its roots."""
 
-    def __init__(self, patterns: list[Pattern], roots: tuple[Path, ...]) -> None:
+    def __init__(self, patterns: list[Pattern], roots: tuple[Path, ...], whole: Iterable[Path] = ()) -> None:
         self.patterns = patterns
         self.roots = roots
+        self._whole = frozenset(whole)  # `edit_guard`'s paths: mounted already
         self._finders = [_Finder(str(root), self._matches, self._viable) for root in roots]
         self._known: set[Path] = set()
+        self._rules: dict[str, str | None] = {}  # by path: a path's match never changes
+        self._folders: dict[str, tuple[frozenset[int], ...]] = {}
+        self._items: dict[tuple[str, bool], Guarded] = {}
         self._mounted: tuple[Guarded, ...] = ()
 
     def rule_for(self, path: str) -> str | None:
         """The rule whose pattern matches `path` (absolute, as written), or None."""
-        for pattern in self.patterns:
-            if pattern.glob.fullmatch(path):
-                return pattern.rule
-        return None
+        rule = self._rules.get(path, "")
+        if rule == "":
+            folder, _, name = path.rpartition("/")
+            rule = None
+            for pattern, states in zip(self.patterns, self._states(folder), strict=True):
+                if states and pattern.glob.accepts(pattern.glob.advance(name, states)):
+                    rule = pattern.rule
+                    break
+            if len(self._rules) > _CACHED:
+                self._rules.clear()
+            self._rules[path] = rule
+        return rule
 
     def _matches(self, path: str) -> bool:
-        return any(p.glob.fullmatch(path) for p in self.patterns)
+        return self.rule_for(path) is not None
 
     def _viable(self, folder: str) -> bool:
-        return any(p.glob.viable(folder + "/") for p in self.patterns)
+        return any(self._states(folder))
+
+    def _states(self, folder: str) -> tuple[frozenset[int], ...]:
+        """Each pattern's positions after `folder/`: worked out once per folder, so a name
+        in it costs its own length (a walk matches every name below the root)."""
+        states = self._folders.get(folder)
+        if states is None:
+            if len(self._folders) > _CACHED:
+                self._folders.clear()
+            states = self._folders[folder] = tuple(p.glob.advance(folder + "/") for p in self.patterns)
+        return states
 
     def guarded(self) -> tuple[Guarded, ...]:
         """What the patterns match now below the roots, outermost first (a matching folder
         stands for what it holds)."""
         found: list[Guarded] = []
         for finder in self._finders:
-            for path in finder.current()[0]:
-                rule = self.rule_for(path)
-                if rule is not None:
-                    found.append(Guarded(Path(path), rule, os.path.isdir(path) and not os.path.islink(path)))
+            for path, folder in finder.current()[0]:
+                item = self._items.get((path, folder))
+                if item is None:
+                    rule = self.rule_for(path)
+                    if rule is None or Path(path) in self._whole:
+                        continue
+                    if len(self._items) > _CACHED:
+                        self._items.clear()
+                    item = self._items[(path, folder)] = Guarded(Path(path), rule, folder)
+                found.append(item)
         return found_outermost(found)
 
     def launch(self, *, first: bool) -> tuple[Guarded, ...]:
@@ -114,14 +144,14 @@ class Globs:
             paths, complete = finder.current()
             if not complete:
                 return (
-                    f"the sandbox cannot list what your permission rules {self._rules()} match below "
+                    f"the sandbox cannot list what your permission rules {self._rule_texts()} match below "
                     f"`{finder.root}` (no inotify here, or its watches ran out), so it cannot keep "
                     "those files read-only for a command"
                 )
             count += len(paths)
         if count > MAX_GUARDED:
             return (
-                f"{count} paths match your permission rules {self._rules()}, more than the "
+                f"{count} paths match your permission rules {self._rule_texts()}, more than the "
                 f"{MAX_GUARDED} the sandbox keeps read-only one by one"
             )
         return None
@@ -135,11 +165,14 @@ class Globs:
                         return root / candidate
         return None
 
-    def _rules(self) -> str:
+    def _rule_texts(self) -> str:
         return ", ".join(p.rule for p in self.patterns)
 
 
 def found_outermost(found: Iterable[Guarded]) -> tuple[Guarded, ...]:
+    found = list(found)
+    if not any(item.folder for item in found):
+        return tuple(dict.fromkeys(found))
     kept: list[Guarded] = []
     for item in sorted(found, key=lambda g: len(g.path.parts)):
         if not any(item.path.is_relative_to(k.path) for k in kept if k.folder):
@@ -147,11 +180,14 @@ def found_outermost(found: Iterable[Guarded]) -> tuple[Guarded, ...]:
     return tuple(kept)
 
 
-def for_rules(patterns: list[tuple[PathGlob, str]], roots: tuple[Path, ...]) -> Globs | None:
-    """A session's `Globs`, or None when it has no such rule (then nothing is paid per launch)."""
+def for_rules(
+    patterns: list[tuple[PathGlob, str]], roots: tuple[Path, ...], whole: Iterable[Guarded] = ()
+) -> Globs | None:
+    """A session's `Globs`, or None when it has no such rule (then nothing is paid per
+    launch). `whole`: what `edit_guard` keeps already."""
     if not patterns:
         return None
-    globs = Globs([Pattern(glob, rule) for glob, rule in patterns], roots)
+    globs = Globs([Pattern(glob, rule) for glob, rule in patterns], roots, (g.path for g in whole))
     for finder in globs._finders:  # the one walk, in a thread: the first command waits only for its rest
         threading.Thread(target=finder.current, daemon=True, name="edit-globs").start()
     return globs
@@ -175,8 +211,9 @@ class _Finder:
         if self.fd >= 0:  # closed with the session's `Globs`
             weakref.finalize(self, _close, self.fd)
 
-    def current(self) -> tuple[list[str], bool]:
-        """(the matching paths there now, whether the listing is complete)."""
+    def current(self) -> tuple[list[tuple[str, bool]], bool]:
+        """(the matching paths there now and whether each is a folder, not following a
+        link; whether the listing is complete)."""
         with self.lock:
             if self.fd < 0:
                 return [], False
@@ -185,8 +222,13 @@ class _Finder:
                 self.stale, self.partial = False, False
                 self.found.clear()
                 self._walk(self.root)
-            self.found = {p for p in self.found if os.path.lexists(p)}
-            return sorted(self.found), not self.partial
+            there = []
+            for path in sorted(self.found):
+                try:
+                    there.append((path, stat.S_ISDIR(os.lstat(path).st_mode)))
+                except OSError:
+                    self.found.discard(path)
+            return there, not self.partial
 
     def _walk(self, top: str) -> None:
         """Watch `top` and every folder below where a match could lie (`.git` and links not

@@ -116,7 +116,7 @@ class SessionFactory:
                 )
                 # and what a wildcard Edit rule matches (`Edit(**/*.pem)`)
                 workspace.sandbox.edit_globs = edit_globs.for_rules(
-                    rules.edit_patterns(), workspace.sandbox.scope.roots
+                    rules.edit_patterns(), workspace.sandbox.scope.roots, workspace.sandbox.edit_guarded
                 )
             agent.connect(
                 rules=rules,

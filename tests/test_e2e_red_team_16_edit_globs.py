@@ -163,3 +163,22 @@ async def test_a_one_name_pattern_guards_that_name_at_any_depth_as_the_file_tool
     assert not (project / "new" / "prod.yml").exists() and _refused(project / "new") == ["prod.yml"]
     assert "Edit(prod.yml)" in results, results
     assert len(client.permission_requests) == asked
+
+
+async def test_a_command_asks_when_a_wildcard_rule_covers_the_whole_project(
+    client: AcpClient, fake: FakeProvider, project: Path
+) -> None:
+    # `//**/project/**` names every file below a folder called `project`: this one's whole
+    # content, which no set of read-only mounts can keep while commands write the project.
+    _plant(project, "notes.txt")
+    asked = len(client.permission_requests)
+    client.permission = "reject_once"
+    try:
+        rules = 'ask = ["Edit(//**/project/**)"]'
+        await _auto_command(client, fake, project, rules, "echo evil > notes.txt", ran=False)
+    finally:
+        client.permission = "allow_once"
+    assert (project / "notes.txt").read_text() == MINE
+    assert len(client.permission_requests) == asked + 1
+    reason = client.permission_requests[-1]["_meta"]["hermes"]["reason"]
+    assert "covers all of" in reason and "Edit(//**/project/**)" in reason, reason

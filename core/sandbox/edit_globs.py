@@ -139,6 +139,13 @@ class Globs:
 
     def unguardable(self) -> str | None:
         """Why the sandbox cannot keep these rules for the next command (so it asks), or None."""
+        for root in self.roots:
+            # `Edit(**/*.d)` in `conf.d`, `Edit(**)`: every file of the root (a name of one NUL
+            # stands for any name: no file has it)
+            candidates = (f"{root}/\0", *(str(p) for p in (root, *root.parents)))
+            rule = next(filter(None, map(self.rule_for, candidates)), None)
+            if rule is not None:
+                return f"your permission rule {rule} covers all of `{root}`, which commands may write"
         count = 0
         for finder in self._finders:
             paths, complete = finder.current()

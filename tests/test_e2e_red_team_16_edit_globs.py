@@ -182,3 +182,24 @@ async def test_a_command_asks_when_a_wildcard_rule_covers_the_whole_project(
     assert len(client.permission_requests) == asked + 1
     reason = client.permission_requests[-1]["_meta"]["hermes"]["reason"]
     assert "covers all of" in reason and "Edit(//**/project/**)" in reason, reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv src src.old",  # the next command could write src.old/main.rs, which `src/*.rs` no longer names
+        "mv src src.old && mkdir src && echo evil > src/main.rs",  # and a new one in its place
+    ],
+)
+async def test_a_guarded_file_moved_away_with_its_folder_is_put_back(
+    client: AcpClient, fake: FakeProvider, project: Path, command: str
+) -> None:
+    _plant(project, "src/main.rs", "src/lib.rs")
+    rules = 'deny = ["Edit(src/*.rs)"]'
+    results = await _auto_command(client, fake, project, rules, command)
+    assert (project / "src" / "main.rs").read_text() == MINE, results
+    assert (project / "src" / "lib.rs").read_text() == MINE, results
+    assert "Edit(src/*.rs)" in results and "moved back" in results, results
+    # and so a later command cannot write it by the folder's other name
+    await _auto_command(client, fake, project, rules, "echo evil > src.old/main.rs; echo evil > src/main.rs")
+    assert (project / "src" / "main.rs").read_text() == MINE

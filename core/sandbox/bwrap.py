@@ -490,7 +490,10 @@ class Sandbox(FenceMounts):
         guarded = self.edit_guarded
         if self.edit_globs is not None:
             guarded += self.edit_globs.to_check()
-        for sentence in edit_guard.undo(guarded, self._edit_before):
+        said = edit_guard.undo(guarded, self._edit_before)
+        if self.edit_globs is not None:
+            said += self.edit_globs.put_back(self._edit_before)
+        for sentence in said:
             logger.warning("sandbox: %s", sentence)
             self._undone.append(sentence)
 

@@ -42,7 +42,7 @@ from pathlib import Path
 from hermes_core.changes import inotify
 from hermes_core.fence.wildmatch import PathGlob
 from hermes_core.sandbox import repo_finder
-from hermes_core.sandbox.edit_guard import Guarded
+from hermes_core.sandbox.edit_guard import Guarded, Snapshot
 
 MAX_GUARDED = 200  # read-only binds per launch for these rules: beyond, commands ask
 MAX_WATCHES = 50_000  # per root, and within repo_finder's share of the system's
@@ -136,6 +136,37 @@ class Globs:
         a command, or swapped in under a new name)."""
         new = [item for item in self.guarded() if item.path not in self._known]
         return found_outermost([*self._mounted, *new])
+
+    def put_back(self, before: Snapshot) -> list[str]:
+        """Put back each mounted match a command moved away with a folder above it (a mount
+        point cannot be renamed, its folder can: after `mv src src.old`, `src.old/main.rs`
+        matches no `Edit(src/*.rs)`); one sentence each. Found where it went by the
+        snapshot's handle on it, and moved back only to where nothing is now, inside a root,
+        through no link."""
+        said = []
+        for item in self._mounted:
+            fd = before.held.get(item.path)
+            moved = _where(fd) if fd is not None and not os.path.lexists(item.path) else None
+            if moved is None or not any(moved.is_relative_to(root) for root in self.roots):
+                continue
+            missing = item.path  # the outermost name that is gone: what the command moved
+            while not os.path.lexists(missing.parent):
+                missing = missing.parent
+            tail = item.path.relative_to(missing).parts
+            if tail and moved.parts[-len(tail) :] != tail:
+                continue  # renamed below too: left where it is
+            source = Path(*moved.parts[: len(moved.parts) - len(tail)])
+            if os.path.realpath(missing.parent) != str(missing.parent) or source in self.roots:
+                continue
+            try:
+                os.rename(source, missing)
+            except OSError:
+                continue
+            said.append(
+                f"`{item.path}`, which your permission rule {item.rule} guards, was moved by a command "
+                f"to `{moved}`: `{source}` was moved back to `{missing}`"
+            )
+        return said
 
     def unguardable(self) -> str | None:
         """Why the sandbox cannot keep these rules for the next command (so it asks), or None."""
@@ -291,6 +322,15 @@ class _Finder:
                     self.found.add(path)
                 elif mask & _IN_ISDIR and name != ".git" and not self.stale:
                     self._walk(path)
+
+
+def _where(fd: int) -> Path | None:
+    """Where the file a handle holds is now (None: removed, or not to be read)."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return Path(where) if where.startswith("/") and not where.endswith(" (deleted)") else None
 
 
 def _enterable(entry: os.DirEntry[str]) -> bool:

@@ -80,6 +80,7 @@ class Snapshot(dict[Path, Identity]):
     def __init__(self, guarded: tuple[Guarded, ...]) -> None:
         super().__init__()
         self._held: list[int] = []
+        self.held: dict[Path, int] = {}  # each path's, to find where a command moved it
         weakref.finalize(self, _close_all, self._held)  # a session that ends with it open
         for item in guarded:
             self.note(item.path)
@@ -87,9 +88,12 @@ class Snapshot(dict[Path, Identity]):
     def note(self, path: Path) -> None:
         self[path] = _identity(path)
         with contextlib.suppress(OSError):
-            self._held.append(os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC))
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+            self._held.append(fd)
+            self.held[path] = fd
 
     def close(self) -> None:
+        self.held.clear()
         _close_all(self._held)
 
 

@@ -10,46 +10,41 @@ bind mount point cannot be written, truncated, renamed over (`sed -i`, `mv`, `cp
 unlinked, nor hard-linked to another name (a link across mounts is refused), whatever the
 command does.
 
-Finding the matches must not cost a walk per launch: each root is walked once per process,
-with an inotify watch on every folder a match could lie below (`PathGlob.advance`: only
-`src/` for `src/*.rs`, every folder for `**/*.pem`), ignored and hidden folders and nested
-repositories included (the rule is about paths, not git); later launches read what the
-kernel reports (a name created or moved in) and `lstat` the matches they know. The matching
+A mount point's folder can still be renamed (`mv src src.old`: `src.old/main.rs` matches
+no `Edit(src/*.rs)`, so a later command could write it): what a command moved away so is
+put back after it (`put_back`).
+
+Finding the matches must not cost a walk per launch: each root is walked once per process
+(`glob_finder`), with an inotify watch on every folder a match could lie below
+(`PathGlob.advance`: only `src/` for `src/*.rs`, every folder for `**/*.pem`), ignored and
+hidden folders and nested repositories included (the rule is about paths, not git); later
+launches read what the kernel reports (a name created or moved in) and `lstat` the matches
+they know. The matching
 is permission_rules' own (`PathGlob`), on the path as written below the root: a link is
 never followed, the file tools match where it leads too, and a link's target inside a root
 is matched there itself.
 
-Fails closed: where the kernel has no inotify, watches run out, or more paths match than
-the sandbox mounts one by one (`MAX_GUARDED`), `unguardable` says why and every command
-asks (plan mode refuses it). Not covered: what lies inside a `.git` folder (git's own files,
-never walked) and `sandbox_writable` places outside the roots.
+Fails closed: where the kernel has no inotify, watches run out, more paths match than the
+sandbox mounts one by one (`MAX_GUARDED`), or a rule covers a whole root (`Edit(**)`),
+`unguardable` says why and every command asks (plan mode refuses it). Not covered: what
+lies inside a `.git` folder (git's own files, never walked) and `sandbox_writable` places
+outside the roots.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import errno
 import os
-import stat
-import struct
 import threading
-import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hermes_core.changes import inotify
 from hermes_core.fence.wildmatch import PathGlob
-from hermes_core.sandbox import repo_finder
 from hermes_core.sandbox.edit_guard import Guarded, Snapshot
+from hermes_core.sandbox.glob_finder import Finder
 
 MAX_GUARDED = 200  # read-only binds per launch for these rules: beyond, commands ask
-MAX_WATCHES = 50_000  # per root, and within repo_finder's share of the system's
 _CACHED = 100_000  # paths and folders whose matching is kept
-_IN_ISDIR = 0x4000_0000
-_MASK = inotify.IN_CREATE | inotify.IN_MOVED_TO | inotify.IN_DONT_FOLLOW | inotify.IN_EXCL_UNLINK
-_EVENT = struct.Struct("iIII")
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +60,7 @@ class Globs:
         self.patterns = patterns
         self.roots = roots
         self._whole = frozenset(whole)  # `edit_guard`'s paths: mounted already
-        self._finders = [_Finder(str(root), self._matches, self._viable) for root in roots]
+        self._finders = [Finder(str(root), self._matches, self._viable) for root in roots]
         self._known: set[Path] = set()
         self._rules: dict[str, str | None] = {}  # by path: a path's match never changes
         self._folders: dict[str, tuple[frozenset[int], ...]] = {}
@@ -231,99 +226,6 @@ def for_rules(
     return globs
 
 
-class _Finder:
-    """One root's matches, kept current by the kernel's reports."""
-
-    def __init__(self, root: str, matches: Callable[[str], bool], viable: Callable[[str], bool]) -> None:
-        self.root = root
-        self.matches = matches
-        self.viable = viable
-        self.lock = threading.Lock()
-        self.paths: dict[int, str] = {}
-        self.found: set[str] = set()
-        self.partial = False
-        self.stale = True
-        self.fd = -1
-        if inotify.available():
-            self.fd = inotify._libc().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self.fd >= 0:  # closed with the session's `Globs`
-            weakref.finalize(self, _close, self.fd)
-
-    def current(self) -> tuple[list[tuple[str, bool]], bool]:
-        """(the matching paths there now and whether each is a folder, not following a
-        link; whether the listing is complete)."""
-        with self.lock:
-            if self.fd < 0:
-                return [], False
-            self._drain()
-            if self.stale:
-                self.stale, self.partial = False, False
-                self.found.clear()
-                self._walk(self.root)
-            there = []
-            for path in sorted(self.found):
-                try:
-                    there.append((path, stat.S_ISDIR(os.lstat(path).st_mode)))
-                except OSError:
-                    self.found.discard(path)
-            return there, not self.partial
-
-    def _walk(self, top: str) -> None:
-        """Watch `top` and every folder below where a match could lie (`.git` and links not
-        entered, a matching folder not entered: it is mounted whole); the watch comes
-        before the listing, so nothing made meanwhile is missed."""
-        pending = [top] if self.viable(top) else []
-        while pending:
-            folder = pending.pop()
-            if not self._watch(folder):
-                self.partial = True
-                return
-            with contextlib.suppress(OSError), os.scandir(folder) as entries:
-                for entry in entries:
-                    if self.matches(entry.path):
-                        self.found.add(entry.path)
-                    elif _enterable(entry) and self.viable(entry.path):
-                        pending.append(entry.path)
-
-    def _watch(self, folder: str) -> bool:
-        if len(self.paths) >= min(MAX_WATCHES, repo_finder._budget()):
-            return False
-        wd = inotify._libc().inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
-        if wd < 0:
-            return ctypes.get_errno() != errno.ENOSPC  # gone or no folder: nothing below to miss
-        self.paths[wd] = folder
-        return True
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self.fd, 64 * 1024)
-            except BlockingIOError:
-                return
-            except OSError:
-                self.stale = True
-                return
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                name = os.fsdecode(data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0"))
-                offset += _EVENT.size + length
-                if mask & inotify.IN_Q_OVERFLOW:
-                    self.stale = True
-                    continue
-                folder = self.paths.get(wd)
-                if folder is None:
-                    continue
-                if mask & inotify.IN_IGNORED:
-                    del self.paths[wd]
-                    continue
-                path = f"{folder}/{name}"
-                if self.matches(path):
-                    self.found.add(path)
-                elif mask & _IN_ISDIR and name != ".git" and not self.stale:
-                    self._walk(path)
-
-
 def _where(fd: int) -> Path | None:
     """Where the file a handle holds is now (None: removed, or not to be read)."""
     try:
@@ -331,12 +233,3 @@ def _where(fd: int) -> Path | None:
     except OSError:
         return None
     return Path(where) if where.startswith("/") and not where.endswith(" (deleted)") else None
-
-
-def _enterable(entry: os.DirEntry[str]) -> bool:
-    return entry.name != ".git" and entry.is_dir(follow_symlinks=False)
-
-
-def _close(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.close(fd)

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from hermes_core.changes import inotify
 from hermes_core.sandbox import repo_finder
 
-MAX_WATCHES = 50_000  # per root, and within repo_finder's share of the system's
+MAX_WATCHES = 50_000  # for all finders of this process, and repo_finder's share of the system's at most
 _IN_ISDIR = 0x4000_0000
 _MASK = inotify.IN_CREATE | inotify.IN_MOVED_TO | inotify.IN_DONT_FOLLOW | inotify.IN_EXCL_UNLINK
 _EVENT = struct.Struct("iIII")
@@ -46,7 +46,7 @@ class Finder:
         if inotify.available():
             self.fd = inotify._libc().inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd >= 0:  # closed with the session's `Globs`
-            weakref.finalize(self, _close, self.fd)
+            weakref.finalize(self, _close, self.fd, self.paths)
 
     def current(self) -> tuple[list[tuple[str, bool]], bool]:
         """(the matching paths there now and whether each is a folder, not following a
@@ -85,11 +85,16 @@ class Finder:
                         pending.append(entry.path)
 
     def _watch(self, folder: str) -> bool:
-        if len(self.paths) >= min(MAX_WATCHES, repo_finder._budget()):
+        global _used
+        # within the share repo_finder keeps for the repositories' watches too
+        if _used + repo_finder._watches_used >= min(MAX_WATCHES, repo_finder._budget()):
             return False
         wd = inotify._libc().inotify_add_watch(self.fd, os.fsencode(folder), _MASK)
         if wd < 0:
             return ctypes.get_errno() != errno.ENOSPC  # gone or no folder: nothing below to miss
+        if wd not in self.paths:
+            with _used_lock:
+                _used += 1
         self.paths[wd] = folder
         return True
 
@@ -114,7 +119,7 @@ class Finder:
                 if folder is None:
                     continue
                 if mask & inotify.IN_IGNORED:
-                    del self.paths[wd]
+                    _forget(self.paths, wd)
                     continue
                 path = f"{folder}/{name}"
                 if self.matches(path):
@@ -127,6 +132,21 @@ def _enterable(entry: os.DirEntry[str]) -> bool:
     return entry.name != ".git" and entry.is_dir(follow_symlinks=False)
 
 
-def _close(fd: int) -> None:
+_used = 0  # watches held by every finder of this process
+_used_lock = threading.Lock()
+
+
+def _forget(paths: dict[int, str], wd: int) -> None:
+    global _used
+    if paths.pop(wd, None) is not None:
+        with _used_lock:
+            _used -= 1
+
+
+def _close(fd: int, paths: dict[int, str]) -> None:
+    global _used
     with contextlib.suppress(OSError):
         os.close(fd)
+    with _used_lock:
+        _used -= len(paths)
+    paths.clear()

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Literal
 
 from hermes_core.sandbox import (
     caches,
-    edit_globs,
     edit_guard,
     limits,
     memory_cap,
@@ -62,6 +61,7 @@ from hermes_core.sandbox.work_dirs import WORK_DIRS
 if TYPE_CHECKING:
     from hermes_core.config import Settings
     from hermes_core.fence.scope import WorkspaceScope
+    from hermes_core.sandbox import edit_globs  # loaded by a session with such a rule
 
 logger = logging.getLogger(__name__)
 

@@ -68,7 +68,6 @@ class SessionFactory:
         from hermes_acp.bridge.events import EventTranslator
         from hermes_acp.bridge.permissions import AcpApprover
         from hermes_core.policy.approval import ApprovalMemory, Mode
-        from hermes_core.sandbox import edit_globs
         from hermes_core.sandbox.edit_guard import guarded_inside
         from hermes_core.store.sessions import restored_plan, restored_usage
         from hermes_core.store.writer import Persister, store_child
@@ -115,9 +114,12 @@ class SessionFactory:
                     rules.edit_guarded(), workspace.sandbox.scope.roots
                 )
                 # and what a wildcard Edit rule matches (`Edit(**/*.pem)`)
-                workspace.sandbox.edit_globs = edit_globs.for_rules(
-                    rules.edit_patterns(), workspace.sandbox.scope.roots, workspace.sandbox.edit_guarded
-                )
+                if patterns := rules.edit_patterns():
+                    from hermes_core.sandbox.edit_globs import for_rules
+
+                    workspace.sandbox.edit_globs = for_rules(
+                        patterns, workspace.sandbox.scope.roots, workspace.sandbox.edit_guarded
+                    )
             agent.connect(
                 rules=rules,
                 checkpoints=_checkpoints(settings, cwd, session_id),

@@ -71,6 +71,7 @@ async def test_a_command_cannot_change_a_file_a_wildcard_rule_matches(
         "deep/er/h.pem",  # a symbolic link's target, written through the link
     ]
     _plant(project, *guarded)
+    (project / "all.pem").symlink_to(".")  # the workspace's: must not make the project read-only
     rules = f'{action} = ["Edit(**/*.pem)"]'
     command = (
         "echo ok > keys/notes.txt; echo evil > t1; echo evil > t2; echo evil > t3; "

@@ -133,8 +133,13 @@ class FenceMounts:
                         # command, two more directory changes cost ~1 ms a launch.
                         self._remove_when_done(path, per_command=False)
             # Your deny and ask `Edit(…)` rules' paths: read-only, as for the file tools.
-            edits = (*self.edit_guarded, *self.glob_guarded)
-            out.read_only += [p for p in edit_guard.read_only(edits) if inside_changeable(p)]
+            out.read_only += [p for p in edit_guard.read_only(self.edit_guarded) if inside_changeable(p)]
+            # A wildcard's match that is a link is not followed: what it leads to is written
+            # by its own name with the file tools too, and `all.pem -> .` would make the whole
+            # root read-only. The link itself is kept by `edit_guard.undo`.
+            out.read_only += [
+                g.path for g in self.glob_guarded if not os.path.islink(g.path) and inside_changeable(g.path)
+            ]
         # A cache left without its overlay inside a writable root (the home as a root):
         # read-only, like everywhere else; first, so paths bound inside it still apply.
         out.read_only[:0] = read_only_caches

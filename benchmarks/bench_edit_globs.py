@@ -2,7 +2,8 @@
 same sandbox without it, in one invocation.
 
 The workspace is a git repository of a few thousand files (`--files`, in folders of 100)
-with 20 `.pem` files among them. Per launch, shuffled in one loop: the CPU of the Python
+with 20 `.pem` files among them (`--matches`: each is one more read-only bind, and bwrap
+reads the mount table for each bind). Per launch, shuffled in one loop: the CPU of the Python
 side of a launch and its after-command check (`Sandbox.wrap`, `after_command`: with the
 rule, the matches looked up, snapshotted, mounted read-only and compared after), and the
 wall time of a whole `true` through `LocalWorkspace.start_command` (bwrap's extra read-only
@@ -34,12 +35,12 @@ from hermes_core.workspace import LocalWorkspace, WorkspaceScope
 RULE = "`Edit(**/*.pem)` (the benchmark)"
 
 
-def populate(project: Path, files: int) -> None:
+def populate(project: Path, files: int, matches: int = 20) -> None:
     for index in range(files):
         folder = project / "src" / f"pkg{index // 100}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"mod{index % 100}.py").write_text("x = 1\n")
-    for index in range(20):
+    for index in range(matches):
         (project / "certs").mkdir(exist_ok=True)
         (project / "certs" / f"{index}.pem").write_text("key\n")
 
@@ -50,10 +51,10 @@ def globs_for(project: Path, roots: tuple[Path, ...]) -> edit_globs.Globs:
     return found
 
 
-async def measure(runs: int, files: int) -> dict[str, float]:
+async def measure(runs: int, files: int, matches: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(dir=Path.home()) as folder:
         home, project = lay_out(Path(folder))
-        populate(project, files)
+        populate(project, files, matches)
         subprocess.run(["git", "add", "-A"], cwd=project, check=True)  # noqa: ASYNC221 (set-up)
         scope = WorkspaceScope(project)
         common = {"home": home, "hidden": (Path(folder) / "agent-home",)}
@@ -99,9 +100,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--files", type=int, default=3000)
+    parser.add_argument("--matches", type=int, default=20, help="`.pem` files among them")
     args = parser.parse_args()
     result: dict[str, float | str] = {"load_before": os.getloadavg()[0]}
-    result.update(asyncio.run(measure(args.runs, args.files)))
+    result.update(asyncio.run(measure(args.runs, args.files, args.matches)))
     result["load_after"] = os.getloadavg()[0]
     print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in result.items()}, indent=2))
     return 0

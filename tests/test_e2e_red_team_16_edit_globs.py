@@ -204,3 +204,16 @@ async def test_a_guarded_file_moved_away_with_its_folder_is_put_back(
     # and so a later command cannot write it by the folder's other name
     await _auto_command(client, fake, project, rules, "echo evil > src.old/main.rs; echo evil > src/main.rs")
     assert (project / "src" / "main.rs").read_text() == MINE
+
+
+@pytest.mark.parametrize("command", ["rm -f certs/a.pem", "echo evil > t && mv -f t certs/a.pem"])
+async def test_a_command_refused_by_a_mount_point_is_told_which_rule(
+    client: AcpClient, fake: FakeProvider, project: Path, command: str
+) -> None:
+    # Removing or renaming over a read-only mount point fails with "Device or resource
+    # busy", not "Read-only file system": the model is told which rule all the same.
+    _plant(project, "certs/a.pem")
+    results = await _auto_command(client, fake, project, 'deny = ["Edit(**/*.pem)"]', command)
+    assert (project / "certs" / "a.pem").read_text() == MINE
+    assert "Device or resource busy" in results and "Edit(**/*.pem)" in results, results
+    assert "write_file" in results, results

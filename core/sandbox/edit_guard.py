@@ -140,7 +140,8 @@ def undo(guarded: tuple[Guarded, ...], before: Snapshot) -> list[str]:
 def explain(output: str, guarded: tuple[Guarded, ...], roots: tuple[Path, ...]) -> str | None:
     """Why a command failed, when it wrote a guarded path; None otherwise."""
     for line in output.splitlines():
-        if "Read-only file system" not in line:
+        # a write; a rename over, or removal of, a mount point; a hard link to one
+        if not any(error in line for error in _REFUSALS):
             continue
         for item in guarded:
             spellings = [str(item.path)]
@@ -152,6 +153,9 @@ def explain(output: str, guarded: tuple[Guarded, ...], roots: tuple[Path, ...]) 
                     f"({line.strip()[:200]})"
                 )
     return None
+
+
+_REFUSALS = ("Read-only file system", "Device or resource busy", "Invalid cross-device link")
 
 
 def _identity(path: Path) -> Identity:

@@ -153,7 +153,8 @@ class Globs:
             if tail and moved.parts[-len(tail) :] != tail:
                 continue  # renamed below too: left where it is
             source = Path(*moved.parts[: len(moved.parts) - len(tail)])
-            if os.path.realpath(missing.parent) != str(missing.parent) or source in self.roots:
+            inside = any(source.is_relative_to(root) and source != root for root in self.roots)
+            if not inside or os.path.realpath(missing.parent) != str(missing.parent):
                 continue
             try:
                 os.rename(source, missing)

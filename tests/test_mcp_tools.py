@@ -344,3 +344,27 @@ async def test_a_command_written_relative_is_the_session_folders_file(tmp_path: 
         assert "mcp__rel__add" in {tool.name for tool in connections.tools()}
     finally:
         await connections.aclose()
+
+
+async def test_no_search_path_of_the_server_leads_into_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor started from a shell where direnv exported the project's `src` and
+    `node_modules`: a server's `python -m` or `require` found a module a sandboxed command
+    wrote there. Entries inside the session's folder, as written or through a link, go."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "lib").mkdir(parents=True)
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(project / "lib")
+    outside = str(elsewhere)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(project / "src"), str(tmp_path / "link"), outside]))
+    monkeypatch.setenv("NODE_PATH", os.pathsep.join([str(project / "node_modules"), "rel/lib", outside]))
+    connections = McpConnections()
+    try:
+        assert await connections.start([stdio("paths")], cwd=project, timeout=30) == []
+        where = next(tool for tool in connections.tools() if tool.name == "mcp__paths__where")
+        for variable in ("PYTHONPATH", "NODE_PATH"):
+            result = await where.run(where.parse({"variable": variable}), context(project))
+            assert result.text == f"cwd=/ {variable}={outside}", result.text
+    finally:
+        await connections.aclose()

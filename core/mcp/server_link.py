@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from hermes_core.mcp.guard import McpServerGuard
-from hermes_core.mcp.server_place import SERVER_CWD, server_command, startable
+from hermes_core.mcp.server_place import SERVER_CWD, outside_workspace, server_command, startable
 from hermes_core.mcp.tools import McpCallFailed, describe_error, timed_out
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class ServerLink:
             from mcp import StdioServerParameters, stdio_client
 
             assert config.command is not None
-            env = server_environment(config.env, self.hidden_env)
+            env = server_environment(config.env, self.hidden_env, self.cwd)
             command, args = server_command(config.command, self.cwd), list(config.args)
             if McpServerGuard.available():
                 # Started through the guard's launcher, a missing program would only show as
@@ -243,17 +243,12 @@ async def _all_pages(
     return found
 
 
-def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[str, str]:
+def server_environment(extra: dict[str, str], hidden: frozenset[str], session_cwd: Path) -> dict[str, str]:
     """A stdio server's environment: ours without what the sandbox hides from commands (the
     model keys and the other credentials in its list, `hidden` and their numbered pools),
-    plus what the editor set for this server, which is the user's own choice. PATH keeps
-    only its absolute entries."""
-    from hermes_core.sandbox.hidden_env import (
-        CREDENTIAL_ENV,
-        absolute_search_path,
-        credential_values,
-        secret_variables,
-    )
+    plus what the editor set for this server, which is the user's own choice. PATH,
+    PYTHONPATH and NODE_PATH keep only their absolute entries outside the session's folder."""
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV, credential_values, secret_variables
 
     def hides(name: str) -> bool:
         # `GITHUB_TOKEN`, `NPM_TOKEN`, `STRIPE_SECRET_KEY`: a server from a registry needs none
@@ -265,9 +260,9 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
 
     carrying = set(credential_values(os.environ))  # `DATABASE_URL=postgres://u:pw@…`
     env = {name: value for name, value in os.environ.items() if not hides(name) and name not in carrying}
-    if "PATH" in env:  # `npx` found through `node_modules/.bin` would be the workspace's
-        env["PATH"] = absolute_search_path(env["PATH"])
-    return env | extra
+    # `npx` found through `node_modules/.bin`, or `python` through an activated `.venv/bin`,
+    # would be the workspace's (core/mcp/server_place.py).
+    return outside_workspace(env, session_cwd) | extra
 
 
 def _server_stderr() -> TextIO:

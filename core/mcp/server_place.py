@@ -1,4 +1,5 @@
-"""Where a stdio MCP server starts: in `/`, never in the workspace.
+"""Where a stdio MCP server starts: in `/`, never in the workspace, and with no search path
+of its environment leading into the workspace.
 
 A server runs unconfined, and the programs an editor's entry names look in their working
 directory for code before their own: `python -m mcp_server_fetch` puts it first on
@@ -8,6 +9,10 @@ there and in the folders above. The workspace is the attacker's and a sandboxed 
 writes it unasked, so a server started there ran the workspace's code outside the sandbox
 at the next session. `/` is a folder no sandboxed command can write (the sandbox binds it
 read-only) and has no folder above it; the warm server lives there for the same reason.
+For the same reason the program and its modules are not looked for in the session's folder:
+an editor started from a shell with the project's venv activated (or direnv's `layout
+python`, `PATH_add node_modules/.bin`) hands over a PATH whose `python` or `npx` is a file
+a sandboxed command may rewrite.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ import shutil
 from pathlib import Path
 
 SERVER_CWD = Path("/")
+# Where a program, Python's modules and Node's are looked for.
+CODE_SEARCH_PATHS = ("PATH", "PYTHONPATH", "NODE_PATH")
 
 
 def server_command(command: str, session_cwd: Path) -> str:
@@ -34,3 +41,26 @@ def startable(command: str, path: str) -> bool:
     if os.sep in command:
         return os.access(command, os.X_OK)
     return shutil.which(command, path=path) is not None
+
+
+def outside_workspace(env: dict[str, str], session_cwd: Path) -> dict[str, str]:
+    """`env` with the entries of its code search paths (`CODE_SEARCH_PATHS`) that are
+    relative or lead into the session's folder (as written or resolved) left out."""
+    workspace = os.path.realpath(session_cwd)
+
+    def kept(entry: str) -> bool:
+        if not os.path.isabs(entry):
+            return False
+        return not any(
+            _inside(place, workspace) for place in (os.path.normpath(entry), os.path.realpath(entry))
+        )
+
+    out = dict(env)
+    for name in CODE_SEARCH_PATHS:
+        if name in out:
+            out[name] = os.pathsep.join(entry for entry in out[name].split(os.pathsep) if kept(entry))
+    return out
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

@@ -46,21 +46,10 @@ def startable(command: str, path: str) -> bool:
 def outside_workspace(env: dict[str, str], session_cwd: Path) -> dict[str, str]:
     """`env` with the entries of its code search paths (`CODE_SEARCH_PATHS`) that are
     relative or lead into the session's folder (as written or resolved) left out."""
-    workspace = os.path.realpath(session_cwd)
-
-    def kept(entry: str) -> bool:
-        if not os.path.isabs(entry):
-            return False
-        return not any(
-            _inside(place, workspace) for place in (os.path.normpath(entry), os.path.realpath(entry))
-        )
+    from hermes_core.sandbox.hidden_env import absolute_search_path
 
     out = dict(env)
     for name in CODE_SEARCH_PATHS:
         if name in out:
-            out[name] = os.pathsep.join(entry for entry in out[name].split(os.pathsep) if kept(entry))
+            out[name] = absolute_search_path(out[name], outside=[session_cwd])
     return out
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

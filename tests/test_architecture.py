@@ -106,6 +106,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.tools",
             "hermes_core.mcp.tools",
             "hermes_core.mcp.guard",
+            "hermes_core.mcp.server_place",  # where a stdio server starts: not the workspace
             "hermes_core.mcp.server_link",
             "hermes_core.mcp.connections",
             "hermes_core.policy.permission_rules",

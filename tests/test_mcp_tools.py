@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ async def shared(tmp_path_factory: pytest.TempPathFactory, endpoints: HttpEndpoi
     connections = McpConnections(call_timeout=1.0)
     problems = await connections.start(
         [
-            stdio("test", HERMES_MCP_TEST="from-config"),
+            stdio("test", HERMES_MCP_TEST="from-config", HERMES_MCP_SNOOZE_DIR=str(cwd)),
             McpServerConfig("ghost", command="/nonexistent/mcp-server"),
             McpServerConfig(
                 "remote",
@@ -123,10 +124,11 @@ async def test_calls_return_the_servers_results(shared: Shared) -> None:
     assert await call(shared, "mcp__test__echo", text="héllo\nworld") == (True, "héllo\nworld")
 
 
-async def test_stdio_server_runs_in_the_session_cwd_with_the_given_env(shared: Shared) -> None:
+async def test_stdio_server_runs_outside_the_workspace_with_the_given_env(shared: Shared) -> None:
     ok, text = await call(shared, "mcp__test__where")
     assert ok
-    assert text == f"cwd={shared.cwd.resolve()} HERMES_MCP_TEST=from-config"
+    # In `/`, not the session's folder: a `python -m` server imported the workspace's copy.
+    assert text == "cwd=/ HERMES_MCP_TEST=from-config"
     assert "HERMES_MCP_TEST" not in os.environ
 
 
@@ -323,5 +325,46 @@ async def test_tool_names_are_sanitised_short_and_unique(tmp_path: Path, endpoin
             ("a.b", "mcp__a_b__add"),
             ("a b", "mcp__a_b__add_2"),
         ]
+    finally:
+        await connections.aclose()
+
+
+async def test_a_command_written_relative_is_the_session_folders_file(tmp_path: Path) -> None:
+    """The server starts in `/`, but an entry naming `bin/serve` means the project's file."""
+    project = tmp_path / "project"
+    (project / "bin").mkdir(parents=True)
+    script = project / "bin" / "serve"
+    script.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(SERVER)}\n")
+    script.chmod(0o755)
+    connections = McpConnections()
+    try:
+        entry = McpServerConfig("rel", command="bin/serve")
+        problems = await connections.start([entry], cwd=project, timeout=30)
+        assert problems == []
+        assert "mcp__rel__add" in {tool.name for tool in connections.tools()}
+    finally:
+        await connections.aclose()
+
+
+async def test_no_search_path_of_the_server_leads_into_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor started from a shell where direnv exported the project's `src` and
+    `node_modules`: a server's `python -m` or `require` found a module a sandboxed command
+    wrote there. Entries inside the session's folder, as written or through a link, go."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "lib").mkdir(parents=True)
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(project / "lib")
+    outside = str(elsewhere)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(project / "src"), str(tmp_path / "link"), outside]))
+    monkeypatch.setenv("NODE_PATH", os.pathsep.join([str(project / "node_modules"), "rel/lib", outside]))
+    connections = McpConnections()
+    try:
+        assert await connections.start([stdio("paths")], cwd=project, timeout=30) == []
+        where = next(tool for tool in connections.tools() if tool.name == "mcp__paths__where")
+        for variable in ("PYTHONPATH", "NODE_PATH"):
+            result = await where.run(where.parse({"variable": variable}), context(project))
+            assert result.text == f"cwd=/ {variable}={outside}", result.text
     finally:
         await connections.aclose()

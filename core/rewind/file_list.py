@@ -28,7 +28,7 @@ def list_files(root: Path, max_files: int = MAX_FILES) -> list[str]:
 
     from hermes_core.fence.ripgrep import find_rg
 
-    argv = [find_rg(), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"]
+    argv = [find_rg([root]), "--no-config", "--files", "--hidden", "--no-require-git", "-0", "-g", "!.git"]
     # rg's complaints go to a file: a pipe nobody reads while the names are read would
     # stop rg once full (unreadable folders by the thousand).
     with tempfile.TemporaryFile() as errors:

@@ -129,11 +129,21 @@ def hides_variable(name: str, *, hidden_env: frozenset[str], ssh_agent: bool) ->
     return name in hidden_env or (number.isdigit() and base in hidden_env)
 
 
-def absolute_search_path(path: str) -> str:
+def absolute_search_path(path: str, outside: Iterable[str | os.PathLike[str]] = ()) -> str:
     """PATH without its relative entries (an empty one, `.`, `node_modules/.bin`): those name
     the workspace when the agent runs in it, and what the agent starts outside the sandbox
-    (rg, an MCP server's `npx`) must not be a program the workspace put there."""
-    return os.pathsep.join(entry for entry in path.split(os.pathsep) if os.path.isabs(entry))
+    (rg, an MCP server's `npx`) must not be a program the workspace put there. Nor, for the
+    same reason, an entry inside one of the folders `outside` (the workspace's: an activated
+    `.venv/bin`, direnv's `PATH_add node_modules/.bin`), as written or where it leads."""
+    folders = [os.path.realpath(folder).rstrip(os.sep) + os.sep for folder in outside]
+
+    def kept(entry: str) -> bool:
+        if not os.path.isabs(entry):
+            return False
+        places = {os.path.normpath(entry) + os.sep, os.path.realpath(entry) + os.sep}
+        return not any(place.startswith(folder) for place in places for folder in folders)
+
+    return os.pathsep.join(entry for entry in path.split(os.pathsep) if kept(entry))
 
 
 def named_sockets(env: Mapping[str, str]) -> list[Path]:

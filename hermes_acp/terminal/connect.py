@@ -53,8 +53,11 @@ async def in_process(handler: Handler) -> Link:
 async def child_process(handler: Handler) -> Link:
     env = dict(os.environ)
     env.setdefault("HERMES_ACP_LOG_LEVEL", "warning")
+    # `-P`: `-m` would put the working directory (the workspace, a CI job's checkout)
+    # first on sys.path, and its `hermes_acp/` would be the agent, with the model keys.
     process = await asyncio.create_subprocess_exec(
         sys.executable,
+        "-P",
         "-m",
         "hermes_acp",
         "--stdio",

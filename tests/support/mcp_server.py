@@ -66,8 +66,8 @@ def build_server() -> MCPServer:
 
     @server.tool()
     async def snooze(seconds: float) -> str:
-        """Sleep, then answer. `snooze.started` in the cwd tells a test the call arrived."""
-        Path("snooze.started").touch()
+        """Sleep, then answer. `snooze.started` in HERMES_MCP_SNOOZE_DIR tells a test the call arrived."""
+        Path(os.environ.get("HERMES_MCP_SNOOZE_DIR", "."), "snooze.started").touch()
         await asyncio.sleep(seconds)
         return f"slept {seconds}"
 

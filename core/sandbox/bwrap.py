@@ -125,6 +125,12 @@ class Sandbox(FenceMounts):
         self._making = threading.RLock()
         self._own_code = protected.own_code()
         self._own_sources = protected.own_sources()  # kept visible where a temp dir is emptied
+        # The launch state below (`_running` and what lives while it is above zero) is
+        # touched from the event loop's thread alone: local commands are counted and
+        # uncounted there (their exit reaches the loop: `child._watch_exit`), an editor's
+        # terminals and hooks run there, and the file tools' `accept_written` follows their
+        # worker thread there. The one launch made in a worker thread, an image's decode,
+        # runs in a read-only Sandbox of its own (`image_decoder`), which keeps none.
         self._placeholders: set[Path] = set()  # removed after the session's last command
         self._seen_placeholders: set[Path] = set()  # removed with the session
         self._running = 0  # launched, not yet seen to end
@@ -286,9 +292,13 @@ class Sandbox(FenceMounts):
         so bwrap exits only once everything in the sandbox is gone, and a `sh` before bwrap
         opens the filter's file."""
         head, argv = self.launch_head(argv, in_cgroup=in_cgroup, alive_held=alive_held, own_fds=own_fds)
-        options = self.launch_options(
-            cwd=cwd, new_session=new_session, command=command, search_path=search_path
-        )
+        try:
+            options = self.launch_options(
+                cwd=cwd, new_session=new_session, command=command, search_path=search_path
+            )
+        except BaseException:
+            self.after_command()  # counted by `launch_head`; it will never run
+            raise
         return [*head, *options, "--", *argv]
 
     def launch_head(
@@ -300,10 +310,22 @@ class Sandbox(FenceMounts):
         own_fds: list[str] | None = None,
     ) -> tuple[list[str], list[str]]:
         """The launch's start, up to and with bwrap's own options (`wrap`), and the command
-        as it runs inside: what needs no look at the file system. Counts the launch as
-        running (`after_command`); `launch_options` must follow."""
+        as it runs inside: what needs no look at the file system. Once it returns, the
+        launch counts as running until `after_command`, which the caller calls exactly once:
+        when the command has ended, or when it will never start; `launch_options` must
+        follow."""
         assert self.bwrap is not None
-        self._running += 1  # back down in `after_command` (local commands; an editor's end is not seen)
+        self._running += 1
+        try:
+            return self._head(argv, in_cgroup=in_cgroup, alive_held=alive_held, own_fds=own_fds)
+        except BaseException:
+            self.after_command()
+            raise
+
+    def _head(
+        self, argv: list[str], *, in_cgroup: bool, alive_held: bool, own_fds: list[str] | None
+    ) -> tuple[list[str], list[str]]:
+        assert self.bwrap is not None
         self._watch_plants()
         cgroup, memory = self._pids_cgroup(), self._memory_cgroup()
         groups = [g.path / "cgroup.procs" for g in (cgroup, memory) if g is not None]
@@ -431,22 +453,23 @@ class Sandbox(FenceMounts):
             return self._memory
 
     def after_command(self) -> None:
-        """After a local sandboxed command: remove the empty mount points bwrap left for the
-        placeholders once no command of the session runs, and undo what the mounts could
-        not prevent, a `commondir` planted in a root's `.git` (see
-        `protected.disarm_planted_commondir`; also checked before the next command, since
-        an editor terminal's end is not seen)."""
+        """Once per counted launch (`launch_head`), when its command has ended (a local
+        one's exit, an editor terminal's exit or release, a hook's) or will never start:
+        remove the empty mount points bwrap left for the placeholders once no command of
+        the session runs, and undo what the mounts could not prevent, a `commondir` planted
+        in a root's `.git` (see `protected.disarm_planted_commondir`; also checked before
+        the next command)."""
+        last = self._running == 1
+        self._running = max(0, self._running - 1)  # counted in every mode; only this one keeps state
         if self.mode != "workspace-write":
             return
-        if self._running > 0:
-            self._running -= 1
-            if self._running == 0:
-                # No command of this session has them mounted any more: bwrap's empty mount
-                # points go (a mount point in use elsewhere would lose its mount).
-                for path in sorted(self._placeholders, reverse=True):
-                    rmdir_quietly(str(path))
-                WORK_DIRS.give_back(self._work_dirs)
-                self._work_dirs.clear()
+        if last:
+            # No command of this session has them mounted any more: bwrap's empty mount
+            # points go (a mount point in use elsewhere would lose its mount).
+            for path in sorted(self._placeholders, reverse=True):
+                rmdir_quietly(str(path))
+            WORK_DIRS.give_back(self._work_dirs)
+            self._work_dirs.clear()
         self._disarm()
         if self._watch is not None:
             self._undo_plants()

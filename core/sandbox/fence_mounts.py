@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import tempfile
 import weakref
 from pathlib import Path
@@ -105,7 +106,7 @@ class FenceMounts:
         if self.mode == "workspace-write":
             self._disarm()
             for root in roots:
-                guard = protected.git_guard(root)
+                guard = self._git_guard(root)
                 out.pinned += [p for p in guard.pinned if inside_changeable(p)]
                 guarded = [p for p in guard.read_only if inside_changeable(p)]
                 out.read_only += guarded
@@ -167,6 +168,17 @@ class FenceMounts:
             mine = self._seen_placeholders
             out.views = {p for p in folders if p not in mine and p not in out.substitutes and viewable(p)}
         return out
+
+    def _git_guard(self, root: Path) -> protected.GitGuard:
+        """The root's git guard; a `.git` that is still our own empty mount point (another
+        command of the session runs with it mounted) counts as missing, as it was when that
+        command launched. Taken for a repository, it got a `config` and hook folders (made
+        for that repository's protection) that no clean-up removed: the user's project was
+        left with a `.git` folder after the session."""
+        dotgit = root / ".git"
+        if dotgit in self._seen_placeholders and _empty_directory(dotgit):
+            return protected.GitGuard(placeholders=[dotgit])
+        return protected.git_guard(root)
 
     def _disarm(self) -> None:
         for root in self.scope.roots:
@@ -270,6 +282,17 @@ def _private_temp_dirs(kept: list[str]) -> list[Path]:
         if path.is_dir() and not inside_any(str(path), kept):
             out.append(path)
     return sorted(set(out))
+
+
+def _empty_directory(path: Path) -> bool:
+    """A real directory (not a link to one) with nothing in it."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def rmdir_quietly(path: str) -> None:

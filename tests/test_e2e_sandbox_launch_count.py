@@ -1,0 +1,102 @@
+"""The sandbox's count of a session's running launches, end to end through the real server
+with a scripted model, in a project without `.git`.
+
+While a command runs, the sandbox keeps an empty mount point for the missing `.git` (bwrap
+leaves it on the host), its cache overlays' work dirs and a watch on what it may plant;
+once none runs, they go. A launch the editor refused (`terminal/create` answered with an
+error) was counted and never uncounted: from then on the session looked busy forever, the
+empty `.git` stayed in the user's project after every command, and the watch taken at that
+launch outlived it, so a `.mcp.json` the user wrote between two turns would be moved aside
+after the next command as if a command had planted it. A command started beside a running
+one took that one's empty mount point for a repository and made a `config` and hook
+folders in it, which no clean-up removed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp.exceptions import RequestError
+
+from tests.support.acp_harness import PLAIN_CAPABILITIES, AcpClient, connected, server_env
+from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
+from tests.support.tool_turns import tool_results
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+LOCAL = PLAIN_CAPABILITIES | {"terminal": False}
+USERS_OWN = '{"mcpServers": {}}\n'
+
+
+def one_after_the_other(*lines: str) -> list[Reply]:
+    calls = [
+        Reply(tool_calls=[ToolCallSpec("terminal", {"command": line}, id=f"call_{i}")])
+        for i, line in enumerate(lines)
+    ]
+    return [*calls, Reply(text="Done.")]
+
+
+def refuse_first_create(client: AcpClient) -> None:
+    """The editor answers the session's first `terminal/create` with an error."""
+    run = client._terminal
+    refused: list[str] = []
+
+    async def terminal(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "terminal/create" and not refused:
+            refused.append(method)
+            raise RequestError(-32603, "the editor could not open a terminal")
+        return await run(method, params)
+
+    client._terminal = terminal  # type: ignore[method-assign]
+
+
+async def test_a_terminal_the_editor_refused_leaves_no_mount_point_and_moves_no_users_file(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    async with connected(server_env(home, fake), PLAIN_CAPABILITIES) as (_, client):
+        refuse_first_create(client)
+        sid = await client.session_in_mode(project, "auto")
+        fake.script(one_after_the_other("echo first", "echo second"))
+        assert await client.prompt(sid, "run them") == {"stopReason": "end_turn"}
+        first, second = tool_results(fake)
+        assert "could not" in first and "second" in second
+        # No command of the session runs now: bwrap's mount point for the missing `.git` is gone.
+        assert not (project / ".git").exists()
+        (project / ".mcp.json").write_text(USERS_OWN)  # the user's own, between two turns
+        fake.script(one_after_the_other("echo third"))
+        assert await client.prompt(sid, "once more") == {"stopReason": "end_turn"}
+        assert "third" in tool_results(fake)[-1]
+        assert not (project / ".git").exists()
+        assert client.violations == []
+    assert (project / ".mcp.json").read_text() == USERS_OWN
+    assert [p.name for p in project.iterdir()] == [".mcp.json"]
+
+
+@pytest.mark.parametrize("capabilities", [LOCAL, PLAIN_CAPABILITIES], ids=["local", "editor"])
+async def test_a_command_beside_a_running_one_leaves_no_git_folder_in_a_project_without_one(
+    fake: FakeProvider, home: Path, project: Path, capabilities: dict[str, Any]
+) -> None:
+    """The second launch found the first one's empty mount point for the missing `.git`,
+    took it for a repository, and made a `config` and hook folders in it: the user's
+    project was left with a `.git` folder no clean-up could remove."""
+    waits = {"command": "touch mounted && exec sleep infinity", "background": True}  # runs until killed
+    until_mounted = "until [ -e mounted ]; do sleep 0.01; done"
+    kill = {"handle": "proc-1", "action": "kill"}
+    fake.script(
+        [
+            Reply(tool_calls=[ToolCallSpec("terminal", waits, id="call_waits")]),
+            Reply(tool_calls=[ToolCallSpec("terminal", {"command": until_mounted}, id="call_until")]),
+            Reply(tool_calls=[ToolCallSpec("terminal", {"command": "echo beside"}, id="call_beside")]),
+            Reply(tool_calls=[ToolCallSpec("process", kill, id="call_kill")]),
+            Reply(text="Done."),
+        ]
+    )
+    async with connected(server_env(home, fake), capabilities) as (_, client):
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "run them") == {"stopReason": "end_turn"}
+        results = tool_results(fake)
+        assert "beside" in results[2] and "Killed proc-1" in results[3], results
+        assert not (project / ".git").exists()  # the editors' folders stay until the session ends
+        assert client.violations == []

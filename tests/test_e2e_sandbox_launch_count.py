@@ -8,8 +8,8 @@ error) was counted and never uncounted: from then on the session looked busy for
 empty `.git` stayed in the user's project after every command, and the watch taken at that
 launch outlived it, so a `.mcp.json` the user wrote between two turns would be moved aside
 after the next command as if a command had planted it. A command started beside a running
-one took that one's empty mount point for a repository and made a `config` and hook
-folders in it, which no clean-up removed.
+one took that one's empty mount point for a repository: `.git` was writable to it (a
+sandboxed `git init` wrote there), and what was made in it stayed after the session.
 """
 
 from __future__ import annotations
@@ -78,17 +78,19 @@ async def test_a_terminal_the_editor_refused_leaves_no_mount_point_and_moves_no_
 async def test_a_command_beside_a_running_one_leaves_no_git_folder_in_a_project_without_one(
     fake: FakeProvider, home: Path, project: Path, capabilities: dict[str, Any]
 ) -> None:
-    """The second launch found the first one's empty mount point for the missing `.git`,
-    took it for a repository, and made a `config` and hook folders in it: the user's
-    project was left with a `.git` folder no clean-up could remove."""
+    """The launch beside the running one found that one's empty mount point for the
+    missing `.git` and took it for a repository: `.git` was writable to its command, whose
+    `git init` wrote `HEAD` and `refs` there, and the launch made a `config` and hook
+    folders in it; the user's project was left with a `.git` no clean-up could remove."""
     waits = {"command": "touch mounted && exec sleep infinity", "background": True}  # runs until killed
     until_mounted = "until [ -e mounted ]; do sleep 0.01; done"
+    beside = {"command": "echo beside; git init -q --template= ; ls -A .git"}
     kill = {"handle": "proc-1", "action": "kill"}
     fake.script(
         [
             Reply(tool_calls=[ToolCallSpec("terminal", waits, id="call_waits")]),
             Reply(tool_calls=[ToolCallSpec("terminal", {"command": until_mounted}, id="call_until")]),
-            Reply(tool_calls=[ToolCallSpec("terminal", {"command": "echo beside"}, id="call_beside")]),
+            Reply(tool_calls=[ToolCallSpec("terminal", beside, id="call_beside")]),
             Reply(tool_calls=[ToolCallSpec("process", kill, id="call_kill")]),
             Reply(text="Done."),
         ]
@@ -98,5 +100,6 @@ async def test_a_command_beside_a_running_one_leaves_no_git_folder_in_a_project_
         assert await client.prompt(sid, "run them") == {"stopReason": "end_turn"}
         results = tool_results(fake)
         assert "beside" in results[2] and "Killed proc-1" in results[3], results
+        assert ".git/refs: Read-only file system" in results[2], results[2]
         assert not (project / ".git").exists()  # the editors' folders stay until the session ends
         assert client.violations == []

@@ -103,3 +103,33 @@ async def test_a_command_beside_a_running_one_leaves_no_git_folder_in_a_project_
         assert ".git/refs: Read-only file system" in results[2], results[2]
         assert not (project / ".git").exists()  # the editors' folders stay until the session ends
         assert client.violations == []
+
+
+async def test_a_command_of_another_session_in_the_same_project_gets_a_read_only_git_too(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    """Two sessions (two threads of one editor) in one project without `.git`: the second
+    session's first command found the first session's empty mount point and took it for a
+    repository, so its `git init` wrote there and the project kept a `.git`."""
+    waits = {"command": "touch mounted && exec sleep infinity", "background": True}
+    git_init = {"command": "git init -q --template= ; ls -A .git"}
+    kill = {"handle": "proc-1", "action": "kill"}
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        first = await client.session_in_mode(project, "auto")
+        second = await client.session_in_mode(project, "auto")
+        fake.script(
+            [Reply(tool_calls=[ToolCallSpec("terminal", waits, id="call_waits")]), Reply(text="Started.")]
+        )
+        assert await client.prompt(first, "start it") == {"stopReason": "end_turn"}
+        until = {"command": "until [ -e mounted ]; do sleep 0.01; done"}
+        fake.script(one_after_the_other(until["command"], git_init["command"]))
+        assert await client.prompt(second, "init") == {"stopReason": "end_turn"}
+        result = tool_results(fake)[-1]
+        assert ".git/refs: Read-only file system" in result, result
+        fake.script(
+            [Reply(tool_calls=[ToolCallSpec("process", kill, id="call_kill")]), Reply(text="Stopped.")]
+        )
+        assert await client.prompt(first, "stop it") == {"stopReason": "end_turn"}
+        assert "Killed proc-1" in tool_results(fake)[-1]
+        assert not (project / ".git").exists()
+        assert client.violations == []

@@ -7,7 +7,6 @@ hidden. `Sandbox` (bwrap.py) is made of it; bwrap_args.py turns the result into 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import stat
@@ -25,6 +24,7 @@ from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import named_sockets
 from hermes_core.sandbox.host_sockets import host_sockets
 from hermes_core.sandbox.index_configs import index_configs
+from hermes_core.sandbox.mount_points import MOUNT_POINTS
 from hermes_core.sandbox.overlay_views import viewable
 from hermes_core.sandbox.probe import overlays_work
 
@@ -75,6 +75,7 @@ class FenceMounts:
     _own_sources: list[Path]
     _placeholders: set[Path]
     _seen_placeholders: set[Path]
+    _running: int  # launches counted as running (launch_state.py)
     edit_guarded: tuple[edit_guard.Guarded, ...]
 
     def is_secret(self, path: Path) -> bool:
@@ -170,13 +171,13 @@ class FenceMounts:
         return out
 
     def _git_guard(self, root: Path) -> protected.GitGuard:
-        """The root's git guard; a `.git` that is still our own empty mount point (another
-        command of the session runs with it mounted) counts as missing, as it was when that
-        command launched. Taken for a repository, it got a `config` and hook folders (made
-        for that repository's protection) that no clean-up removed: the user's project was
-        left with a `.git` folder after the session."""
+        """The root's git guard; a `.git` that is still an empty mount point of ours (a
+        command of this session or another runs with it mounted) counts as missing, as it
+        was when that command launched. Taken for a repository, it was bound writable (a
+        sandboxed `git init` wrote there) and got a `config` and hook folders that no
+        clean-up removed: the user's project was left with a `.git` folder."""
         dotgit = root / ".git"
-        if dotgit in self._seen_placeholders and _empty_directory(dotgit):
+        if MOUNT_POINTS.held(dotgit) and _empty_directory(dotgit):
             return protected.GitGuard(placeholders=[dotgit])
         return protected.git_guard(root)
 
@@ -194,12 +195,14 @@ class FenceMounts:
         (git ignores both when empty) stays until the session ends: removing and making it
         again cost each command two directory changes in `.git`, which also invalidated the
         cached listings of `.git` for the next launch."""
+        if self._running > 0:  # a launch mounts it (not a look at the mounts after the fact)
+            MOUNT_POINTS.hold(placeholder, id(self))
         if placeholder in self._seen_placeholders:
             return
         self._seen_placeholders.add(placeholder)
         if per_command:
             self._placeholders.add(placeholder)
-        weakref.finalize(self, rmdir_quietly, str(placeholder))
+        weakref.finalize(self, MOUNT_POINTS.release, [placeholder], id(self))
 
     def _existing(self, raws: tuple[str, ...]) -> list[Path]:
         out = []
@@ -293,15 +296,6 @@ def _empty_directory(path: Path) -> bool:
             return next(entries, None) is None
     except OSError:
         return False
-
-
-def rmdir_quietly(path: str) -> None:
-    """Remove an empty mount point bwrap left (a folder, or an empty file)."""
-    with contextlib.suppress(OSError):
-        if os.path.isdir(path):
-            os.rmdir(path)
-        elif os.path.getsize(path) == 0:
-            os.unlink(path)
 
 
 def _ssh_agent_entry(name: str, is_dir: bool) -> bool:

@@ -17,7 +17,8 @@ import logging
 from pathlib import Path
 
 from hermes_core.sandbox import caches, edit_guard, planted
-from hermes_core.sandbox.fence_mounts import FenceMounts, rmdir_quietly
+from hermes_core.sandbox.fence_mounts import FenceMounts
+from hermes_core.sandbox.mount_points import MOUNT_POINTS
 from hermes_core.sandbox.work_dirs import WORK_DIRS
 
 logger = logging.getLogger(__name__)
@@ -45,9 +46,9 @@ class LaunchState(FenceMounts):
             return
         if last:
             # No command of this session has them mounted any more: bwrap's empty mount
-            # points go (a mount point in use elsewhere would lose its mount).
-            for path in sorted(self._placeholders, reverse=True):
-                rmdir_quietly(str(path))
+            # points go, unless another session's running command has one mounted (a mount
+            # point removed takes its mount away: `mount_points`).
+            MOUNT_POINTS.release(self._placeholders, id(self))
             WORK_DIRS.give_back(self._work_dirs)
             self._work_dirs.clear()
         self._disarm()

@@ -22,7 +22,6 @@ from hermes_core.sandbox import limits, seccomp
 from hermes_core.sandbox.alive_lock import AliveLock
 from hermes_core.sandbox.bwrap_args import launch_argv
 from hermes_core.sandbox.cache_needs import ALL, CacheNeed, cache_need
-from hermes_core.sandbox.fence_mounts import rmdir_quietly
 from hermes_core.sandbox.hidden_env import (
     AGENT_ENV,
     CREDENTIAL_NAMES,
@@ -33,6 +32,7 @@ from hermes_core.sandbox.hidden_env import (
 )
 from hermes_core.sandbox.launch_state import LaunchState
 from hermes_core.sandbox.memory_cap import MemoryCgroup, cap_bytes
+from hermes_core.sandbox.mount_points import rmdir_quietly
 from hermes_core.sandbox.pid_one import AS_PID_1, keep_shell
 
 _counter = itertools.count(1)

@@ -110,7 +110,8 @@ async def test_a_command_of_another_session_in_the_same_project_gets_a_read_only
 ) -> None:
     """Two sessions (two threads of one editor) in one project without `.git`: the second
     session's first command found the first session's empty mount point and took it for a
-    repository, so its `git init` wrote there and the project kept a `.git`."""
+    repository, so its `git init` wrote there and the project kept a `.git`. And the mount
+    point stays while the first session's command runs: removed, its mount would go."""
     waits = {"command": "touch mounted && exec sleep infinity", "background": True}
     git_init = {"command": "git init -q --template= ; ls -A .git"}
     kill = {"handle": "proc-1", "action": "kill"}
@@ -126,6 +127,8 @@ async def test_a_command_of_another_session_in_the_same_project_gets_a_read_only
         assert await client.prompt(second, "init") == {"stopReason": "end_turn"}
         result = tool_results(fake)[-1]
         assert ".git/refs: Read-only file system" in result, result
+        # The second session's commands ended; the first one's still has it mounted.
+        assert (project / ".git").is_dir()
         fake.script(
             [Reply(tool_calls=[ToolCallSpec("process", kill, id="call_kill")]), Reply(text="Stopped.")]
         )

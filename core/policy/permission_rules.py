@@ -29,121 +29,41 @@ the workspace or leaving the sandbox.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import logging
 import os
-import re
-import tempfile
-import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_core.fence.wildmatch import PathGlob
 from hermes_core.policy.hook_specs import HookSpec, specs_from_table
-from hermes_core.policy.rule_matching import Action, command_matches, mcp_covers, path_pattern, paths_match
-from hermes_core.shell.shown import code_span
+from hermes_core.policy.permission_rule import ACTIONS, Rule, RuleMatch, covers_safely, parse_rule, rules_of
+from hermes_core.policy.rule_files import (
+    PROJECT_FILES,
+    RuleFile,
+    describe,
+    read_json,
+    read_project_file,
+    write_json,
+)
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
+    from hermes_core.fence.wildmatch import PathGlob
     from hermes_core.tools.base import ApprovalFacts, Tool
     from hermes_core.workspace import Workspace
 
-log = logging.getLogger(__name__)
-
-ACTIONS: tuple[Action, ...] = ("deny", "ask", "allow")
-
-# Claude Code's tool names -> the families of ours they cover.
-_FAMILIES: dict[str, str] = {
-    "bash": "Bash",
-    "edit": "Edit",
-    "write": "Edit",
-    "multiedit": "Edit",
-    "notebookedit": "Edit",
-    "read": "Read",
-    "grep": "Read",
-    "glob": "Read",
-    "ls": "Read",
-}
-_TOOL_FAMILIES: dict[str, str] = {
-    "terminal": "Bash",
-    "write_file": "Edit",
-    "patch": "Edit",
-    "read_file": "Read",
-    "list_files": "Read",
-    "search": "Read",
-}
-# `mcp__server__*` ends its name with a star: without it that rule, the README's own
-# spelling, was "cannot be read; ignored", a deny among them.
-_RULE = re.compile(r"\s*([A-Za-z_][\w-]*(?:__\*)?)\s*(?:\((.*)\))?\s*", re.DOTALL)
-PROJECT_FILES = (".hermes/config.toml", ".claude/settings.json", ".claude/settings.local.json")
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    text: str  # as written
-    action: Action
-    source: str  # where it was written, for the user and the model
-    family: str  # "Bash", "Edit", "Read", or a tool's own name (mcp__… included)
-    specifier: str | None
-    base: Path  # what relative paths are relative to
-
-    def covers(
-        self, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts | None = None
-    ) -> bool:
-        """Whether the rule names this call. `facts` are the tool's `approval_facts` when the
-        caller has them already (the command line read once)."""
-        family = _TOOL_FAMILIES.get(tool.name, tool.name)
-        if family.startswith("mcp__") or self.family.startswith("mcp__"):
-            return mcp_covers(self.family, tool.name, getattr(tool, "server_key", None))
-        if family != self.family:
-            return False
-        if self.specifier is None or self.specifier in ("", "*"):
-            return True
-        if family == "Bash":
-            command = (facts if facts is not None else tool.approval_facts(args)).command
-            return command is not None and command_matches(self.specifier, command, self.action)
-        if family in ("Edit", "Read"):
-            return paths_match(self._path_pattern(), tool, args, workspace, self.action)
-        return False
-
-    def _path_pattern(self) -> PathGlob:
-        return path_pattern(self.specifier or "", self.base)
-
-
-@dataclass(frozen=True, slots=True)
-class RuleMatch:
-    action: Action
-    rule: Rule
-
-    def model_reason(self) -> str:
-        return (
-            f"rejected: the permission rule `{self.rule.text}` ({self.rule.source}) denies this call. "
-            "Do not try to reach the same result another way; tell the user what you needed."
-        )
-
-    def user_reason(self) -> str:
-        return f"the permission rule `{self.rule.text}` ({self.rule.source}) asks"
-
-
-@dataclass(slots=True)
-class RuleFile:
-    """One file's rules, and whether its allow rules apply."""
-
-    label: str
-    path: Path | None  # None: the user's config.toml (read by Settings)
-    rules: list[Rule]
-    digest: str = ""
-    trusted: bool = True  # the user's own; a project file's once the user trusted its content
-    hooks: list[HookSpec] = field(default_factory=list)  # its hooks (core/policy/hooks.py), run once trusted
-
-    @property
-    def allow_rules(self) -> list[Rule]:
-        return [r for r in self.rules if r.action == "allow"]
+# What callers import from here, wherever it is defined now.
+__all__ = [
+    "ACTIONS",
+    "PROJECT_FILES",
+    "PermissionRules",
+    "Rule",
+    "RuleFile",
+    "RuleMatch",
+    "describe",
+    "parse_rule",
+]
 
 
 @dataclass(slots=True)
@@ -178,15 +98,15 @@ class PermissionRules:
     def reload(self, user_table: dict[str, list[str]] | None = None) -> None:
         files = [f for f in self.files if f.path is None]
         if user_table is not None:
-            files = [RuleFile("your config.toml", None, _rules_of(user_table, "your config.toml", self.cwd))]
+            files = [RuleFile("your config.toml", None, rules_of(user_table, "your config.toml", self.cwd))]
         trust = self._trust_store()
         for relative in PROJECT_FILES:
             path = self.cwd / relative
-            found = _read_project_file(path)
+            found = read_project_file(path)
             if found is None:
                 continue
             parsed, digest = found
-            rules = _rules_of(parsed.get("permissions"), relative, self.cwd)
+            rules = rules_of(parsed.get("permissions"), relative, self.cwd)
             rule_file = RuleFile(relative, path, rules, digest, trust.get(str(path)) == digest)
             if path.suffix == ".toml":
                 rule_file.hooks = specs_from_table(parsed.get("hooks"), relative)
@@ -204,7 +124,7 @@ class PermissionRules:
                 if action == "allow" and not rule_file.trusted:
                     continue
                 for rule in rule_file.rules:
-                    if rule.action == action and _safely(rule, tool, args, workspace, facts):
+                    if rule.action == action and covers_safely(rule, tool, args, workspace, facts):
                         return RuleMatch(action, rule)
         return None
 
@@ -297,7 +217,7 @@ class PermissionRules:
             if rule_file.trusted:
                 continue
             for rule in rule_file.allow_rules:
-                if rule.action == "allow" and _safely(rule, tool, args, workspace, facts):
+                if rule.action == "allow" and covers_safely(rule, tool, args, workspace, facts):
                     return rule
         return None
 
@@ -324,7 +244,7 @@ class PermissionRules:
         for rule_file in newly:
             store[str(rule_file.path)] = rule_file.digest
             rule_file.trusted = True
-        _write_json(self.home / "trusted_rules.json", store)
+        write_json(self.home / "trusted_rules.json", store)
         return newly
 
     # -- "Always allow … in this project" ----------------------------------------------
@@ -345,67 +265,16 @@ class PermissionRules:
         return self.home / "permissions" / f"{key}.json"
 
     def _project_store(self) -> dict[str, Any]:
-        return _read_json(self._project_path())
+        return read_json(self._project_path())
 
     def _save_project(self) -> None:
-        _write_json(self._project_path(), {"project": str(self.cwd), "allowed": sorted(self.project_allowed)})
+        write_json(self._project_path(), {"project": str(self.cwd), "allowed": sorted(self.project_allowed)})
 
     def _trust_store(self) -> dict[str, str]:
-        return {k: v for k, v in _read_json(self.home / "trusted_rules.json").items() if isinstance(v, str)}
+        return {k: v for k, v in read_json(self.home / "trusted_rules.json").items() if isinstance(v, str)}
 
 
-# -- parsing ---------------------------------------------------------------------------
-
-
-def parse_rule(text: str, action: Action, source: str, base: Path) -> Rule | None:
-    match = _RULE.fullmatch(text)
-    if match is None:
-        return None
-    name, specifier = match.group(1), match.group(2)
-    family = name if name.startswith("mcp__") else _FAMILIES.get(name.lower(), name)
-    return Rule(
-        text.strip(), action, source, family, specifier.strip() if specifier is not None else None, base
-    )
-
-
-def _rules_of(table: Any, source: str, base: Path) -> list[Rule]:
-    rules: list[Rule] = []
-    if not isinstance(table, dict):
-        return rules
-    for action in ACTIONS:
-        entries = table.get(action) or []
-        if not isinstance(entries, list):
-            log.warning("%s: permissions.%s is not a list; ignored", source, action)
-            continue
-        for text in entries:
-            rule = parse_rule(text, action, source, base) if isinstance(text, str) else None
-            if rule is None:
-                log.warning("%s: permission rule %r cannot be read; ignored", source, text)
-                continue
-            rules.append(rule)
-    return rules
-
-
-def _read_project_file(path: Path) -> tuple[dict[str, Any], str] | None:
-    """A project file's content (an empty table when it has none) and the hash of its bytes."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not _regular(handle.fileno()):
-            return None
-        data = handle.read(1_000_000)
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        text = data.decode("utf-8")
-        parsed = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    # RecursionError: `[[[[…` a hundred thousand deep, which a cloned repository may hold, made
-    # every session in it fail to start.
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        log.warning("%s cannot be read (%s); its rules are ignored", path, exc)
-        return None
-    return (parsed if isinstance(parsed, dict) else {}), digest
+# -- the paths a rule names whole ---------------------------------------------------
 
 
 def _whole_folder(specifier: str, base: Path) -> Path | None:
@@ -432,63 +301,3 @@ def _one_file(specifier: str, base: Path) -> Path | None:
     if not spec or spec.endswith("/") or any(c in spec for c in "*?[{"):
         return None
     return _whole_folder(spec + "/", base)
-
-
-def _regular(fd: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(os.fstat(fd).st_mode)
-
-
-# -- matching --------------------------------------------------------------------------
-
-
-def _safely(rule: Rule, tool: Tool[Any], args: BaseModel, workspace: Workspace, facts: ApprovalFacts) -> bool:
-    try:
-        return rule.covers(tool, args, workspace, facts)
-    except Exception:  # a rule that cannot be judged: it covers for deny and ask, never for allow
-        log.debug("permission rule %r could not be applied", rule.text, exc_info=True)
-        return rule.action != "allow"
-
-
-# -- the agent's own files ----------------------------------------------------------------
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, sort_keys=True)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
-def describe(files: Iterable[RuleFile]) -> list[str]:
-    """The rules as `/permissions` shows them, source by source."""
-    lines: list[str] = []
-    for rule_file in files:
-        if not rule_file.rules and not rule_file.hooks:
-            continue
-        untrusted = not rule_file.trusted and (rule_file.allow_rules or rule_file.hooks)
-        state = " — allow rules and hooks not trusted yet" if untrusted else ""
-        lines.append(f"**{rule_file.label}**{state}")
-        for action in ACTIONS:
-            texts = [r.text for r in rule_file.rules if r.action == action]
-            if texts:
-                lines.append(f"- {action}: " + ", ".join(code_span(t) for t in texts))
-        for hook in rule_file.hooks:
-            matcher = f" ({code_span(hook.matcher)})" if hook.matcher else ""
-            lines.append(f"- hook {hook.event}{matcher}: {code_span(hook.command)}")
-    return lines

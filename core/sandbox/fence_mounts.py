@@ -7,9 +7,9 @@ hidden. `Sandbox` (bwrap.py) is made of it; bwrap_args.py turns the result into 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
+import stat
 import tempfile
 import weakref
 from pathlib import Path
@@ -24,6 +24,7 @@ from hermes_core.sandbox.env_files import env_files
 from hermes_core.sandbox.hidden_env import named_sockets
 from hermes_core.sandbox.host_sockets import host_sockets
 from hermes_core.sandbox.index_configs import index_configs
+from hermes_core.sandbox.mount_points import MOUNT_POINTS
 from hermes_core.sandbox.overlay_views import viewable
 from hermes_core.sandbox.probe import overlays_work
 
@@ -74,6 +75,7 @@ class FenceMounts:
     _own_sources: list[Path]
     _placeholders: set[Path]
     _seen_placeholders: set[Path]
+    _running: int  # launches counted as running (launch_state.py)
     edit_guarded: tuple[edit_guard.Guarded, ...]
     glob_guarded: tuple[edit_guard.Guarded, ...]  # what the wildcard `Edit(…)` rules match now
 
@@ -106,7 +108,7 @@ class FenceMounts:
         if self.mode == "workspace-write":
             self._disarm()
             for root in roots:
-                guard = protected.git_guard(root)
+                guard = self._git_guard(root)
                 out.pinned += [p for p in guard.pinned if inside_changeable(p)]
                 guarded = [p for p in guard.read_only if inside_changeable(p)]
                 out.read_only += guarded
@@ -175,6 +177,20 @@ class FenceMounts:
             out.views = {p for p in folders if p not in mine and p not in out.substitutes and viewable(p)}
         return out
 
+    def _git_guard(self, root: Path) -> protected.GitGuard:
+        """The root's git guard. An empty `.git` is no repository to git: taken for one, it
+        was bound writable (a sandboxed `git init` wrote there) and got a `config` and hook
+        folders that no clean-up removed. One of this process's mount points (a command of
+        this session or another runs with it mounted) counts as missing, as it was when
+        that command launched; any other (a killed agent's mount point, or another agent
+        process's in use) is bound read-only and left as it is."""
+        dotgit = root / ".git"
+        if _empty_directory(dotgit):
+            if MOUNT_POINTS.held(dotgit):
+                return protected.GitGuard(placeholders=[dotgit])
+            return protected.GitGuard(read_only=[dotgit])
+        return protected.git_guard(root)
+
     def _disarm(self) -> None:
         for root in self.scope.roots:
             aside = protected.disarm_planted_commondir(root)
@@ -189,12 +205,14 @@ class FenceMounts:
         (git ignores both when empty) stays until the session ends: removing and making it
         again cost each command two directory changes in `.git`, which also invalidated the
         cached listings of `.git` for the next launch."""
+        if self._running > 0:  # a launch mounts it (not a look at the mounts after the fact)
+            MOUNT_POINTS.hold(placeholder, id(self))
         if placeholder in self._seen_placeholders:
             return
         self._seen_placeholders.add(placeholder)
         if per_command:
             self._placeholders.add(placeholder)
-        weakref.finalize(self, rmdir_quietly, str(placeholder))
+        weakref.finalize(self, MOUNT_POINTS.release, [placeholder], id(self))
 
     def _existing(self, raws: tuple[str, ...]) -> list[Path]:
         out = []
@@ -279,13 +297,15 @@ def _private_temp_dirs(kept: list[str]) -> list[Path]:
     return sorted(set(out))
 
 
-def rmdir_quietly(path: str) -> None:
-    """Remove an empty mount point bwrap left (a folder, or an empty file)."""
-    with contextlib.suppress(OSError):
-        if os.path.isdir(path):
-            os.rmdir(path)
-        elif os.path.getsize(path) == 0:
-            os.unlink(path)
+def _empty_directory(path: Path) -> bool:
+    """A real directory (not a link to one) with nothing in it."""
+    try:
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return False
+        with os.scandir(path) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
 
 
 def _ssh_agent_entry(name: str, is_dir: bool) -> bool:

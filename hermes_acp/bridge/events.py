@@ -113,7 +113,13 @@ class EventTranslator:
         self._message_ids.clear()
         self._thinking = False
         self._compaction = None  # one that failed was closed with its turn
-        self._defusers = {ANSWER: ImageDefuser(), THOUGHT: ImageDefuser()}
+        self._defusers = {kind: defuser.next_message() for kind, defuser in self._defusers.items()}
+
+    def replayed(self, kind: str, text: str) -> str:
+        """A stored text block of the model's (`kind`: its chunk kind), defused as its live
+        stream was: the `[` it starts with is escaped after a block that ended with `!`."""
+        defuser = self._defusers[kind] = self._defusers[kind].next_message()
+        return defuser.feed(text) + defuser.flush()
 
     def interrupted(self, answer: str) -> list[Update]:
         """The mark a cancel put at the end of the answer it cut short (`answer`, as kept

@@ -44,7 +44,10 @@ from hermes_acp.bridge.markdown_verdicts import (
 class ImageDefuser:
     """One stream of the model's Markdown (an answer, or its thinking), defused as it comes."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, after_bang: bool = False) -> None:
+        # A flush let a final `!` out as it is: a client that appends what comes next would
+        # read it and a `[` let out first thing as an image's start, so that `[` is escaped.
+        self._after_bang = after_bang
         self._pending = ""
         self._fence: tuple[str, int, int] | None = None  # the open fence: char, length, indent
         self._opener: tuple[str, int, int] | None = None  # this line may open one
@@ -64,7 +67,8 @@ class ImageDefuser:
     def feed(self, text: str) -> str:
         """What of the stream so far may be sent now."""
         self._flushed = False
-        if not (self._pending or self._line_start or self._closing is not None) and not SPECIAL.search(text):
+        quiet = not (self._pending or self._line_start or self._closing is not None or self._after_bang)
+        if quiet and not SPECIAL.search(text):
             # Most deltas: words inside a line, nothing that could start a construct.
             self._ended_line = self._ended_line and not text
             return text
@@ -90,9 +94,15 @@ class ImageDefuser:
         self._fence_allowed = self._ended_line
         return out
 
+    def next_message(self) -> ImageDefuser:
+        """A defuser for the stream's next message (a new turn's answer), which a client may
+        append to this one's: it knows only whether this one ended with a bare `!`."""
+        return ImageDefuser(after_bang=self._after_bang)
+
     def _run(self, *, final: bool) -> str:
         s = self._pending
         out: list[str] = []
+        after_bang, self._after_bang = self._after_bang, False  # set again by a final `!`
         i = 0
         while i < len(s):
             i, waiting = self._step(s, i, final, out)
@@ -100,6 +110,10 @@ class ImageDefuser:
                 break
         self._pending = s[i:]
         text = "".join(out)
+        if after_bang and text.startswith("["):
+            text = "\\" + text
+        elif after_bang and not text:
+            self._after_bang = True  # nothing let out yet
         if text:
             self._ended_line = text.endswith("\n")
         return text
@@ -225,8 +239,14 @@ class ImageDefuser:
                 return q, True
             # The last character before a flush: a client that appends what comes next
             # would read `!` and a later `[x](u)` as an image, `<` and `img …>` as a tag,
-            # and `\` and our `\<` as a backslash and a tag. Escaped, each draws the same.
-            out.append("\\" + c)
+            # and `\` and our `\<` as a backslash and a tag. `<` and `\` are escaped (each
+            # draws the same); a `!` (most often an answer's last, "Done!") is sent as it is,
+            # and the `[` let out right after it escaped instead (`_after_bang`).
+            if c == "!":
+                out.append(c)
+                self._after_bang = True
+            else:
+                out.append("\\" + c)
             return q + 1, False
         if c == "\\":
             if s[q + 1] in "\n\r":

@@ -182,7 +182,12 @@ class ClientWorkspace:
             # and first line show the command line, not bwrap's arguments.
             from hermes_core.sandbox.launcher import LAUNCHERS
 
-            argv = LAUNCHERS.presentable(sandbox.wrap(argv, cwd=directory, new_session=True), command)
+            wrapped = sandbox.wrap(argv, cwd=directory, new_session=True)
+            try:
+                argv = LAUNCHERS.presentable(wrapped, command)
+            except BaseException:
+                sandbox.after_command()  # wrapped, never run
+                raise
         params: dict[str, Any] = {
             "sessionId": self.session_id,
             "command": argv[0],
@@ -199,6 +204,8 @@ class ClientWorkspace:
         try:
             result = await asyncio.shield(creating)
         except (RequestError, ConnectionError) as exc:
+            if sandbox is not None:
+                sandbox.after_command()  # the editor started nothing: no longer counted as running
             raise WorkspaceError(f"the editor could not start `{command}`: {_describe(exc)}") from exc
         except asyncio.CancelledError:
             # The editor may already be running it: once it answers, stop and free that terminal.

@@ -18,8 +18,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hermes_acp.bridge.channel import said
-from hermes_acp.bridge.events import chunk
-from hermes_acp.bridge.remote_images import defuse
+from hermes_acp.bridge.events import ANSWER, THOUGHT, chunk
 from hermes_acp.session.records import CLOSED_CALLS
 from hermes_acp.session.slash.menu import commands_update
 from hermes_core.events import ToolCallProgress
@@ -88,11 +87,11 @@ def replay_message(
     if message.role == "assistant":
         updates = []
         if message.reasoning:
-            thought = {"type": "text", "text": defuse(message.reasoning)}
+            thought = {"type": "text", "text": translator.replayed(THOUGHT, message.reasoning)}
             updates.append(cards.wrap(chunk("agent_thought_chunk", thought, uuid.uuid4().hex)))
         for block in _blocks(message.content):
             if block["type"] == "text":  # the model's Markdown: no image in it may load
-                block["text"] = defuse(block["text"])
+                block["text"] = translator.replayed(ANSWER, block["text"])
             updates.append(cards.wrap(chunk("agent_message_chunk", block, message_id)))
         own = display.get("tool_calls") or {}
         for call in message.tool_calls:

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from hermes_acp.startup import collector
+
 log = logging.getLogger(__name__)
 
 SCHEMA = "acp.schema"
@@ -69,6 +71,8 @@ class Warmup:
         except Exception:
             log.exception("warm-up import failed")
         finally:
+            if not self._sdk_wanted.is_set():
+                collector.resume_collector()  # nothing more to import until a session opens, if one does
             _call_soon(loop, self.modules_imported.set)
         self._sdk_wanted.wait()
         try:
@@ -76,6 +80,7 @@ class Warmup:
         except Exception:
             log.exception("warm-up of the provider SDK failed")
         finally:
+            collector.resume_collector()
             _call_soon(loop, self.sdks_imported.set)
 
     async def modules_ready(self) -> None:

@@ -14,26 +14,24 @@ collections short too; the little garbage among it is kept rather than collected
 from __future__ import annotations
 
 import gc
-import threading
 
-_lock = threading.Lock()
+# No lock (nor `threading`, which the initialize answer does without): `pause_collector`
+# runs before the process has a second thread, `resume_collector` only in the warm-up's.
 _paused = False
 
 
 def pause_collector() -> None:
     global _paused
-    with _lock:
-        if gc.isenabled():
-            gc.disable()
-            _paused = True
+    if gc.isenabled():
+        gc.disable()
+        _paused = True
 
 
 def resume_collector() -> None:
     """Collect again, with what start-up made frozen; once. A collector this module did
     not pause (a server run in-process, by tests) is left as it is."""
     global _paused
-    with _lock:
-        if _paused:
-            _paused = False
-            gc.freeze()
-            gc.enable()
+    if _paused:
+        _paused = False
+        gc.freeze()
+        gc.enable()

@@ -4,7 +4,7 @@ first model call.
 Those imports allocate some 90,000 objects that live as long as the process (modules,
 classes, functions, schemas) and next to no garbage: the collector's passes over them
 (~110 in a cold thread before its first request, one of them a full pass; 90-110 ms of
-its 0.75-1 s of CPU) free ~2,000 objects. So `run_stdio` pauses it before the first
+its 0.75-1 s of CPU) would free some 800-2,000 objects. So `run_stdio` pauses it before the first
 import, and the warm-up resumes it once what a model call needs is imported (or once it
 has nothing more to import until a session opens). The heap made by then is frozen
 (`gc.freeze`): later collections never walk it again, which keeps a session's own

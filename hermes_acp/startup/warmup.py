@@ -125,7 +125,7 @@ def _import_provider_sdk() -> None:
     from hermes_core.config import load_settings
     from hermes_core.providers.http import needs_tls, proxy_for
     from hermes_core.providers.resolve import primary_base_url, provider_module
-    from hermes_core.providers.tls import import_aiohttp, verified_context
+    from hermes_core.providers.tls import import_aiohttp
 
     try:
         settings = load_settings()
@@ -134,7 +134,7 @@ def _import_provider_sdk() -> None:
     trust_store = None
     url = primary_base_url(settings) if settings is not None else None
     if settings is not None and needs_tls(url, url and proxy_for(url)):
-        trust_store = threading.Thread(target=verified_context, name="hermes-acp-trust-store", daemon=True)
+        trust_store = threading.Thread(target=_load_trust_store, name="hermes-acp-trust-store", daemon=True)
         trust_store.start()
     import_aiohttp()
     if settings is not None:
@@ -143,6 +143,15 @@ def _import_provider_sdk() -> None:
         # Done before a turn may start: a turn's client would otherwise wait on the event
         # loop for the context this thread is making.
         trust_store.join()
+
+
+def _load_trust_store() -> None:
+    from hermes_core.providers.tls import verified_context
+
+    try:
+        verified_context()
+    except Exception:  # the endpoint's client makes it again and meets the error there
+        log.exception("warm-up of the trust store failed")
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

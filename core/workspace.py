@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Unpack
 
 from hermes_core.execution.commands import CommandExit, CommandOptions, RunningCommand
-from hermes_core.fence import ripgrep
-from hermes_core.fence.ripgrep import Found, Listing
 from hermes_core.fence.scope import (
     BINARY_SNIFF_BYTES,
     MAX_READ_BYTES,
@@ -40,6 +38,7 @@ from hermes_core.fence.scope import (
 )
 
 if TYPE_CHECKING:
+    from hermes_core.fence.ripgrep import Found, Listing
     from hermes_core.sandbox.bwrap import Sandbox
 
 __all__ = [
@@ -60,6 +59,16 @@ __all__ = [
     "check_text",
     "human_size",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # rg's modules (~15 ms of imports and dataclasses) are what only listing and searching
+    # need: imported at the first of those, not on a new thread's way to its first prompt.
+    if name in ("Found", "Listing"):
+        from hermes_core.fence import ripgrep
+
+        return getattr(ripgrep, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Workspace(Protocol):
@@ -190,6 +199,8 @@ class LocalWorkspace:
             self.sandbox.accept_written(self.scope.absolute(path))
 
     async def list_files(self, path: str, *, glob: str | None = None, allow_outside: bool = False) -> Listing:
+        from hermes_core.fence import ripgrep
+
         return await ripgrep.list_files(self.scope, path, glob=glob, allow_outside=allow_outside)
 
     async def search(
@@ -201,6 +212,8 @@ class LocalWorkspace:
         case_sensitive: bool | None = None,
         allow_outside: bool = False,
     ) -> Found:
+        from hermes_core.fence import ripgrep
+
         return await ripgrep.search(
             self.scope, path, pattern, glob=glob, case_sensitive=case_sensitive, allow_outside=allow_outside
         )

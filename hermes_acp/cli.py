@@ -118,6 +118,9 @@ def run_stdio(
     `hermes-acp --stdio`), a warm server for it is started once the hello is answered
     (hermes_acp/warm/) when the input goes on past it, so that the next spawn is served
     by a fork of it."""
+    from hermes_acp.startup import pause_collector
+
+    pause_collector()  # until the warm-up has imported what a model call needs (collector.py)
     if os.isatty(0):
         sys.stderr.write(TERMINAL_HINT + "\n")
         sys.stderr.flush()

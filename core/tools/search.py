@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from hermes_core.events import ToolKind
 from hermes_core.tools.base import Tool, ToolArgs, ToolContext, ToolResult
-from hermes_core.workspace import Found, Workspace, WorkspaceError
+from hermes_core.workspace import Workspace, WorkspaceError
+
+if TYPE_CHECKING:
+    from hermes_core.workspace import Found
 
 _MATCH_LINE_CHARS = 300
 

@@ -23,8 +23,6 @@ from hermes_core.execution.processes import OUTPUT_LIMIT, confining
 from hermes_core.workspace import (
     CommandExit,
     CommandOptions,
-    Found,
-    Listing,
     RunningCommand,
     Workspace,
     WorkspaceError,
@@ -36,6 +34,7 @@ from hermes_core.workspace import (
 
 if TYPE_CHECKING:
     from hermes_core.sandbox.bwrap import Sandbox
+    from hermes_core.workspace import Found, Listing
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,8 @@ Two callers, each through the names below (nothing else imports a module of this
   server exists (`answer_first_initialize`, `input_ends_next`: early_hello.py), and a
   `session/new` right after it (`Handover.answer_session_new`: early_session.py), the ACP
   SDK imported without its package `__init__` (`defer_package_init`: sdk_import.py,
-  lazy_package.py), the transport on real descriptors (`open_fd_transport`);
+  lazy_package.py), the transport on real descriptors (`open_fd_transport`), the garbage
+  collector paused until the warm-up is done (`pause_collector`: collector.py);
 - the server (server.py): `Startup` (gate.py), its one door for every request: when it
   may run (the warm-up's imports, warmup.py) and its params read without the SDK's schema
   when they are plainly valid (plain_params.py, hello.py), else by the schema's models
@@ -23,6 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the names as the type checker sees them; at run time, __getattr__ below
+    from hermes_acp.startup.collector import pause_collector
     from hermes_acp.startup.early_hello import (
         SHUTDOWN_SIGNALS,
         Handover,
@@ -54,6 +56,7 @@ _EXPORTS = {
     "SHUTDOWN_SIGNALS": "early_hello",
     "EarlySession": "early_session",
     "defer_package_init": "sdk_import",
+    "pause_collector": "collector",
     "WARM_MODULES": "warmup",  # what the warm server imports too (hermes_acp/warm/imports.py)
     "open_fd_transport": "fd_transport",
     "Startup": "gate",
@@ -96,6 +99,7 @@ __all__ = [
     "defer_package_init",
     "input_ends_next",
     "open_fd_transport",
+    "pause_collector",
 ]
 
 

@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from hermes_acp.startup import collector
+
 log = logging.getLogger(__name__)
 
 SCHEMA = "acp.schema"
@@ -69,6 +71,8 @@ class Warmup:
         except Exception:
             log.exception("warm-up import failed")
         finally:
+            if not self._sdk_wanted.is_set():
+                collector.resume_collector()  # nothing more to import until a session opens, if one does
             _call_soon(loop, self.modules_imported.set)
         self._sdk_wanted.wait()
         try:
@@ -76,6 +80,7 @@ class Warmup:
         except Exception:
             log.exception("warm-up of the provider SDK failed")
         finally:
+            collector.resume_collector()
             _call_soon(loop, self.sdks_imported.set)
 
     async def modules_ready(self) -> None:
@@ -114,22 +119,39 @@ def _probe_sandbox() -> None:
 def _import_provider_sdk() -> None:
     """Import what a model call needs (aiohttp, without the trust store its import would
     load twice: core/providers/tls.py) and the module of the configured API shape, and
-    load the trust store once when the configured endpoint is called over TLS."""
-    from hermes_core.providers.tls import import_aiohttp, verified_context
-
-    import_aiohttp()
+    load the trust store once when the configured endpoint is called over TLS: in a thread
+    of its own beside aiohttp's import, since OpenSSL reads the certificates without the
+    GIL (~50 ms that overlap the import instead of following it; docs/benchmarks.md)."""
     from hermes_core.config import load_settings
     from hermes_core.providers.http import needs_tls, proxy_for
     from hermes_core.providers.resolve import primary_base_url, provider_module
+    from hermes_core.providers.tls import import_aiohttp
 
     try:
         settings = load_settings()
-    except Exception:
-        return
-    provider_module(settings)
-    url = primary_base_url(settings)
-    if needs_tls(url, url and proxy_for(url)):
+    except Exception:  # the session reports it; aiohttp is still wanted
+        settings = None
+    trust_store = None
+    url = primary_base_url(settings) if settings is not None else None
+    if settings is not None and needs_tls(url, url and proxy_for(url)):
+        trust_store = threading.Thread(target=_load_trust_store, name="hermes-acp-trust-store", daemon=True)
+        trust_store.start()
+    import_aiohttp()
+    if settings is not None:
+        provider_module(settings)
+    if trust_store is not None:
+        # Done before a turn may start: a turn's client would otherwise wait on the event
+        # loop for the context this thread is making.
+        trust_store.join()
+
+
+def _load_trust_store() -> None:
+    from hermes_core.providers.tls import verified_context
+
+    try:
         verified_context()
+    except Exception:  # the endpoint's client makes it again and meets the error there
+        log.exception("warm-up of the trust store failed")
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], Any]) -> None:

@@ -25,6 +25,7 @@ MODULES = (
     "hermes_acp.session.early_build",
     "hermes_acp.session.jobs",
     "hermes_core.execution.jobs",
+    "hermes_core.fence.ripgrep",  # a cold process's first listing or search imports it
     "hermes_core.policy.hooks",
     "hermes_core.policy.permission_rules",
     "hermes_core.prompt.context",

@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from hermes_acp.startup import collector
+from hermes_acp.startup.collector import resume_collector
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Warmup:
             log.exception("warm-up import failed")
         finally:
             if not self._sdk_wanted.is_set():
-                collector.resume_collector()  # nothing more to import until a session opens, if one does
+                resume_collector()  # nothing more to import until a session opens, if one does
             _call_soon(loop, self.modules_imported.set)
         self._sdk_wanted.wait()
         try:
@@ -80,7 +80,7 @@ class Warmup:
         except Exception:
             log.exception("warm-up of the provider SDK failed")
         finally:
-            collector.resume_collector()
+            resume_collector()
             _call_soon(loop, self.sdks_imported.set)
 
     async def modules_ready(self) -> None:

@@ -25,7 +25,7 @@ import select
 import struct
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 log = logging.getLogger(__name__)
 
@@ -163,11 +163,7 @@ class InotifyNotifier:
         self._decode(data, changes)
 
     def _decode(self, data: bytes, changes: set[tuple[int, str]]) -> None:
-        offset = 0
-        while offset + _EVENT.size <= len(data):
-            wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-            name = data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0")
-            offset += _EVENT.size + length
+        for wd, mask, name in decoded(data):
             if mask & IN_Q_OVERFLOW:
                 log.debug("The kernel's inotify queue overflowed: some changes were not seen")
                 continue
@@ -177,7 +173,7 @@ class InotifyNotifier:
             if mask & IN_IGNORED:
                 del self._paths[wd]
                 continue
-            path = os.path.join(directory, os.fsdecode(name)) if name else directory
+            path = os.path.join(directory, name) if name else directory
             if mask & (IN_CREATE | IN_MOVED_TO):
                 changes.add((ADDED, path))
             elif mask & (IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF):
@@ -188,6 +184,32 @@ class InotifyNotifier:
 
 _HAS_EVENTFD = hasattr(os, "eventfd")
 _LIBC: ctypes.CDLL | None = None
+
+
+def events(fd: int) -> Iterator[tuple[int, int, str]]:
+    """Every event waiting on the non-blocking inotify descriptor `fd`, read until none
+    waits: (watch, mask, name; "" for the watched folder itself). An error reading it
+    (other than none waiting) ends them with an overflow (`IN_Q_OVERFLOW`, watch -1): what
+    the kernel had for us is lost, as when its queue overflows."""
+    while True:
+        try:
+            data = os.read(fd, 64 * 1024)
+        except BlockingIOError:
+            return
+        except OSError:
+            yield -1, IN_Q_OVERFLOW, ""
+            return
+        yield from decoded(data)
+
+
+def decoded(data: bytes) -> Iterator[tuple[int, int, str]]:
+    """The events (watch, mask, name) in what one read of an inotify descriptor returned."""
+    offset = 0
+    while offset + _EVENT.size <= len(data):
+        wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+        name = os.fsdecode(data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0"))
+        offset += _EVENT.size + length
+        yield wd, mask, name
 
 
 def available() -> bool:

@@ -16,7 +16,6 @@ import ctypes
 import errno
 import os
 import stat
-import struct
 import threading
 import weakref
 from collections.abc import Callable
@@ -27,7 +26,6 @@ from hermes_core.sandbox import repo_finder
 MAX_WATCHES = 50_000  # for all finders of this process, and repo_finder's share of the system's at most
 _IN_ISDIR = 0x4000_0000
 _MASK = inotify.IN_CREATE | inotify.IN_MOVED_TO | inotify.IN_DONT_FOLLOW | inotify.IN_EXCL_UNLINK
-_EVENT = struct.Struct("iIII")
 
 
 class Finder:
@@ -99,33 +97,21 @@ class Finder:
         return True
 
     def _drain(self) -> None:
-        while True:
-            try:
-                data = os.read(self.fd, 64 * 1024)
-            except BlockingIOError:
-                return
-            except OSError:
+        for wd, mask, name in inotify.events(self.fd):
+            if mask & inotify.IN_Q_OVERFLOW:
                 self.stale = True
-                return
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                name = os.fsdecode(data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0"))
-                offset += _EVENT.size + length
-                if mask & inotify.IN_Q_OVERFLOW:
-                    self.stale = True
-                    continue
-                folder = self.paths.get(wd)
-                if folder is None:
-                    continue
-                if mask & inotify.IN_IGNORED:
-                    _forget(self.paths, wd)
-                    continue
-                path = f"{folder}/{name}"
-                if self.matches(path):
-                    self.found.add(path)
-                elif mask & _IN_ISDIR and name != ".git" and not self.stale:
-                    self._walk(path)
+                continue
+            folder = self.paths.get(wd)
+            if folder is None:
+                continue
+            if mask & inotify.IN_IGNORED:
+                _forget(self.paths, wd)
+                continue
+            path = f"{folder}/{name}"
+            if self.matches(path):
+                self.found.add(path)
+            elif mask & _IN_ISDIR and name != ".git" and not self.stale:
+                self._walk(path)
 
 
 def _enterable(entry: os.DirEntry[str]) -> bool:

@@ -33,7 +33,6 @@ import errno
 import logging
 import os
 import re
-import struct
 import threading
 
 from hermes_core.changes import inotify
@@ -58,7 +57,6 @@ _MASK = (
     | inotify.IN_DONT_FOLLOW
     | inotify.IN_EXCL_UNLINK
 )
-_EVENT = struct.Struct("iIII")
 NESTED_EDITORS = (".zed", ".helix")
 _NAMES = frozenset({".git", "HEAD", *NESTED_EDITORS})  # `HEAD`: a bare repository's
 # mise reads the config files of the folder you are in and of every folder above it (its
@@ -224,34 +222,22 @@ class _Finder:
 
     def _drain(self) -> None:
         global _watches_used
-        while True:
-            try:
-                data = os.read(self.fd, 64 * 1024)
-            except BlockingIOError:
-                return
-            except OSError:
+        for wd, mask, name in inotify.events(self.fd):
+            if mask & inotify.IN_Q_OVERFLOW:
                 self.stale = True
-                return
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                name = os.fsdecode(data[offset + _EVENT.size : offset + _EVENT.size + length].rstrip(b"\0"))
-                offset += _EVENT.size + length
-                if mask & inotify.IN_Q_OVERFLOW:
-                    self.stale = True
-                    continue
-                folder = self.paths.get(wd)
-                if folder is None:
-                    continue
-                if mask & inotify.IN_IGNORED:
-                    del self.paths[wd]
-                    with _budget_lock:
-                        _watches_used -= 1
-                    continue
-                if _tracked(name) and folder != self.root:
-                    self.found.setdefault(name, set()).add(folder)
-                if name not in _NAMES and mask & _IN_ISDIR and not self.stale:
-                    self._walk(f"{folder}/{name}")
+                continue
+            folder = self.paths.get(wd)
+            if folder is None:
+                continue
+            if mask & inotify.IN_IGNORED:
+                del self.paths[wd]
+                with _budget_lock:
+                    _watches_used -= 1
+                continue
+            if _tracked(name) and folder != self.root:
+                self.found.setdefault(name, set()).add(folder)
+            if name not in _NAMES and mask & _IN_ISDIR and not self.stale:
+                self._walk(f"{folder}/{name}")
 
 
 def _budget() -> int:

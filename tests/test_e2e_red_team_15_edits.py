@@ -11,33 +11,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.acp_harness import AcpClient
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.red_team import LOCAL
+from tests.support.fake_provider import FakeProvider
+from tests.support.red_team import LOCAL, command_under_rules
 from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER_SETUP = ServerSetup(capabilities=LOCAL)
-
-
-def _tool_results(fake: FakeProvider) -> str:
-    messages = fake.requests[-1].body["messages"]
-    return "\n".join(str(m["content"]) for m in messages if m["role"] == "tool")
-
-
-async def _auto_command(
-    client: AcpClient, fake: FakeProvider, project: Path, rules: str, command: str
-) -> str:
-    (project / ".hermes").mkdir(exist_ok=True)
-    (project / ".hermes" / "config.toml").write_text(f"[permissions]\n{rules}\n")
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
-    call = ToolCallSpec("terminal", {"command": f"{command}; s=$?; echo probe-ran; exit $s"}, id="t")
-    fake.script([Reply(tool_calls=[call]), Reply(text="Ok.")])
-    assert await client.prompt(sid, "tidy up") == {"stopReason": "end_turn"}
-    results = _tool_results(fake)
-    assert "probe-ran" in results, results
-    return results
 
 
 @pytest.mark.parametrize("action", ["deny", "ask"])
@@ -50,7 +30,7 @@ async def test_a_sandboxed_command_cannot_write_what_an_edit_rule_guards(
     (project / "config" / "prod.yml").write_text("replicas: 3\n")
     rules = f'{action} = ["Edit(secrets/**)", "Edit(config/prod.yml)"]'
     command = "echo x > secrets/new.txt; echo x > secrets/key.txt; echo 'replicas: 0' > config/prod.yml"
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     assert sorted(p.name for p in (project / "secrets").iterdir()) == ["key.txt"]
     assert (project / "secrets" / "key.txt").read_text() == "mine\n"
     assert (project / "config" / "prod.yml").read_text() == "replicas: 3\n"
@@ -58,7 +38,7 @@ async def test_a_sandboxed_command_cannot_write_what_an_edit_rule_guards(
     assert "Edit(secrets/**)" in results, results  # the model is told which rule
     assert client.permission_requests == []  # auto: nothing asked, nothing written
     # The rest of the project stays writable.
-    await _auto_command(client, fake, project, rules, "echo ok > config/dev.yml")
+    await command_under_rules(client, fake, project, rules, "echo ok > config/dev.yml")
     assert (project / "config" / "dev.yml").read_text() == "ok\n"
 
 
@@ -69,7 +49,7 @@ async def test_a_guarded_path_missing_when_the_session_started_is_guarded_too(
     # creates is moved aside after it.
     rules = 'deny = ["Edit(keys/**)", "Edit(deploy/token.txt)"]'
     command = "mkdir -p keys deploy; echo x > keys/a; echo t0k3n > deploy/token.txt"
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     assert not (project / "keys" / "a").exists()
     assert not (project / "deploy" / "token.txt").exists()
     assert [p.name.split(".refused-")[0] for p in (project / "deploy").iterdir()] == ["token.txt"]
@@ -85,7 +65,7 @@ async def test_a_guarded_folder_swapped_by_renaming_its_parent_is_moved_aside(
     (project / "conf" / "prod" / "db.yml").write_text("host: db\n")
     rules = 'deny = ["Edit(conf/prod/**)"]'
     command = "mv conf conf.old && mkdir -p conf/prod && echo evil > conf/prod/db.yml"
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     assert not (project / "conf" / "prod" / "db.yml").exists()
     assert "Edit(conf/prod/**)" in results and "moved to" in results, results
 
@@ -97,9 +77,9 @@ async def test_a_guarded_name_that_is_a_dangling_link_stops_no_command(
     # launch. The link is left unmounted; a command that swaps it is undone after.
     (project / "secrets").symlink_to("/nonexistent/hermes-rt15")
     rules = 'deny = ["Edit(secrets/**)"]'
-    await _auto_command(client, fake, project, rules, "echo ok > notes.txt")
+    await command_under_rules(client, fake, project, rules, "echo ok > notes.txt")
     assert (project / "notes.txt").read_text() == "ok\n"
-    results = await _auto_command(
+    results = await command_under_rules(
         client, fake, project, rules, "rm secrets && mkdir secrets && echo x > secrets/a"
     )
     assert not (project / "secrets" / "a").exists(), results

@@ -12,34 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.support.acp_harness import AcpClient
-from tests.support.fake_provider import FakeProvider, Reply, ToolCallSpec
-from tests.support.red_team import LOCAL
+from tests.support.fake_provider import FakeProvider
+from tests.support.red_team import LOCAL, command_under_rules
 from tests.support.server_setup import ServerSetup
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 SERVER_SETUP = ServerSetup(capabilities=LOCAL)
 MINE = "mine\n"
-
-
-def _tool_results(fake: FakeProvider) -> str:
-    messages = fake.requests[-1].body["messages"]
-    return "\n".join(str(m["content"]) for m in messages if m["role"] == "tool")
-
-
-async def _auto_command(
-    client: AcpClient, fake: FakeProvider, project: Path, rules: str, command: str, *, ran: bool = True
-) -> str:
-    (project / ".hermes").mkdir(exist_ok=True)
-    (project / ".hermes" / "config.toml").write_text(f"[permissions]\n{rules}\n")
-    sid = (await client.new_session(project))["sessionId"]
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
-    call = ToolCallSpec("terminal", {"command": f"{command}; s=$?; echo probe-ran; exit $s"}, id="t")
-    fake.script([Reply(tool_calls=[call]), Reply(text="Ok.")])
-    assert await client.prompt(sid, "tidy up") == {"stopReason": "end_turn"}
-    results = _tool_results(fake)
-    assert ("probe-ran" in results) is ran, results
-    return results
 
 
 def _plant(project: Path, *relative: str) -> None:
@@ -81,7 +61,7 @@ async def test_a_command_cannot_change_a_file_a_wildcard_rule_matches(
         "echo evil >> keys/a.pem"  # last: the command fails, and the model is told why
     )
     asked = len(client.permission_requests)
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     for name in guarded:
         assert (project / name).read_text() == MINE, (name, results)
     assert not (project / "f-link").exists()  # no hard link across the read-only mount
@@ -101,7 +81,7 @@ async def test_a_match_a_command_creates_is_moved_aside(
         "echo ok > notes.txt; ln -s notes.txt linked.pem"
     )
     asked = len(client.permission_requests)
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     for gone in ("new.pem", "d/k.pem", "renamed.pem", "built/z.pem", "linked.pem"):
         assert not (project / gone).exists() and not (project / gone).is_symlink(), (gone, results)
     assert _refused(project) == ["linked.pem", "new.pem", "renamed.pem"]
@@ -123,7 +103,7 @@ async def test_a_pattern_anchored_in_a_folder_guards_what_the_file_tools_guard(
         "echo ok > src/sub/deep.rs; echo ok > lib/other.rs; echo ok > src/notes.md"
     )
     asked = len(client.permission_requests)
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     assert (project / "src" / "main.rs").read_text() == MINE
     assert not (project / "src" / "new.rs").exists() and _refused(project / "src") == ["new.rs"]
     for name in ("src/sub/deep.rs", "lib/other.rs", "src/notes.md"):
@@ -140,7 +120,7 @@ async def test_a_command_asks_when_more_files_match_than_the_sandbox_can_guard(
     rules = 'deny = ["Edit(**/*.pem)"]'
     client.permission = "reject_once"
     try:
-        await _auto_command(client, fake, project, rules, "echo evil > certs/7.pem", ran=False)
+        await command_under_rules(client, fake, project, rules, "echo evil > certs/7.pem", ran=False)
     finally:
         client.permission = "allow_once"
     assert (project / "certs" / "7.pem").read_text() == MINE
@@ -158,7 +138,7 @@ async def test_a_one_name_pattern_guards_that_name_at_any_depth_as_the_file_tool
     rules = 'deny = ["Edit(prod.yml)"]'
     command = "mkdir -p new && echo evil > new/prod.yml; echo evil > prod.yml; echo evil > deploy/eu/prod.yml"
     asked = len(client.permission_requests)
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     assert (project / "prod.yml").read_text() == MINE
     assert (project / "deploy" / "eu" / "prod.yml").read_text() == MINE, results
     assert not (project / "new" / "prod.yml").exists() and _refused(project / "new") == ["prod.yml"]
@@ -176,7 +156,7 @@ async def test_a_command_asks_when_a_wildcard_rule_covers_the_whole_project(
     client.permission = "reject_once"
     try:
         rules = 'ask = ["Edit(//**/project/**)"]'
-        await _auto_command(client, fake, project, rules, "echo evil > notes.txt", ran=False)
+        await command_under_rules(client, fake, project, rules, "echo evil > notes.txt", ran=False)
     finally:
         client.permission = "allow_once"
     assert (project / "notes.txt").read_text() == MINE
@@ -197,12 +177,13 @@ async def test_a_guarded_file_moved_away_with_its_folder_is_put_back(
 ) -> None:
     _plant(project, "src/main.rs", "src/lib.rs")
     rules = 'deny = ["Edit(src/*.rs)"]'
-    results = await _auto_command(client, fake, project, rules, command)
+    results = await command_under_rules(client, fake, project, rules, command)
     assert (project / "src" / "main.rs").read_text() == MINE, results
     assert (project / "src" / "lib.rs").read_text() == MINE, results
     assert "Edit(src/*.rs)" in results and "moved back" in results, results
     # and so a later command cannot write it by the folder's other name
-    await _auto_command(client, fake, project, rules, "echo evil > src.old/main.rs; echo evil > src/main.rs")
+    again = "echo evil > src.old/main.rs; echo evil > src/main.rs"
+    await command_under_rules(client, fake, project, rules, again)
     assert (project / "src" / "main.rs").read_text() == MINE
 
 
@@ -213,7 +194,7 @@ async def test_a_command_refused_by_a_mount_point_is_told_which_rule(
     # Removing or renaming over a read-only mount point fails with "Device or resource
     # busy", not "Read-only file system": the model is told which rule all the same.
     _plant(project, "certs/a.pem")
-    results = await _auto_command(client, fake, project, 'deny = ["Edit(**/*.pem)"]', command)
+    results = await command_under_rules(client, fake, project, 'deny = ["Edit(**/*.pem)"]', command)
     assert (project / "certs" / "a.pem").read_text() == MINE
     assert "Device or resource busy" in results and "Edit(**/*.pem)" in results, results
     assert "write_file" in results, results

@@ -62,6 +62,16 @@ async def _plant(client: AcpClient, fake: FakeProvider, project: Path, command: 
     assert "planted-ok" in "\n".join(results), results
 
 
+async def _the_server_adds(client: AcpClient, fake: FakeProvider, sid: str) -> None:
+    """The user's server still serves: its `add` tool answers 2 + 3."""
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
+    add = ToolCallSpec("mcp__demo__add", {"a": 2, "b": 3}, id="add")
+    fake.script([Reply(tool_calls=[add]), Reply(text="5")])
+    assert await client.prompt(sid, "add") == {"stopReason": "end_turn"}
+    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
+    assert "5" in str(results), results
+
+
 async def test_python_m_server_does_not_import_the_workspaces_module(
     client: AcpClient, fake: FakeProvider, project: Path, server_home: Path, tmp_path: Path
 ) -> None:
@@ -84,12 +94,7 @@ async def test_python_m_server_does_not_import_the_workspaces_module(
     sid = (await client.request("session/new", {"cwd": str(project), "mcpServers": [entry]}))["sessionId"]
     assert not (server_home / "stolen").exists(), "the workspace's module ran outside the sandbox"
     # The user's server still serves: its tools answer.
-    await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
-    add = ToolCallSpec("mcp__demo__add", {"a": 2, "b": 3}, id="add")
-    fake.script([Reply(tool_calls=[add]), Reply(text="5")])
-    assert await client.prompt(sid, "add") == {"stopReason": "end_turn"}
-    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
-    assert "5" in str(results), results
+    await _the_server_adds(client, fake, sid)
     assert not (server_home / "stolen").exists()
 
 
@@ -155,9 +160,4 @@ async def test_a_server_program_path_finds_in_the_workspace_is_not_started(
         )
         sid = (await client.request("session/new", {"cwd": str(project), "mcpServers": [entry]}))["sessionId"]
         assert not (home / "stolen-by-path").exists(), "PATH found the server's program in the workspace"
-        await client.request("session/set_mode", {"sessionId": sid, "modeId": "yolo"})
-        add = ToolCallSpec("mcp__demo__add", {"a": 2, "b": 3}, id="add")
-        fake.script([Reply(tool_calls=[add]), Reply(text="5")])
-        assert await client.prompt(sid, "add") == {"stopReason": "end_turn"}
-    results = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] == "tool"]
-    assert "5" in str(results), results
+        await _the_server_adds(client, fake, sid)

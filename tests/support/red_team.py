@@ -101,3 +101,27 @@ def asked_for_each_outside(client: AcpClient, calls: list[ToolCallSpec], names: 
         reason = request["_meta"]["hermes"]["reason"]
         assert names in reason and "outside the sandbox" in reason, reason
         assert "allow_always" not in {o["optionId"] for o in request["options"]}
+
+
+def tool_text(fake: FakeProvider) -> str:
+    """The tool results the model was sent in its last request, as one text."""
+    messages = fake.requests[-1].body["messages"]
+    return "\n".join(str(m["content"]) for m in messages if m["role"] == "tool")
+
+
+async def command_under_rules(
+    client: AcpClient, fake: FakeProvider, project: Path, rules: str, command: str, *, ran: bool = True
+) -> str:
+    """One sandboxed `command` in auto, in a new session of `project` whose
+    `.hermes/config.toml` holds `rules` under [permissions]; the tool results, once it is
+    checked that the command ran (or, `ran=False`, did not)."""
+    (project / ".hermes").mkdir(exist_ok=True)
+    (project / ".hermes" / "config.toml").write_text(f"[permissions]\n{rules}\n")
+    sid = (await client.new_session(project))["sessionId"]
+    await client.request("session/set_mode", {"sessionId": sid, "modeId": "auto"})
+    call = ToolCallSpec("terminal", {"command": f"{command}; s=$?; echo probe-ran; exit $s"}, id="t")
+    fake.script([Reply(tool_calls=[call]), Reply(text="Ok.")])
+    assert await client.prompt(sid, "tidy up") == {"stopReason": "end_turn"}
+    results = tool_text(fake)
+    assert ("probe-ran" in results) is ran, results
+    return results
